@@ -1,0 +1,428 @@
+//! What happens to one tool call (SPEC §5), as pure logic: the page side asks this module what a
+//! call may do and which result ends it; the browser layer only runs the handler and the timers.
+//!
+//! Time comes from an injected [`Clock`], so every rule (the 2 s grace, the timeout) is tested
+//! without waiting. [`CallState`] guarantees exactly one outcome: after the first
+//! [`CallState::finish`] or [`CallState::cancel`], every later attempt is refused.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::protocol::{meta, CallToolParams, CallToolResult};
+use crate::registry::{self, is_allowed, RegisteredTool, ToolKind, MAX_TIMEOUT_MS};
+use crate::validate::CompiledSchema;
+
+/// How long a call for a tool without handler waits for one to be registered (SPEC §3).
+pub const HANDLER_GRACE_MS: f64 = 2_000.0;
+
+/// Milliseconds on some monotonic scale.
+pub trait Clock {
+    fn now_ms(&self) -> f64;
+}
+
+/// The error results of SPEC §5, worded once.
+pub mod outcome {
+    use super::CallToolResult;
+
+    pub fn no_handler(name: &str) -> CallToolResult {
+        CallToolResult::error(format!("no handler registered for tool '{name}' on this page"))
+    }
+
+    pub fn not_allowed(name: &str) -> CallToolResult {
+        CallToolResult::error(format!("tool '{name}' is not allowed"))
+    }
+
+    pub fn invalid_input(errors: &[String]) -> CallToolResult {
+        CallToolResult::error(format!("invalid input:\n{}", errors.join("\n")))
+    }
+
+    pub fn handler_failed(message: &str) -> CallToolResult {
+        CallToolResult::error(message.to_owned())
+    }
+
+    pub fn timed_out(timeout_ms: u64) -> CallToolResult {
+        CallToolResult::error(format!("timed out after {timeout_ms} ms"))
+    }
+
+    pub fn rejected(reason: Option<&str>) -> CallToolResult {
+        match reason.filter(|r| !r.is_empty()) {
+            Some(reason) => CallToolResult::error(format!("rejected by the user: {reason}")),
+            None => CallToolResult::error("rejected by the user"),
+        }
+    }
+
+    pub fn invalid_output(errors: &[String]) -> CallToolResult {
+        CallToolResult::error(format!(
+            "the tool's result does not match its output schema:\n{}",
+            errors.join("\n")
+        ))
+    }
+
+    pub fn not_serializable(detail: &str) -> CallToolResult {
+        CallToolResult::error(format!("the tool's result is not JSON-serializable: {detail}"))
+    }
+}
+
+/// A call that passed admission: everything needed to run it, owned (no registry borrow).
+#[derive(Debug)]
+pub struct PreparedCall<H> {
+    pub tool: Arc<RegisteredTool<H>>,
+    pub arguments: Value,
+    pub timeout_ms: u64,
+    pub require_confirmation: bool,
+    /// The output schema to check the result against (the tool's, or the call's for agent tools).
+    pub output: Option<Arc<CompiledSchema>>,
+}
+
+/// The decision for a call that just arrived (or is retried after waiting for a handler).
+#[derive(Debug)]
+pub enum Admission<H> {
+    Run(PreparedCall<H>),
+    /// No handler yet: try again when one is registered or when the grace period ends.
+    WaitForHandler,
+    /// The call ends now with this result; the handler never runs.
+    Reject(CallToolResult),
+}
+
+/// Decides what a call may do: allow-list, handler presence, input validation, timeout policy.
+pub fn admit<H>(
+    tool: Option<Arc<RegisteredTool<H>>>,
+    params: &CallToolParams,
+    allow: &[String],
+    grace_over: bool,
+) -> Admission<H> {
+    let Some(tool) = tool else {
+        // An unknown name is checked against the allow-list as the agent spelled it.
+        if !is_allowed(allow, &params.name) {
+            return Admission::Reject(outcome::not_allowed(&params.name));
+        }
+        return if grace_over {
+            Admission::Reject(outcome::no_handler(&params.name))
+        } else {
+            Admission::WaitForHandler
+        };
+    };
+    if !is_allowed(allow, &tool.original_name) {
+        return Admission::Reject(outcome::not_allowed(&params.name));
+    }
+    let arguments = params
+        .arguments
+        .clone()
+        .unwrap_or_else(|| Value::Object(Default::default()));
+
+    let call_schema = |key: &str| -> Result<Option<CompiledSchema>, CallToolResult> {
+        match params.meta_value(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(schema) => CompiledSchema::compile(schema).map(Some).map_err(|message| {
+                CallToolResult::error(format!("the call's {key} is not a valid JSON Schema: {message}"))
+            }),
+        }
+    };
+    let (input_for_call, output) = if tool.kind == ToolKind::Handler {
+        match (call_schema(meta::INPUT_SCHEMA), call_schema(meta::OUTPUT_SCHEMA)) {
+            (Ok(input), Ok(output)) => (input, output.map(Arc::new)),
+            (Err(result), _) | (_, Err(result)) => return Admission::Reject(result),
+        }
+    } else {
+        (None, None)
+    };
+    let input_schema = input_for_call.as_ref().or(tool.input.as_ref());
+    if let Some(schema) = input_schema {
+        if let Err(errors) = schema.validate(&arguments) {
+            return Admission::Reject(outcome::invalid_input(&errors));
+        }
+    }
+    let output = output.or_else(|| tool.output.clone());
+
+    let runtime_timeout = params.meta_value(meta::TIMEOUT_MS).and_then(Value::as_f64);
+    let timeout_ms = match runtime_timeout {
+        Some(ms) if ms > 0.0 => (ms.ceil() as u64).min(MAX_TIMEOUT_MS),
+        _ => tool.timeout_ms,
+    };
+    let require_confirmation = tool.require_confirmation
+        || params.meta_value(meta::REQUIRE_CONFIRMATION).and_then(Value::as_bool) == Some(true)
+        || tool
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get("destructiveHint"))
+            .and_then(Value::as_bool)
+            == Some(true);
+    Admission::Run(PreparedCall {
+        tool,
+        arguments,
+        timeout_ms,
+        require_confirmation,
+        output,
+    })
+}
+
+/// Checks a handler's JSON result against the output schema and builds the result to send.
+pub fn complete(value: Value, output: Option<&CompiledSchema>) -> CallToolResult {
+    if let Some(schema) = output {
+        if let Err(errors) = schema.validate(&value) {
+            return outcome::invalid_output(&errors);
+        }
+    }
+    CallToolResult::success(value)
+}
+
+/// Where a call is in its life.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Phase {
+    WaitingForHandler { until_ms: f64 },
+    AwaitingConfirmation,
+    Running { deadline_ms: f64 },
+    Finished,
+    Cancelled,
+}
+
+/// One call's state: enforces that it ends exactly once.
+#[derive(Debug, Clone)]
+pub struct CallState {
+    phase: Phase,
+}
+
+impl CallState {
+    /// A call that has just arrived and has no handler yet.
+    pub fn waiting_for_handler(clock: &impl Clock) -> Self {
+        Self {
+            phase: Phase::WaitingForHandler {
+                until_ms: clock.now_ms() + HANDLER_GRACE_MS,
+            },
+        }
+    }
+
+    /// A call whose handler starts now.
+    pub fn running(clock: &impl Clock, timeout_ms: u64) -> Self {
+        let mut state = Self {
+            phase: Phase::AwaitingConfirmation,
+        };
+        state.start(clock, timeout_ms);
+        state
+    }
+
+    pub fn phase(&self) -> Phase {
+        self.phase
+    }
+
+    pub fn is_over(&self) -> bool {
+        matches!(self.phase, Phase::Finished | Phase::Cancelled)
+    }
+
+    /// Waiting for the user: the handler's clock is not running (SPEC §5).
+    pub fn await_confirmation(&mut self) {
+        if !self.is_over() {
+            self.phase = Phase::AwaitingConfirmation;
+        }
+    }
+
+    /// The handler starts now: its timeout counts from here.
+    pub fn start(&mut self, clock: &impl Clock, timeout_ms: u64) {
+        if !self.is_over() {
+            self.phase = Phase::Running {
+                deadline_ms: clock.now_ms() + timeout_ms as f64,
+            };
+        }
+    }
+
+    /// Milliseconds until the current wait ends (grace or handler timeout); `None` when no timer runs.
+    pub fn remaining_ms(&self, clock: &impl Clock) -> Option<f64> {
+        match self.phase {
+            Phase::WaitingForHandler { until_ms } => Some((until_ms - clock.now_ms()).max(0.0)),
+            Phase::Running { deadline_ms } => Some((deadline_ms - clock.now_ms()).max(0.0)),
+            _ => None,
+        }
+    }
+
+    /// Whether the current wait has run out.
+    pub fn expired(&self, clock: &impl Clock) -> bool {
+        self.remaining_ms(clock) == Some(0.0)
+    }
+
+    /// Ends the call with `result`; `Some` only the first time (the result to send).
+    pub fn finish(&mut self, result: CallToolResult) -> Option<CallToolResult> {
+        if self.is_over() {
+            return None;
+        }
+        self.phase = Phase::Finished;
+        Some(result)
+    }
+
+    /// The runtime cancelled: no result is sent. `true` when this ended the call.
+    pub fn cancel(&mut self) -> bool {
+        if self.is_over() {
+            return false;
+        }
+        self.phase = Phase::Cancelled;
+        true
+    }
+}
+
+/// The default timeout applied to agent tools when neither page nor runtime says otherwise.
+pub const DEFAULT_TIMEOUT_MS: u64 = registry::DEFAULT_TIMEOUT_MS;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::{Declaration, Registry};
+    use serde_json::json;
+    use std::cell::Cell;
+
+    struct FakeClock(Cell<f64>);
+    impl Clock for FakeClock {
+        fn now_ms(&self) -> f64 {
+            self.0.get()
+        }
+    }
+
+    fn params(name: &str, arguments: Value) -> CallToolParams {
+        CallToolParams {
+            name: name.into(),
+            arguments: Some(arguments),
+            meta: None,
+        }
+    }
+
+    fn board_registry() -> Registry<&'static str> {
+        let mut registry = Registry::default();
+        registry
+            .define(
+                Declaration {
+                    original_name: "read_board_tasks".into(),
+                    description: Some("Read tasks".into()),
+                    parameters: Some(json!({
+                        "type": "object",
+                        "properties": {
+                            "boardId": {"type": "string"},
+                            "status": {"enum": ["todo", "in-progress", "done"]}
+                        },
+                        "required": ["boardId"]
+                    })),
+                    output_schema: Some(json!({"type": "object", "required": ["tasks"]})),
+                    ..Declaration::default()
+                },
+                ToolKind::Function,
+                "read",
+            )
+            .unwrap();
+        registry
+    }
+
+    fn reject_text<H: std::fmt::Debug>(admission: Admission<H>) -> String {
+        match admission {
+            Admission::Reject(result) => {
+                assert!(result.is_error);
+                result.text().to_owned()
+            }
+            other => panic!("expected a rejection, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn valid_input_runs_with_the_tool_timeout() {
+        let registry = board_registry();
+        let call = params("read_board_tasks", json!({"boardId": "b1"}));
+        let Admission::Run(prepared) = admit(registry.get(&call.name), &call, &[], false) else {
+            panic!("should run")
+        };
+        assert_eq!(prepared.timeout_ms, 30_000);
+        assert_eq!(prepared.tool.handler, "read");
+    }
+
+    #[test]
+    fn missing_field_and_bad_enum_are_named() {
+        let registry = board_registry();
+        let call = params("read_board_tasks", json!({"status": "later"}));
+        let text = reject_text(admit(registry.get(&call.name), &call, &[], false));
+        assert!(text.contains("boardId"), "{text}");
+        assert!(text.contains("/status"), "{text}");
+    }
+
+    #[test]
+    fn unknown_tool_waits_for_the_grace_then_fails() {
+        let registry = board_registry();
+        let call = params("nope", json!({}));
+        assert!(matches!(admit(registry.get("nope"), &call, &[], false), Admission::WaitForHandler));
+        assert_eq!(
+            reject_text(admit(registry.get("nope"), &call, &[], true)),
+            "no handler registered for tool 'nope' on this page"
+        );
+    }
+
+    #[test]
+    fn allow_list_rejects_before_anything_runs() {
+        let registry = board_registry();
+        let call = params("read_board_tasks", json!({"boardId": "b1"}));
+        let text = reject_text(admit(registry.get(&call.name), &call, &["other".into()], false));
+        assert_eq!(text, "tool 'read_board_tasks' is not allowed");
+    }
+
+    #[test]
+    fn agent_tools_use_the_schemas_and_policy_of_the_call() {
+        let mut registry = Registry::default();
+        registry.register_handler("search", "h").unwrap();
+        let mut call = params("search", json!({"q": 1}));
+        call.meta = Some(
+            json!({
+                meta::INPUT_SCHEMA: {"type": "object", "properties": {"q": {"type": "string"}}},
+                meta::TIMEOUT_MS: 999_999,
+                meta::REQUIRE_CONFIRMATION: true
+            })
+            .as_object()
+            .unwrap()
+            .clone(),
+        );
+        let text = reject_text(admit(registry.get("search"), &call, &[], false));
+        assert!(text.contains("/q"), "{text}");
+        call.arguments = Some(json!({"q": "cars"}));
+        let Admission::Run(prepared) = admit(registry.get("search"), &call, &[], false) else {
+            panic!("should run")
+        };
+        assert_eq!(prepared.timeout_ms, MAX_TIMEOUT_MS);
+        assert!(prepared.require_confirmation);
+    }
+
+    #[test]
+    fn output_schema_is_checked() {
+        let registry = board_registry();
+        let tool = registry.get("read_board_tasks").unwrap();
+        let bad = complete(json!({"nope": 1}), tool.output.as_deref());
+        assert!(bad.is_error && bad.text().contains("tasks"), "{}", bad.text());
+        let good = complete(json!({"tasks": []}), tool.output.as_deref());
+        assert!(!good.is_error);
+    }
+
+    #[test]
+    fn state_machine_ends_exactly_once_and_pauses_for_humans() {
+        let clock = FakeClock(Cell::new(1_000.0));
+        let mut state = CallState::waiting_for_handler(&clock);
+        assert_eq!(state.remaining_ms(&clock), Some(HANDLER_GRACE_MS));
+        clock.0.set(3_000.0);
+        assert!(state.expired(&clock));
+
+        state.await_confirmation();
+        clock.0.set(100_000.0);
+        assert_eq!(state.remaining_ms(&clock), None, "human time is not counted");
+        state.start(&clock, 500);
+        clock.0.set(100_499.0);
+        assert!(!state.expired(&clock));
+        clock.0.set(100_500.0);
+        assert!(state.expired(&clock));
+
+        assert!(state.finish(outcome::timed_out(500)).is_some());
+        assert!(state.finish(CallToolResult::success(json!(1))).is_none());
+        assert!(!state.cancel());
+
+        let mut cancelled = CallState::running(&clock, 10);
+        assert!(cancelled.cancel());
+        assert!(cancelled.finish(CallToolResult::success(json!(1))).is_none());
+    }
+
+    #[test]
+    fn outcome_wording() {
+        assert_eq!(outcome::timed_out(50).text(), "timed out after 50 ms");
+        assert_eq!(outcome::rejected(Some("no")).text(), "rejected by the user: no");
+        assert_eq!(outcome::rejected(None).text(), "rejected by the user");
+    }
+}

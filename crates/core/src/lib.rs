@@ -1,0 +1,20 @@
+//! The browser-independent heart of client-tools.
+//!
+//! Everything here is plain Rust, tested with `cargo test`: the wasm SDK (`src/` of the root crate)
+//! and the native bridge (`crates/bridge`) both build on it, so a tool call means the same thing on
+//! both sides of the wire.
+//!
+//! - [`names`]: SPEC §2, how an original tool name becomes an agent-safe name;
+//! - [`registry`]: the tools a page offers, and the original ⇄ normalized mapping;
+//! - [`validate`]: JSON Schema compiled once per tool, errors as `instancePath: message`;
+//! - [`protocol`]: the JSON-RPC / MCP messages of SPEC §6;
+//! - [`call`]: the outcomes of SPEC §5 and the per-call state machine (injected clock).
+
+pub mod call;
+pub mod error;
+pub mod names;
+pub mod protocol;
+pub mod registry;
+pub mod validate;
+
+pub use error::{CoreError, ErrorCode};

@@ -1,0 +1,448 @@
+//! The wire protocol between a page and the agent runtime (SPEC §6).
+//!
+//! JSON-RPC 2.0 text frames speaking the Model Context Protocol (revision [`PROTOCOL_VERSION`]) with
+//! the **page as the MCP server**. Both sides decode frames with [`decode`], which never panics and
+//! never recurses without bound (serde_json stops at 128 levels), and answers malformed input with
+//! the JSON-RPC error the peer should receive.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// The MCP revision spoken between page and runtime.
+pub const PROTOCOL_VERSION: &str = "2025-11-25";
+/// Frames larger than this are refused (SPEC §6).
+pub const MAX_FRAME_BYTES: usize = 1024 * 1024;
+
+/// `_meta` keys of the client-tools extensions.
+pub mod meta {
+    pub const ORIGINAL_NAME: &str = "clienttools/originalName";
+    pub const KIND: &str = "clienttools/kind";
+    pub const INPUT_SCHEMA: &str = "clienttools/inputSchema";
+    pub const OUTPUT_SCHEMA: &str = "clienttools/outputSchema";
+    pub const REQUIRE_CONFIRMATION: &str = "clienttools/requireConfirmation";
+    pub const TIMEOUT_MS: &str = "clienttools/timeoutMs";
+    pub const MODIFIED_INPUT: &str = "clienttools/modifiedInput";
+}
+
+/// JSON-RPC method names used on the page connection.
+pub mod method {
+    pub const INITIALIZE: &str = "initialize";
+    pub const INITIALIZED: &str = "notifications/initialized";
+    pub const PING: &str = "ping";
+    pub const TOOLS_LIST: &str = "tools/list";
+    pub const TOOLS_CALL: &str = "tools/call";
+    pub const TOOLS_LIST_CHANGED: &str = "notifications/tools/list_changed";
+    pub const CANCELLED: &str = "notifications/cancelled";
+    pub const PROGRESS: &str = "notifications/progress";
+}
+
+/// JSON-RPC error codes.
+pub mod code {
+    pub const PARSE_ERROR: i64 = -32700;
+    pub const INVALID_REQUEST: i64 = -32600;
+    pub const METHOD_NOT_FOUND: i64 = -32601;
+    pub const INVALID_PARAMS: i64 = -32602;
+    pub const INTERNAL_ERROR: i64 = -32603;
+}
+
+/// A JSON-RPC request id: a number or a string.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum RequestId {
+    Number(i64),
+    String(String),
+}
+
+impl std::fmt::Display for RequestId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RequestId::Number(n) => write!(f, "{n}"),
+            RequestId::String(s) => write!(f, "{s}"),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RpcError {
+    pub code: i64,
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+}
+
+impl RpcError {
+    pub fn new(code: i64, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+            data: None,
+        }
+    }
+}
+
+/// A decoded frame.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Message {
+    Request {
+        id: RequestId,
+        method: String,
+        params: Value,
+    },
+    Notification {
+        method: String,
+        params: Value,
+    },
+    Response {
+        id: RequestId,
+        result: Result<Value, RpcError>,
+    },
+}
+
+/// Why a frame could not be decoded, and what to answer: the error response goes to `id`
+/// (`None` → JSON-RPC `null`, when the id itself could not be read).
+#[derive(Debug, Clone, PartialEq)]
+pub struct DecodeError {
+    pub id: Option<RequestId>,
+    pub error: RpcError,
+}
+
+impl DecodeError {
+    fn new(id: Option<RequestId>, code: i64, message: impl Into<String>) -> Self {
+        Self {
+            id,
+            error: RpcError::new(code, message),
+        }
+    }
+
+    /// The error response frame to send back.
+    pub fn to_frame(&self) -> String {
+        encode_error(self.id.as_ref(), &self.error)
+    }
+}
+
+/// Decodes one text frame; every failure says what was wrong.
+pub fn decode(text: &str) -> Result<Message, DecodeError> {
+    if text.len() > MAX_FRAME_BYTES {
+        return Err(DecodeError::new(
+            None,
+            code::INVALID_REQUEST,
+            format!(
+                "frame of {} bytes is larger than the limit of {MAX_FRAME_BYTES} bytes",
+                text.len()
+            ),
+        ));
+    }
+    let value: Value = serde_json::from_str(text).map_err(|error| {
+        DecodeError::new(None, code::PARSE_ERROR, format!("parse error: {error}"))
+    })?;
+    decode_value(value)
+}
+
+/// Classifies an already parsed JSON-RPC message.
+pub fn decode_value(value: Value) -> Result<Message, DecodeError> {
+    let Value::Object(mut object) = value else {
+        return Err(DecodeError::new(
+            None,
+            code::INVALID_REQUEST,
+            "invalid request: a JSON-RPC message must be an object (batches are not supported)",
+        ));
+    };
+    let id = match object.remove("id") {
+        None => None,
+        Some(raw) => Some(serde_json::from_value::<RequestId>(raw).map_err(|_| {
+            DecodeError::new(
+                None,
+                code::INVALID_REQUEST,
+                "invalid request: 'id' must be a string or an integer",
+            )
+        })?),
+    };
+    if object.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return Err(DecodeError::new(
+            id,
+            code::INVALID_REQUEST,
+            "invalid request: 'jsonrpc' must be \"2.0\"",
+        ));
+    }
+    if let Some(method) = object.remove("method") {
+        let Value::String(method) = method else {
+            return Err(DecodeError::new(
+                id,
+                code::INVALID_REQUEST,
+                "invalid request: 'method' must be a string",
+            ));
+        };
+        let params = object.remove("params").unwrap_or(Value::Null);
+        if !(params.is_object() || params.is_null()) {
+            return Err(DecodeError::new(
+                id,
+                code::INVALID_REQUEST,
+                "invalid request: 'params' must be an object",
+            ));
+        }
+        return Ok(match id {
+            Some(id) => Message::Request { id, method, params },
+            None => Message::Notification { method, params },
+        });
+    }
+    let Some(id) = id else {
+        return Err(DecodeError::new(
+            None,
+            code::INVALID_REQUEST,
+            "invalid request: neither a request ('method') nor a response ('id')",
+        ));
+    };
+    let result = match (object.remove("result"), object.remove("error")) {
+        (Some(result), None) => Ok(result),
+        (None, Some(error)) => Err(serde_json::from_value::<RpcError>(error).map_err(|e| {
+            DecodeError::new(None, code::INVALID_REQUEST, format!("invalid error object: {e}"))
+        })?),
+        _ => {
+            return Err(DecodeError::new(
+                None,
+                code::INVALID_REQUEST,
+                "invalid response: exactly one of 'result' and 'error' is required",
+            ))
+        }
+    };
+    Ok(Message::Response { id, result })
+}
+
+pub fn encode_request(id: &RequestId, method: &str, params: &impl Serialize) -> String {
+    serde_json::json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }).to_string()
+}
+
+pub fn encode_notification(method: &str, params: &impl Serialize) -> String {
+    serde_json::json!({ "jsonrpc": "2.0", "method": method, "params": params }).to_string()
+}
+
+pub fn encode_result(id: &RequestId, result: &impl Serialize) -> String {
+    serde_json::json!({ "jsonrpc": "2.0", "id": id, "result": result }).to_string()
+}
+
+pub fn encode_error(id: Option<&RequestId>, error: &RpcError) -> String {
+    serde_json::json!({ "jsonrpc": "2.0", "id": id, "error": error }).to_string()
+}
+
+/// A tool as listed by `tools/list`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Tool {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    pub input_schema: Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<Value>,
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+}
+
+impl Tool {
+    /// The page's original name (`_meta` `clienttools/originalName`), else the tool name.
+    pub fn original_name(&self) -> &str {
+        self.meta
+            .as_ref()
+            .and_then(|m| m.get(meta::ORIGINAL_NAME))
+            .and_then(Value::as_str)
+            .unwrap_or(&self.name)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolsListResult {
+    pub tools: Vec<Tool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CallToolParams {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<Value>,
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+}
+
+impl CallToolParams {
+    pub fn meta_value(&self, key: &str) -> Option<&Value> {
+        self.meta.as_ref().and_then(|m| m.get(key))
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum Content {
+    Text { text: String },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CallToolResult {
+    pub content: Vec<Content>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured_content: Option<Value>,
+    #[serde(default)]
+    pub is_error: bool,
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+}
+
+impl CallToolResult {
+    /// A successful result: a string becomes text content, anything else structured content plus
+    /// its JSON text (SPEC §4).
+    pub fn success(value: Value) -> Self {
+        match value {
+            Value::String(text) => Self {
+                content: vec![Content::Text { text }],
+                structured_content: None,
+                is_error: false,
+                meta: None,
+            },
+            other => Self {
+                content: vec![Content::Text {
+                    text: other.to_string(),
+                }],
+                structured_content: Some(other),
+                is_error: false,
+                meta: None,
+            },
+        }
+    }
+
+    /// An error result carrying `message` as its text.
+    pub fn error(message: impl Into<String>) -> Self {
+        Self {
+            content: vec![Content::Text {
+                text: message.into(),
+            }],
+            structured_content: None,
+            is_error: true,
+            meta: None,
+        }
+    }
+
+    /// The text of the first text content block.
+    pub fn text(&self) -> &str {
+        self.content
+            .iter()
+            .map(|Content::Text { text }| text.as_str())
+            .next()
+            .unwrap_or("")
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CancelledParams {
+    pub request_id: RequestId,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProgressParams {
+    pub progress_token: Value,
+    pub progress: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Implementation {
+    pub name: String,
+    pub version: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InitializeParams {
+    pub protocol_version: String,
+    #[serde(default)]
+    pub capabilities: Value,
+    pub client_info: Implementation,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InitializeResult {
+    pub protocol_version: String,
+    pub capabilities: Value,
+    pub server_info: Implementation,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn decodes_requests_notifications_and_responses() {
+        let request = decode(r#"{"jsonrpc":"2.0","id":7,"method":"tools/list"}"#).unwrap();
+        assert_eq!(
+            request,
+            Message::Request {
+                id: RequestId::Number(7),
+                method: "tools/list".into(),
+                params: Value::Null
+            }
+        );
+        let note = decode(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#).unwrap();
+        assert!(matches!(note, Message::Notification { .. }));
+        let response = decode(r#"{"jsonrpc":"2.0","id":"a","result":{}}"#).unwrap();
+        assert_eq!(
+            response,
+            Message::Response {
+                id: RequestId::String("a".into()),
+                result: Ok(json!({}))
+            }
+        );
+    }
+
+    #[test]
+    fn malformed_frames_get_the_right_error_code() {
+        assert_eq!(decode("{").unwrap_err().error.code, code::PARSE_ERROR);
+        assert_eq!(decode("[]").unwrap_err().error.code, code::INVALID_REQUEST);
+        let missing_version = decode(r#"{"id":1,"method":"x"}"#).unwrap_err();
+        assert_eq!(missing_version.error.code, code::INVALID_REQUEST);
+        assert_eq!(missing_version.id, Some(RequestId::Number(1)));
+        assert_eq!(
+            decode(r#"{"jsonrpc":"2.0","id":{},"method":"x"}"#).unwrap_err().error.code,
+            code::INVALID_REQUEST
+        );
+        assert_eq!(
+            decode(r#"{"jsonrpc":"2.0","id":1,"method":"x","params":3}"#).unwrap_err().error.code,
+            code::INVALID_REQUEST
+        );
+    }
+
+    #[test]
+    fn oversized_and_deeply_nested_frames_are_refused_without_overflow() {
+        let big = format!(r#"{{"jsonrpc":"2.0","method":"x","params":{{"s":"{}"}}}}"#, "a".repeat(MAX_FRAME_BYTES));
+        let error = decode(&big).unwrap_err();
+        assert!(error.error.message.contains("larger than the limit"), "{}", error.error.message);
+        let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+        assert_eq!(decode(&deep[..MAX_FRAME_BYTES.min(deep.len())]).unwrap_err().error.code, code::PARSE_ERROR);
+    }
+
+    #[test]
+    fn results_follow_the_text_or_structured_rule() {
+        let text = CallToolResult::success(json!("hello"));
+        assert_eq!(text.text(), "hello");
+        assert_eq!(text.structured_content, None);
+        let structured = CallToolResult::success(json!({"a": 1}));
+        assert_eq!(structured.text(), r#"{"a":1}"#);
+        assert_eq!(structured.structured_content, Some(json!({"a": 1})));
+        let wire = serde_json::to_value(CallToolResult::error("boom")).unwrap();
+        assert_eq!(wire, json!({"content":[{"type":"text","text":"boom"}],"isError":true}));
+    }
+}

@@ -1,0 +1,415 @@
+//! The tools a page offers (SPEC §3): defined functions, handlers for agent-defined tools, and
+//! (later) declarative forms, each under its unique normalized name.
+//!
+//! The registry is generic over the handler type `H`, so the wasm layer can keep JavaScript
+//! functions in it while this module stays browser-free. Entries are handed out as `Arc`s: a caller
+//! clones one out, drops its borrow of the registry, and only then runs page code (which may define
+//! or remove tools while it runs).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use crate::names::NameTable;
+use crate::protocol::{self, meta};
+use crate::validate::{self, CompiledSchema};
+use crate::CoreError;
+
+/// Default handler timeout (SPEC §3).
+pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;
+/// Longest handler timeout; larger values are clamped (SPEC §3).
+pub const MAX_TIMEOUT_MS: u64 = 300_000;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolKind {
+    /// Defined by the page with `defineFunction`: the page owns name, schemas and handler.
+    Function,
+    /// A handler for a tool the agent defines (`registerHandler`): schemas arrive with each call.
+    Handler,
+    /// A declarative `<form toolname>` (SPEC §8).
+    Form,
+}
+
+impl ToolKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolKind::Function => "function",
+            ToolKind::Handler => "handler",
+            ToolKind::Form => "form",
+        }
+    }
+}
+
+/// What the page declared, before checks and compilation.
+#[derive(Debug, Clone, Default)]
+pub struct Declaration {
+    pub original_name: String,
+    pub description: Option<String>,
+    pub parameters: Option<Value>,
+    pub output_schema: Option<Value>,
+    pub annotations: Option<Value>,
+    pub require_confirmation: bool,
+    pub timeout_ms: Option<f64>,
+}
+
+/// A non-fatal problem with a declaration, reported to the page as a `warning` event.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Warning {
+    pub code: &'static str,
+    pub message: String,
+    pub tool_name: Option<String>,
+}
+
+impl Warning {
+    fn new(code: &'static str, tool_name: &str, message: String) -> Self {
+        Self {
+            code,
+            message,
+            tool_name: Some(tool_name.to_owned()),
+        }
+    }
+}
+
+/// A registered tool with its compiled schemas and handler.
+#[derive(Debug)]
+pub struct RegisteredTool<H> {
+    pub name: String,
+    pub original_name: String,
+    pub kind: ToolKind,
+    pub description: Option<String>,
+    /// `None` for agent-defined tools, whose schemas come with each call.
+    pub input: Option<CompiledSchema>,
+    pub output: Option<Arc<CompiledSchema>>,
+    pub annotations: Option<Value>,
+    pub require_confirmation: bool,
+    pub timeout_ms: u64,
+    pub handler: H,
+}
+
+impl<H> RegisteredTool<H> {
+    /// The input schema shown to agents.
+    pub fn input_schema(&self) -> Value {
+        self.input
+            .as_ref()
+            .map(|s| s.schema().clone())
+            .unwrap_or_else(|| serde_json::json!({ "type": "object" }))
+    }
+
+    pub fn output_schema(&self) -> Option<Value> {
+        self.output.as_ref().map(|s| s.schema().clone())
+    }
+
+    /// The `tools/list` entry, with the original name and kind in `_meta`.
+    pub fn to_mcp_tool(&self) -> protocol::Tool {
+        let mut extensions = Map::new();
+        extensions.insert(meta::ORIGINAL_NAME.into(), self.original_name.clone().into());
+        extensions.insert(meta::KIND.into(), self.kind.as_str().into());
+        protocol::Tool {
+            name: self.name.clone(),
+            description: self.description.clone(),
+            input_schema: self.input_schema(),
+            output_schema: self.output_schema(),
+            annotations: self.annotations.clone(),
+            meta: Some(extensions),
+        }
+    }
+}
+
+/// Resolves a declared timeout: default when absent, error when not positive, clamped above the max.
+pub fn resolve_timeout(
+    tool_name: &str,
+    requested: Option<f64>,
+    default_ms: u64,
+) -> Result<(u64, Option<Warning>), CoreError> {
+    let Some(requested) = requested else {
+        return Ok((default_ms.min(MAX_TIMEOUT_MS), None));
+    };
+    if requested.is_nan() || requested <= 0.0 {
+        return Err(CoreError::InvalidTimeout {
+            tool: tool_name.to_owned(),
+            value: requested,
+        });
+    }
+    if requested > MAX_TIMEOUT_MS as f64 {
+        let warning = Warning::new(
+            "timeout_clamped",
+            tool_name,
+            format!("timeoutMs {requested} of tool '{tool_name}' is above the maximum; clamped to {MAX_TIMEOUT_MS}"),
+        );
+        return Ok((MAX_TIMEOUT_MS, Some(warning)));
+    }
+    Ok((requested.ceil() as u64, None))
+}
+
+/// All tools of one page.
+#[derive(Debug)]
+pub struct Registry<H> {
+    names: NameTable,
+    tools: BTreeMap<String, Arc<RegisteredTool<H>>>,
+    default_timeout_ms: u64,
+}
+
+impl<H> Default for Registry<H> {
+    fn default() -> Self {
+        Self::new(DEFAULT_TIMEOUT_MS)
+    }
+}
+
+impl<H> Registry<H> {
+    pub fn new(default_timeout_ms: u64) -> Self {
+        Self {
+            names: NameTable::new(),
+            tools: BTreeMap::new(),
+            default_timeout_ms,
+        }
+    }
+
+    /// Checks and compiles a declaration, then adds it (or replaces the tool of the same original
+    /// name). Returns the normalized name and the warnings to report.
+    pub fn define(
+        &mut self,
+        declaration: Declaration,
+        kind: ToolKind,
+        handler: H,
+    ) -> Result<(String, Vec<Warning>), CoreError> {
+        let original = declaration.original_name;
+        if original.is_empty() {
+            return Err(CoreError::EmptyName);
+        }
+        let mut warnings = Vec::new();
+        let (timeout_ms, clamp) =
+            resolve_timeout(&original, declaration.timeout_ms, self.default_timeout_ms)?;
+        warnings.extend(clamp);
+
+        let input_schema = match declaration.parameters {
+            Some(schema) if validate::is_object_schema(&schema) => schema,
+            other => {
+                let why = match other {
+                    None => "has no parameters".to_owned(),
+                    Some(schema) => format!(
+                        "parameters are not an object schema (type {})",
+                        schema.get("type").map_or("missing".to_owned(), Value::to_string)
+                    ),
+                };
+                warnings.push(Warning::new(
+                    "parameters_not_object",
+                    &original,
+                    format!("tool '{original}' {why}: it is exposed as taking no arguments"),
+                ));
+                validate::empty_object_schema()
+            }
+        };
+        let input = compile(&original, "parameters", &input_schema)?;
+        let output = declaration
+            .output_schema
+            .as_ref()
+            .map(|schema| compile(&original, "outputSchema", schema).map(Arc::new))
+            .transpose()?;
+        if declaration.description.as_deref().is_none_or(str::is_empty) {
+            warnings.push(Warning::new(
+                "missing_description",
+                &original,
+                format!("tool '{original}' has no description: agents choose tools by their description"),
+            ));
+        }
+
+        let name = self.take_name(&original, &mut warnings)?;
+        let tool = RegisteredTool {
+            name: name.clone(),
+            original_name: original,
+            kind,
+            description: declaration.description.filter(|d| !d.is_empty()),
+            input: Some(input),
+            output,
+            annotations: declaration.annotations,
+            require_confirmation: declaration.require_confirmation,
+            timeout_ms,
+            handler,
+        };
+        self.tools.insert(name.clone(), Arc::new(tool));
+        Ok((name, warnings))
+    }
+
+    /// Attaches a handler to a tool the agent defines. Calls find it by the agent's name.
+    pub fn register_handler(
+        &mut self,
+        agent_name: &str,
+        handler: H,
+    ) -> Result<(String, Vec<Warning>), CoreError> {
+        let mut warnings = Vec::new();
+        let name = self.take_name(agent_name, &mut warnings)?;
+        let tool = RegisteredTool {
+            name: name.clone(),
+            original_name: agent_name.to_owned(),
+            kind: ToolKind::Handler,
+            description: None,
+            input: None,
+            output: None,
+            annotations: None,
+            require_confirmation: false,
+            timeout_ms: self.default_timeout_ms,
+            handler,
+        };
+        self.tools.insert(name.clone(), Arc::new(tool));
+        Ok((name, warnings))
+    }
+
+    /// Removes a tool by normalized or original name; returns whether one was removed.
+    pub fn unregister(&mut self, name: &str) -> bool {
+        let Some(tool) = self.get(name) else {
+            return false;
+        };
+        self.names.release(&tool.original_name);
+        self.tools.remove(&tool.name).is_some()
+    }
+
+    /// The tool a call names: by normalized name, else by original name (agents may use either).
+    pub fn get(&self, name: &str) -> Option<Arc<RegisteredTool<H>>> {
+        self.tools
+            .get(name)
+            .or_else(|| self.names.normalized_of(name).and_then(|n| self.tools.get(n)))
+            .cloned()
+    }
+
+    pub fn tools(&self) -> impl Iterator<Item = &Arc<RegisteredTool<H>>> {
+        self.tools.values()
+    }
+
+    pub fn len(&self) -> usize {
+        self.tools.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.tools.is_empty()
+    }
+
+    /// The `tools/list` answer, filtered by an allow-list of original names (empty = all).
+    pub fn to_mcp_tools(&self, allow: &[String]) -> Vec<protocol::Tool> {
+        self.tools()
+            .filter(|tool| is_allowed(allow, &tool.original_name))
+            .map(|tool| tool.to_mcp_tool())
+            .collect()
+    }
+
+    fn take_name(&mut self, original: &str, warnings: &mut Vec<Warning>) -> Result<String, CoreError> {
+        if let Some(existing) = self.names.normalized_of(original) {
+            warnings.push(Warning::new(
+                "tool_replaced",
+                existing,
+                format!("tool '{original}' was defined again: the new definition replaces the earlier one"),
+            ));
+        }
+        self.names.assign(original)
+    }
+}
+
+/// Allow-lists match the original name; an empty list allows everything (SPEC §2).
+pub fn is_allowed(allow: &[String], original_name: &str) -> bool {
+    allow.is_empty() || allow.iter().any(|a| a == original_name)
+}
+
+fn compile(tool: &str, field: &'static str, schema: &Value) -> Result<CompiledSchema, CoreError> {
+    CompiledSchema::compile(schema).map_err(|message| CoreError::InvalidSchema {
+        tool: tool.to_owned(),
+        field,
+        message,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn board(name: &str) -> Declaration {
+        Declaration {
+            original_name: name.into(),
+            description: Some("Read the tasks of a board".into()),
+            parameters: Some(json!({
+                "type": "object",
+                "properties": { "boardId": { "type": "string" } },
+                "required": ["boardId"]
+            })),
+            ..Declaration::default()
+        }
+    }
+
+    #[test]
+    fn define_normalizes_and_lists_with_the_mapping() {
+        let mut registry = Registry::default();
+        let (name, warnings) = registry.define(board("Read Board"), ToolKind::Function, 1).unwrap();
+        assert_eq!(name, "read_board");
+        assert!(warnings.is_empty(), "{warnings:?}");
+        let tools = registry.to_mcp_tools(&[]);
+        assert_eq!(tools.len(), 1);
+        assert_eq!(tools[0].original_name(), "Read Board");
+        assert_eq!(tools[0].meta.as_ref().unwrap()[meta::KIND], "function");
+    }
+
+    #[test]
+    fn redefining_the_same_original_name_replaces_with_a_warning() {
+        let mut registry = Registry::default();
+        registry.define(board("Read Board"), ToolKind::Function, 1).unwrap();
+        let (name, warnings) = registry.define(board("Read Board"), ToolKind::Function, 2).unwrap();
+        assert_eq!(name, "read_board");
+        assert_eq!(warnings[0].code, "tool_replaced");
+        assert_eq!(registry.len(), 1);
+        assert_eq!(registry.get("read_board").unwrap().handler, 2);
+        let (other, _) = registry.define(board("read board"), ToolKind::Function, 3).unwrap();
+        assert_eq!(other, "read_board_2");
+    }
+
+    #[test]
+    fn declaration_checks() {
+        let mut registry = Registry::<()>::default();
+        let mut no_params = board("x");
+        no_params.parameters = None;
+        no_params.description = None;
+        let (_, warnings) = registry.define(no_params, ToolKind::Function, ()).unwrap();
+        let codes: Vec<_> = warnings.iter().map(|w| w.code).collect();
+        assert_eq!(codes, ["parameters_not_object", "missing_description"]);
+        assert_eq!(registry.get("x").unwrap().input_schema(), validate::empty_object_schema());
+
+        let mut bad_schema = board("y");
+        bad_schema.parameters = Some(json!({"type": "object", "properties": {"a": {"type": 5}}}));
+        let error = registry.define(bad_schema, ToolKind::Function, ()).unwrap_err();
+        assert!(matches!(error, CoreError::InvalidSchema { field: "parameters", .. }), "{error}");
+
+        let mut zero = board("z");
+        zero.timeout_ms = Some(0.0);
+        assert!(matches!(
+            registry.define(zero, ToolKind::Function, ()),
+            Err(CoreError::InvalidTimeout { .. })
+        ));
+        let mut long = board("long");
+        long.timeout_ms = Some(400_000.0);
+        let (_, warnings) = registry.define(long, ToolKind::Function, ()).unwrap();
+        assert_eq!(warnings[0].code, "timeout_clamped");
+        assert_eq!(registry.get("long").unwrap().timeout_ms, MAX_TIMEOUT_MS);
+        assert!(registry.define(board(""), ToolKind::Function, ()).is_err());
+    }
+
+    #[test]
+    fn handlers_are_found_by_agent_name_and_unregister_frees_names() {
+        let mut registry = Registry::default();
+        let (name, _) = registry.register_handler("Search Cars", 1).unwrap();
+        assert_eq!(name, "search_cars");
+        assert_eq!(registry.get("Search Cars").unwrap().kind, ToolKind::Handler);
+        assert_eq!(registry.get("search_cars").unwrap().handler, 1);
+        assert!(registry.unregister("Search Cars"));
+        assert!(registry.get("search_cars").is_none());
+        assert!(!registry.unregister("search_cars"));
+    }
+
+    #[test]
+    fn allow_list_matches_original_names() {
+        let mut registry = Registry::default();
+        registry.define(board("Read Board"), ToolKind::Function, 1).unwrap();
+        registry.define(board("Write Board"), ToolKind::Function, 2).unwrap();
+        let tools = registry.to_mcp_tools(&["Read Board".into()]);
+        assert_eq!(tools.len(), 1);
+        assert_eq!(tools[0].name, "read_board");
+        assert!(registry.to_mcp_tools(&["read_board".into()]).is_empty());
+    }
+}

@@ -1,0 +1,148 @@
+//! JSON Schema validation with `jsonschema`, compiled once per tool (SPEC §3).
+//!
+//! JSON Schema 2020-12 is the default; a `$schema` keyword picks another draft. Errors read
+//! `instancePath: message` (the path is a JSON Pointer, `/` for the root) so an agent can fix its input.
+
+use jsonschema::{Draft, Validator};
+use serde_json::Value;
+
+/// The schema a tool without (usable) `parameters` is exposed with: an object with no properties.
+pub fn empty_object_schema() -> Value {
+    serde_json::json!({ "type": "object", "properties": {} })
+}
+
+/// Whether `schema` describes an object (what MCP requires of a tool's input schema).
+pub fn is_object_schema(schema: &Value) -> bool {
+    schema.get("type").and_then(Value::as_str) == Some("object")
+}
+
+/// A compiled schema, ready to validate many instances.
+pub struct CompiledSchema {
+    schema: Value,
+    validator: Validator,
+}
+
+impl std::fmt::Debug for CompiledSchema {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CompiledSchema")
+            .field("schema", &self.schema)
+            .finish_non_exhaustive()
+    }
+}
+
+impl CompiledSchema {
+    /// Compiles `schema`; the error is the schema problem in words.
+    pub fn compile(schema: &Value) -> Result<Self, String> {
+        if !(schema.is_object() || schema.is_boolean()) {
+            return Err(format!(
+                "a schema must be an object or a boolean, got {}",
+                json_type_name(schema)
+            ));
+        }
+        let mut options = jsonschema::options();
+        if schema.get("$schema").is_none() {
+            options = options.with_draft(Draft::Draft202012);
+        }
+        let validator = options.build(schema).map_err(|error| {
+            let path = error.instance_path().as_str();
+            if path.is_empty() {
+                error.to_string()
+            } else {
+                format!("{path}: {error}")
+            }
+        })?;
+        Ok(Self {
+            schema: schema.clone(),
+            validator,
+        })
+    }
+
+    pub fn schema(&self) -> &Value {
+        &self.schema
+    }
+
+    /// `Ok` when valid, else every error as `instancePath: message`.
+    pub fn validate(&self, instance: &Value) -> Result<(), Vec<String>> {
+        if self.validator.is_valid(instance) {
+            return Ok(());
+        }
+        Err(self
+            .validator
+            .iter_errors(instance)
+            .map(|error| {
+                let path = error.instance_path().as_str();
+                let path = if path.is_empty() { "/" } else { path };
+                format!("{path}: {error}")
+            })
+            .collect())
+    }
+}
+
+/// The JSON type of a value, in JSON Schema's words.
+pub fn json_type_name(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn board_schema() -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "boardId": { "type": "string" },
+                "status": { "enum": ["todo", "in-progress", "done"] }
+            },
+            "required": ["boardId"]
+        })
+    }
+
+    #[test]
+    fn valid_input_passes() {
+        let schema = CompiledSchema::compile(&board_schema()).unwrap();
+        assert!(schema.validate(&json!({"boardId": "b1", "status": "done"})).is_ok());
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        let schema = CompiledSchema::compile(&board_schema()).unwrap();
+        let errors = schema.validate(&json!({"status": "later"})).unwrap_err();
+        assert_eq!(errors.len(), 2, "{errors:?}");
+        assert!(errors.iter().any(|e| e.starts_with("/: ") && e.contains("boardId")), "{errors:?}");
+        assert!(errors.iter().any(|e| e.starts_with("/status: ") && e.contains("later")), "{errors:?}");
+    }
+
+    #[test]
+    fn invalid_schema_is_rejected_with_the_reason() {
+        let error = CompiledSchema::compile(&json!({"type": "strin"})).unwrap_err();
+        assert!(error.contains("strin"), "{error}");
+        let error = CompiledSchema::compile(&json!(42)).unwrap_err();
+        assert!(error.contains("number"), "{error}");
+    }
+
+    #[test]
+    fn default_draft_is_2020_12_and_schema_keyword_is_honoured() {
+        // `prefixItems` exists in 2020-12 only; in draft 7 it is an unknown (ignored) keyword.
+        let modern = json!({"prefixItems": [{"type": "string"}]});
+        assert!(CompiledSchema::compile(&modern).unwrap().validate(&json!([1])).is_err());
+        let mut draft7 = modern.clone();
+        draft7["$schema"] = json!("http://json-schema.org/draft-07/schema#");
+        assert!(CompiledSchema::compile(&draft7).unwrap().validate(&json!([1])).is_ok());
+    }
+
+    #[test]
+    fn object_schema_detection() {
+        assert!(is_object_schema(&board_schema()));
+        assert!(!is_object_schema(&json!({"type": "string"})));
+        assert!(!is_object_schema(&json!({})));
+    }
+}
