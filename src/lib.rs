@@ -1,1 +1,40 @@
-//! placeholder
+//! client-tools: the browser SDK, compiled to WebAssembly.
+//!
+//! This crate is the thin binding of STYLE.md: it converts JavaScript values, owns JS callbacks and
+//! the WebSocket, and delegates every decision to `client-tools-core`. Where to look:
+//!
+//! - [`api`]: the `ClientTools` class exported to JavaScript (SPEC §4);
+//! - [`page`]: the state one `ClientTools` instance shares with its transport and calls;
+//! - [`call_runner`]: what happens to one call, from arrival to its single result (SPEC §5);
+//! - [`transport::websocket`]: the connection to the agent runtime (SPEC §6).
+
+pub mod api;
+pub mod call_runner;
+pub mod context;
+pub mod declaration;
+pub mod errors;
+pub mod events;
+pub mod js;
+pub mod mcp_server;
+pub mod options;
+pub mod page;
+pub mod session;
+pub mod transport;
+pub mod typescript;
+
+pub use api::ClientTools;
+
+use wasm_bindgen::prelude::*;
+
+/// Runs once when the module is instantiated: Rust panics show up in the console with a message.
+#[wasm_bindgen(start)]
+pub fn start() {
+    console_error_panic_hook::set_once();
+}
+
+/// `normalize(name)`: the agent-safe name a tool named `original` gets (SPEC §2), for pages that
+/// want to know it before defining the tool.
+#[wasm_bindgen(js_name = normalizeToolName)]
+pub fn normalize_tool_name(original: &str) -> Result<String, JsValue> {
+    client_tools_core::names::normalize(original).map_err(errors::to_js)
+}

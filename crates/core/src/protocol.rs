@@ -293,24 +293,20 @@ pub struct CallToolResult {
 }
 
 impl CallToolResult {
-    /// A successful result: a string becomes text content, anything else structured content plus
-    /// its JSON text (SPEC §4).
+    /// A successful result (SPEC §4): a string becomes text content; an object becomes structured
+    /// content plus its JSON text. Other JSON values (numbers, arrays, `null`) travel as their JSON
+    /// text only, because MCP requires `structuredContent` to be an object.
     pub fn success(value: Value) -> Self {
-        match value {
-            Value::String(text) => Self {
-                content: vec![Content::Text { text }],
-                structured_content: None,
-                is_error: false,
-                meta: None,
-            },
-            other => Self {
-                content: vec![Content::Text {
-                    text: other.to_string(),
-                }],
-                structured_content: Some(other),
-                is_error: false,
-                meta: None,
-            },
+        let (text, structured_content) = match value {
+            Value::String(text) => (text, None),
+            Value::Object(_) => (value.to_string(), Some(value)),
+            other => (other.to_string(), None),
+        };
+        Self {
+            content: vec![Content::Text { text }],
+            structured_content,
+            is_error: false,
+            meta: None,
         }
     }
 
@@ -442,6 +438,9 @@ mod tests {
         let structured = CallToolResult::success(json!({"a": 1}));
         assert_eq!(structured.text(), r#"{"a":1}"#);
         assert_eq!(structured.structured_content, Some(json!({"a": 1})));
+        let array = CallToolResult::success(json!([1, 2]));
+        assert_eq!(array.text(), "[1,2]");
+        assert_eq!(array.structured_content, None);
         let wire = serde_json::to_value(CallToolResult::error("boom")).unwrap();
         assert_eq!(wire, json!({"content":[{"type":"text","text":"boom"}],"isError":true}));
     }

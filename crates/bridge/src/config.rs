@@ -1,0 +1,48 @@
+//! The bridge's settings: the command-line flags of SPEC §9, usable from Rust as a plain struct.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use client_tools_core::registry::{DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS};
+
+#[derive(Debug, Clone)]
+pub struct BridgeConfig {
+    /// Where to listen; loopback by default.
+    pub listen: SocketAddr,
+    /// The site served at `/` (the demo by default).
+    pub www_dir: PathBuf,
+    /// The built npm package served at `/pkg/`.
+    pub pkg_dir: PathBuf,
+    /// Required from pages (`?token=`) when set.
+    pub token: Option<String>,
+    /// `Origin`s pages may connect from; empty = loopback origins only.
+    pub allowed_origins: Vec<String>,
+    /// Original tool names agents may call; empty = all.
+    pub allow: Vec<String>,
+    /// Default per-call timeout.
+    pub timeout: Duration,
+}
+
+impl Default for BridgeConfig {
+    fn default() -> Self {
+        Self {
+            listen: SocketAddr::from(([127, 0, 0, 1], 8787)),
+            www_dir: PathBuf::from("www"),
+            pkg_dir: PathBuf::from("pkg"),
+            token: None,
+            allowed_origins: Vec::new(),
+            allow: Vec::new(),
+            timeout: Duration::from_millis(DEFAULT_TIMEOUT_MS),
+        }
+    }
+}
+
+/// Clamps a requested call timeout to the SPEC's maximum (300 s); zero means the default.
+pub fn clamp_timeout(requested: Option<Duration>, default: Duration) -> Duration {
+    let max = Duration::from_millis(MAX_TIMEOUT_MS);
+    match requested {
+        Some(t) if !t.is_zero() => t.min(max),
+        _ => default.min(max),
+    }
+}

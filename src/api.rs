@@ -1,0 +1,199 @@
+//! The `ClientTools` class (SPEC §4): the whole JavaScript API, each method a thin wrapper that
+//! converts arguments and delegates to the core or to [`crate::call_runner`].
+
+use std::rc::Rc;
+
+use client_tools_core::protocol::CallToolParams;
+use client_tools_core::registry::ToolKind;
+use client_tools_core::CoreError;
+use serde::Serialize;
+use serde_json::Value;
+use wasm_bindgen::prelude::*;
+
+use crate::call_runner::{self, Caller};
+use crate::events::EVENT_TYPES;
+use crate::options::Options;
+use crate::page::Page;
+use crate::transport::websocket;
+use crate::typescript::*;
+use crate::{declaration, errors, js, session};
+
+/// Client tools of one page: define them, connect to the agent runtime, watch the calls.
+#[wasm_bindgen]
+pub struct ClientTools {
+    page: Rc<Page>,
+}
+
+/// One entry of `list()`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ListedTool {
+    name: String,
+    original_name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    description: Option<String>,
+    input_schema: Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    output_schema: Option<Value>,
+    kind: &'static str,
+}
+
+#[wasm_bindgen]
+impl ClientTools {
+    #[wasm_bindgen(constructor)]
+    pub fn new(options: ClientToolsOptionsArg) -> Result<ClientTools, JsValue> {
+        let options = Options::parse(&options).map_err(errors::to_js)?;
+        let session_id = if options.endpoint.is_some() {
+            session::session_id()
+        } else {
+            String::new()
+        };
+        let tools = ClientTools {
+            page: Page::new(options, session_id),
+        };
+        if tools.page.options.auto_connect && tools.page.options.endpoint.is_some() {
+            let page = tools.page.clone();
+            wasm_bindgen_futures::spawn_local(async move {
+                if let Err(error) = websocket::connect(&page).await {
+                    page.events.warn("connect_failed", &error.to_string(), None);
+                }
+            });
+        }
+        Ok(tools)
+    }
+
+    /// Defines a tool; returns its normalized name (SPEC §3).
+    #[wasm_bindgen(js_name = defineFunction)]
+    pub fn define_function(&self, declaration: FunctionDeclarationArg) -> Result<String, JsValue> {
+        let (declaration, handler) = declaration::parse(&declaration).map_err(errors::to_js)?;
+        let defined = self
+            .page
+            .registry
+            .borrow_mut()
+            .define(declaration, ToolKind::Function, handler);
+        let (name, warnings) = defined.map_err(errors::to_js)?;
+        self.page.report(&warnings);
+        self.page.tools_changed();
+        Ok(name)
+    }
+
+    /// Attaches a handler to a tool the agent defines; its schemas arrive with each call.
+    #[wasm_bindgen(js_name = registerHandler)]
+    pub fn register_handler(&self, name: JsValue, handler: ToolHandlerArg) -> Result<String, JsValue> {
+        let name = name.as_string().filter(|n| !n.is_empty());
+        let name = name.ok_or_else(|| errors::to_js(CoreError::EmptyName))?;
+        let handler: JsValue = handler.into();
+        let Some(handler) = handler.dyn_ref::<js_sys::Function>().cloned() else {
+            return Err(errors::to_js(CoreError::HandlerNotFunction(name)));
+        };
+        let registered = self.page.registry.borrow_mut().register_handler(&name, handler);
+        let (normalized, warnings) = registered.map_err(errors::to_js)?;
+        self.page.report(&warnings);
+        self.page.tools_changed();
+        Ok(normalized)
+    }
+
+    /// Removes a tool (by normalized or original name); `false` when there was none.
+    pub fn unregister(&self, name: &str) -> bool {
+        let removed = self.page.registry.borrow_mut().unregister(name);
+        if removed {
+            self.page.tools_changed();
+        }
+        removed
+    }
+
+    /// Every tool with its names, schemas and kind.
+    pub fn list(&self) -> ListedTools {
+        let listed: Vec<ListedTool> = self
+            .page
+            .registry
+            .borrow()
+            .tools()
+            .map(|tool| ListedTool {
+                name: tool.name.clone(),
+                original_name: tool.original_name.clone(),
+                description: tool.description.clone(),
+                input_schema: tool.input_schema(),
+                output_schema: tool.output_schema(),
+                kind: tool.kind.as_str(),
+            })
+            .collect();
+        js::to_plain(&listed).unchecked_into()
+    }
+
+    /// Connects to the agent runtime (`endpoint`); resolves once the socket is open.
+    pub fn connect(&self) -> VoidPromise {
+        let page = self.page.clone();
+        wasm_bindgen_futures::future_to_promise(async move {
+            websocket::connect(&page).await.map_err(errors::to_js)?;
+            Ok(JsValue::UNDEFINED)
+        })
+        .unchecked_into()
+    }
+
+    /// Closes the connection; no reconnect follows.
+    pub fn disconnect(&self) {
+        websocket::disconnect(&self.page);
+    }
+
+    /// Subscribes to an event; returns the function that unsubscribes.
+    pub fn on(&self, event_type: EventTypeArg, listener: ListenerArg) -> Result<Unsubscribe, JsValue> {
+        let event_type = JsValue::from(event_type).as_string().unwrap_or_default();
+        if !EVENT_TYPES.contains(&event_type.as_str()) {
+            return Err(errors::to_js(CoreError::InvalidOptions(format!(
+                "unknown event type '{event_type}'; expected one of {}",
+                EVENT_TYPES.join(", ")
+            ))));
+        }
+        let listener: JsValue = listener.into();
+        let Some(listener) = listener.dyn_ref::<js_sys::Function>().cloned() else {
+            return Err(errors::to_js(CoreError::InvalidOptions(
+                "an event listener must be a function".into(),
+            )));
+        };
+        let id = self.page.events.subscribe(&event_type, listener);
+        let page = Rc::downgrade(&self.page);
+        let unsubscribe = Closure::once_into_js(move || {
+            if let Some(page) = page.upgrade() {
+                page.events.unsubscribe(id);
+            }
+        });
+        Ok(unsubscribe.unchecked_into())
+    }
+
+    /// The page calls one of its tools itself: same validation, events and result as an agent call.
+    /// Resolves to the MCP result; rejects with `UNKNOWN_TOOL` for a name that is not defined.
+    pub fn invoke(&self, name: &str, input: JsValue) -> CallToolResultPromise {
+        let page = self.page.clone();
+        let name = name.to_owned();
+        wasm_bindgen_futures::future_to_promise(async move {
+            if page.registry.borrow().get(&name).is_none() {
+                return Err(errors::to_js(CoreError::UnknownTool(name)));
+            }
+            let arguments = call_runner::arguments_from_js(&input).map_err(|why| {
+                errors::to_js(CoreError::InvalidOptions(format!("input of '{name}' is not JSON: {why}")))
+            })?;
+            let params = CallToolParams {
+                name,
+                arguments,
+                meta: None,
+            };
+            let call_id = page.next_local_call_id();
+            let result = call_runner::run_call(page, call_id, params, Caller::Page).await;
+            Ok(result.map_or(JsValue::UNDEFINED, |r| js::to_plain(&r)))
+        })
+        .unchecked_into()
+    }
+
+    /// The session id this page uses with the runtime (kept in `sessionStorage`).
+    #[wasm_bindgen(getter, js_name = sessionId)]
+    pub fn session_id(&self) -> String {
+        self.page.session_id.clone()
+    }
+
+    /// `disconnected`, `connecting`, `connected` or `reconnecting`.
+    #[wasm_bindgen(getter, js_name = connectionState)]
+    pub fn connection_state(&self) -> String {
+        self.page.state.get().as_str().to_owned()
+    }
+}

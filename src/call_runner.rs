@@ -1,0 +1,194 @@
+//! One call, from arrival to its single result (SPEC §5): admission by the core, the wait for a
+//! late handler, the handler itself raced against its timeout and a runtime cancel, then the result
+//! checks. Agent calls (from the transport) and page calls (`invoke`) both come through here.
+
+use std::rc::Rc;
+
+use client_tools_core::call::{self, outcome, Admission, CallState, PreparedCall};
+use client_tools_core::protocol::{CallToolParams, CallToolResult};
+use futures::channel::oneshot;
+use futures::future::{self, Either};
+use futures::FutureExt;
+use gloo_timers::future::TimeoutFuture;
+use serde_json::Value;
+use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen_futures::JsFuture;
+
+use crate::context::HandlerContext;
+use crate::js::{self, PageClock};
+use crate::page::{Page, RunningCall};
+
+/// How often a call waiting for a late handler looks again (within the 2 s grace).
+const HANDLER_POLL_MS: u32 = 25;
+
+/// Who asked for the call: agents are subject to the allow-list, the page itself is not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Caller {
+    Agent,
+    Page,
+}
+
+/// Runs one call to its end. `None` means the runtime cancelled it: no result is sent.
+pub async fn run_call(
+    page: Rc<Page>,
+    call_id: String,
+    params: CallToolParams,
+    caller: Caller,
+) -> Option<CallToolResult> {
+    let (cancel_tx, mut cancel_rx) = oneshot::channel::<String>();
+    let progress_token = params.meta_value("progressToken").cloned();
+    page.running.borrow_mut().insert(
+        call_id.clone(),
+        RunningCall {
+            cancel: Some(cancel_tx),
+            progress_token,
+        },
+    );
+    let result = admit_and_run(&page, &call_id, &params, caller, &mut cancel_rx).await;
+    page.running.borrow_mut().remove(&call_id);
+    result
+}
+
+async fn admit_and_run(
+    page: &Rc<Page>,
+    call_id: &str,
+    params: &CallToolParams,
+    caller: Caller,
+    cancel_rx: &mut oneshot::Receiver<String>,
+) -> Option<CallToolResult> {
+    let allow: &[String] = match caller {
+        Caller::Agent => &page.options.allow,
+        Caller::Page => &[],
+    };
+    let waiting = CallState::waiting_for_handler(&PageClock);
+    let prepared = loop {
+        let tool = page.registry.borrow().get(&params.name);
+        match call::admit(tool, params, allow, waiting.expired(&PageClock)) {
+            Admission::Run(prepared) => break prepared,
+            Admission::Reject(result) => return Some(result),
+            Admission::WaitForHandler => {
+                TimeoutFuture::new(HANDLER_POLL_MS).await;
+                if let Ok(Some(_reason)) = cancel_rx.try_recv() {
+                    return None;
+                }
+            }
+        }
+    };
+    run_prepared(page, call_id, prepared, cancel_rx).await
+}
+
+enum HandlerEnd {
+    Returned(Result<JsValue, String>),
+    TimedOut,
+    Cancelled(String),
+}
+
+async fn run_prepared(
+    page: &Rc<Page>,
+    call_id: &str,
+    prepared: PreparedCall<js_sys::Function>,
+    cancel_rx: &mut oneshot::Receiver<String>,
+) -> Option<CallToolResult> {
+    let tool = &prepared.tool;
+    let started = js::now_ms();
+    let context = match HandlerContext::new(page, call_id, &tool.name, &tool.original_name) {
+        Ok(context) => context,
+        Err(error) => return Some(outcome::handler_failed(&js::error_message(&error))),
+    };
+    let identity = [
+        ("toolName", JsValue::from(tool.name.as_str())),
+        ("callId", JsValue::from(call_id)),
+    ];
+    page.events.emit("toolactivated", &js::object(&identity));
+
+    let mut state = CallState::running(&PageClock, prepared.timeout_ms);
+    let input = js::from_json(&prepared.arguments);
+    let handler = call_handler(&tool.handler, input, context.object.clone().into()).fuse();
+    let timeout = TimeoutFuture::new(prepared.timeout_ms.min(u32::MAX as u64) as u32).fuse();
+    let end = match future::select(Box::pin(handler), future::select(timeout, cancel_rx)).await {
+        Either::Left((returned, _)) => HandlerEnd::Returned(returned),
+        Either::Right((Either::Left(_), _)) => HandlerEnd::TimedOut,
+        Either::Right((Either::Right((reason, _)), _)) => {
+            HandlerEnd::Cancelled(reason.unwrap_or_else(|_| "cancelled".into()))
+        }
+    };
+
+    let result = match end {
+        HandlerEnd::Cancelled(reason) => {
+            state.cancel();
+            context.abort(&reason);
+            emit_cancel(page, &identity, &reason);
+            return None;
+        }
+        HandlerEnd::TimedOut => {
+            let result = outcome::timed_out(prepared.timeout_ms);
+            context.abort(result.text());
+            emit_cancel(page, &identity, "timeout");
+            result
+        }
+        HandlerEnd::Returned(Err(message)) => outcome::handler_failed(&message),
+        HandlerEnd::Returned(Ok(value)) => match js::to_json(&value) {
+            Err(why) => outcome::not_serializable(&why),
+            Ok(value) => {
+                let result = call::complete(value, prepared.output.as_deref());
+                if result.is_error {
+                    page.events.warn("output_invalid", result.text(), Some(&tool.name));
+                }
+                result
+            }
+        },
+    };
+    let result = state.finish(result)?;
+    let detail = js::object(&[
+        identity[0].clone(),
+        identity[1].clone(),
+        ("isError", result.is_error.into()),
+        ("durationMs", (js::now_ms() - started).into()),
+    ]);
+    page.events.emit("toolresult", &detail);
+    Some(result)
+}
+
+fn emit_cancel(page: &Page, identity: &[(&str, JsValue); 2], reason: &str) {
+    let detail = js::object(&[identity[0].clone(), identity[1].clone(), ("reason", reason.into())]);
+    page.events.emit("toolcancel", &detail);
+}
+
+/// Calls a page handler; a throw or a rejection becomes its message. A returned thenable is awaited.
+async fn call_handler(handler: &js_sys::Function, input: JsValue, ctx: JsValue) -> Result<JsValue, String> {
+    let returned = handler
+        .call2(&JsValue::UNDEFINED, &input, &ctx)
+        .map_err(|thrown| js::error_message(&thrown))?;
+    if !is_thenable(&returned) {
+        return Ok(returned);
+    }
+    let promise = js_sys::Promise::resolve(&returned);
+    JsFuture::from(promise)
+        .await
+        .map_err(|thrown| js::error_message(&thrown))
+}
+
+fn is_thenable(value: &JsValue) -> bool {
+    value.is_instance_of::<js_sys::Promise>()
+        || (value.is_object() && js::get(value, "then").is_function())
+}
+
+/// Reads `arguments` given by page code (`invoke`) as JSON; `undefined` means no arguments.
+pub fn arguments_from_js(input: &JsValue) -> Result<Option<Value>, String> {
+    if input.is_undefined() {
+        return Ok(None);
+    }
+    js::to_json(input).map(Some)
+}
+
+/// Cancels a running call, as the runtime's `notifications/cancelled` asks.
+pub fn cancel(page: &Page, call_id: &str, reason: &str) {
+    let sender = page
+        .running
+        .borrow_mut()
+        .get_mut(call_id)
+        .and_then(|call| call.cancel.take());
+    if let Some(sender) = sender {
+        let _ = sender.send(reason.to_owned());
+    }
+}

@@ -1,0 +1,64 @@
+//! Reading a `defineFunction({...})` argument (SPEC §3) into the core's [`Declaration`].
+//!
+//! The handler is taken out by hand (serde cannot hold a function); everything else is parsed
+//! strictly, so a misspelt key (`parameter`, `timeout`) is an error naming it.
+
+use client_tools_core::registry::Declaration;
+use client_tools_core::CoreError;
+use serde::Deserialize;
+use serde_json::Value;
+use wasm_bindgen::{JsCast, JsValue};
+
+use crate::js;
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct PlainDeclaration {
+    #[allow(dead_code)]
+    name: Value,
+    #[serde(default)]
+    description: Option<String>,
+    #[serde(default)]
+    parameters: Option<Value>,
+    #[serde(default)]
+    output_schema: Option<Value>,
+    #[serde(default)]
+    annotations: Option<Value>,
+    #[serde(default)]
+    require_confirmation: Option<bool>,
+    #[serde(default)]
+    timeout_ms: Option<f64>,
+}
+
+/// Checks the name and handler (a `TypeError` each), then reads the rest.
+pub fn parse(value: &JsValue) -> Result<(Declaration, js_sys::Function), CoreError> {
+    if !value.is_object() {
+        return Err(CoreError::InvalidOptions(format!(
+            "defineFunction expects a declaration object, got {}",
+            js::js_type_name(value)
+        )));
+    }
+    let name = js::get(value, "name").as_string().unwrap_or_default();
+    if name.is_empty() {
+        return Err(CoreError::EmptyName);
+    }
+    let handler = js::get(value, "handler")
+        .dyn_into::<js_sys::Function>()
+        .map_err(|_| CoreError::HandlerNotFunction(name.clone()))?;
+
+    let rest = js_sys::Object::assign(&js_sys::Object::new(), value.unchecked_ref());
+    let _ = js_sys::Reflect::delete_property(&rest, &"handler".into());
+    let plain: PlainDeclaration = serde_wasm_bindgen::from_value(rest.into()).map_err(|e| {
+        CoreError::InvalidOptions(format!("declaration of tool '{name}': {e}"))
+    })?;
+    let declaration = Declaration {
+        original_name: name,
+        description: plain.description,
+        parameters: plain.parameters,
+        output_schema: plain.output_schema,
+        annotations: plain.annotations,
+        require_confirmation: plain.require_confirmation.unwrap_or(false),
+        timeout_ms: plain.timeout_ms,
+    };
+    Ok((declaration, handler))
+}

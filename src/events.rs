@@ -1,0 +1,98 @@
+//! Page-facing events (SPEC §4): `on(type, fn)` listeners, plus the DOM events WebMCP pages listen to.
+//!
+//! Listeners are copied out before any is called, so a listener may subscribe, unsubscribe or call
+//! back into the SDK while an event is being delivered. A throwing listener is reported on the
+//! console and does not stop the others (or the call that emitted the event).
+
+use std::cell::{Cell, RefCell};
+
+use wasm_bindgen::{JsCast, JsValue};
+
+use crate::js;
+
+/// Event types a page can subscribe to.
+pub const EVENT_TYPES: &[&str] = &[
+    "toolactivated",
+    "toolcancel",
+    "toolresult",
+    "toolschanged",
+    "connectionchange",
+    "warning",
+];
+
+/// Events that are also dispatched as DOM `CustomEvent`s.
+const DOM_EVENTS: &[&str] = &["toolactivated", "toolcancel"];
+
+#[derive(Default)]
+pub struct EventHub {
+    listeners: RefCell<Vec<(u32, String, js_sys::Function)>>,
+    next_id: Cell<u32>,
+}
+
+impl EventHub {
+    /// Adds a listener; the id removes it again.
+    pub fn subscribe(&self, event_type: &str, listener: js_sys::Function) -> u32 {
+        let id = self.next_id.get();
+        self.next_id.set(id + 1);
+        self.listeners
+            .borrow_mut()
+            .push((id, event_type.to_owned(), listener));
+        id
+    }
+
+    pub fn unsubscribe(&self, id: u32) {
+        self.listeners.borrow_mut().retain(|(i, _, _)| *i != id);
+    }
+
+    /// Delivers `detail` to every listener of `event_type`, then to the DOM where that applies.
+    pub fn emit(&self, event_type: &str, detail: &js_sys::Object) {
+        let targets: Vec<js_sys::Function> = self
+            .listeners
+            .borrow()
+            .iter()
+            .filter(|(_, t, _)| t == event_type)
+            .map(|(_, _, f)| f.clone())
+            .collect();
+        let _ = js_sys::Reflect::set(detail, &"type".into(), &event_type.into());
+        for listener in targets {
+            if let Err(thrown) = listener.call1(&JsValue::NULL, detail) {
+                web_sys::console::error_2(
+                    &format!("client-tools: a '{event_type}' listener threw:").into(),
+                    &thrown,
+                );
+            }
+        }
+        if DOM_EVENTS.contains(&event_type) {
+            dispatch_dom_event(event_type, detail);
+        }
+    }
+
+    /// A `warning` event (SPEC §3): also logged, since a page may not listen.
+    pub fn warn(&self, code: &str, message: &str, tool_name: Option<&str>) {
+        web_sys::console::warn_1(&format!("client-tools: {message}").into());
+        let detail = js::object(&[
+            ("code", code.into()),
+            ("message", message.into()),
+            ("toolName", tool_name.map_or(JsValue::UNDEFINED, JsValue::from)),
+        ]);
+        self.emit("warning", &detail);
+    }
+}
+
+/// Dispatches on `document.modelContext` when it exists, otherwise on `window` (SPEC §4).
+fn dispatch_dom_event(event_type: &str, detail: &js_sys::Object) {
+    let Some(window) = web_sys::window() else {
+        return;
+    };
+    let model_context = window
+        .document()
+        .map(|d| js::get(&d, "modelContext"))
+        .filter(|mc| mc.is_object())
+        .and_then(|mc| mc.dyn_into::<web_sys::EventTarget>().ok());
+    let target: web_sys::EventTarget = model_context.unwrap_or_else(|| window.into());
+    let init = web_sys::CustomEventInit::new();
+    init.set_detail(detail);
+    if let Ok(event) = web_sys::CustomEvent::new_with_event_init_dict(event_type, &init) {
+        let _ = target.dispatch_event(&event);
+    }
+}

@@ -1,0 +1,92 @@
+//! Small conversions between JavaScript values and JSON, used everywhere at the boundary.
+//!
+//! JSON crosses the boundary as text (`JSON.stringify` / `JSON.parse`): one call each way, no
+//! per-field conversion, and `JSON.parse` creates `__proto__` keys as plain own properties, so agent
+//! input can never reach a page's prototypes.
+
+use serde::Serialize;
+use serde_json::Value;
+use wasm_bindgen::{JsCast, JsValue};
+
+/// A JS value as JSON; the error says why it is not JSON (cycles, BigInt, functions, undefined).
+pub fn to_json(value: &JsValue) -> Result<Value, String> {
+    let text = js_sys::JSON::stringify(value).map_err(|e| error_message(&e))?;
+    let text: JsValue = text.into();
+    let Some(text) = text.as_string() else {
+        return Err(format!("a {} has no JSON form", js_type_name(value)));
+    };
+    serde_json::from_str(&text).map_err(|e| e.to_string())
+}
+
+/// A JSON value as a fresh JS value.
+pub fn from_json(value: &Value) -> JsValue {
+    from_json_text(&value.to_string())
+}
+
+/// Parses JSON text produced by serde_json (always valid) into a JS value.
+pub fn from_json_text(text: &str) -> JsValue {
+    js_sys::JSON::parse(text).unwrap_or(JsValue::NULL)
+}
+
+/// Any serializable Rust value as a plain JS object (objects, not `Map`s).
+pub fn to_plain<T: Serialize>(value: &T) -> JsValue {
+    match serde_json::to_string(value) {
+        Ok(text) => from_json_text(&text),
+        Err(_) => JsValue::NULL,
+    }
+}
+
+/// The message of whatever a handler threw: an `Error`'s message, a string, or a description.
+pub fn error_message(thrown: &JsValue) -> String {
+    if let Some(error) = thrown.dyn_ref::<js_sys::Error>() {
+        return String::from(error.message());
+    }
+    if let Some(text) = thrown.as_string() {
+        return text;
+    }
+    if thrown.is_undefined() || thrown.is_null() {
+        return format!("the handler threw {}", js_type_name(thrown));
+    }
+    match js_sys::JSON::stringify(thrown).ok().and_then(|s| JsValue::from(s).as_string()) {
+        Some(text) => format!("the handler threw {text}"),
+        None => format!("the handler threw a {}", js_type_name(thrown)),
+    }
+}
+
+pub fn js_type_name(value: &JsValue) -> String {
+    if value.is_null() {
+        return "null".into();
+    }
+    value.js_typeof().as_string().unwrap_or_else(|| "value".into())
+}
+
+/// Builds a plain object from key/value pairs (event details, handler context).
+pub fn object(entries: &[(&str, JsValue)]) -> js_sys::Object {
+    let object = js_sys::Object::new();
+    for (key, value) in entries {
+        let _ = js_sys::Reflect::set(&object, &JsValue::from_str(key), value);
+    }
+    object
+}
+
+/// `object[key]`, `undefined` when absent or when `object` is not an object.
+pub fn get(object: &JsValue, key: &str) -> JsValue {
+    js_sys::Reflect::get(object, &JsValue::from_str(key)).unwrap_or(JsValue::UNDEFINED)
+}
+
+/// Milliseconds from `performance.now()` (monotonic), else `Date.now()`.
+pub fn now_ms() -> f64 {
+    web_sys::window()
+        .and_then(|w| w.performance())
+        .map(|p| p.now())
+        .unwrap_or_else(js_sys::Date::now)
+}
+
+/// The monotonic page clock, for the core's call state machine.
+pub struct PageClock;
+
+impl client_tools_core::call::Clock for PageClock {
+    fn now_ms(&self) -> f64 {
+        now_ms()
+    }
+}

@@ -1,0 +1,117 @@
+//! Constructor options of `ClientTools` (SPEC §4), parsed strictly: an unknown option or a value of
+//! the wrong type is an error naming it, never silently a default (STYLE #3).
+
+use client_tools_core::registry::{DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS};
+use client_tools_core::CoreError;
+use serde::Deserialize;
+use wasm_bindgen::{JsCast, JsValue};
+
+use crate::js;
+
+/// The JSON-like part of the options; function-valued options are taken out first.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+struct PlainOptions {
+    endpoint: Option<String>,
+    token: Option<String>,
+    allow: Vec<String>,
+    default_timeout_ms: Option<f64>,
+    forms: bool,
+    expose_to_browser: bool,
+    /// Connect as soon as the instance is created (when `endpoint` is set).
+    auto_connect: bool,
+}
+
+impl Default for PlainOptions {
+    fn default() -> Self {
+        Self {
+            endpoint: None,
+            token: None,
+            allow: Vec::new(),
+            default_timeout_ms: None,
+            forms: true,
+            expose_to_browser: true,
+            auto_connect: false,
+        }
+    }
+}
+
+/// Options after checks.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub endpoint: Option<String>,
+    pub token: Option<String>,
+    pub allow: Vec<String>,
+    pub default_timeout_ms: u64,
+    pub confirm: Option<js_sys::Function>,
+    pub forms: bool,
+    pub expose_to_browser: bool,
+    pub auto_connect: bool,
+}
+
+/// The keys holding functions: serde cannot read those, so they are read by hand.
+const FUNCTION_OPTIONS: &[&str] = &["confirm"];
+
+impl Options {
+    pub fn parse(value: &JsValue) -> Result<Self, CoreError> {
+        if value.is_undefined() || value.is_null() {
+            return Self::from_plain(PlainOptions::default(), None);
+        }
+        if !value.is_object() {
+            return Err(CoreError::InvalidOptions(format!(
+                "options must be an object, got {}",
+                js::js_type_name(value)
+            )));
+        }
+        let copy = js_sys::Object::assign(&js_sys::Object::new(), value.unchecked_ref());
+        let mut confirm = None;
+        for key in FUNCTION_OPTIONS {
+            let field = js::get(&copy, key);
+            let _ = js_sys::Reflect::delete_property(&copy, &JsValue::from_str(key));
+            if field.is_undefined() || field.is_null() {
+                continue;
+            }
+            match field.dyn_into::<js_sys::Function>() {
+                Ok(function) => confirm = Some(function),
+                Err(other) => {
+                    return Err(CoreError::InvalidOptions(format!(
+                        "'{key}' must be a function, got {}",
+                        js::js_type_name(&other)
+                    )))
+                }
+            }
+        }
+        let plain: PlainOptions = serde_wasm_bindgen::from_value(copy.into())
+            .map_err(|e| CoreError::InvalidOptions(e.to_string()))?;
+        Self::from_plain(plain, confirm)
+    }
+
+    fn from_plain(plain: PlainOptions, confirm: Option<js_sys::Function>) -> Result<Self, CoreError> {
+        let default_timeout_ms = match plain.default_timeout_ms {
+            None => DEFAULT_TIMEOUT_MS,
+            Some(ms) if ms.is_nan() || ms <= 0.0 => {
+                return Err(CoreError::InvalidOptions(format!(
+                    "'defaultTimeoutMs' must be a positive number of milliseconds, got {ms}"
+                )))
+            }
+            Some(ms) => (ms.ceil() as u64).min(MAX_TIMEOUT_MS),
+        };
+        if let Some(endpoint) = &plain.endpoint {
+            if !(endpoint.starts_with("ws://") || endpoint.starts_with("wss://")) {
+                return Err(CoreError::InvalidOptions(format!(
+                    "'endpoint' must be a ws:// or wss:// URL, got '{endpoint}'"
+                )));
+            }
+        }
+        Ok(Self {
+            endpoint: plain.endpoint,
+            token: plain.token,
+            allow: plain.allow,
+            default_timeout_ms,
+            confirm,
+            forms: plain.forms,
+            expose_to_browser: plain.expose_to_browser,
+            auto_connect: plain.auto_connect,
+        })
+    }
+}

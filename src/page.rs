@@ -1,0 +1,165 @@
+//! The state one `ClientTools` instance shares with its connection and its running calls.
+//!
+//! Everything lives behind `Rc` + `RefCell` (a page is single-threaded). Borrows are short and
+//! never held across a call into page JavaScript (STYLE #7).
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::rc::{Rc, Weak};
+
+use client_tools_core::protocol::{encode_notification, method, ProgressParams};
+use client_tools_core::registry::{Registry, Warning};
+use futures::channel::{mpsc, oneshot};
+use serde_json::{json, Value};
+use wasm_bindgen::prelude::*;
+
+use crate::events::EventHub;
+use crate::options::Options;
+
+/// Connection states reported by `connectionchange` (SPEC §4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConnectionState {
+    Disconnected,
+    Connecting,
+    Connected,
+    Reconnecting,
+}
+
+impl ConnectionState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ConnectionState::Disconnected => "disconnected",
+            ConnectionState::Connecting => "connecting",
+            ConnectionState::Connected => "connected",
+            ConnectionState::Reconnecting => "reconnecting",
+        }
+    }
+}
+
+/// The page's link to the runtime: where frames go, and whether the page wants to stay connected.
+#[derive(Default)]
+pub struct Link {
+    pub outgoing: Option<mpsc::UnboundedSender<String>>,
+    pub close: Option<oneshot::Sender<()>>,
+    /// Frames produced while the socket was down, sent after the reconnect (bounded).
+    pub backlog: Vec<String>,
+}
+
+/// How many frames are kept while disconnected; older ones are dropped first.
+pub const BACKLOG_LIMIT: usize = 1_000;
+
+/// A call whose handler may still be running.
+pub struct RunningCall {
+    /// Sending a reason cancels the call (runtime `notifications/cancelled`).
+    pub cancel: Option<oneshot::Sender<String>>,
+    /// Where `ctx.reportProgress` reports to, when the runtime asked for progress.
+    pub progress_token: Option<Value>,
+}
+
+type ProgressCallback = Closure<dyn Fn(JsValue, JsValue, JsValue, JsValue)>;
+
+pub struct Page {
+    pub options: Options,
+    pub registry: RefCell<Registry<js_sys::Function>>,
+    pub events: EventHub,
+    /// Calls in progress, by call id.
+    pub running: RefCell<HashMap<String, RunningCall>>,
+    pub link: RefCell<Link>,
+    pub state: Cell<ConnectionState>,
+    pub session_id: String,
+    next_local_call: Cell<u64>,
+    report_progress: ProgressCallback,
+}
+
+impl Page {
+    pub fn new(options: Options, session_id: String) -> Rc<Self> {
+        Rc::new_cyclic(|weak: &Weak<Page>| {
+            let weak = weak.clone();
+            let report_progress = Closure::new(
+                move |call_id: JsValue, progress: JsValue, total: JsValue, message: JsValue| {
+                    if let (Some(page), Some(call_id)) = (weak.upgrade(), call_id.as_string()) {
+                        page.report_progress(&call_id, progress.as_f64(), total.as_f64(), message.as_string());
+                    }
+                },
+            );
+            Self {
+                registry: RefCell::new(Registry::new(options.default_timeout_ms)),
+                options,
+                events: EventHub::default(),
+                running: RefCell::new(HashMap::new()),
+                link: RefCell::new(Link::default()),
+                state: Cell::new(ConnectionState::Disconnected),
+                session_id,
+                next_local_call: Cell::new(1),
+                report_progress,
+            }
+        })
+    }
+
+    /// `(callId, progress, total?, message?)`: bound to a call id, it becomes `ctx.reportProgress`.
+    pub fn report_progress_fn(&self) -> &js_sys::Function {
+        self.report_progress.as_ref().unchecked_ref()
+    }
+
+    /// Sends `notifications/progress` for a running call that has a progress token.
+    pub fn report_progress(&self, call_id: &str, progress: Option<f64>, total: Option<f64>, message: Option<String>) {
+        let token = self
+            .running
+            .borrow()
+            .get(call_id)
+            .and_then(|call| call.progress_token.clone());
+        if let Some(progress_token) = token {
+            let params = ProgressParams {
+                progress_token,
+                progress: progress.unwrap_or(0.0),
+                total,
+                message,
+            };
+            self.send(encode_notification(method::PROGRESS, &params));
+        }
+    }
+
+    /// Sends a frame to the runtime, or keeps it for after the reconnect.
+    pub fn send(&self, frame: String) {
+        let mut link = self.link.borrow_mut();
+        if let Some(outgoing) = &link.outgoing {
+            if outgoing.unbounded_send(frame.clone()).is_ok() {
+                return;
+            }
+        }
+        if self.state.get() == ConnectionState::Disconnected {
+            return; // not connected at all, and not trying: nobody will read it
+        }
+        if link.backlog.len() >= BACKLOG_LIMIT {
+            link.backlog.remove(0);
+        }
+        link.backlog.push(frame);
+    }
+
+    pub fn set_state(&self, state: ConnectionState) {
+        if self.state.replace(state) != state {
+            let detail = crate::js::object(&[("state", state.as_str().into())]);
+            self.events.emit("connectionchange", &detail);
+        }
+    }
+
+    /// The tool list changed: tell the page and the runtime.
+    pub fn tools_changed(&self) {
+        self.events.emit("toolschanged", &js_sys::Object::new());
+        self.send(encode_notification(method::TOOLS_LIST_CHANGED, &json!({})));
+    }
+
+    pub fn report(&self, warnings: &[Warning]) {
+        for warning in warnings {
+            self.events
+                .warn(warning.code, &warning.message, warning.tool_name.as_deref());
+        }
+    }
+
+    /// A fresh id for a call the page makes itself (`invoke`).
+    pub fn next_local_call_id(&self) -> String {
+        let n = self.next_local_call.get();
+        self.next_local_call.set(n + 1);
+        format!("local-{n}")
+    }
+}

@@ -1,0 +1,109 @@
+//! TypeScript shapes of the options, declarations, contexts and events (STYLE #9): written next to
+//! the Rust that reads them, emitted into `client_tools.d.ts` by wasm-bindgen.
+
+use wasm_bindgen::prelude::*;
+
+#[wasm_bindgen(typescript_custom_section)]
+const TYPES: &str = r#"
+export type JsonSchema = Record<string, unknown> | boolean;
+
+export interface ConfirmRequest {
+  toolName: string;
+  originalName: string;
+  description?: string;
+  input: unknown;
+  inputSchema: JsonSchema;
+}
+export interface ConfirmDecision {
+  action: "approve" | "modify" | "reject";
+  input?: unknown;
+  reason?: string;
+}
+
+export interface ClientToolsOptions {
+  /** Agent runtime WebSocket URL (ws:// or wss://); omit for page-only use. */
+  endpoint?: string;
+  /** Sent as `token` on connect; the bridge can require it. */
+  token?: string;
+  /** Allow-list of ORIGINAL tool names agents may call; empty = all. */
+  allow?: string[];
+  /** Handler timeout when a tool sets none (default 30000, max 300000). */
+  defaultTimeoutMs?: number;
+  /** Custom confirmation instead of the built-in dialog. */
+  confirm?: (call: ConfirmRequest) => Promise<ConfirmDecision> | ConfirmDecision;
+  /** Expose `<form toolname>` declarative tools (default true). */
+  forms?: boolean;
+  /** Also register with `document/navigator.modelContext` when present (default true). */
+  exposeToBrowser?: boolean;
+  /** Connect as soon as the instance exists (default false). */
+  autoConnect?: boolean;
+}
+
+export interface ToolContext {
+  signal: AbortSignal;
+  callId: string;
+  toolName: string;
+  originalName: string;
+  reportProgress(progress: number, total?: number, message?: string): void;
+}
+
+export type ToolHandler = (input: any, ctx: ToolContext) => unknown | Promise<unknown>;
+
+export interface FunctionDeclaration {
+  name: string;
+  description?: string;
+  parameters?: JsonSchema;
+  outputSchema?: JsonSchema;
+  annotations?: { readOnlyHint?: boolean; destructiveHint?: boolean; idempotentHint?: boolean; openWorldHint?: boolean; title?: string };
+  requireConfirmation?: boolean;
+  timeoutMs?: number;
+  handler: ToolHandler;
+}
+
+export interface ListedTool {
+  name: string;
+  originalName: string;
+  description?: string;
+  inputSchema: JsonSchema;
+  outputSchema?: JsonSchema;
+  kind: "function" | "handler" | "form";
+}
+
+export interface CallToolResult {
+  content: { type: "text"; text: string }[];
+  structuredContent?: Record<string, unknown>;
+  isError: boolean;
+  _meta?: Record<string, unknown>;
+}
+
+export interface ClientToolsEvents {
+  toolactivated: { type: "toolactivated"; toolName: string; callId: string };
+  toolcancel: { type: "toolcancel"; toolName: string; callId: string; reason: string };
+  toolresult: { type: "toolresult"; toolName: string; callId: string; isError: boolean; durationMs: number };
+  toolschanged: { type: "toolschanged" };
+  connectionchange: { type: "connectionchange"; state: "connecting" | "connected" | "reconnecting" | "disconnected" };
+  warning: { type: "warning"; code: string; message: string; toolName?: string };
+}
+"#;
+
+#[wasm_bindgen]
+extern "C" {
+    #[wasm_bindgen(typescript_type = "ClientToolsOptions | undefined")]
+    pub type ClientToolsOptionsArg;
+    #[wasm_bindgen(typescript_type = "FunctionDeclaration")]
+    pub type FunctionDeclarationArg;
+    #[wasm_bindgen(typescript_type = "ToolHandler")]
+    pub type ToolHandlerArg;
+    #[wasm_bindgen(typescript_type = "ListedTool[]")]
+    pub type ListedTools;
+    #[wasm_bindgen(typescript_type = "keyof ClientToolsEvents")]
+    pub type EventTypeArg;
+    #[wasm_bindgen(typescript_type = "(event: any) => void")]
+    pub type ListenerArg;
+    #[wasm_bindgen(typescript_type = "() => void")]
+    pub type Unsubscribe;
+    #[wasm_bindgen(typescript_type = "Promise<CallToolResult>")]
+    pub type CallToolResultPromise;
+    #[wasm_bindgen(typescript_type = "Promise<void>")]
+    pub type VoidPromise;
+}
