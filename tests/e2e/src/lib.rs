@@ -1,0 +1,129 @@
+//! Harness for the end-to-end tests: a bridge on a free loopback port serving a test page and the
+//! built package, and a real headless Chromium showing that page.
+//!
+//! Needs `pkg/` (built by `cargo xtask build`; `cargo xtask test` builds it first) and Chromium
+//! (`CHROMIUM`, default `/usr/bin/chromium`).
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+
+use client_tools_bridge::{Bridge, BridgeConfig, PageSession};
+use tokio::net::TcpListener;
+use tokio::process::{Child, Command};
+
+/// A running bridge with one browser page connected to it.
+pub struct Stack {
+    pub bridge: Bridge,
+    pub base_url: String,
+    pub page: Arc<PageSession>,
+    browser: Child,
+    _profile: TempDir,
+}
+
+impl Stack {
+    /// Starts the bridge, opens `page` (a file of `tests/e2e/www/`) in Chromium and waits until the
+    /// page has connected and listed its tools.
+    pub async fn start(page: &str, config: BridgeConfig) -> Stack {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind a loopback port");
+        let address = listener.local_addr().unwrap();
+        let config = BridgeConfig {
+            listen: address,
+            www_dir: e2e_dir().join("www"),
+            pkg_dir: pkg_dir(),
+            ..config
+        };
+        let bridge = Bridge::new(config);
+        let serving = bridge.clone();
+        tokio::spawn(async move { serving.serve(listener).await });
+        let base_url = format!("http://{address}");
+        let profile = TempDir::new("chromium-profile");
+        let browser = launch_chromium(&format!("{base_url}/{page}"), &profile.0);
+        let page = bridge
+            .wait_for_page(Duration::from_secs(60))
+            .await
+            .expect("the page connected to the bridge and listed its tools within 60 s");
+        Stack {
+            bridge,
+            base_url,
+            page,
+            browser,
+            _profile: profile,
+        }
+    }
+
+    /// Stops the browser (the page's connection ends with it).
+    pub async fn close_browser(&mut self) {
+        let _ = self.browser.kill().await;
+    }
+}
+
+impl Drop for Stack {
+    fn drop(&mut self) {
+        let _ = self.browser.start_kill();
+    }
+}
+
+fn e2e_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The built package: `CLIENT_TOOLS_PKG`, else the repository's `pkg/`.
+pub fn pkg_dir() -> PathBuf {
+    let dir = std::env::var_os("CLIENT_TOOLS_PKG")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| e2e_dir().join("../../pkg"));
+    assert!(
+        dir.join("client_tools_bg.wasm").is_file(),
+        "no built package in {}: run `cargo xtask build` (or `cargo xtask test`)",
+        dir.display()
+    );
+    dir
+}
+
+fn launch_chromium(url: &str, profile: &std::path::Path) -> Child {
+    let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
+    Command::new(&chromium)
+        .args([
+            "--headless=new",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-dev-shm-usage",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--disable-quic",
+            "--no-first-run",
+            "--remote-debugging-port=0",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg(url)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap_or_else(|e| panic!("could not start {chromium}: {e}"))
+}
+
+/// A directory removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(label: &str) -> Self {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or_default();
+        let dir = std::env::temp_dir().join(format!("client-tools-{label}-{}-{nanos}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("create a temp dir");
+        Self(dir)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}

@@ -1,0 +1,123 @@
+//! `cargo xtask build`: the npm package in `pkg/` (SPEC §1, §4).
+//!
+//! cargo (release, wasm32) → wasm-bindgen `--target web` → wasm-opt -Oz → package.json, README and
+//! the script-tag loader from `pkg-template/` → sizes (raw / gzip / brotli).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::install::{ensure_wasm_bindgen, ensure_wasm_opt};
+use crate::run::run;
+use crate::wasm::{self, WasmCargo};
+use crate::{root, step, Result};
+
+/// Files copied from `pkg-template/` into the package.
+const TEMPLATE_FILES: &[&str] = &["package.json", "README.md", "client-tools.js"];
+
+/// Builds `pkg/` and returns its path.
+pub fn build() -> Result<PathBuf> {
+    let cargo = WasmCargo::detect()?;
+    let wasm_bindgen = ensure_wasm_bindgen()?;
+    let wasm_opt = ensure_wasm_opt()?;
+    let pkg = root().join("pkg");
+
+    step("Compiling the SDK for wasm32 (release)");
+    run(cargo
+        .command()
+        .args(["build", "--release", "--target", wasm::TARGET, "-p", "client-tools"]))?;
+    let module = wasm::target_dir()
+        .join(wasm::TARGET)
+        .join("release")
+        .join("client_tools.wasm");
+
+    step("Generating JavaScript bindings (wasm-bindgen --target web)");
+    let _ = std::fs::remove_dir_all(&pkg);
+    run(Command::new(&wasm_bindgen)
+        .arg(&module)
+        .args(["--target", "web", "--out-dir"])
+        .arg(&pkg)
+        .args(["--out-name", "client_tools"]))?;
+
+    step("Optimizing for size (wasm-opt -Oz)");
+    let bg = pkg.join("client_tools_bg.wasm");
+    run(Command::new(&wasm_opt)
+        .arg(&bg)
+        .args(["-Oz", "--strip-debug", "--strip-producers"])
+        .args(WASM_FEATURES)
+        .arg("-o")
+        .arg(&bg))?;
+
+    step("Writing package files from pkg-template/");
+    let version = env!("CARGO_PKG_VERSION");
+    for file in TEMPLATE_FILES {
+        let text = std::fs::read_to_string(root().join("pkg-template").join(file))
+            .map_err(|e| format!("pkg-template/{file}: {e}"))?;
+        std::fs::write(pkg.join(file), text.replace("{{version}}", version))
+            .map_err(|e| format!("pkg/{file}: {e}"))?;
+    }
+    let _ = std::fs::remove_file(pkg.join(".gitignore"));
+
+    print_sizes(&pkg)?;
+    Ok(pkg)
+}
+
+/// Features rustc emits for wasm32 by default, which wasm-opt must be told about.
+const WASM_FEATURES: &[&str] = &[
+    "--enable-bulk-memory",
+    "--enable-nontrapping-float-to-int",
+    "--enable-sign-ext",
+    "--enable-reference-types",
+    "--enable-multivalue",
+    "--enable-mutable-globals",
+];
+
+/// Raw, gzip and brotli sizes of one file.
+pub struct Size {
+    pub raw: usize,
+    pub gzip: usize,
+    pub brotli: usize,
+}
+
+pub fn measure(path: &Path) -> Result<Size> {
+    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    gz.write_all(&bytes).map_err(|e| e.to_string())?;
+    let gzip = gz.finish().map_err(|e| e.to_string())?.len();
+    let mut br = Vec::new();
+    let params = brotli::enc::BrotliEncoderParams {
+        quality: 11,
+        ..Default::default()
+    };
+    brotli::BrotliCompress(&mut bytes.as_slice(), &mut br, &params).map_err(|e| e.to_string())?;
+    Ok(Size {
+        raw: bytes.len(),
+        gzip,
+        brotli: br.len(),
+    })
+}
+
+/// The package's shipped files and their sizes, plus the total.
+pub fn package_sizes(pkg: &Path) -> Result<Vec<(String, Size)>> {
+    let mut rows = Vec::new();
+    for name in ["client_tools_bg.wasm", "client_tools.js", "client-tools.js"] {
+        rows.push((name.to_owned(), measure(&pkg.join(name))?));
+    }
+    Ok(rows)
+}
+
+fn print_sizes(pkg: &Path) -> Result {
+    step("Package size");
+    let rows = package_sizes(pkg)?;
+    let kb = |n: usize| format!("{:.1} KB", n as f64 / 1024.0);
+    eprintln!("    {:<24} {:>12} {:>12} {:>12}", "file", "raw", "gzip", "brotli");
+    let (mut raw, mut gzip, mut brotli) = (0, 0, 0);
+    for (name, size) in &rows {
+        eprintln!("    {:<24} {:>12} {:>12} {:>12}", name, kb(size.raw), kb(size.gzip), kb(size.brotli));
+        raw += size.raw;
+        gzip += size.gzip;
+        brotli += size.brotli;
+    }
+    eprintln!("    {:<24} {:>12} {:>12} {:>12}", "total", kb(raw), kb(gzip), kb(brotli));
+    Ok(())
+}

@@ -1,0 +1,167 @@
+//! Installing what is missing, idempotently: Debian packages, cargo binaries, the npm wasm-opt.
+//!
+//! Each `ensure_*` first checks whether the thing is already there (and the right version), says
+//! what it installs when it is not, and never waits on a download host that is not reachable.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Once;
+
+use crate::run::{output, run};
+use crate::{root, step, Result};
+
+/// The binaryen release whose npm package provides `wasm-opt` (Debian's is too old).
+const BINARYEN_VERSION: &str = "132.0.0";
+
+/// Installs the Debian packages that are not installed yet.
+pub fn ensure_apt(packages: &[&str]) -> Result {
+    let missing: Vec<&str> = packages
+        .iter()
+        .copied()
+        .filter(|p| !apt_installed(p))
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    step(&format!("Installing Debian packages: {}", missing.join(" ")));
+    let sudo = !is_root();
+    static UPDATE: Once = Once::new();
+    let mut update_result = Ok(());
+    UPDATE.call_once(|| update_result = run(&mut privileged(sudo, &["apt-get", "update", "-qq"])));
+    update_result?;
+    let mut install = privileged(
+        sudo,
+        &["apt-get", "install", "-y", "-qq", "--no-install-recommends"],
+    );
+    install.args(&missing).env("DEBIAN_FRONTEND", "noninteractive");
+    run(&mut install)
+}
+
+fn apt_installed(package: &str) -> bool {
+    output(Command::new("dpkg-query").args(["-W", "-f=${Status}", package]))
+        .is_some_and(|status| status.ends_with("install ok installed"))
+}
+
+fn is_root() -> bool {
+    output(Command::new("id").arg("-u")).as_deref() == Some("0")
+}
+
+fn privileged(sudo: bool, args: &[&str]) -> Command {
+    let mut command = if sudo {
+        let mut c = Command::new("sudo");
+        c.args(args);
+        c
+    } else {
+        let mut c = Command::new(args[0]);
+        c.args(&args[1..]);
+        c
+    };
+    command.env("DEBIAN_FRONTEND", "noninteractive");
+    command
+}
+
+/// Where `cargo install` puts binaries.
+fn cargo_bin_dir() -> PathBuf {
+    let home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))
+        .unwrap_or_else(|| PathBuf::from(".cargo"));
+    home.join("bin")
+}
+
+/// A binary on PATH or in cargo's bin dir.
+pub fn find_binary(name: &str) -> Option<PathBuf> {
+    let in_cargo = cargo_bin_dir().join(name);
+    if in_cargo.is_file() {
+        return Some(in_cargo);
+    }
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|dir| dir.join(name))
+            .find(|candidate| candidate.is_file())
+    })
+}
+
+/// The version of `wasm-bindgen` in Cargo.lock (the crate is pinned with `=`).
+pub fn locked_wasm_bindgen_version() -> Result<String> {
+    let lock = std::fs::read_to_string(root().join("Cargo.lock"))
+        .map_err(|e| format!("cannot read Cargo.lock: {e}"))?;
+    let mut lines = lock.lines();
+    while let Some(line) = lines.next() {
+        if line == "name = \"wasm-bindgen\"" {
+            if let Some(version) = lines.next().and_then(|l| l.strip_prefix("version = \"")) {
+                return Ok(version.trim_end_matches('"').to_owned());
+            }
+        }
+    }
+    Err("wasm-bindgen is not in Cargo.lock".into())
+}
+
+/// The wasm-bindgen CLI at exactly the Cargo.lock version (installs `wasm-bindgen-test-runner` too).
+pub fn ensure_wasm_bindgen() -> Result<PathBuf> {
+    let version = locked_wasm_bindgen_version()?;
+    if let Some(path) = find_binary("wasm-bindgen") {
+        let reported = output(Command::new(&path).arg("--version")).unwrap_or_default();
+        if reported.split_whitespace().nth(1) == Some(version.as_str()) {
+            return Ok(path);
+        }
+        eprintln!("    found {reported:?}, need {version}");
+    }
+    step(&format!("Installing wasm-bindgen-cli {version} (matches Cargo.lock; takes a few minutes)"));
+    // Not `--locked`: one of its locked dependency versions is missing from the registry.
+    run(Command::new(env!("CARGO")).args(["install", "wasm-bindgen-cli", "--version", &version]))?;
+    find_binary("wasm-bindgen").ok_or_else(|| "wasm-bindgen not found after install".into())
+}
+
+/// geckodriver (from crates.io) for the Firefox browser tests.
+pub fn ensure_geckodriver() -> Result<PathBuf> {
+    if let Some(path) = find_binary("geckodriver") {
+        return Ok(path);
+    }
+    step("Installing geckodriver (crates.io)");
+    run(Command::new(env!("CARGO")).args(["install", "geckodriver"]))?;
+    find_binary("geckodriver").ok_or_else(|| "geckodriver not found after install".into())
+}
+
+/// Chromium + chromedriver and Firefox ESR + geckodriver.
+pub fn ensure_browsers() -> Result<Browsers> {
+    ensure_apt(&["chromium", "chromium-driver", "firefox-esr"])?;
+    Ok(Browsers {
+        chromium: PathBuf::from("/usr/bin/chromium"),
+        chromedriver: PathBuf::from("/usr/bin/chromedriver"),
+        geckodriver: ensure_geckodriver()?,
+    })
+}
+
+pub struct Browsers {
+    pub chromium: PathBuf,
+    pub chromedriver: PathBuf,
+    pub geckodriver: PathBuf,
+}
+
+/// `wasm-opt` from the npm package `binaryen`, installed under `target/tools/`.
+pub fn ensure_wasm_opt() -> Result<PathBuf> {
+    let prefix = root().join("target").join("tools");
+    let wasm_opt = prefix.join("node_modules").join(".bin").join("wasm-opt");
+    let installed = prefix
+        .join("node_modules")
+        .join("binaryen")
+        .join("package.json");
+    if wasm_opt.is_file() && file_contains(&installed, &format!("\"version\": \"{BINARYEN_VERSION}\"")) {
+        return Ok(wasm_opt);
+    }
+    if find_binary("npm").is_none() {
+        ensure_apt(&["nodejs", "npm"])?;
+    }
+    step(&format!("Installing wasm-opt (npm binaryen@{BINARYEN_VERSION}) into target/tools"));
+    std::fs::create_dir_all(&prefix).map_err(|e| e.to_string())?;
+    run(Command::new("npm")
+        .args(["install", "--no-audit", "--no-fund", "--silent", "--prefix"])
+        .arg(&prefix)
+        .arg(format!("binaryen@{BINARYEN_VERSION}")))?;
+    Ok(wasm_opt)
+}
+
+fn file_contains(path: &Path, needle: &str) -> bool {
+    std::fs::read_to_string(path).is_ok_and(|text| text.contains(needle))
+}

@@ -1,0 +1,55 @@
+//! `cargo xtask build | test | demo`: everything the project needs, from a fresh machine.
+//!
+//! Each command installs what is missing (idempotently, saying what it does) and then runs. See
+//! `docs/building.md` for the toolchain story this implements.
+
+mod build;
+mod install;
+mod run;
+mod test;
+mod wasm;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+const USAGE: &str = "usage: cargo xtask <command>
+
+commands:
+  build   build the npm package into pkg/ (wasm-bindgen --target web, wasm-opt -Oz) and print its size
+  test    fmt, clippy (host + wasm32), core and bridge tests, browser tests (Chromium + Firefox), end-to-end
+  demo    build, then run the bridge with the demo site on http://127.0.0.1:8787/";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("build") => build::build().map(|_| ()),
+        Some("test") => test::test(),
+        Some("demo") => run::demo(&args[1..]),
+        _ => {
+            eprintln!("{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("\nxtask: error: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+pub type Result<T = ()> = std::result::Result<T, String>;
+
+/// The repository root (the parent of `xtask/`).
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask lives in the repository")
+        .to_path_buf()
+}
+
+/// Prints a step the way every command announces what it does.
+pub fn step(message: &str) {
+    eprintln!("\n==> {message}");
+}

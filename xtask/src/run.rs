@@ -1,0 +1,49 @@
+//! Running commands, with the command line echoed and failures named.
+
+use std::process::Command;
+
+use crate::{build, root, step, Result};
+
+/// Runs `command`, failing with its command line when it fails.
+pub fn run(command: &mut Command) -> Result {
+    eprintln!("    $ {}", describe(command));
+    let status = command
+        .status()
+        .map_err(|e| format!("could not start `{}`: {e}", describe(command)))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("`{}` failed ({status})", describe(command)))
+    }
+}
+
+/// Runs `command` quietly and returns its stdout, or `None` when it cannot run or fails.
+pub fn output(command: &mut Command) -> Option<String> {
+    let out = command.output().ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+}
+
+fn describe(command: &Command) -> String {
+    let mut text = command.get_program().to_string_lossy().into_owned();
+    for arg in command.get_args() {
+        text.push(' ');
+        text.push_str(&arg.to_string_lossy());
+    }
+    text
+}
+
+/// `cargo xtask demo [--listen ADDR]`: build the package, then serve the demo with the bridge.
+pub fn demo(args: &[String]) -> Result {
+    build::build()?;
+    let listen = match args {
+        [flag, value, ..] if flag == "--listen" => value.clone(),
+        _ => "127.0.0.1:8787".to_owned(),
+    };
+    step(&format!("Starting the bridge with the demo: open http://{listen}/ (Ctrl-C to stop)"));
+    run(Command::new(env!("CARGO"))
+        .current_dir(root())
+        .args(["run", "--release", "--quiet", "-p", "client-tools-bridge", "--"])
+        .args(["--listen", &listen, "--www", "www", "--pkg", "pkg"]))
+}

@@ -1,0 +1,65 @@
+//! `cargo xtask test`: every check CI runs, in order of cost.
+//!
+//! fmt → clippy on the host → clippy on wasm32 → core + bridge tests → browser tests
+//! (wasm-bindgen-test in headless Chromium, then Firefox) → package build → end-to-end tests
+//! (bridge + headless Chromium + the built package).
+
+use std::process::Command;
+
+use crate::install::{ensure_browsers, ensure_wasm_bindgen};
+use crate::run::run;
+use crate::wasm::{self, WasmCargo};
+use crate::{build, root, step, Result};
+
+fn host_cargo() -> Command {
+    let mut command = Command::new(env!("CARGO"));
+    command.current_dir(root());
+    command
+}
+
+pub fn test() -> Result {
+    step("Formatting (cargo fmt --check)");
+    run(host_cargo().args(["fmt", "--all", "--", "--check"]))?;
+
+    step("Lints on the host (clippy -D warnings)");
+    run(host_cargo().args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]))?;
+
+    let wasm = WasmCargo::detect()?;
+    step("Lints on wasm32 (clippy -D warnings)");
+    run(wasm.command().args([
+        "clippy", "-p", "client-tools", "--target", wasm::TARGET, "--all-targets", "--", "-D", "warnings",
+    ]))?;
+
+    step("Core and bridge tests (cargo test)");
+    run(host_cargo().args(["test", "-p", "client-tools-core", "-p", "client-tools-bridge"]))?;
+
+    let runner = ensure_wasm_bindgen()?
+        .with_file_name("wasm-bindgen-test-runner");
+    let browsers = ensure_browsers()?;
+    for (browser, driver_var, driver) in [
+        ("Chromium", "CHROMEDRIVER", &browsers.chromedriver),
+        ("Firefox", "GECKODRIVER", &browsers.geckodriver),
+    ] {
+        step(&format!("Browser tests in headless {browser} (wasm-bindgen-test)"));
+        let mut command = wasm.command();
+        command
+            .args(["test", "-p", "client-tools", "--target", wasm::TARGET])
+            .env("CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER", &runner)
+            .env_remove("CHROMEDRIVER")
+            .env_remove("GECKODRIVER")
+            .env_remove("SAFARIDRIVER")
+            .env(driver_var, driver)
+            .env("WASM_BINDGEN_TEST_TIMEOUT", "120");
+        run(&mut command)?;
+    }
+
+    let pkg = build::build()?;
+    step("End-to-end tests (bridge + headless Chromium + the built package)");
+    run(host_cargo()
+        .args(["test", "-p", "client-tools-e2e", "--", "--test-threads", "1"])
+        .env("CLIENT_TOOLS_PKG", &pkg)
+        .env("CHROMIUM", &browsers.chromium))?;
+
+    step("All checks passed");
+    Ok(())
+}
