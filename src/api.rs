@@ -19,7 +19,9 @@ use crate::typescript::*;
 use crate::{declaration, errors, js, session};
 
 /// Client tools of one page: define them, connect to the agent runtime, watch the calls.
+/// (Cloning in Rust shares the same page state.)
 #[wasm_bindgen]
+#[derive(Clone)]
 pub struct ClientTools {
     page: Rc<Page>,
 }

@@ -11,6 +11,18 @@ use wasm_bindgen::{JsCast, JsValue};
 
 use crate::js;
 
+/// Every declaration key (checked by hand: serde-wasm-bindgen ignores `deny_unknown_fields`).
+const KNOWN_KEYS: &[&str] = &[
+    "name",
+    "description",
+    "parameters",
+    "outputSchema",
+    "annotations",
+    "requireConfirmation",
+    "timeoutMs",
+    "handler",
+];
+
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct PlainDeclaration {
@@ -46,6 +58,8 @@ pub fn parse(value: &JsValue) -> Result<(Declaration, js_sys::Function), CoreErr
         .dyn_into::<js_sys::Function>()
         .map_err(|_| CoreError::HandlerNotFunction(name.clone()))?;
 
+    js::reject_unknown_keys(value, KNOWN_KEYS)
+        .map_err(|e| CoreError::InvalidOptions(format!("declaration of tool '{name}': {e}")))?;
     let rest = js_sys::Object::assign(&js_sys::Object::new(), value.unchecked_ref());
     let _ = js_sys::Reflect::delete_property(&rest, &"handler".into());
     let plain: PlainDeclaration = serde_wasm_bindgen::from_value(rest.into()).map_err(|e| {

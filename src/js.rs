@@ -74,6 +74,17 @@ pub fn get(object: &JsValue, key: &str) -> JsValue {
     js_sys::Reflect::get(object, &JsValue::from_str(key)).unwrap_or(JsValue::UNDEFINED)
 }
 
+/// Fails with the first key of `object` that is not in `known` (typos are errors, not defaults).
+pub fn reject_unknown_keys(object: &JsValue, known: &[&str]) -> Result<(), String> {
+    let keys = js_sys::Object::keys(object.unchecked_ref::<js_sys::Object>());
+    for key in keys.iter().filter_map(|k| k.as_string()) {
+        if !known.contains(&key.as_str()) {
+            return Err(format!("unknown field `{key}`, expected one of {}", known.join(", ")));
+        }
+    }
+    Ok(())
+}
+
 /// Milliseconds from `performance.now()` (monotonic), else `Date.now()`.
 pub fn now_ms() -> f64 {
     web_sys::window()

@@ -49,6 +49,18 @@ pub struct Options {
     pub auto_connect: bool,
 }
 
+/// Every option key (serde's `deny_unknown_fields` is not enforced by serde-wasm-bindgen).
+const KNOWN_OPTIONS: &[&str] = &[
+    "endpoint",
+    "token",
+    "allow",
+    "defaultTimeoutMs",
+    "confirm",
+    "forms",
+    "exposeToBrowser",
+    "autoConnect",
+];
+
 /// The keys holding functions: serde cannot read those, so they are read by hand.
 const FUNCTION_OPTIONS: &[&str] = &["confirm"];
 
@@ -63,6 +75,7 @@ impl Options {
                 js::js_type_name(value)
             )));
         }
+        js::reject_unknown_keys(value, KNOWN_OPTIONS).map_err(CoreError::InvalidOptions)?;
         let copy = js_sys::Object::assign(&js_sys::Object::new(), value.unchecked_ref());
         let mut confirm = None;
         for key in FUNCTION_OPTIONS {

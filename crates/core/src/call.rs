@@ -135,10 +135,17 @@ pub fn admit<H>(
     }
     let output = output.or_else(|| tool.output.clone());
 
-    let runtime_timeout = params.meta_value(meta::TIMEOUT_MS).and_then(Value::as_f64);
-    let timeout_ms = match runtime_timeout {
-        Some(ms) if ms > 0.0 => (ms.ceil() as u64).min(MAX_TIMEOUT_MS),
-        _ => tool.timeout_ms,
+    // The runtime's `clienttools/timeoutMs` is the timeout of an agent-defined tool, and an upper
+    // bound for a page-defined one (the page knows how long its own tool may take).
+    let runtime_timeout = params
+        .meta_value(meta::TIMEOUT_MS)
+        .and_then(Value::as_f64)
+        .filter(|ms| *ms > 0.0)
+        .map(|ms| (ms.ceil() as u64).min(MAX_TIMEOUT_MS));
+    let timeout_ms = match (runtime_timeout, tool.kind) {
+        (Some(runtime), ToolKind::Handler) => runtime,
+        (Some(runtime), _) => runtime.min(tool.timeout_ms),
+        (None, _) => tool.timeout_ms,
     };
     let require_confirmation = tool.require_confirmation
         || params.meta_value(meta::REQUIRE_CONFIRMATION).and_then(Value::as_bool) == Some(true)
@@ -328,6 +335,19 @@ mod tests {
         };
         assert_eq!(prepared.timeout_ms, 30_000);
         assert_eq!(prepared.tool.handler, "read");
+
+        // The runtime's timeout bounds a page tool's, never extends it.
+        let mut bounded = call.clone();
+        bounded.meta = Some(json!({ meta::TIMEOUT_MS: 5_000 }).as_object().unwrap().clone());
+        let Admission::Run(prepared) = admit(registry.get(&call.name), &bounded, &[], false) else {
+            panic!("should run")
+        };
+        assert_eq!(prepared.timeout_ms, 5_000);
+        bounded.meta = Some(json!({ meta::TIMEOUT_MS: 90_000 }).as_object().unwrap().clone());
+        let Admission::Run(prepared) = admit(registry.get(&call.name), &bounded, &[], false) else {
+            panic!("should run")
+        };
+        assert_eq!(prepared.timeout_ms, 30_000);
     }
 
     #[test]

@@ -1,0 +1,281 @@
+//! Browser tests (wasm-bindgen-test, headless Chromium and Firefox): the JavaScript API as a page
+//! uses it — names, declaration checks, validation and `invoke`, with real handlers and events.
+#![cfg(target_arch = "wasm32")]
+
+use client_tools::ClientTools;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::JsFuture;
+use wasm_bindgen_test::*;
+
+wasm_bindgen_test_configure!(run_in_browser);
+
+#[wasm_bindgen(inline_js = r#"
+export function declaration(name, extra) {
+  return Object.assign({
+    name,
+    description: "Read the tasks of a board",
+    parameters: {
+      type: "object",
+      properties: { boardId: { type: "string" }, status: { enum: ["todo", "in-progress", "done"] } },
+      required: ["boardId"],
+    },
+    handler: async ({ boardId, status }) => ({ tasks: [{ id: "t1", boardId, status: status || "todo" }] }),
+  }, extra || {});
+}
+export function throwing(value) { return () => { throw value; }; }
+export function rejecting(message) { return async () => { throw new Error(message); }; }
+export function never() { return (_input, ctx) => new Promise((resolve) => { window.__lastSignal = ctx.signal; }); }
+export function lastSignalAborted() { return window.__lastSignal.aborted; }
+export function returning(value) { return () => value; }
+export function cyclic() { return () => { const a = {}; a.self = a; return a; }; }
+export function recorder() {
+  const seen = [];
+  const listener = (e) => seen.push(e.type + ":" + (e.code || e.toolName || ""));
+  return { seen, listener };
+}
+export function errorInfo(error) {
+  return [error instanceof Error, error instanceof TypeError, error.code || "", error.message];
+}
+"#)]
+extern "C" {
+    fn declaration(name: &str, extra: JsValue) -> JsValue;
+    fn throwing(value: JsValue) -> JsValue;
+    fn rejecting(message: &str) -> JsValue;
+    fn never() -> JsValue;
+    #[wasm_bindgen(js_name = lastSignalAborted)]
+    fn last_signal_aborted() -> bool;
+    fn returning(value: JsValue) -> JsValue;
+    fn cyclic() -> JsValue;
+    fn recorder() -> JsValue;
+    #[wasm_bindgen(js_name = errorInfo)]
+    fn error_info(error: JsValue) -> js_sys::Array;
+}
+
+fn tools() -> ClientTools {
+    ClientTools::new(JsValue::UNDEFINED.unchecked_into()).expect("default options are valid")
+}
+
+fn json(text: &str) -> JsValue {
+    js_sys::JSON::parse(text).unwrap()
+}
+
+fn get(value: &JsValue, key: &str) -> JsValue {
+    js_sys::Reflect::get(value, &key.into()).unwrap()
+}
+
+fn define(tools: &ClientTools, name: &str, extra: JsValue) -> Result<String, JsValue> {
+    tools.define_function(declaration(name, extra).unchecked_into())
+}
+
+/// `[isError, text]` of an `invoke` result.
+async fn invoke(tools: &ClientTools, name: &str, input: &str) -> (bool, String, JsValue) {
+    let promise: js_sys::Promise = JsValue::from(tools.invoke(name, json(input))).unchecked_into();
+    let result = JsFuture::from(promise).await.expect("invoke resolves");
+    let text = get(&get(&get(&result, "content"), "0"), "text").as_string().unwrap();
+    (get(&result, "isError").as_bool().unwrap(), text, result)
+}
+
+/// `(instanceof Error, instanceof TypeError, code)` of a thrown value.
+fn thrown(error: JsValue) -> (bool, bool, String, String) {
+    let info = error_info(error);
+    (
+        info.get(0).as_bool().unwrap(),
+        info.get(1).as_bool().unwrap(),
+        info.get(2).as_string().unwrap(),
+        info.get(3).as_string().unwrap(),
+    )
+}
+
+#[wasm_bindgen_test]
+fn spec_name_table_holds_in_the_browser() {
+    use client_tools::normalize_tool_name as normalize;
+    assert_eq!(normalize("Get Cart").unwrap(), "get_cart");
+    assert_eq!(normalize("read_board_tasks").unwrap(), "read_board_tasks");
+    assert_eq!(normalize("search-cars").unwrap(), "search-cars");
+    assert_eq!(normalize("Créer tâche!").unwrap(), "cr_er_t_che_");
+    assert_eq!(normalize(&"a".repeat(70)).unwrap(), "a".repeat(64));
+
+    let tools = tools();
+    assert_eq!(define(&tools, "read_board_tasks", JsValue::UNDEFINED).unwrap(), "read_board_tasks");
+    assert_eq!(define(&tools, "Read_board_tasks", JsValue::UNDEFINED).unwrap(), "read_board_tasks_2");
+    assert_eq!(define(&tools, &"a".repeat(70), JsValue::UNDEFINED).unwrap(), "a".repeat(64));
+    assert_eq!(
+        define(&tools, &"a".repeat(65), JsValue::UNDEFINED).unwrap(),
+        format!("{}_2", "a".repeat(62))
+    );
+    let listed: js_sys::Array = JsValue::from(tools.list()).unchecked_into();
+    let mapping: Vec<(String, String)> = listed
+        .iter()
+        .map(|t| (get(&t, "name").as_string().unwrap(), get(&t, "originalName").as_string().unwrap()))
+        .collect();
+    assert!(mapping.contains(&("read_board_tasks_2".into(), "Read_board_tasks".into())), "{mapping:?}");
+}
+
+#[wasm_bindgen_test]
+fn declaration_checks_throw_real_errors_with_codes() {
+    let tools = tools();
+    let (is_error, is_type_error, code, _) = thrown(define(&tools, "", JsValue::UNDEFINED).unwrap_err());
+    assert!(is_error && is_type_error);
+    assert_eq!(code, "INVALID_NAME");
+
+    let no_handler = json(r#"{"handler": 5}"#);
+    let (_, is_type_error, code, message) = thrown(define(&tools, "x", no_handler).unwrap_err());
+    assert!(is_type_error);
+    assert_eq!(code, "INVALID_HANDLER");
+    assert!(message.contains("'x'"), "{message}");
+
+    let bad_schema = json(r#"{"parameters": {"type": "object", "properties": {"a": {"type": "strin"}}}}"#);
+    let (is_error, is_type_error, code, message) = thrown(define(&tools, "y", bad_schema).unwrap_err());
+    assert!(is_error && !is_type_error);
+    assert_eq!(code, "INVALID_SCHEMA");
+    assert!(message.contains("strin"), "{message}");
+
+    let (_, _, code, _) = thrown(define(&tools, "z", json(r#"{"timeoutMs": 0}"#)).unwrap_err());
+    assert_eq!(code, "INVALID_TIMEOUT");
+
+    let (_, _, code, message) = thrown(define(&tools, "w", json(r#"{"parameter": {}}"#)).unwrap_err());
+    assert_eq!(code, "INVALID_OPTIONS");
+    assert!(message.contains("parameter"), "{message}");
+
+    let (_, is_type_error, code, _) = thrown(
+        ClientTools::new(json(r#"{"endpiont": "ws://x"}"#).unchecked_into())
+            .err()
+            .expect("unknown option rejected"),
+    );
+    assert!(is_type_error);
+    assert_eq!(code, "INVALID_OPTIONS");
+}
+
+#[wasm_bindgen_test]
+fn declaration_problems_that_are_not_fatal_warn() {
+    let tools = tools();
+    let record = recorder();
+    let listener: js_sys::Function = get(&record, "listener").unchecked_into();
+    let _off = tools.on(JsValue::from("warning").unchecked_into(), listener.unchecked_into()).unwrap();
+    define(&tools, "no_params", json(r#"{"parameters": null, "description": null}"#)).unwrap();
+    define(&tools, "long", json(r#"{"timeoutMs": 400000}"#)).unwrap();
+    define(&tools, "long", json(r#"{"timeoutMs": 1000}"#)).unwrap();
+    let seen: Vec<String> = js_sys::Array::from(&get(&record, "seen"))
+        .iter()
+        .map(|v| v.as_string().unwrap())
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            "warning:parameters_not_object",
+            "warning:missing_description",
+            "warning:timeout_clamped",
+            "warning:tool_replaced"
+        ]
+    );
+    let listed: js_sys::Array = JsValue::from(tools.list()).unchecked_into();
+    let no_params = listed.iter().find(|t| get(t, "name") == "no_params").unwrap();
+    let schema = get(&no_params, "inputSchema");
+    assert_eq!(get(&schema, "type"), "object");
+    let properties: js_sys::Object = get(&schema, "properties").unchecked_into();
+    assert_eq!(js_sys::Object::keys(&properties).length(), 0);
+}
+
+#[wasm_bindgen_test]
+async fn invoke_validates_input_and_returns_structured_results() {
+    let tools = tools();
+    define(&tools, "read_board_tasks", JsValue::UNDEFINED).unwrap();
+    let (is_error, text, result) = invoke(&tools, "read_board_tasks", r#"{"boardId": "b1"}"#).await;
+    assert!(!is_error, "{text}");
+    assert_eq!(get(&get(&get(&get(&result, "structuredContent"), "tasks"), "0"), "boardId"), "b1");
+
+    let (is_error, text, _) = invoke(&tools, "read_board_tasks", r#"{"status": "later"}"#).await;
+    assert!(is_error);
+    assert!(text.contains("boardId") && text.contains("/status"), "{text}");
+
+    let promise: js_sys::Promise = JsValue::from(tools.invoke("nope", JsValue::UNDEFINED)).unchecked_into();
+    let (_, _, code, _) = thrown(JsFuture::from(promise).await.unwrap_err());
+    assert_eq!(code, "UNKNOWN_TOOL");
+}
+
+#[wasm_bindgen_test]
+async fn handler_failures_become_error_results() {
+    let tools = tools();
+    let any_input = r#"{"parameters": {"type": "object"}}"#;
+    let with = |handler: JsValue| {
+        let extra = json(any_input);
+        js_sys::Reflect::set(&extra, &"handler".into(), &handler).unwrap();
+        extra
+    };
+    define(&tools, "throws", with(throwing(js_sys::Error::new("sync boom").into()))).unwrap();
+    define(&tools, "rejects", with(rejecting("async boom"))).unwrap();
+    define(&tools, "throws_string", with(throwing("plain string".into()))).unwrap();
+    define(&tools, "cycle", with(cyclic())).unwrap();
+    define(&tools, "text", with(returning("hello".into()))).unwrap();
+
+    assert_eq!(invoke(&tools, "throws", "{}").await.1, "sync boom");
+    assert_eq!(invoke(&tools, "rejects", "{}").await.1, "async boom");
+    assert_eq!(invoke(&tools, "throws_string", "{}").await.1, "plain string");
+    let (is_error, text, _) = invoke(&tools, "cycle", "{}").await;
+    assert!(is_error && text.contains("not JSON-serializable"), "{text}");
+    let (is_error, text, result) = invoke(&tools, "text", "{}").await;
+    assert!(!is_error);
+    assert_eq!(text, "hello");
+    assert!(get(&result, "structuredContent").is_undefined());
+}
+
+#[wasm_bindgen_test]
+async fn a_slow_handler_times_out_aborts_its_signal_and_fires_toolcancel() {
+    let tools = tools();
+    let extra = json(r#"{"parameters": {"type": "object"}, "timeoutMs": 50}"#);
+    js_sys::Reflect::set(&extra, &"handler".into(), &never()).unwrap();
+    define(&tools, "slow", extra).unwrap();
+    let record = recorder();
+    let listener: js_sys::Function = get(&record, "listener").unchecked_into();
+    for event in ["toolactivated", "toolcancel", "toolresult"] {
+        tools
+            .on(JsValue::from(event).unchecked_into(), listener.clone().unchecked_into())
+            .unwrap();
+    }
+    let (is_error, text, _) = invoke(&tools, "slow", "{}").await;
+    assert!(is_error);
+    assert_eq!(text, "timed out after 50 ms");
+    assert!(last_signal_aborted());
+    let seen: Vec<String> = js_sys::Array::from(&get(&record, "seen"))
+        .iter()
+        .map(|v| v.as_string().unwrap())
+        .collect();
+    assert_eq!(seen, ["toolactivated:slow", "toolcancel:slow", "toolresult:slow"]);
+}
+
+#[wasm_bindgen_test]
+async fn unsubscribe_stops_events_and_handlers_may_define_tools() {
+    let tools = tools();
+    let record = recorder();
+    let listener: js_sys::Function = get(&record, "listener").unchecked_into();
+    let off: js_sys::Function = JsValue::from(
+        tools
+            .on(JsValue::from("toolschanged").unchecked_into(), listener.unchecked_into())
+            .unwrap(),
+    )
+    .unchecked_into();
+    define(&tools, "first", JsValue::UNDEFINED).unwrap();
+    off.call0(&JsValue::NULL).unwrap();
+    define(&tools, "second", JsValue::UNDEFINED).unwrap();
+    assert_eq!(js_sys::Array::from(&get(&record, "seen")).length(), 1);
+
+    // A handler that calls back into the SDK while it runs (no borrow may be held across it).
+    let inner = tools.clone();
+    let defining = Closure::<dyn Fn() -> JsValue>::new(move || {
+        define(&inner, "defined_inside", JsValue::UNDEFINED).unwrap();
+        JsValue::from("ok")
+    });
+    let extra = json(r#"{"parameters": {"type": "object"}}"#);
+    js_sys::Reflect::set(&extra, &"handler".into(), defining.as_ref()).unwrap();
+    define(&tools, "definer", extra).unwrap();
+    let (is_error, text, _) = invoke(&tools, "definer", "{}").await;
+    assert!(!is_error, "{text}");
+    assert!(tools.unregister("defined_inside"));
+}
+
+#[wasm_bindgen_test]
+fn proto_keys_in_input_stay_plain_data() {
+    let value = client_tools::js::from_json(&serde_json::json!({"__proto__": {"polluted": true}}));
+    assert!(get(&js_sys::Object::new(), "polluted").is_undefined());
+    assert!(get(&value, "polluted").is_undefined());
+}
