@@ -68,11 +68,11 @@ impl ClientTools {
     #[wasm_bindgen(js_name = defineFunction)]
     pub fn define_function(&self, declaration: FunctionDeclarationArg) -> Result<String, JsValue> {
         let (declaration, handler) = declaration::parse(&declaration).map_err(errors::to_js)?;
-        let defined = self
-            .page
-            .registry
-            .borrow_mut()
-            .define(declaration, ToolKind::Function, handler);
+        let defined =
+            self.page
+                .registry
+                .borrow_mut()
+                .define(declaration, ToolKind::Function, handler);
         let (name, warnings) = defined.map_err(errors::to_js)?;
         self.page.report(&warnings);
         self.page.tools_changed();
@@ -81,14 +81,22 @@ impl ClientTools {
 
     /// Attaches a handler to a tool the agent defines; its schemas arrive with each call.
     #[wasm_bindgen(js_name = registerHandler)]
-    pub fn register_handler(&self, name: JsValue, handler: ToolHandlerArg) -> Result<String, JsValue> {
+    pub fn register_handler(
+        &self,
+        name: JsValue,
+        handler: ToolHandlerArg,
+    ) -> Result<String, JsValue> {
         let name = name.as_string().filter(|n| !n.is_empty());
         let name = name.ok_or_else(|| errors::to_js(CoreError::EmptyName))?;
         let handler: JsValue = handler.into();
         let Some(handler) = handler.dyn_ref::<js_sys::Function>().cloned() else {
             return Err(errors::to_js(CoreError::HandlerNotFunction(name)));
         };
-        let registered = self.page.registry.borrow_mut().register_handler(&name, handler);
+        let registered = self
+            .page
+            .registry
+            .borrow_mut()
+            .register_handler(&name, handler);
         let (normalized, warnings) = registered.map_err(errors::to_js)?;
         self.page.report(&warnings);
         self.page.tools_changed();
@@ -139,7 +147,11 @@ impl ClientTools {
     }
 
     /// Subscribes to an event; returns the function that unsubscribes.
-    pub fn on(&self, event_type: EventTypeArg, listener: ListenerArg) -> Result<Unsubscribe, JsValue> {
+    pub fn on(
+        &self,
+        event_type: EventTypeArg,
+        listener: ListenerArg,
+    ) -> Result<Unsubscribe, JsValue> {
         let event_type = JsValue::from(event_type).as_string().unwrap_or_default();
         if !EVENT_TYPES.contains(&event_type.as_str()) {
             return Err(errors::to_js(CoreError::InvalidOptions(format!(
@@ -173,7 +185,9 @@ impl ClientTools {
                 return Err(errors::to_js(CoreError::UnknownTool(name)));
             }
             let arguments = call_runner::arguments_from_js(&input).map_err(|why| {
-                errors::to_js(CoreError::InvalidOptions(format!("input of '{name}' is not JSON: {why}")))
+                errors::to_js(CoreError::InvalidOptions(format!(
+                    "input of '{name}' is not JSON: {why}"
+                )))
             })?;
             let params = CallToolParams {
                 name,

@@ -132,7 +132,8 @@ async fn run_prepared(
             Ok(value) => {
                 let result = call::complete(value, prepared.output.as_deref());
                 if result.is_error {
-                    page.events.warn("output_invalid", result.text(), Some(&tool.name));
+                    page.events
+                        .warn("output_invalid", result.text(), Some(&tool.name));
                 }
                 result
             }
@@ -150,12 +151,20 @@ async fn run_prepared(
 }
 
 fn emit_cancel(page: &Page, identity: &[(&str, JsValue); 2], reason: &str) {
-    let detail = js::object(&[identity[0].clone(), identity[1].clone(), ("reason", reason.into())]);
+    let detail = js::object(&[
+        identity[0].clone(),
+        identity[1].clone(),
+        ("reason", reason.into()),
+    ]);
     page.events.emit("toolcancel", &detail);
 }
 
 /// Calls a page handler; a throw or a rejection becomes its message. A returned thenable is awaited.
-async fn call_handler(handler: &js_sys::Function, input: JsValue, ctx: JsValue) -> Result<JsValue, String> {
+async fn call_handler(
+    handler: &js_sys::Function,
+    input: JsValue,
+    ctx: JsValue,
+) -> Result<JsValue, String> {
     let returned = handler
         .call2(&JsValue::UNDEFINED, &input, &ctx)
         .map_err(|thrown| js::error_message(&thrown))?;

@@ -62,9 +62,8 @@ pub fn parse(value: &JsValue) -> Result<(Declaration, js_sys::Function), CoreErr
         .map_err(|e| CoreError::InvalidOptions(format!("declaration of tool '{name}': {e}")))?;
     let rest = js_sys::Object::assign(&js_sys::Object::new(), value.unchecked_ref());
     let _ = js_sys::Reflect::delete_property(&rest, &"handler".into());
-    let plain: PlainDeclaration = serde_wasm_bindgen::from_value(rest.into()).map_err(|e| {
-        CoreError::InvalidOptions(format!("declaration of tool '{name}': {e}"))
-    })?;
+    let plain: PlainDeclaration = serde_wasm_bindgen::from_value(rest.into())
+        .map_err(|e| CoreError::InvalidOptions(format!("declaration of tool '{name}': {e}")))?;
     let declaration = Declaration {
         original_name: name,
         description: plain.description,

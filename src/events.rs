@@ -73,7 +73,10 @@ impl EventHub {
         let detail = js::object(&[
             ("code", code.into()),
             ("message", message.into()),
-            ("toolName", tool_name.map_or(JsValue::UNDEFINED, JsValue::from)),
+            (
+                "toolName",
+                tool_name.map_or(JsValue::UNDEFINED, JsValue::from),
+            ),
         ]);
         self.emit("warning", &detail);
     }

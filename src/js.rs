@@ -47,7 +47,10 @@ pub fn error_message(thrown: &JsValue) -> String {
     if thrown.is_undefined() || thrown.is_null() {
         return format!("the handler threw {}", js_type_name(thrown));
     }
-    match js_sys::JSON::stringify(thrown).ok().and_then(|s| JsValue::from(s).as_string()) {
+    match js_sys::JSON::stringify(thrown)
+        .ok()
+        .and_then(|s| JsValue::from(s).as_string())
+    {
         Some(text) => format!("the handler threw {text}"),
         None => format!("the handler threw a {}", js_type_name(thrown)),
     }
@@ -57,7 +60,10 @@ pub fn js_type_name(value: &JsValue) -> String {
     if value.is_null() {
         return "null".into();
     }
-    value.js_typeof().as_string().unwrap_or_else(|| "value".into())
+    value
+        .js_typeof()
+        .as_string()
+        .unwrap_or_else(|| "value".into())
 }
 
 /// Builds a plain object from key/value pairs (event details, handler context).
@@ -79,7 +85,10 @@ pub fn reject_unknown_keys(object: &JsValue, known: &[&str]) -> Result<(), Strin
     let keys = js_sys::Object::keys(object.unchecked_ref::<js_sys::Object>());
     for key in keys.iter().filter_map(|k| k.as_string()) {
         if !known.contains(&key.as_str()) {
-            return Err(format!("unknown field `{key}`, expected one of {}", known.join(", ")));
+            return Err(format!(
+                "unknown field `{key}`, expected one of {}",
+                known.join(", ")
+            ));
         }
     }
     Ok(())

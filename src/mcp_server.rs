@@ -50,10 +50,20 @@ fn handle_request(page: &Rc<Page>, id: RequestId, method: &str, params: Value) {
             page.send(encode_result(&id, &result));
         }
         method::TOOLS_CALL => match serde_json::from_value::<CallToolParams>(params) {
-            Err(error) => reply_error(page, &id, code::INVALID_PARAMS, format!("invalid tools/call params: {error}")),
+            Err(error) => reply_error(
+                page,
+                &id,
+                code::INVALID_PARAMS,
+                format!("invalid tools/call params: {error}"),
+            ),
             Ok(params) => start_call(page, id, params),
         },
-        other => reply_error(page, &id, code::METHOD_NOT_FOUND, format!("method not found: {other}")),
+        other => reply_error(
+            page,
+            &id,
+            code::METHOD_NOT_FOUND,
+            format!("method not found: {other}"),
+        ),
     }
 }
 
@@ -65,7 +75,9 @@ fn start_call(page: &Rc<Page>, id: RequestId, params: CallToolParams) {
     }
     let page = page.clone();
     wasm_bindgen_futures::spawn_local(async move {
-        if let Some(result) = call_runner::run_call(page.clone(), call_id, params, Caller::Agent).await {
+        if let Some(result) =
+            call_runner::run_call(page.clone(), call_id, params, Caller::Agent).await
+        {
             page.send(encode_result(&id, &result));
         }
     });
@@ -74,7 +86,9 @@ fn start_call(page: &Rc<Page>, id: RequestId, params: CallToolParams) {
 fn handle_notification(page: &Rc<Page>, method: &str, params: Value) {
     if method == method::CANCELLED {
         if let Ok(cancelled) = serde_json::from_value::<CancelledParams>(params) {
-            let reason = cancelled.reason.unwrap_or_else(|| "cancelled by the agent runtime".into());
+            let reason = cancelled
+                .reason
+                .unwrap_or_else(|| "cancelled by the agent runtime".into());
             call_runner::cancel(page, &cancelled.request_id.to_string(), &reason);
         }
     }

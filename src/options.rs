@@ -99,7 +99,10 @@ impl Options {
         Self::from_plain(plain, confirm)
     }
 
-    fn from_plain(plain: PlainOptions, confirm: Option<js_sys::Function>) -> Result<Self, CoreError> {
+    fn from_plain(
+        plain: PlainOptions,
+        confirm: Option<js_sys::Function>,
+    ) -> Result<Self, CoreError> {
         let default_timeout_ms = match plain.default_timeout_ms {
             None => DEFAULT_TIMEOUT_MS,
             Some(ms) if ms.is_nan() || ms <= 0.0 => {

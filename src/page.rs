@@ -78,7 +78,12 @@ impl Page {
             let report_progress = Closure::new(
                 move |call_id: JsValue, progress: JsValue, total: JsValue, message: JsValue| {
                     if let (Some(page), Some(call_id)) = (weak.upgrade(), call_id.as_string()) {
-                        page.report_progress(&call_id, progress.as_f64(), total.as_f64(), message.as_string());
+                        page.report_progress(
+                            &call_id,
+                            progress.as_f64(),
+                            total.as_f64(),
+                            message.as_string(),
+                        );
                     }
                 },
             );
@@ -102,7 +107,13 @@ impl Page {
     }
 
     /// Sends `notifications/progress` for a running call that has a progress token.
-    pub fn report_progress(&self, call_id: &str, progress: Option<f64>, total: Option<f64>, message: Option<String>) {
+    pub fn report_progress(
+        &self,
+        call_id: &str,
+        progress: Option<f64>,
+        total: Option<f64>,
+        message: Option<String>,
+    ) {
         let token = self
             .running
             .borrow()

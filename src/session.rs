@@ -6,7 +6,10 @@ const STORAGE_KEY: &str = "client-tools:session-id";
 /// The stored session id, or a new random one (stored when storage is available).
 pub fn session_id() -> String {
     let storage = web_sys::window().and_then(|w| w.session_storage().ok().flatten());
-    if let Some(existing) = storage.as_ref().and_then(|s| s.get_item(STORAGE_KEY).ok().flatten()) {
+    if let Some(existing) = storage
+        .as_ref()
+        .and_then(|s| s.get_item(STORAGE_KEY).ok().flatten())
+    {
         if !existing.is_empty() {
             return existing;
         }

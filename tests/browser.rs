@@ -71,7 +71,9 @@ fn define(tools: &ClientTools, name: &str, extra: JsValue) -> Result<String, JsV
 async fn invoke(tools: &ClientTools, name: &str, input: &str) -> (bool, String, JsValue) {
     let promise: js_sys::Promise = JsValue::from(tools.invoke(name, json(input))).unchecked_into();
     let result = JsFuture::from(promise).await.expect("invoke resolves");
-    let text = get(&get(&get(&result, "content"), "0"), "text").as_string().unwrap();
+    let text = get(&get(&get(&result, "content"), "0"), "text")
+        .as_string()
+        .unwrap();
     (get(&result, "isError").as_bool().unwrap(), text, result)
 }
 
@@ -96,9 +98,18 @@ fn spec_name_table_holds_in_the_browser() {
     assert_eq!(normalize(&"a".repeat(70)).unwrap(), "a".repeat(64));
 
     let tools = tools();
-    assert_eq!(define(&tools, "read_board_tasks", JsValue::UNDEFINED).unwrap(), "read_board_tasks");
-    assert_eq!(define(&tools, "Read_board_tasks", JsValue::UNDEFINED).unwrap(), "read_board_tasks_2");
-    assert_eq!(define(&tools, &"a".repeat(70), JsValue::UNDEFINED).unwrap(), "a".repeat(64));
+    assert_eq!(
+        define(&tools, "read_board_tasks", JsValue::UNDEFINED).unwrap(),
+        "read_board_tasks"
+    );
+    assert_eq!(
+        define(&tools, "Read_board_tasks", JsValue::UNDEFINED).unwrap(),
+        "read_board_tasks_2"
+    );
+    assert_eq!(
+        define(&tools, &"a".repeat(70), JsValue::UNDEFINED).unwrap(),
+        "a".repeat(64)
+    );
     assert_eq!(
         define(&tools, &"a".repeat(65), JsValue::UNDEFINED).unwrap(),
         format!("{}_2", "a".repeat(62))
@@ -106,15 +117,24 @@ fn spec_name_table_holds_in_the_browser() {
     let listed: js_sys::Array = JsValue::from(tools.list()).unchecked_into();
     let mapping: Vec<(String, String)> = listed
         .iter()
-        .map(|t| (get(&t, "name").as_string().unwrap(), get(&t, "originalName").as_string().unwrap()))
+        .map(|t| {
+            (
+                get(&t, "name").as_string().unwrap(),
+                get(&t, "originalName").as_string().unwrap(),
+            )
+        })
         .collect();
-    assert!(mapping.contains(&("read_board_tasks_2".into(), "Read_board_tasks".into())), "{mapping:?}");
+    assert!(
+        mapping.contains(&("read_board_tasks_2".into(), "Read_board_tasks".into())),
+        "{mapping:?}"
+    );
 }
 
 #[wasm_bindgen_test]
 fn declaration_checks_throw_real_errors_with_codes() {
     let tools = tools();
-    let (is_error, is_type_error, code, _) = thrown(define(&tools, "", JsValue::UNDEFINED).unwrap_err());
+    let (is_error, is_type_error, code, _) =
+        thrown(define(&tools, "", JsValue::UNDEFINED).unwrap_err());
     assert!(is_error && is_type_error);
     assert_eq!(code, "INVALID_NAME");
 
@@ -124,8 +144,10 @@ fn declaration_checks_throw_real_errors_with_codes() {
     assert_eq!(code, "INVALID_HANDLER");
     assert!(message.contains("'x'"), "{message}");
 
-    let bad_schema = json(r#"{"parameters": {"type": "object", "properties": {"a": {"type": "strin"}}}}"#);
-    let (is_error, is_type_error, code, message) = thrown(define(&tools, "y", bad_schema).unwrap_err());
+    let bad_schema =
+        json(r#"{"parameters": {"type": "object", "properties": {"a": {"type": "strin"}}}}"#);
+    let (is_error, is_type_error, code, message) =
+        thrown(define(&tools, "y", bad_schema).unwrap_err());
     assert!(is_error && !is_type_error);
     assert_eq!(code, "INVALID_SCHEMA");
     assert!(message.contains("strin"), "{message}");
@@ -133,7 +155,8 @@ fn declaration_checks_throw_real_errors_with_codes() {
     let (_, _, code, _) = thrown(define(&tools, "z", json(r#"{"timeoutMs": 0}"#)).unwrap_err());
     assert_eq!(code, "INVALID_TIMEOUT");
 
-    let (_, _, code, message) = thrown(define(&tools, "w", json(r#"{"parameter": {}}"#)).unwrap_err());
+    let (_, _, code, message) =
+        thrown(define(&tools, "w", json(r#"{"parameter": {}}"#)).unwrap_err());
     assert_eq!(code, "INVALID_OPTIONS");
     assert!(message.contains("parameter"), "{message}");
 
@@ -151,8 +174,18 @@ fn declaration_problems_that_are_not_fatal_warn() {
     let tools = tools();
     let record = recorder();
     let listener: js_sys::Function = get(&record, "listener").unchecked_into();
-    let _off = tools.on(JsValue::from("warning").unchecked_into(), listener.unchecked_into()).unwrap();
-    define(&tools, "no_params", json(r#"{"parameters": null, "description": null}"#)).unwrap();
+    let _off = tools
+        .on(
+            JsValue::from("warning").unchecked_into(),
+            listener.unchecked_into(),
+        )
+        .unwrap();
+    define(
+        &tools,
+        "no_params",
+        json(r#"{"parameters": null, "description": null}"#),
+    )
+    .unwrap();
     define(&tools, "long", json(r#"{"timeoutMs": 400000}"#)).unwrap();
     define(&tools, "long", json(r#"{"timeoutMs": 1000}"#)).unwrap();
     let seen: Vec<String> = js_sys::Array::from(&get(&record, "seen"))
@@ -169,7 +202,10 @@ fn declaration_problems_that_are_not_fatal_warn() {
         ]
     );
     let listed: js_sys::Array = JsValue::from(tools.list()).unchecked_into();
-    let no_params = listed.iter().find(|t| get(t, "name") == "no_params").unwrap();
+    let no_params = listed
+        .iter()
+        .find(|t| get(t, "name") == "no_params")
+        .unwrap();
     let schema = get(&no_params, "inputSchema");
     assert_eq!(get(&schema, "type"), "object");
     let properties: js_sys::Object = get(&schema, "properties").unchecked_into();
@@ -182,13 +218,23 @@ async fn invoke_validates_input_and_returns_structured_results() {
     define(&tools, "read_board_tasks", JsValue::UNDEFINED).unwrap();
     let (is_error, text, result) = invoke(&tools, "read_board_tasks", r#"{"boardId": "b1"}"#).await;
     assert!(!is_error, "{text}");
-    assert_eq!(get(&get(&get(&get(&result, "structuredContent"), "tasks"), "0"), "boardId"), "b1");
+    assert_eq!(
+        get(
+            &get(&get(&get(&result, "structuredContent"), "tasks"), "0"),
+            "boardId"
+        ),
+        "b1"
+    );
 
     let (is_error, text, _) = invoke(&tools, "read_board_tasks", r#"{"status": "later"}"#).await;
     assert!(is_error);
-    assert!(text.contains("boardId") && text.contains("/status"), "{text}");
+    assert!(
+        text.contains("boardId") && text.contains("/status"),
+        "{text}"
+    );
 
-    let promise: js_sys::Promise = JsValue::from(tools.invoke("nope", JsValue::UNDEFINED)).unchecked_into();
+    let promise: js_sys::Promise =
+        JsValue::from(tools.invoke("nope", JsValue::UNDEFINED)).unchecked_into();
     let (_, _, code, _) = thrown(JsFuture::from(promise).await.unwrap_err());
     assert_eq!(code, "UNKNOWN_TOOL");
 }
@@ -202,15 +248,28 @@ async fn handler_failures_become_error_results() {
         js_sys::Reflect::set(&extra, &"handler".into(), &handler).unwrap();
         extra
     };
-    define(&tools, "throws", with(throwing(js_sys::Error::new("sync boom").into()))).unwrap();
+    define(
+        &tools,
+        "throws",
+        with(throwing(js_sys::Error::new("sync boom").into())),
+    )
+    .unwrap();
     define(&tools, "rejects", with(rejecting("async boom"))).unwrap();
-    define(&tools, "throws_string", with(throwing("plain string".into()))).unwrap();
+    define(
+        &tools,
+        "throws_string",
+        with(throwing("plain string".into())),
+    )
+    .unwrap();
     define(&tools, "cycle", with(cyclic())).unwrap();
     define(&tools, "text", with(returning("hello".into()))).unwrap();
 
     assert_eq!(invoke(&tools, "throws", "{}").await.1, "sync boom");
     assert_eq!(invoke(&tools, "rejects", "{}").await.1, "async boom");
-    assert_eq!(invoke(&tools, "throws_string", "{}").await.1, "plain string");
+    assert_eq!(
+        invoke(&tools, "throws_string", "{}").await.1,
+        "plain string"
+    );
     let (is_error, text, _) = invoke(&tools, "cycle", "{}").await;
     assert!(is_error && text.contains("not JSON-serializable"), "{text}");
     let (is_error, text, result) = invoke(&tools, "text", "{}").await;
@@ -229,7 +288,10 @@ async fn a_slow_handler_times_out_aborts_its_signal_and_fires_toolcancel() {
     let listener: js_sys::Function = get(&record, "listener").unchecked_into();
     for event in ["toolactivated", "toolcancel", "toolresult"] {
         tools
-            .on(JsValue::from(event).unchecked_into(), listener.clone().unchecked_into())
+            .on(
+                JsValue::from(event).unchecked_into(),
+                listener.clone().unchecked_into(),
+            )
             .unwrap();
     }
     let (is_error, text, _) = invoke(&tools, "slow", "{}").await;
@@ -240,7 +302,10 @@ async fn a_slow_handler_times_out_aborts_its_signal_and_fires_toolcancel() {
         .iter()
         .map(|v| v.as_string().unwrap())
         .collect();
-    assert_eq!(seen, ["toolactivated:slow", "toolcancel:slow", "toolresult:slow"]);
+    assert_eq!(
+        seen,
+        ["toolactivated:slow", "toolcancel:slow", "toolresult:slow"]
+    );
 }
 
 #[wasm_bindgen_test]
@@ -250,7 +315,10 @@ async fn unsubscribe_stops_events_and_handlers_may_define_tools() {
     let listener: js_sys::Function = get(&record, "listener").unchecked_into();
     let off: js_sys::Function = JsValue::from(
         tools
-            .on(JsValue::from("toolschanged").unchecked_into(), listener.unchecked_into())
+            .on(
+                JsValue::from("toolschanged").unchecked_into(),
+                listener.unchecked_into(),
+            )
             .unwrap(),
     )
     .unchecked_into();

@@ -25,7 +25,10 @@ const OPEN_TIMEOUT_MS: f64 = 10_000.0;
 
 /// Opens the connection (resolves once the socket is open) and keeps it up until `disconnect`.
 pub async fn connect(page: &Rc<Page>) -> Result<(), CoreError> {
-    if matches!(page.state.get(), ConnectionState::Connected | ConnectionState::Connecting) {
+    if matches!(
+        page.state.get(),
+        ConnectionState::Connected | ConnectionState::Connecting
+    ) {
         return Ok(());
     }
     let url = endpoint_url(page)?;
@@ -37,7 +40,10 @@ pub async fn connect(page: &Rc<Page>) -> Result<(), CoreError> {
         }
         Err(message) => {
             page.set_state(ConnectionState::Disconnected);
-            Err(CoreError::ConnectionFailed { url: redact(&url), message })
+            Err(CoreError::ConnectionFailed {
+                url: redact(&url),
+                message,
+            })
         }
     }
 }
@@ -53,7 +59,9 @@ pub fn disconnect(page: &Page) {
 
 fn endpoint_url(page: &Page) -> Result<String, CoreError> {
     let Some(endpoint) = &page.options.endpoint else {
-        return Err(CoreError::NotConnected("no 'endpoint' option was given".into()));
+        return Err(CoreError::NotConnected(
+            "no 'endpoint' option was given".into(),
+        ));
     };
     let separator = if endpoint.contains('?') { '&' } else { '?' };
     let mut url = format!(
@@ -80,7 +88,9 @@ async fn open(url: &str) -> Result<WebSocket, String> {
     loop {
         match socket.state() {
             State::Open => return Ok(socket),
-            State::Closing | State::Closed => return Err("the connection was refused or closed".into()),
+            State::Closing | State::Closed => {
+                return Err("the connection was refused or closed".into())
+            }
             State::Connecting if crate::js::now_ms() - started > OPEN_TIMEOUT_MS => {
                 return Err(format!("no answer within {OPEN_TIMEOUT_MS} ms"))
             }
@@ -164,7 +174,10 @@ async fn pump(
             Event::Incoming(Some(Ok(Message::Text(text)))) => mcp_server::handle_frame(page, &text),
             Event::Incoming(Some(Ok(Message::Bytes(_)))) => page.send(encode_error(
                 None,
-                &RpcError::new(code::INVALID_REQUEST, "binary frames are not supported: send JSON-RPC as text"),
+                &RpcError::new(
+                    code::INVALID_REQUEST,
+                    "binary frames are not supported: send JSON-RPC as text",
+                ),
             )),
             Event::Incoming(Some(Err(_)) | None) => return SocketEnd::Dropped,
             Event::Outgoing(Some(frame)) => {

@@ -23,9 +23,14 @@ pub fn build() -> Result<PathBuf> {
     let pkg = root().join("pkg");
 
     step("Compiling the SDK for wasm32 (release)");
-    run(cargo
-        .command()
-        .args(["build", "--release", "--target", wasm::TARGET, "-p", "client-tools"]))?;
+    run(cargo.command().args([
+        "build",
+        "--release",
+        "--target",
+        wasm::TARGET,
+        "-p",
+        "client-tools",
+    ]))?;
     let module = wasm::target_dir()
         .join(wasm::TARGET)
         .join("release")
@@ -110,14 +115,29 @@ fn print_sizes(pkg: &Path) -> Result {
     step("Package size");
     let rows = package_sizes(pkg)?;
     let kb = |n: usize| format!("{:.1} KB", n as f64 / 1024.0);
-    eprintln!("    {:<24} {:>12} {:>12} {:>12}", "file", "raw", "gzip", "brotli");
+    eprintln!(
+        "    {:<24} {:>12} {:>12} {:>12}",
+        "file", "raw", "gzip", "brotli"
+    );
     let (mut raw, mut gzip, mut brotli) = (0, 0, 0);
     for (name, size) in &rows {
-        eprintln!("    {:<24} {:>12} {:>12} {:>12}", name, kb(size.raw), kb(size.gzip), kb(size.brotli));
+        eprintln!(
+            "    {:<24} {:>12} {:>12} {:>12}",
+            name,
+            kb(size.raw),
+            kb(size.gzip),
+            kb(size.brotli)
+        );
         raw += size.raw;
         gzip += size.gzip;
         brotli += size.brotli;
     }
-    eprintln!("    {:<24} {:>12} {:>12} {:>12}", "total", kb(raw), kb(gzip), kb(brotli));
+    eprintln!(
+        "    {:<24} {:>12} {:>12} {:>12}",
+        "total",
+        kb(raw),
+        kb(gzip),
+        kb(brotli)
+    );
     Ok(())
 }

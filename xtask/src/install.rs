@@ -23,7 +23,10 @@ pub fn ensure_apt(packages: &[&str]) -> Result {
     if missing.is_empty() {
         return Ok(());
     }
-    step(&format!("Installing Debian packages: {}", missing.join(" ")));
+    step(&format!(
+        "Installing Debian packages: {}",
+        missing.join(" ")
+    ));
     let sudo = !is_root();
     static UPDATE: Once = Once::new();
     let mut update_result = Ok(());
@@ -33,7 +36,9 @@ pub fn ensure_apt(packages: &[&str]) -> Result {
         sudo,
         &["apt-get", "install", "-y", "-qq", "--no-install-recommends"],
     );
-    install.args(&missing).env("DEBIAN_FRONTEND", "noninteractive");
+    install
+        .args(&missing)
+        .env("DEBIAN_FRONTEND", "noninteractive");
     run(&mut install)
 }
 
@@ -107,7 +112,9 @@ pub fn ensure_wasm_bindgen() -> Result<PathBuf> {
         }
         eprintln!("    found {reported:?}, need {version}");
     }
-    step(&format!("Installing wasm-bindgen-cli {version} (matches Cargo.lock; takes a few minutes)"));
+    step(&format!(
+        "Installing wasm-bindgen-cli {version} (matches Cargo.lock; takes a few minutes)"
+    ));
     // Not `--locked`: one of its locked dependency versions is missing from the registry.
     run(Command::new(env!("CARGO")).args(["install", "wasm-bindgen-cli", "--version", &version]))?;
     find_binary("wasm-bindgen").ok_or_else(|| "wasm-bindgen not found after install".into())
@@ -147,13 +154,17 @@ pub fn ensure_wasm_opt() -> Result<PathBuf> {
         .join("node_modules")
         .join("binaryen")
         .join("package.json");
-    if wasm_opt.is_file() && file_contains(&installed, &format!("\"version\": \"{BINARYEN_VERSION}\"")) {
+    if wasm_opt.is_file()
+        && file_contains(&installed, &format!("\"version\": \"{BINARYEN_VERSION}\""))
+    {
         return Ok(wasm_opt);
     }
     if find_binary("npm").is_none() {
         ensure_apt(&["nodejs", "npm"])?;
     }
-    step(&format!("Installing wasm-opt (npm binaryen@{BINARYEN_VERSION}) into target/tools"));
+    step(&format!(
+        "Installing wasm-opt (npm binaryen@{BINARYEN_VERSION}) into target/tools"
+    ));
     std::fs::create_dir_all(&prefix).map_err(|e| e.to_string())?;
     run(Command::new("npm")
         .args(["install", "--no-audit", "--no-fund", "--silent", "--prefix"])

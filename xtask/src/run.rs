@@ -41,9 +41,18 @@ pub fn demo(args: &[String]) -> Result {
         [flag, value, ..] if flag == "--listen" => value.clone(),
         _ => "127.0.0.1:8787".to_owned(),
     };
-    step(&format!("Starting the bridge with the demo: open http://{listen}/ (Ctrl-C to stop)"));
+    step(&format!(
+        "Starting the bridge with the demo: open http://{listen}/ (Ctrl-C to stop)"
+    ));
     run(Command::new(env!("CARGO"))
         .current_dir(root())
-        .args(["run", "--release", "--quiet", "-p", "client-tools-bridge", "--"])
+        .args([
+            "run",
+            "--release",
+            "--quiet",
+            "-p",
+            "client-tools-bridge",
+            "--",
+        ])
         .args(["--listen", &listen, "--www", "www", "--pkg", "pkg"]))
 }

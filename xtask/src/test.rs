@@ -22,25 +22,47 @@ pub fn test() -> Result {
     run(host_cargo().args(["fmt", "--all", "--", "--check"]))?;
 
     step("Lints on the host (clippy -D warnings)");
-    run(host_cargo().args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]))?;
+    run(host_cargo().args([
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--",
+        "-D",
+        "warnings",
+    ]))?;
 
     let wasm = WasmCargo::detect()?;
     step("Lints on wasm32 (clippy -D warnings)");
     run(wasm.command().args([
-        "clippy", "-p", "client-tools", "--target", wasm::TARGET, "--all-targets", "--", "-D", "warnings",
+        "clippy",
+        "-p",
+        "client-tools",
+        "--target",
+        wasm::TARGET,
+        "--all-targets",
+        "--",
+        "-D",
+        "warnings",
     ]))?;
 
     step("Core and bridge tests (cargo test)");
-    run(host_cargo().args(["test", "-p", "client-tools-core", "-p", "client-tools-bridge"]))?;
+    run(host_cargo().args([
+        "test",
+        "-p",
+        "client-tools-core",
+        "-p",
+        "client-tools-bridge",
+    ]))?;
 
-    let runner = ensure_wasm_bindgen()?
-        .with_file_name("wasm-bindgen-test-runner");
+    let runner = ensure_wasm_bindgen()?.with_file_name("wasm-bindgen-test-runner");
     let browsers = ensure_browsers()?;
     for (browser, driver_var, driver) in [
         ("Chromium", "CHROMEDRIVER", &browsers.chromedriver),
         ("Firefox", "GECKODRIVER", &browsers.geckodriver),
     ] {
-        step(&format!("Browser tests in headless {browser} (wasm-bindgen-test)"));
+        step(&format!(
+            "Browser tests in headless {browser} (wasm-bindgen-test)"
+        ));
         let mut command = wasm.command();
         command
             .args(["test", "-p", "client-tools", "--target", wasm::TARGET])
@@ -56,7 +78,14 @@ pub fn test() -> Result {
     let pkg = build::build()?;
     step("End-to-end tests (bridge + headless Chromium + the built package)");
     run(host_cargo()
-        .args(["test", "-p", "client-tools-e2e", "--", "--test-threads", "1"])
+        .args([
+            "test",
+            "-p",
+            "client-tools-e2e",
+            "--",
+            "--test-threads",
+            "1",
+        ])
         .env("CLIENT_TOOLS_PKG", &pkg)
         .env("CHROMIUM", &browsers.chromium))?;
 

@@ -41,10 +41,7 @@ impl WasmCargo {
         }
         step("No wasm32 std in the default toolchain: using Debian's rustc-web with build-std");
         ensure_apt(DEBIAN_RUST)?;
-        let path = format!(
-            "/usr/bin:{}",
-            std::env::var("PATH").unwrap_or_default()
-        );
+        let path = format!("/usr/bin:{}", std::env::var("PATH").unwrap_or_default());
         Ok(Self {
             cargo: PathBuf::from("/usr/bin/cargo"),
             envs: vec![
@@ -79,13 +76,12 @@ pub fn target_dir() -> PathBuf {
 }
 
 fn rustup_has_wasm_std() -> bool {
-    let Some(libdir) = output(Command::new("rustc").args(["--print", "target-libdir", "--target", TARGET]))
+    let Some(libdir) =
+        output(Command::new("rustc").args(["--print", "target-libdir", "--target", TARGET]))
     else {
         return false;
     };
     std::fs::read_dir(libdir).is_ok_and(|mut entries| {
-        entries.any(|e| {
-            e.is_ok_and(|e| e.file_name().to_string_lossy().starts_with("libstd-"))
-        })
+        entries.any(|e| e.is_ok_and(|e| e.file_name().to_string_lossy().starts_with("libstd-")))
     })
 }

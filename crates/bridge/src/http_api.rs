@@ -45,7 +45,12 @@ pub async fn call_tool(
             "no page session '{id}': no page with this session id has connected to this bridge"
         )));
     };
-    let timeout = clamp_timeout(request.timeout_ms.map(Duration::from_millis), bridge.config().timeout);
-    let arguments = request.arguments.unwrap_or_else(|| Value::Object(Default::default()));
+    let timeout = clamp_timeout(
+        request.timeout_ms.map(Duration::from_millis),
+        bridge.config().timeout,
+    );
+    let arguments = request
+        .arguments
+        .unwrap_or_else(|| Value::Object(Default::default()));
     Json(session.call_tool(&request.name, arguments, timeout).await)
 }

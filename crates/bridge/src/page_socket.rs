@@ -13,9 +13,8 @@ use axum::extract::{Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use client_tools_core::protocol::{
-    self, code, encode_error, encode_result, method, Implementation,
-    InitializeParams, Message as Rpc, RpcError, ToolsListResult, MAX_FRAME_BYTES,
-    PROTOCOL_VERSION,
+    self, code, encode_error, encode_result, method, Implementation, InitializeParams,
+    Message as Rpc, RpcError, ToolsListResult, MAX_FRAME_BYTES, PROTOCOL_VERSION,
 };
 use futures_util::{SinkExt, StreamExt};
 use serde::Deserialize;
@@ -45,7 +44,9 @@ pub async fn upgrade(
         let origin = origin.unwrap_or("(none)");
         return (
             StatusCode::FORBIDDEN,
-            format!("origin {origin} may not connect: start the bridge with --allowed-origin {origin}"),
+            format!(
+                "origin {origin} may not connect: start the bridge with --allowed-origin {origin}"
+            ),
         )
             .into_response();
     }
@@ -67,7 +68,9 @@ pub async fn upgrade(
 fn valid_session_id(id: &str) -> bool {
     !id.is_empty()
         && id.len() <= 128
-        && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
 async fn serve_page(bridge: Bridge, session_id: String, socket: WebSocket) {
@@ -90,7 +93,10 @@ async fn serve_page(bridge: Bridge, session_id: String, socket: WebSocket) {
         match message {
             Ok(Message::Text(text)) => handle_frame(&session, &outgoing_tx, text.as_str()),
             Ok(Message::Binary(_)) => {
-                let error = RpcError::new(code::INVALID_REQUEST, "binary frames are not supported: send JSON-RPC as text");
+                let error = RpcError::new(
+                    code::INVALID_REQUEST,
+                    "binary frames are not supported: send JSON-RPC as text",
+                );
                 let _ = outgoing_tx.send(encode_error(None, &error));
             }
             Ok(Message::Close(_)) | Err(_) => break,
@@ -114,7 +120,12 @@ async fn handshake(session: Arc<PageSession>) {
         },
     };
     let params = serde_json::to_value(params).unwrap_or_default();
-    if !matches!(session.request(method::INITIALIZE, params, HANDSHAKE_TIMEOUT).await, Ok(Ok(_))) {
+    if !matches!(
+        session
+            .request(method::INITIALIZE, params, HANDSHAKE_TIMEOUT)
+            .await,
+        Ok(Ok(_))
+    ) {
         return;
     }
     session.notify_page(method::INITIALIZED, &json!({}));
@@ -123,7 +134,10 @@ async fn handshake(session: Arc<PageSession>) {
 
 /// Asks the page for its tools again (after `notifications/tools/list_changed`).
 pub async fn refresh_tools(session: &PageSession) {
-    if let Ok(Ok(value)) = session.request(method::TOOLS_LIST, json!({}), HANDSHAKE_TIMEOUT).await {
+    if let Ok(Ok(value)) = session
+        .request(method::TOOLS_LIST, json!({}), HANDSHAKE_TIMEOUT)
+        .await
+    {
         if let Ok(list) = serde_json::from_value::<ToolsListResult>(value) {
             session.set_tools(list.tools);
         }
@@ -145,7 +159,10 @@ fn handle_frame(session: &Arc<PageSession>, reply: &mpsc::UnboundedSender<String
             let frame = if method == method::PING {
                 encode_result(&id, &json!({}))
             } else {
-                let error = RpcError::new(code::METHOD_NOT_FOUND, format!("method not found: {method}"));
+                let error = RpcError::new(
+                    code::METHOD_NOT_FOUND,
+                    format!("method not found: {method}"),
+                );
                 encode_error(Some(&id), &error)
             };
             let _ = reply.send(frame);

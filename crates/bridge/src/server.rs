@@ -23,10 +23,12 @@ pub struct Bridge {
 
 struct Inner {
     config: BridgeConfig,
-    /// Sessions by id, with the order in which they (re)connected: the last is the newest.
-    sessions: Mutex<(HashMap<String, Arc<PageSession>>, Vec<String>)>,
+    sessions: Mutex<Sessions>,
     next_id: AtomicU64,
 }
+
+/// Sessions by id, with the order in which they (re)connected: the last is the newest.
+type Sessions = (HashMap<String, Arc<PageSession>>, Vec<String>);
 
 impl Bridge {
     pub fn new(config: BridgeConfig) -> Self {
@@ -72,13 +74,21 @@ impl Bridge {
         let sessions = self.lock();
         let ordered = sessions.1.iter().rev().filter_map(|id| sessions.0.get(id));
         let all: Vec<_> = ordered.cloned().collect();
-        all.iter().find(|s| s.is_connected()).or(all.first()).cloned()
+        all.iter()
+            .find(|s| s.is_connected())
+            .or(all.first())
+            .cloned()
     }
 
     /// Every session, newest first.
     pub fn sessions(&self) -> Vec<Arc<PageSession>> {
         let sessions = self.lock();
-        sessions.1.iter().rev().filter_map(|id| sessions.0.get(id).cloned()).collect()
+        sessions
+            .1
+            .iter()
+            .rev()
+            .filter_map(|id| sessions.0.get(id).cloned())
+            .collect()
     }
 
     /// Waits until some page is connected and lists at least one tool.
@@ -102,7 +112,9 @@ impl Bridge {
         let session = sessions
             .0
             .entry(id.to_owned())
-            .or_insert_with(|| Arc::new(PageSession::new(id.to_owned(), self.config().allow.clone())))
+            .or_insert_with(|| {
+                Arc::new(PageSession::new(id.to_owned(), self.config().allow.clone()))
+            })
             .clone();
         sessions.1.retain(|existing| existing != id);
         sessions.1.push(id.to_owned());
@@ -125,13 +137,19 @@ impl Bridge {
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, (HashMap<String, Arc<PageSession>>, Vec<String>)> {
-        self.inner.sessions.lock().unwrap_or_else(|p| p.into_inner())
+    fn lock(&self) -> std::sync::MutexGuard<'_, Sessions> {
+        self.inner
+            .sessions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
     }
 }
 
 fn is_loopback_origin(origin: &str) -> bool {
-    let Some(rest) = origin.strip_prefix("http://").or_else(|| origin.strip_prefix("https://")) else {
+    let Some(rest) = origin
+        .strip_prefix("http://")
+        .or_else(|| origin.strip_prefix("https://"))
+    else {
         return false;
     };
     let host = match rest.strip_prefix('[') {

@@ -108,7 +108,12 @@ impl PageSession {
     }
 
     /// Calls a tool of the page. Always a result: page errors, absence and silence are error results.
-    pub async fn call_tool(&self, name: &str, arguments: Value, timeout: Duration) -> CallToolResult {
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        arguments: Value,
+        timeout: Duration,
+    ) -> CallToolResult {
         if let Some(tool) = self.lock().tools.iter().find(|t| t.name == name) {
             if !is_allowed(&self.allow, tool.original_name()) {
                 return outcome::not_allowed(name);
@@ -124,11 +129,18 @@ impl PageSession {
             meta: Some(extensions),
         };
         let params = serde_json::to_value(params).unwrap_or_default();
-        match self.request(method::TOOLS_CALL, params, timeout + ANSWER_SLACK).await {
+        match self
+            .request(method::TOOLS_CALL, params, timeout + ANSWER_SLACK)
+            .await
+        {
             Ok(Ok(value)) => serde_json::from_value(value).unwrap_or_else(|error| {
-                CallToolResult::error(format!("the page sent a malformed tools/call result: {error}"))
+                CallToolResult::error(format!(
+                    "the page sent a malformed tools/call result: {error}"
+                ))
             }),
-            Ok(Err(error)) => CallToolResult::error(format!("the page refused the call: {}", error.message)),
+            Ok(Err(error)) => {
+                CallToolResult::error(format!("the page refused the call: {}", error.message))
+            }
             Err(failure) => CallToolResult::error(failure.describe(&self.id, timeout)),
         }
     }
@@ -174,7 +186,9 @@ impl PageSession {
     /// Sends a notification to the page if it is connected.
     pub(crate) fn notify_page(&self, method: &str, params: &impl serde::Serialize) {
         if let Some(connection) = &self.lock().connection {
-            let _ = connection.outgoing.send(encode_notification(method, params));
+            let _ = connection
+                .outgoing
+                .send(encode_notification(method, params));
         }
     }
 
@@ -220,7 +234,9 @@ impl PageSession {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         // A panic while holding the lock leaves plain data behind; keep serving.
-        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 
@@ -236,7 +252,9 @@ impl RequestFailure {
     pub fn describe(self, session: &str, timeout: Duration) -> String {
         match self {
             RequestFailure::NotConnected => {
-                format!("the page (session '{session}') is not connected: open the page and try again")
+                format!(
+                    "the page (session '{session}') is not connected: open the page and try again"
+                )
             }
             RequestFailure::Disconnected => {
                 format!("the page (session '{session}') disconnected before answering")

@@ -26,7 +26,9 @@ pub mod outcome {
     use super::CallToolResult;
 
     pub fn no_handler(name: &str) -> CallToolResult {
-        CallToolResult::error(format!("no handler registered for tool '{name}' on this page"))
+        CallToolResult::error(format!(
+            "no handler registered for tool '{name}' on this page"
+        ))
     }
 
     pub fn not_allowed(name: &str) -> CallToolResult {
@@ -60,7 +62,9 @@ pub mod outcome {
     }
 
     pub fn not_serializable(detail: &str) -> CallToolResult {
-        CallToolResult::error(format!("the tool's result is not JSON-serializable: {detail}"))
+        CallToolResult::error(format!(
+            "the tool's result is not JSON-serializable: {detail}"
+        ))
     }
 }
 
@@ -114,13 +118,20 @@ pub fn admit<H>(
     let call_schema = |key: &str| -> Result<Option<CompiledSchema>, CallToolResult> {
         match params.meta_value(key) {
             None | Some(Value::Null) => Ok(None),
-            Some(schema) => CompiledSchema::compile(schema).map(Some).map_err(|message| {
-                CallToolResult::error(format!("the call's {key} is not a valid JSON Schema: {message}"))
-            }),
+            Some(schema) => CompiledSchema::compile(schema)
+                .map(Some)
+                .map_err(|message| {
+                    CallToolResult::error(format!(
+                        "the call's {key} is not a valid JSON Schema: {message}"
+                    ))
+                }),
         }
     };
     let (input_for_call, output) = if tool.kind == ToolKind::Handler {
-        match (call_schema(meta::INPUT_SCHEMA), call_schema(meta::OUTPUT_SCHEMA)) {
+        match (
+            call_schema(meta::INPUT_SCHEMA),
+            call_schema(meta::OUTPUT_SCHEMA),
+        ) {
             (Ok(input), Ok(output)) => (input, output.map(Arc::new)),
             (Err(result), _) | (_, Err(result)) => return Admission::Reject(result),
         }
@@ -148,7 +159,10 @@ pub fn admit<H>(
         (None, _) => tool.timeout_ms,
     };
     let require_confirmation = tool.require_confirmation
-        || params.meta_value(meta::REQUIRE_CONFIRMATION).and_then(Value::as_bool) == Some(true)
+        || params
+            .meta_value(meta::REQUIRE_CONFIRMATION)
+            .and_then(Value::as_bool)
+            == Some(true)
         || tool
             .annotations
             .as_ref()
@@ -338,12 +352,22 @@ mod tests {
 
         // The runtime's timeout bounds a page tool's, never extends it.
         let mut bounded = call.clone();
-        bounded.meta = Some(json!({ meta::TIMEOUT_MS: 5_000 }).as_object().unwrap().clone());
+        bounded.meta = Some(
+            json!({ meta::TIMEOUT_MS: 5_000 })
+                .as_object()
+                .unwrap()
+                .clone(),
+        );
         let Admission::Run(prepared) = admit(registry.get(&call.name), &bounded, &[], false) else {
             panic!("should run")
         };
         assert_eq!(prepared.timeout_ms, 5_000);
-        bounded.meta = Some(json!({ meta::TIMEOUT_MS: 90_000 }).as_object().unwrap().clone());
+        bounded.meta = Some(
+            json!({ meta::TIMEOUT_MS: 90_000 })
+                .as_object()
+                .unwrap()
+                .clone(),
+        );
         let Admission::Run(prepared) = admit(registry.get(&call.name), &bounded, &[], false) else {
             panic!("should run")
         };
@@ -363,7 +387,10 @@ mod tests {
     fn unknown_tool_waits_for_the_grace_then_fails() {
         let registry = board_registry();
         let call = params("nope", json!({}));
-        assert!(matches!(admit(registry.get("nope"), &call, &[], false), Admission::WaitForHandler));
+        assert!(matches!(
+            admit(registry.get("nope"), &call, &[], false),
+            Admission::WaitForHandler
+        ));
         assert_eq!(
             reject_text(admit(registry.get("nope"), &call, &[], true)),
             "no handler registered for tool 'nope' on this page"
@@ -374,7 +401,12 @@ mod tests {
     fn allow_list_rejects_before_anything_runs() {
         let registry = board_registry();
         let call = params("read_board_tasks", json!({"boardId": "b1"}));
-        let text = reject_text(admit(registry.get(&call.name), &call, &["other".into()], false));
+        let text = reject_text(admit(
+            registry.get(&call.name),
+            &call,
+            &["other".into()],
+            false,
+        ));
         assert_eq!(text, "tool 'read_board_tasks' is not allowed");
     }
 
@@ -408,7 +440,11 @@ mod tests {
         let registry = board_registry();
         let tool = registry.get("read_board_tasks").unwrap();
         let bad = complete(json!({"nope": 1}), tool.output.as_deref());
-        assert!(bad.is_error && bad.text().contains("tasks"), "{}", bad.text());
+        assert!(
+            bad.is_error && bad.text().contains("tasks"),
+            "{}",
+            bad.text()
+        );
         let good = complete(json!({"tasks": []}), tool.output.as_deref());
         assert!(!good.is_error);
     }
@@ -423,7 +459,11 @@ mod tests {
 
         state.await_confirmation();
         clock.0.set(100_000.0);
-        assert_eq!(state.remaining_ms(&clock), None, "human time is not counted");
+        assert_eq!(
+            state.remaining_ms(&clock),
+            None,
+            "human time is not counted"
+        );
         state.start(&clock, 500);
         clock.0.set(100_499.0);
         assert!(!state.expired(&clock));
@@ -436,13 +476,18 @@ mod tests {
 
         let mut cancelled = CallState::running(&clock, 10);
         assert!(cancelled.cancel());
-        assert!(cancelled.finish(CallToolResult::success(json!(1))).is_none());
+        assert!(cancelled
+            .finish(CallToolResult::success(json!(1)))
+            .is_none());
     }
 
     #[test]
     fn outcome_wording() {
         assert_eq!(outcome::timed_out(50).text(), "timed out after 50 ms");
-        assert_eq!(outcome::rejected(Some("no")).text(), "rejected by the user: no");
+        assert_eq!(
+            outcome::rejected(Some("no")).text(),
+            "rejected by the user: no"
+        );
         assert_eq!(outcome::rejected(None).text(), "rejected by the user");
     }
 }

@@ -60,8 +60,7 @@ impl NameTable {
         } else {
             base
         };
-        self.by_normalized
-            .insert(name.clone(), original.to_owned());
+        self.by_normalized.insert(name.clone(), original.to_owned());
         self.by_original.insert(original.to_owned(), name.clone());
         Ok(name)
     }
@@ -108,8 +107,14 @@ mod tests {
         assert_eq!(normalize(&"a".repeat(70)).unwrap(), "a".repeat(64));
 
         let mut table = NameTable::new();
-        assert_eq!(table.assign("read_board_tasks").unwrap(), "read_board_tasks");
-        assert_eq!(table.assign("Read_board_tasks").unwrap(), "read_board_tasks_2");
+        assert_eq!(
+            table.assign("read_board_tasks").unwrap(),
+            "read_board_tasks"
+        );
+        assert_eq!(
+            table.assign("Read_board_tasks").unwrap(),
+            "read_board_tasks_2"
+        );
 
         let mut table = NameTable::new();
         assert_eq!(table.assign(&"a".repeat(70)).unwrap(), "a".repeat(64));

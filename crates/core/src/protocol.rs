@@ -195,7 +195,11 @@ pub fn decode_value(value: Value) -> Result<Message, DecodeError> {
     let result = match (object.remove("result"), object.remove("error")) {
         (Some(result), None) => Ok(result),
         (None, Some(error)) => Err(serde_json::from_value::<RpcError>(error).map_err(|e| {
-            DecodeError::new(None, code::INVALID_REQUEST, format!("invalid error object: {e}"))
+            DecodeError::new(
+                None,
+                code::INVALID_REQUEST,
+                format!("invalid error object: {e}"),
+            )
         })?),
         _ => {
             return Err(DecodeError::new(
@@ -209,7 +213,8 @@ pub fn decode_value(value: Value) -> Result<Message, DecodeError> {
 }
 
 pub fn encode_request(id: &RequestId, method: &str, params: &impl Serialize) -> String {
-    serde_json::json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params }).to_string()
+    serde_json::json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params })
+        .to_string()
 }
 
 pub fn encode_notification(method: &str, params: &impl Serialize) -> String {
@@ -412,22 +417,41 @@ mod tests {
         assert_eq!(missing_version.error.code, code::INVALID_REQUEST);
         assert_eq!(missing_version.id, Some(RequestId::Number(1)));
         assert_eq!(
-            decode(r#"{"jsonrpc":"2.0","id":{},"method":"x"}"#).unwrap_err().error.code,
+            decode(r#"{"jsonrpc":"2.0","id":{},"method":"x"}"#)
+                .unwrap_err()
+                .error
+                .code,
             code::INVALID_REQUEST
         );
         assert_eq!(
-            decode(r#"{"jsonrpc":"2.0","id":1,"method":"x","params":3}"#).unwrap_err().error.code,
+            decode(r#"{"jsonrpc":"2.0","id":1,"method":"x","params":3}"#)
+                .unwrap_err()
+                .error
+                .code,
             code::INVALID_REQUEST
         );
     }
 
     #[test]
     fn oversized_and_deeply_nested_frames_are_refused_without_overflow() {
-        let big = format!(r#"{{"jsonrpc":"2.0","method":"x","params":{{"s":"{}"}}}}"#, "a".repeat(MAX_FRAME_BYTES));
+        let big = format!(
+            r#"{{"jsonrpc":"2.0","method":"x","params":{{"s":"{}"}}}}"#,
+            "a".repeat(MAX_FRAME_BYTES)
+        );
         let error = decode(&big).unwrap_err();
-        assert!(error.error.message.contains("larger than the limit"), "{}", error.error.message);
+        assert!(
+            error.error.message.contains("larger than the limit"),
+            "{}",
+            error.error.message
+        );
         let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
-        assert_eq!(decode(&deep[..MAX_FRAME_BYTES.min(deep.len())]).unwrap_err().error.code, code::PARSE_ERROR);
+        assert_eq!(
+            decode(&deep[..MAX_FRAME_BYTES.min(deep.len())])
+                .unwrap_err()
+                .error
+                .code,
+            code::PARSE_ERROR
+        );
     }
 
     #[test]
@@ -442,6 +466,9 @@ mod tests {
         assert_eq!(array.text(), "[1,2]");
         assert_eq!(array.structured_content, None);
         let wire = serde_json::to_value(CallToolResult::error("boom")).unwrap();
-        assert_eq!(wire, json!({"content":[{"type":"text","text":"boom"}],"isError":true}));
+        assert_eq!(
+            wire,
+            json!({"content":[{"type":"text","text":"boom"}],"isError":true})
+        );
     }
 }

@@ -103,7 +103,10 @@ impl<H> RegisteredTool<H> {
     /// The `tools/list` entry, with the original name and kind in `_meta`.
     pub fn to_mcp_tool(&self) -> protocol::Tool {
         let mut extensions = Map::new();
-        extensions.insert(meta::ORIGINAL_NAME.into(), self.original_name.clone().into());
+        extensions.insert(
+            meta::ORIGINAL_NAME.into(),
+            self.original_name.clone().into(),
+        );
         extensions.insert(meta::KIND.into(), self.kind.as_str().into());
         protocol::Tool {
             name: self.name.clone(),
@@ -189,7 +192,9 @@ impl<H> Registry<H> {
                     None => "has no parameters".to_owned(),
                     Some(schema) => format!(
                         "parameters are not an object schema (type {})",
-                        schema.get("type").map_or("missing".to_owned(), Value::to_string)
+                        schema
+                            .get("type")
+                            .map_or("missing".to_owned(), Value::to_string)
                     ),
                 };
                 warnings.push(Warning::new(
@@ -268,7 +273,11 @@ impl<H> Registry<H> {
     pub fn get(&self, name: &str) -> Option<Arc<RegisteredTool<H>>> {
         self.tools
             .get(name)
-            .or_else(|| self.names.normalized_of(name).and_then(|n| self.tools.get(n)))
+            .or_else(|| {
+                self.names
+                    .normalized_of(name)
+                    .and_then(|n| self.tools.get(n))
+            })
             .cloned()
     }
 
@@ -292,7 +301,11 @@ impl<H> Registry<H> {
             .collect()
     }
 
-    fn take_name(&mut self, original: &str, warnings: &mut Vec<Warning>) -> Result<String, CoreError> {
+    fn take_name(
+        &mut self,
+        original: &str,
+        warnings: &mut Vec<Warning>,
+    ) -> Result<String, CoreError> {
         if let Some(existing) = self.names.normalized_of(original) {
             warnings.push(Warning::new(
                 "tool_replaced",
@@ -338,7 +351,9 @@ mod tests {
     #[test]
     fn define_normalizes_and_lists_with_the_mapping() {
         let mut registry = Registry::default();
-        let (name, warnings) = registry.define(board("Read Board"), ToolKind::Function, 1).unwrap();
+        let (name, warnings) = registry
+            .define(board("Read Board"), ToolKind::Function, 1)
+            .unwrap();
         assert_eq!(name, "read_board");
         assert!(warnings.is_empty(), "{warnings:?}");
         let tools = registry.to_mcp_tools(&[]);
@@ -350,13 +365,19 @@ mod tests {
     #[test]
     fn redefining_the_same_original_name_replaces_with_a_warning() {
         let mut registry = Registry::default();
-        registry.define(board("Read Board"), ToolKind::Function, 1).unwrap();
-        let (name, warnings) = registry.define(board("Read Board"), ToolKind::Function, 2).unwrap();
+        registry
+            .define(board("Read Board"), ToolKind::Function, 1)
+            .unwrap();
+        let (name, warnings) = registry
+            .define(board("Read Board"), ToolKind::Function, 2)
+            .unwrap();
         assert_eq!(name, "read_board");
         assert_eq!(warnings[0].code, "tool_replaced");
         assert_eq!(registry.len(), 1);
         assert_eq!(registry.get("read_board").unwrap().handler, 2);
-        let (other, _) = registry.define(board("read board"), ToolKind::Function, 3).unwrap();
+        let (other, _) = registry
+            .define(board("read board"), ToolKind::Function, 3)
+            .unwrap();
         assert_eq!(other, "read_board_2");
     }
 
@@ -369,12 +390,26 @@ mod tests {
         let (_, warnings) = registry.define(no_params, ToolKind::Function, ()).unwrap();
         let codes: Vec<_> = warnings.iter().map(|w| w.code).collect();
         assert_eq!(codes, ["parameters_not_object", "missing_description"]);
-        assert_eq!(registry.get("x").unwrap().input_schema(), validate::empty_object_schema());
+        assert_eq!(
+            registry.get("x").unwrap().input_schema(),
+            validate::empty_object_schema()
+        );
 
         let mut bad_schema = board("y");
         bad_schema.parameters = Some(json!({"type": "object", "properties": {"a": {"type": 5}}}));
-        let error = registry.define(bad_schema, ToolKind::Function, ()).unwrap_err();
-        assert!(matches!(error, CoreError::InvalidSchema { field: "parameters", .. }), "{error}");
+        let error = registry
+            .define(bad_schema, ToolKind::Function, ())
+            .unwrap_err();
+        assert!(
+            matches!(
+                error,
+                CoreError::InvalidSchema {
+                    field: "parameters",
+                    ..
+                }
+            ),
+            "{error}"
+        );
 
         let mut zero = board("z");
         zero.timeout_ms = Some(0.0);
@@ -405,8 +440,12 @@ mod tests {
     #[test]
     fn allow_list_matches_original_names() {
         let mut registry = Registry::default();
-        registry.define(board("Read Board"), ToolKind::Function, 1).unwrap();
-        registry.define(board("Write Board"), ToolKind::Function, 2).unwrap();
+        registry
+            .define(board("Read Board"), ToolKind::Function, 1)
+            .unwrap();
+        registry
+            .define(board("Write Board"), ToolKind::Function, 2)
+            .unwrap();
         let tools = registry.to_mcp_tools(&["Read Board".into()]);
         assert_eq!(tools.len(), 1);
         assert_eq!(tools[0].name, "read_board");

@@ -109,7 +109,9 @@ mod tests {
     #[test]
     fn valid_input_passes() {
         let schema = CompiledSchema::compile(&board_schema()).unwrap();
-        assert!(schema.validate(&json!({"boardId": "b1", "status": "done"})).is_ok());
+        assert!(schema
+            .validate(&json!({"boardId": "b1", "status": "done"}))
+            .is_ok());
     }
 
     #[test]
@@ -117,8 +119,18 @@ mod tests {
         let schema = CompiledSchema::compile(&board_schema()).unwrap();
         let errors = schema.validate(&json!({"status": "later"})).unwrap_err();
         assert_eq!(errors.len(), 2, "{errors:?}");
-        assert!(errors.iter().any(|e| e.starts_with("/: ") && e.contains("boardId")), "{errors:?}");
-        assert!(errors.iter().any(|e| e.starts_with("/status: ") && e.contains("later")), "{errors:?}");
+        assert!(
+            errors
+                .iter()
+                .any(|e| e.starts_with("/: ") && e.contains("boardId")),
+            "{errors:?}"
+        );
+        assert!(
+            errors
+                .iter()
+                .any(|e| e.starts_with("/status: ") && e.contains("later")),
+            "{errors:?}"
+        );
     }
 
     #[test]
@@ -133,10 +145,16 @@ mod tests {
     fn default_draft_is_2020_12_and_schema_keyword_is_honoured() {
         // `prefixItems` exists in 2020-12 only; in draft 7 it is an unknown (ignored) keyword.
         let modern = json!({"prefixItems": [{"type": "string"}]});
-        assert!(CompiledSchema::compile(&modern).unwrap().validate(&json!([1])).is_err());
+        assert!(CompiledSchema::compile(&modern)
+            .unwrap()
+            .validate(&json!([1]))
+            .is_err());
         let mut draft7 = modern.clone();
         draft7["$schema"] = json!("http://json-schema.org/draft-07/schema#");
-        assert!(CompiledSchema::compile(&draft7).unwrap().validate(&json!([1])).is_ok());
+        assert!(CompiledSchema::compile(&draft7)
+            .unwrap()
+            .validate(&json!([1]))
+            .is_ok());
     }
 
     #[test]

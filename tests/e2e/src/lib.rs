@@ -26,7 +26,9 @@ impl Stack {
     /// Starts the bridge, opens `page` (a file of `tests/e2e/www/`) in Chromium and waits until the
     /// page has connected and listed its tools.
     pub async fn start(page: &str, config: BridgeConfig) -> Stack {
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind a loopback port");
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind a loopback port");
         let address = listener.local_addr().unwrap();
         let config = BridgeConfig {
             listen: address,
@@ -116,7 +118,10 @@ impl TempDir {
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_nanos())
             .unwrap_or_default();
-        let dir = std::env::temp_dir().join(format!("client-tools-{label}-{}-{nanos}", std::process::id()));
+        let dir = std::env::temp_dir().join(format!(
+            "client-tools-{label}-{}-{nanos}",
+            std::process::id()
+        ));
         std::fs::create_dir_all(&dir).expect("create a temp dir");
         Self(dir)
     }

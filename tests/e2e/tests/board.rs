@@ -31,12 +31,20 @@ async fn board_tools_through_the_bridge() {
     // The bridge sees the page's tools, normalized, with the original names in `_meta`.
     let tools = stack.page.tools();
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
-    assert!(names.contains(&"read_board_tasks") && names.contains(&"create_task"), "{names:?}");
+    assert!(
+        names.contains(&"read_board_tasks") && names.contains(&"create_task"),
+        "{names:?}"
+    );
     let create = tools.iter().find(|t| t.name == "create_task").unwrap();
     assert_eq!(create.original_name(), "Create Task");
 
     // Valid input: the handler's structured result.
-    let result = call(&stack, "read_board_tasks", json!({"boardId": "main", "status": "todo"})).await;
+    let result = call(
+        &stack,
+        "read_board_tasks",
+        json!({"boardId": "main", "status": "todo"}),
+    )
+    .await;
     assert!(!result.is_error, "{}", result.text());
     let tasks = &result.structured_content.as_ref().unwrap()["tasks"];
     assert_eq!(tasks.as_array().unwrap().len(), 1);
@@ -59,14 +67,22 @@ async fn board_tools_through_the_bridge() {
     assert!(result.text().contains("boardId"), "{}", result.text());
 
     // A status outside the enum: an error result naming the field.
-    let result = call(&stack, "read_board_tasks", json!({"boardId": "main", "status": "later"})).await;
+    let result = call(
+        &stack,
+        "read_board_tasks",
+        json!({"boardId": "main", "status": "later"}),
+    )
+    .await;
     assert!(result.is_error);
     assert!(result.text().contains("/status"), "{}", result.text());
 
     // An unknown tool, after the 2 s grace for late handlers.
     let result = call(&stack, "no_such_tool", json!({})).await;
     assert!(result.is_error);
-    assert_eq!(result.text(), "no handler registered for tool 'no_such_tool' on this page");
+    assert_eq!(
+        result.text(),
+        "no handler registered for tool 'no_such_tool' on this page"
+    );
 
     // A throwing handler: its message.
     let result = call(&stack, "explode", json!({})).await;
@@ -82,7 +98,10 @@ async fn board_tools_through_the_bridge() {
     let (status, body) = http_call(&stack, "nobody", json!({"name": "read_board_tasks"})).await;
     assert_eq!(status, 200);
     assert_eq!(body["isError"], true);
-    assert!(body["content"][0]["text"].as_str().unwrap().contains("no page session 'nobody'"));
+    assert!(body["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .contains("no page session 'nobody'"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -92,11 +111,16 @@ async fn a_closed_tab_is_an_error_result_not_a_hang() {
     stack.close_browser().await;
     let started = std::time::Instant::now();
     let result = loop {
-        let result = page.call_tool("read_board_tasks", json!({"boardId": "main"}), TIMEOUT).await;
+        let result = page
+            .call_tool("read_board_tasks", json!({"boardId": "main"}), TIMEOUT)
+            .await;
         if result.is_error {
             break result;
         }
-        assert!(started.elapsed() < Duration::from_secs(20), "the page never went away");
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the page never went away"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     };
     assert!(
