@@ -156,7 +156,10 @@ fn is_loopback_origin(origin: &str) -> bool {
         Some(v6) => v6.split(']').next().unwrap_or(""),
         None => rest.split(':').next().unwrap_or(""),
     };
-    host == "localhost" || host == "::1" || host.starts_with("127.")
+    host == "localhost"
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }
 
 #[cfg(test)]
