@@ -141,7 +141,7 @@ async function refreshTools() {
     description.textContent = tool.description || "";
     item.append(name, description);
     list.append(item);
-    select.append(new Option(tool.name, tool.name));
+    select.append(new Option(tool.name, tool.name, false, tool.name === "read_board_tasks"));
   }
 }
 
