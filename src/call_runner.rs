@@ -4,7 +4,7 @@
 
 use std::rc::Rc;
 
-use client_tools_core::call::{self, outcome, Admission, CallState, PreparedCall};
+use client_tools_core::call::{self, outcome, Admission, CallState, Confirmed, PreparedCall};
 use client_tools_core::protocol::{CallToolParams, CallToolResult};
 use futures::channel::oneshot;
 use futures::future::{self, Either};
@@ -14,6 +14,7 @@ use serde_json::Value;
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 
+use crate::confirmation::{self, Asked};
 use crate::context::HandlerContext;
 use crate::js::{self, PageClock};
 use crate::page::{Page, RunningCall};
@@ -91,19 +92,38 @@ async fn run_prepared(
 ) -> Option<CallToolResult> {
     let tool = &prepared.tool;
     let started = js::now_ms();
-    let context = match HandlerContext::new(page, call_id, &tool.name, &tool.original_name) {
-        Ok(context) => context,
-        Err(error) => return Some(outcome::handler_failed(&js::error_message(&error))),
-    };
     let identity = [
         ("toolName", JsValue::from(tool.name.as_str())),
         ("callId", JsValue::from(call_id)),
     ];
     page.events.emit("toolactivated", &js::object(&identity));
 
+    let (arguments, modified) = if prepared.require_confirmation {
+        match confirmation::ask(page, call_id, &prepared, cancel_rx).await {
+            Asked::Cancelled(reason) => {
+                emit_cancel(page, &identity, &reason);
+                return None;
+            }
+            Asked::Decided(Confirmed::End(result)) => {
+                return Some(finish(page, &identity, started, result))
+            }
+            Asked::Decided(Confirmed::Run {
+                arguments,
+                modified,
+            }) => (arguments, modified),
+        }
+    } else {
+        (prepared.arguments.clone(), false)
+    };
+
+    // The handler's clock starts now, after any time spent waiting for the user.
     let mut state = CallState::running(&PageClock, prepared.timeout_ms);
-    let input = js::from_json(&prepared.arguments);
-    let handler = call_handler(&tool.handler, input, context.object.clone().into()).fuse();
+    let context = match HandlerContext::new(page, call_id, &tool.name, &tool.original_name) {
+        Ok(context) => context,
+        Err(error) => return Some(outcome::handler_failed(&js::error_message(&error))),
+    };
+    let args = js_sys::Array::of2(&js::from_json(&arguments), &context.object);
+    let handler = call_function(&tool.handler, &args).fuse();
     let timeout = TimeoutFuture::new(prepared.timeout_ms.min(u32::MAX as u64) as u32).fuse();
     let end = match future::select(Box::pin(handler), future::select(timeout, cancel_rx)).await {
         Either::Left((returned, _)) => HandlerEnd::Returned(returned),
@@ -113,7 +133,7 @@ async fn run_prepared(
         }
     };
 
-    let result = match end {
+    let mut result = match end {
         HandlerEnd::Cancelled(reason) => {
             state.cancel();
             context.abort(&reason);
@@ -139,7 +159,20 @@ async fn run_prepared(
             }
         },
     };
+    if modified {
+        call::mark_modified(&mut result, arguments);
+    }
     let result = state.finish(result)?;
+    Some(finish(page, &identity, started, result))
+}
+
+/// Reports the result to the page (`toolresult`) and hands it on.
+fn finish(
+    page: &Page,
+    identity: &[(&str, JsValue); 2],
+    started: f64,
+    result: CallToolResult,
+) -> CallToolResult {
     let detail = js::object(&[
         identity[0].clone(),
         identity[1].clone(),
@@ -147,7 +180,7 @@ async fn run_prepared(
         ("durationMs", (js::now_ms() - started).into()),
     ]);
     page.events.emit("toolresult", &detail);
-    Some(result)
+    result
 }
 
 fn emit_cancel(page: &Page, identity: &[(&str, JsValue); 2], reason: &str) {
@@ -159,14 +192,14 @@ fn emit_cancel(page: &Page, identity: &[(&str, JsValue); 2], reason: &str) {
     page.events.emit("toolcancel", &detail);
 }
 
-/// Calls a page handler; a throw or a rejection becomes its message. A returned thenable is awaited.
-async fn call_handler(
-    handler: &js_sys::Function,
-    input: JsValue,
-    ctx: JsValue,
+/// Calls page code (a handler, a `confirm` callback); a throw or a rejection becomes its message.
+/// A returned thenable is awaited.
+pub async fn call_function(
+    function: &js_sys::Function,
+    args: &js_sys::Array,
 ) -> Result<JsValue, String> {
-    let returned = handler
-        .call2(&JsValue::UNDEFINED, &input, &ctx)
+    let returned = function
+        .apply(&JsValue::UNDEFINED, args)
         .map_err(|thrown| js::error_message(&thrown))?;
     if !is_thenable(&returned) {
         return Ok(returned);

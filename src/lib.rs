@@ -10,6 +10,7 @@
 
 pub mod api;
 pub mod call_runner;
+pub mod confirmation;
 pub mod context;
 pub mod declaration;
 pub mod errors;

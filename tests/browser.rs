@@ -33,6 +33,11 @@ export function recorder() {
   const listener = (e) => seen.push(e.type + ":" + (e.code || e.toolName || ""));
   return { seen, listener };
 }
+export function confirmWith(decision) {
+  const seen = [];
+  const confirm = async (request) => { seen.push(request); return typeof decision === "function" ? decision(request) : decision; };
+  return { seen, options: { confirm } };
+}
 export function errorInfo(error) {
   return [error instanceof Error, error instanceof TypeError, error.code || "", error.message];
 }
@@ -47,6 +52,8 @@ extern "C" {
     fn returning(value: JsValue) -> JsValue;
     fn cyclic() -> JsValue;
     fn recorder() -> JsValue;
+    #[wasm_bindgen(js_name = confirmWith)]
+    fn confirm_with(decision: JsValue) -> JsValue;
     #[wasm_bindgen(js_name = errorInfo)]
     fn error_info(error: JsValue) -> js_sys::Array;
 }
@@ -346,4 +353,68 @@ fn proto_keys_in_input_stay_plain_data() {
     let value = client_tools::js::from_json(&serde_json::json!({"__proto__": {"polluted": true}}));
     assert!(get(&js_sys::Object::new(), "polluted").is_undefined());
     assert!(get(&value, "polluted").is_undefined());
+}
+
+/// A page with a `confirm` callback answering `decision`, and one tool that needs confirmation.
+fn confirming_tools(decision: &str) -> (ClientTools, JsValue) {
+    let setup = confirm_with(json(decision));
+    let tools = ClientTools::new(get(&setup, "options").unchecked_into()).unwrap();
+    define(
+        &tools,
+        "delete_board",
+        json(r#"{"requireConfirmation": true}"#),
+    )
+    .unwrap();
+    (tools, get(&setup, "seen"))
+}
+
+#[wasm_bindgen_test]
+async fn confirmation_approve_modify_reject() {
+    let (tools, seen) = confirming_tools(r#"{"action": "approve"}"#);
+    let (is_error, text, _) = invoke(&tools, "delete_board", r#"{"boardId": "b1"}"#).await;
+    assert!(!is_error, "{text}");
+    let request = js_sys::Array::from(&seen).get(0);
+    assert_eq!(get(&request, "toolName"), "delete_board");
+    assert_eq!(get(&get(&request, "input"), "boardId"), "b1");
+    assert_eq!(get(&get(&request, "inputSchema"), "type"), "object");
+
+    let (tools, _) = confirming_tools(r#"{"action": "modify", "input": {"boardId": "b2"}}"#);
+    let (is_error, text, result) = invoke(&tools, "delete_board", r#"{"boardId": "b1"}"#).await;
+    assert!(!is_error, "{text}");
+    assert_eq!(
+        get(
+            &get(&get(&get(&result, "structuredContent"), "tasks"), "0"),
+            "boardId"
+        ),
+        "b2"
+    );
+    let modified = get(&get(&result, "_meta"), "clienttools/modifiedInput");
+    assert_eq!(get(&modified, "boardId"), "b2");
+
+    let (tools, _) = confirming_tools(r#"{"action": "modify", "input": {"boardId": 7}}"#);
+    let (is_error, text, _) = invoke(&tools, "delete_board", r#"{"boardId": "b1"}"#).await;
+    assert!(is_error && text.contains("/boardId"), "{text}");
+
+    let (tools, _) = confirming_tools(r#"{"action": "reject", "reason": "wrong board"}"#);
+    let (is_error, text, _) = invoke(&tools, "delete_board", r#"{"boardId": "b1"}"#).await;
+    assert!(is_error);
+    assert_eq!(text, "rejected by the user: wrong board");
+
+    let (tools, _) = confirming_tools(r#"{"action": "perhaps"}"#);
+    let (is_error, text, _) = invoke(&tools, "delete_board", r#"{"boardId": "b1"}"#).await;
+    assert!(is_error && text.contains("approve"), "{text}");
+}
+
+#[wasm_bindgen_test]
+async fn confirmation_without_a_way_to_confirm_is_an_error_result() {
+    let tools = tools();
+    define(
+        &tools,
+        "wipe",
+        json(r#"{"annotations": {"destructiveHint": true}}"#),
+    )
+    .unwrap();
+    let (is_error, text, _) = invoke(&tools, "wipe", r#"{"boardId": "b1"}"#).await;
+    assert!(is_error);
+    assert!(text.contains("requires confirmation"), "{text}");
 }

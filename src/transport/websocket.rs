@@ -25,11 +25,8 @@ const OPEN_TIMEOUT_MS: f64 = 10_000.0;
 
 /// Opens the connection (resolves once the socket is open) and keeps it up until `disconnect`.
 pub async fn connect(page: &Rc<Page>) -> Result<(), CoreError> {
-    if matches!(
-        page.state.get(),
-        ConnectionState::Connected | ConnectionState::Connecting
-    ) {
-        return Ok(());
+    if page.state.get() != ConnectionState::Disconnected {
+        return Ok(()); // already connected, or on its way (the supervisor reconnects by itself)
     }
     let url = endpoint_url(page)?;
     page.set_state(ConnectionState::Connecting);
@@ -146,6 +143,10 @@ async fn reconnect(page: &Page, url: &str) -> Option<WebSocket> {
             return None;
         }
         if let Ok(socket) = open(url).await {
+            if page.state.get() != ConnectionState::Reconnecting {
+                let _ = socket.close(Some(1000), Some("disconnect")); // disconnect() won the race
+                return None;
+            }
             return Some(socket);
         }
         attempt = (attempt + 1).min(16);

@@ -17,7 +17,11 @@ const TEMPLATE_FILES: &[&str] = &["package.json", "README.md", "client-tools.js"
 
 /// Builds `pkg/` and returns its path.
 pub fn build() -> Result<PathBuf> {
-    let cargo = WasmCargo::detect()?;
+    build_with(&WasmCargo::detect()?)
+}
+
+/// Builds `pkg/` with an already detected wasm toolchain.
+pub fn build_with(cargo: &WasmCargo) -> Result<PathBuf> {
     let wasm_bindgen = ensure_wasm_bindgen()?;
     let wasm_opt = ensure_wasm_opt()?;
     let pkg = root().join("pkg");

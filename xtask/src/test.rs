@@ -75,7 +75,7 @@ pub fn test() -> Result {
         run(&mut command)?;
     }
 
-    let pkg = build::build()?;
+    let pkg = build::build_with(&wasm)?;
     step("End-to-end tests (bridge + headless Chromium + the built package)");
     run(host_cargo()
         .args([

@@ -72,6 +72,8 @@ pub mod outcome {
 #[derive(Debug)]
 pub struct PreparedCall<H> {
     pub tool: Arc<RegisteredTool<H>>,
+    /// The input schema the call's arguments were checked against, when the call brought its own.
+    pub call_input: Option<CompiledSchema>,
     pub arguments: Value,
     pub timeout_ms: u64,
     pub require_confirmation: bool,
@@ -139,6 +141,7 @@ pub fn admit<H>(
         (None, None)
     };
     let input_schema = input_for_call.as_ref().or(tool.input.as_ref());
+
     if let Some(schema) = input_schema {
         if let Err(errors) = schema.validate(&arguments) {
             return Admission::Reject(outcome::invalid_input(&errors));
@@ -171,11 +174,82 @@ pub fn admit<H>(
             == Some(true);
     Admission::Run(PreparedCall {
         tool,
+        call_input: input_for_call,
         arguments,
         timeout_ms,
         require_confirmation,
         output,
     })
+}
+
+impl<H> PreparedCall<H> {
+    /// The schema the input must satisfy (the call's own, else the tool's).
+    pub fn input_schema(&self) -> Option<&CompiledSchema> {
+        self.call_input.as_ref().or(self.tool.input.as_ref())
+    }
+}
+
+/// Longest wait for a human (confirmation, result form), and its default (SPEC §5).
+pub const HUMAN_WAIT_MAX_MS: u64 = 300_000;
+
+/// What the page's `confirm` callback decided (SPEC §7).
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+#[serde(tag = "action", rename_all = "lowercase", deny_unknown_fields)]
+pub enum ConfirmDecision {
+    Approve,
+    Modify {
+        input: Value,
+    },
+    Reject {
+        #[serde(default)]
+        reason: Option<String>,
+    },
+}
+
+impl ConfirmDecision {
+    /// Reads a decision; the error says what was wrong with it.
+    pub fn parse(value: Value) -> Result<Self, String> {
+        serde_json::from_value(value).map_err(|e| {
+            format!(
+                "the confirm callback must return {{action: \"approve\" | \"modify\" | \"reject\", input?, reason?}}: {e}"
+            )
+        })
+    }
+}
+
+/// After a confirmation: run the handler on these arguments, or end the call.
+#[derive(Debug, PartialEq)]
+pub enum Confirmed {
+    Run { arguments: Value, modified: bool },
+    End(CallToolResult),
+}
+
+/// Applies a decision: a modified input is validated again, a rejection ends the call.
+pub fn apply_decision<H>(prepared: &PreparedCall<H>, decision: ConfirmDecision) -> Confirmed {
+    match decision {
+        ConfirmDecision::Approve => Confirmed::Run {
+            arguments: prepared.arguments.clone(),
+            modified: false,
+        },
+        ConfirmDecision::Reject { reason } => Confirmed::End(outcome::rejected(reason.as_deref())),
+        ConfirmDecision::Modify { input } => {
+            if let Some(Err(errors)) = prepared.input_schema().map(|s| s.validate(&input)) {
+                return Confirmed::End(outcome::invalid_input(&errors));
+            }
+            Confirmed::Run {
+                arguments: input,
+                modified: true,
+            }
+        }
+    }
+}
+
+/// Records in the result that the user changed the input (SPEC §5).
+pub fn mark_modified(result: &mut CallToolResult, input: Value) {
+    result
+        .meta
+        .get_or_insert_with(Default::default)
+        .insert(meta::MODIFIED_INPUT.into(), input);
 }
 
 /// Checks a handler's JSON result against the output schema and builds the result to send.
@@ -479,6 +553,54 @@ mod tests {
         assert!(cancelled
             .finish(CallToolResult::success(json!(1)))
             .is_none());
+    }
+
+    #[test]
+    fn confirmation_decisions() {
+        let registry = board_registry();
+        let call = params("read_board_tasks", json!({"boardId": "b1"}));
+        let Admission::Run(prepared) = admit(registry.get(&call.name), &call, &[], false) else {
+            panic!("should run")
+        };
+        let approve = ConfirmDecision::parse(json!({"action": "approve"})).unwrap();
+        assert_eq!(
+            apply_decision(&prepared, approve),
+            Confirmed::Run {
+                arguments: json!({"boardId": "b1"}),
+                modified: false
+            }
+        );
+        let modify =
+            ConfirmDecision::parse(json!({"action": "modify", "input": {"boardId": "b2"}}))
+                .unwrap();
+        assert_eq!(
+            apply_decision(&prepared, modify),
+            Confirmed::Run {
+                arguments: json!({"boardId": "b2"}),
+                modified: true
+            }
+        );
+        let bad_modify =
+            ConfirmDecision::parse(json!({"action": "modify", "input": {"status": 1}})).unwrap();
+        let Confirmed::End(result) = apply_decision(&prepared, bad_modify) else {
+            panic!()
+        };
+        assert!(result.text().contains("boardId"), "{}", result.text());
+        let reject =
+            ConfirmDecision::parse(json!({"action": "reject", "reason": "not now"})).unwrap();
+        assert_eq!(
+            apply_decision(&prepared, reject),
+            Confirmed::End(outcome::rejected(Some("not now")))
+        );
+        let error = ConfirmDecision::parse(json!({"action": "maybe"})).unwrap_err();
+        assert!(error.contains("approve"), "{error}");
+
+        let mut result = CallToolResult::success(json!({"ok": true}));
+        mark_modified(&mut result, json!({"boardId": "b2"}));
+        assert_eq!(
+            result.meta.unwrap()[meta::MODIFIED_INPUT],
+            json!({"boardId": "b2"})
+        );
     }
 
     #[test]
