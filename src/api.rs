@@ -45,14 +45,17 @@ impl ClientTools {
     #[wasm_bindgen(constructor)]
     pub fn new(options: ClientToolsOptionsArg) -> Result<ClientTools, JsValue> {
         let options = Options::parse(&options).map_err(errors::to_js)?;
-        let session_id = if options.endpoint.is_some() {
-            session::session_id()
+        let (session_id, interrupted) = if options.endpoint.is_some() {
+            (session::session_id(), session::take_interrupted_calls())
         } else {
-            String::new()
+            (String::new(), Vec::new())
         };
         let tools = ClientTools {
-            page: Page::new(options, session_id),
+            page: Page::new(options, session_id, interrupted),
         };
+        if tools.page.options.endpoint.is_some() {
+            remember_running_calls_on_unload(&tools.page);
+        }
         if tools.page.options.auto_connect && tools.page.options.endpoint.is_some() {
             let page = tools.page.clone();
             wasm_bindgen_futures::spawn_local(async move {
@@ -212,4 +215,21 @@ impl ClientTools {
     pub fn connection_state(&self) -> String {
         self.page.state.get().as_str().to_owned()
     }
+}
+
+/// On `pagehide` (reload, navigation, tab close) the ids of running agent calls are kept in
+/// `sessionStorage`, so the next page of the session answers their re-sends without running them.
+/// The listener lives as long as the page (it holds only a weak reference).
+fn remember_running_calls_on_unload(page: &Rc<Page>) {
+    let Some(window) = web_sys::window() else {
+        return;
+    };
+    let weak = Rc::downgrade(page);
+    let listener = Closure::<dyn Fn()>::new(move || {
+        if let Some(page) = weak.upgrade() {
+            session::store_running_calls(&page.ledger.borrow().running_ids());
+        }
+    });
+    let _ = window.add_event_listener_with_callback("pagehide", listener.as_ref().unchecked_ref());
+    listener.forget();
 }

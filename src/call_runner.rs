@@ -147,6 +147,10 @@ async fn run_prepared(
             result
         }
         HandlerEnd::Returned(Err(message)) => outcome::handler_failed(&message),
+        // Returning nothing is a success with a `null` result.
+        HandlerEnd::Returned(Ok(value)) if value.is_undefined() => {
+            call::complete(Value::Null, prepared.output.as_deref())
+        }
         HandlerEnd::Returned(Ok(value)) => match js::to_json(&value) {
             Err(why) => outcome::not_serializable(&why),
             Ok(value) => {

@@ -18,8 +18,9 @@ use crate::call_runner::call_function;
 use crate::js;
 use crate::page::Page;
 
-/// How often progress is reported while the user decides.
-const PROGRESS_EVERY_MS: u32 = 5_000;
+/// How often progress is reported while the user decides: well inside any runtime deadline (the
+/// bridge waits at least its 2.5 s slack past the call's timeout), so each report extends it in time.
+const PROGRESS_EVERY_MS: u32 = 1_000;
 
 pub enum Asked {
     Decided(Confirmed),

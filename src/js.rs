@@ -6,12 +6,31 @@
 
 use serde::Serialize;
 use serde_json::Value;
-use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
 
-/// A JS value as JSON; the error says why it is not JSON (cycles, BigInt, functions, undefined).
+#[wasm_bindgen(inline_js = r#"
+export function strictStringify(value) {
+  return JSON.stringify(value, function (key, v) {
+    const t = typeof v;
+    if (t === "function" || t === "symbol") {
+      const where = key === "" ? "the value" : `the value of "${key}"`;
+      throw new TypeError(`${where} is a ${t}`);
+    }
+    return v;
+  });
+}
+"#)]
+extern "C" {
+    /// `JSON.stringify` that refuses functions and symbols anywhere (plain `JSON.stringify` would
+    /// silently drop them, and the agent would get less than the handler returned).
+    #[wasm_bindgen(js_name = strictStringify, catch)]
+    fn strict_stringify(value: &JsValue) -> Result<JsValue, JsValue>;
+}
+
+/// A JS value as JSON; the error says why it is not JSON (cycles, BigInt, functions, symbols).
 pub fn to_json(value: &JsValue) -> Result<Value, String> {
-    let text = js_sys::JSON::stringify(value).map_err(|e| error_message(&e))?;
-    let text: JsValue = text.into();
+    let text = strict_stringify(value).map_err(|e| error_message(&e))?;
     let Some(text) = text.as_string() else {
         return Err(format!("a {} has no JSON form", js_type_name(value)));
     };

@@ -6,10 +6,11 @@
 
 use std::rc::Rc;
 
+use client_tools_core::ledger::Arrival;
 use client_tools_core::protocol::{
-    self, code, encode_error, encode_result, method, CallToolParams, CancelledParams,
-    Implementation, InitializeResult, Message, RequestId, RpcError, ToolsListResult,
-    PROTOCOL_VERSION,
+    self, code, encode_error, encode_result, method, CallToolParams, CallToolResult,
+    CancelledParams, Implementation, InitializeResult, Message, RequestId, RpcError,
+    ToolsListResult, MAX_FRAME_BYTES, PROTOCOL_VERSION,
 };
 use serde_json::{json, Value};
 
@@ -69,18 +70,50 @@ fn handle_request(page: &Rc<Page>, id: RequestId, method: &str, params: Value) {
 
 fn start_call(page: &Rc<Page>, id: RequestId, params: CallToolParams) {
     let call_id = id.to_string();
-    if page.running.borrow().contains_key(&call_id) {
-        // The same call re-sent while it runs: it is answered once, when it ends.
-        return;
-    }
-    let page = page.clone();
-    wasm_bindgen_futures::spawn_local(async move {
-        if let Some(result) =
-            call_runner::run_call(page.clone(), call_id, params, Caller::Agent).await
-        {
-            page.send(encode_result(&id, &result));
+    let arrival = page.ledger.borrow_mut().arrive(&call_id);
+    match arrival {
+        // Re-sent while it runs: it is answered once, when it ends.
+        Arrival::Join => {}
+        Arrival::Resend(frame) => page.send(frame),
+        Arrival::Interrupted => {
+            let result = CallToolResult::error(format!(
+                "the page was reloaded while call {call_id} was running; it was not run again"
+            ));
+            let frame = answer_frame(&id, &result);
+            page.ledger.borrow_mut().finish(&call_id, frame.clone());
+            page.send(frame);
         }
-    });
+        Arrival::Run => {
+            let page = page.clone();
+            wasm_bindgen_futures::spawn_local(async move {
+                let result =
+                    call_runner::run_call(page.clone(), call_id.clone(), params, Caller::Agent)
+                        .await;
+                // A cancelled call sends nothing now, but a re-send of it learns what happened.
+                let cancelled = result.is_none();
+                let result =
+                    result.unwrap_or_else(|| CallToolResult::error("the call was cancelled"));
+                let frame = answer_frame(&id, &result);
+                page.ledger.borrow_mut().finish(&call_id, frame.clone());
+                if !cancelled {
+                    page.send(frame);
+                }
+            });
+        }
+    }
+}
+
+/// The answer frame for a call; a result too large for one frame becomes an error result.
+fn answer_frame(id: &RequestId, result: &CallToolResult) -> String {
+    let frame = encode_result(id, result);
+    if frame.len() <= MAX_FRAME_BYTES {
+        return frame;
+    }
+    let error = CallToolResult::error(format!(
+        "the tool's result is {} bytes, over the {MAX_FRAME_BYTES}-byte frame limit",
+        frame.len()
+    ));
+    encode_result(id, &error)
 }
 
 fn handle_notification(page: &Rc<Page>, method: &str, params: Value) {

@@ -7,6 +7,7 @@ use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::rc::{Rc, Weak};
 
+use client_tools_core::ledger::CallLedger;
 use client_tools_core::protocol::{encode_notification, method, ProgressParams};
 use client_tools_core::registry::{Registry, Warning};
 use futures::channel::{mpsc, oneshot};
@@ -67,12 +68,15 @@ pub struct Page {
     pub link: RefCell<Link>,
     pub state: Cell<ConnectionState>,
     pub session_id: String,
+    /// Which agent call ids ran, run, or were interrupted by a reload (at most once per id).
+    pub ledger: RefCell<CallLedger>,
     next_local_call: Cell<u64>,
     report_progress: ProgressCallback,
 }
 
 impl Page {
-    pub fn new(options: Options, session_id: String) -> Rc<Self> {
+    /// `interrupted`: call ids that were running when this session's previous page was unloaded.
+    pub fn new(options: Options, session_id: String, interrupted: Vec<String>) -> Rc<Self> {
         Rc::new_cyclic(|weak: &Weak<Page>| {
             let weak = weak.clone();
             let report_progress = Closure::new(
@@ -94,6 +98,7 @@ impl Page {
                 running: RefCell::new(HashMap::new()),
                 link: RefCell::new(Link::default()),
                 state: Cell::new(ConnectionState::Disconnected),
+                ledger: RefCell::new(CallLedger::default().with_interrupted(interrupted)),
                 session_id,
                 next_local_call: Cell::new(1),
                 report_progress,

@@ -2,10 +2,35 @@
 //! tab resumes the same session on the runtime.
 
 const STORAGE_KEY: &str = "client-tools:session-id";
+/// Agent call ids that were running when the page was unloaded (SPEC §5: at most once per id).
+const RUNNING_CALLS_KEY: &str = "client-tools:running-calls";
+
+fn storage() -> Option<web_sys::Storage> {
+    web_sys::window().and_then(|w| w.session_storage().ok().flatten())
+}
+
+/// The call ids the previous page of this session left running (read once, then cleared).
+pub fn take_interrupted_calls() -> Vec<String> {
+    let Some(storage) = storage() else {
+        return Vec::new();
+    };
+    let stored = storage.get_item(RUNNING_CALLS_KEY).ok().flatten();
+    let _ = storage.remove_item(RUNNING_CALLS_KEY);
+    stored
+        .and_then(|text| serde_json::from_str(&text).ok())
+        .unwrap_or_default()
+}
+
+/// Remembers the running call ids while the page unloads.
+pub fn store_running_calls(ids: &[String]) {
+    if let (Some(storage), Ok(text)) = (storage(), serde_json::to_string(ids)) {
+        let _ = storage.set_item(RUNNING_CALLS_KEY, &text);
+    }
+}
 
 /// The stored session id, or a new random one (stored when storage is available).
 pub fn session_id() -> String {
-    let storage = web_sys::window().and_then(|w| w.session_storage().ok().flatten());
+    let storage = storage();
     if let Some(existing) = storage
         .as_ref()
         .and_then(|s| s.get_item(STORAGE_KEY).ok().flatten())

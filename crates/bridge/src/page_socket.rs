@@ -19,7 +19,7 @@ use client_tools_core::protocol::{
 use futures_util::{SinkExt, StreamExt};
 use serde::Deserialize;
 use serde_json::json;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, Notify};
 
 use crate::server::Bridge;
 use crate::session::PageSession;
@@ -60,8 +60,10 @@ pub async fn upgrade(
         None => bridge.new_session_id(),
     };
     upgrade
-        .max_message_size(MAX_FRAME_BYTES)
-        .max_frame_size(MAX_FRAME_BYTES)
+        // Up to 4 MiB is read and answered with a clear JSON-RPC error above 1 MiB (protocol::decode);
+        // beyond that the connection is closed rather than buffered.
+        .max_message_size(4 * MAX_FRAME_BYTES)
+        .max_frame_size(4 * MAX_FRAME_BYTES)
         .on_upgrade(move |socket| serve_page(bridge, session_id, socket))
 }
 
@@ -76,7 +78,8 @@ fn valid_session_id(id: &str) -> bool {
 async fn serve_page(bridge: Bridge, session_id: String, socket: WebSocket) {
     let session = bridge.session_or_create(&session_id);
     let (outgoing_tx, mut outgoing_rx) = mpsc::unbounded_channel::<String>();
-    let generation = session.attach(outgoing_tx.clone());
+    let kill = Arc::new(Notify::new());
+    let generation = session.attach(outgoing_tx.clone(), kill.clone());
     let (mut sink, mut stream) = socket.split();
 
     let writer = tokio::spawn(async move {
@@ -89,7 +92,12 @@ async fn serve_page(bridge: Bridge, session_id: String, socket: WebSocket) {
     });
     let handshake = tokio::spawn(handshake(session.clone()));
 
-    while let Some(message) = stream.next().await {
+    loop {
+        let message = tokio::select! {
+            message = stream.next() => message,
+            _ = kill.notified() => None,
+        };
+        let Some(message) = message else { break };
         match message {
             Ok(Message::Text(text)) => handle_frame(&session, &outgoing_tx, text.as_str()),
             Ok(Message::Binary(_)) => {
@@ -153,6 +161,11 @@ fn handle_frame(session: &Arc<PageSession>, reply: &mpsc::UnboundedSender<String
         Ok(Rpc::Notification { method, .. }) if method == method::TOOLS_LIST_CHANGED => {
             let session = session.clone();
             tokio::spawn(async move { refresh_tools(&session).await });
+        }
+        Ok(Rpc::Notification { method, params }) if method == method::PROGRESS => {
+            if let Some(token) = params.get("progressToken").and_then(|t| t.as_str()) {
+                session.progress(token);
+            }
         }
         Ok(Rpc::Notification { .. }) => {}
         Ok(Rpc::Request { id, method, .. }) => {

@@ -12,6 +12,7 @@
 
 pub mod call;
 pub mod error;
+pub mod ledger;
 pub mod names;
 pub mod protocol;
 pub mod registry;

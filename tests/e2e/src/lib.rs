@@ -18,6 +18,8 @@ pub struct Stack {
     pub bridge: Bridge,
     pub base_url: String,
     pub page: Arc<PageSession>,
+    config: BridgeConfig,
+    server: tokio::task::JoinHandle<std::io::Result<()>>,
     browser: Child,
     _profile: TempDir,
 }
@@ -36,23 +38,40 @@ impl Stack {
             pkg_dir: pkg_dir(),
             ..config
         };
-        let bridge = Bridge::new(config);
-        let serving = bridge.clone();
-        tokio::spawn(async move { serving.serve(listener).await });
+        let bridge = Bridge::new(config.clone());
+        let server = spawn_server(&bridge, listener);
         let base_url = format!("http://{address}");
         let profile = TempDir::new("chromium-profile");
         let browser = launch_chromium(&format!("{base_url}/{page}"), &profile.0);
-        let page = bridge
-            .wait_for_page(Duration::from_secs(60))
-            .await
-            .expect("the page connected to the bridge and listed its tools within 60 s");
+        let page = wait_for_page(&bridge).await;
         Stack {
             bridge,
             base_url,
             page,
+            config,
+            server,
             browser,
             _profile: profile,
         }
+    }
+
+    /// Stops the bridge (every page connection drops) and starts a fresh one on the same address,
+    /// as a runtime restart would; returns once the page has reconnected to the new bridge.
+    pub async fn restart_bridge(&mut self) {
+        self.server.abort();
+        for session in self.bridge.sessions() {
+            session.drop_connection();
+        }
+        let _ = (&mut self.server).await;
+        let listener = loop {
+            match TcpListener::bind(self.config.listen).await {
+                Ok(listener) => break listener,
+                Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
+            }
+        };
+        self.bridge = Bridge::new(self.config.clone());
+        self.server = spawn_server(&self.bridge, listener);
+        self.page = wait_for_page(&self.bridge).await;
     }
 
     /// Stops the browser (the page's connection ends with it).
@@ -64,7 +83,23 @@ impl Stack {
 impl Drop for Stack {
     fn drop(&mut self) {
         let _ = self.browser.start_kill();
+        self.server.abort();
     }
+}
+
+fn spawn_server(
+    bridge: &Bridge,
+    listener: TcpListener,
+) -> tokio::task::JoinHandle<std::io::Result<()>> {
+    let serving = bridge.clone();
+    tokio::spawn(async move { serving.serve(listener).await })
+}
+
+async fn wait_for_page(bridge: &Bridge) -> Arc<PageSession> {
+    bridge
+        .wait_for_page(Duration::from_secs(60))
+        .await
+        .expect("the page connected to the bridge and listed its tools within 60 s")
 }
 
 fn e2e_dir() -> PathBuf {
