@@ -55,6 +55,24 @@ impl Stack {
         }
     }
 
+    /// Serves `page` and opens it, without waiting for it to connect to this bridge (for pages that
+    /// talk to another runtime).
+    pub async fn start_page_only(page: &str) -> (Bridge, Child, TempDir) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind a loopback port");
+        let address = listener.local_addr().unwrap();
+        let config = BridgeConfig {
+            listen: address,
+            www_dir: e2e_dir().join("www"),
+            pkg_dir: pkg_dir(),
+            ..BridgeConfig::default()
+        };
+        let bridge = Bridge::new(config);
+        let _server = spawn_server(&bridge, listener);
+        let profile = TempDir::new("chromium-profile");
+        let browser = launch_chromium(&format!("http://{address}/{page}"), &profile.0);
+        (bridge, browser, profile)
+    }
+
     /// Stops the bridge (every page connection drops) and starts a fresh one on the same address,
     /// as a runtime restart would; returns once the page has reconnected to the new bridge.
     pub async fn restart_bridge(&mut self) {
@@ -145,7 +163,7 @@ fn launch_chromium(url: &str, profile: &std::path::Path) -> Child {
 }
 
 /// A directory removed on drop.
-struct TempDir(PathBuf);
+pub struct TempDir(PathBuf);
 
 impl TempDir {
     fn new(label: &str) -> Self {

@@ -295,3 +295,34 @@ async fn fault_injection() {
     tokio::time::sleep(Duration::from_millis(1_000)).await;
     assert_eq!(runs(&stack, "restart").await, 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_page_makes_further_calls_fail_at_once_until_it_is_back() {
+    let stack = Stack::start("faults.html", BridgeConfig::default()).await;
+    // The page's thread is blocked for 5 s; the bridge waits 0.5 s + its 2.5 s slack, then gives up.
+    let frozen = stack
+        .page
+        .call_tool("freeze", json!({"ms": 5000}), Duration::from_millis(500))
+        .await;
+    assert!(frozen.is_error);
+    assert!(text(&frozen).contains("did not answer within 500 ms"), "{}", text(&frozen));
+
+    // Fail fast: no second wait while the page is silent (the message names the fail-fast path).
+    let fast = call(&stack, "work", json!({"key": "while-frozen"})).await;
+    assert!(text(&fast).contains("calls fail at once"), "{}", text(&fast));
+
+    // Once the page answers again (the probe ping), calls work.
+    let mut attempts = 0;
+    let back = loop {
+        attempts += 1;
+        assert!(attempts < 200, "the page never answered again");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let result = call(&stack, "work", json!({"key": "after-freeze"})).await;
+        if !result.is_error {
+            break result;
+        }
+        assert!(text(&result).contains("calls fail at once"), "{}", text(&result));
+    };
+    assert_eq!(back.structured_content.unwrap()["run"], 1);
+    assert_eq!(runs(&stack, "while-frozen").await, 0);
+}
