@@ -58,7 +58,9 @@ impl Stack {
     /// Serves `page` and opens it, without waiting for it to connect to this bridge (for pages that
     /// talk to another runtime).
     pub async fn start_page_only(page: &str) -> (Bridge, Child, TempDir) {
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind a loopback port");
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind a loopback port");
         let address = listener.local_addr().unwrap();
         let config = BridgeConfig {
             listen: address,

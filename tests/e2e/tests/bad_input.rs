@@ -13,7 +13,8 @@ use tokio::net::TcpListener;
 use tokio_tungstenite::tungstenite::Message;
 
 type Socket = tokio_tungstenite::WebSocketStream<tokio::net::TcpStream>;
-type ClientSocket = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+type ClientSocket =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
 /// The next JSON frame; `None` if nothing arrives within 10 s.
 async fn next_json<S>(socket: &mut S) -> Option<Value>
@@ -21,7 +22,9 @@ where
     S: StreamExt<Item = Result<Message, tokio_tungstenite::tungstenite::Error>> + Unpin,
 {
     loop {
-        let message = tokio::time::timeout(Duration::from_secs(10), socket.next()).await.ok()??;
+        let message = tokio::time::timeout(Duration::from_secs(10), socket.next())
+            .await
+            .ok()??;
         if let Ok(Message::Text(text)) = message {
             return serde_json::from_str(text.as_str()).ok();
         }
@@ -32,7 +35,9 @@ where
 async fn error_code_for(socket: &mut Socket, frame: String) -> i64 {
     socket.send(Message::Text(frame.into())).await.unwrap();
     let answer = next_json(socket).await.expect("an answer");
-    answer["error"]["code"].as_i64().unwrap_or_else(|| panic!("not an error: {answer}"))
+    answer["error"]["code"]
+        .as_i64()
+        .unwrap_or_else(|| panic!("not an error: {answer}"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -48,29 +53,60 @@ async fn a_hostile_runtime_cannot_break_the_page() {
         .unwrap();
     let mut socket = tokio_tungstenite::accept_async(tcp).await.unwrap();
 
-    assert_eq!(error_code_for(&mut socket, "{".into()).await, code::PARSE_ERROR);
-    assert_eq!(error_code_for(&mut socket, "[1,2]".into()).await, code::INVALID_REQUEST);
-    assert_eq!(error_code_for(&mut socket, r#"{"jsonrpc":"1.0","id":1,"method":"ping"}"#.into()).await, code::INVALID_REQUEST);
     assert_eq!(
-        error_code_for(&mut socket, r#"{"jsonrpc":"2.0","id":2,"method":"no/such"}"#.into()).await,
+        error_code_for(&mut socket, "{".into()).await,
+        code::PARSE_ERROR
+    );
+    assert_eq!(
+        error_code_for(&mut socket, "[1,2]".into()).await,
+        code::INVALID_REQUEST
+    );
+    assert_eq!(
+        error_code_for(
+            &mut socket,
+            r#"{"jsonrpc":"1.0","id":1,"method":"ping"}"#.into()
+        )
+        .await,
+        code::INVALID_REQUEST
+    );
+    assert_eq!(
+        error_code_for(
+            &mut socket,
+            r#"{"jsonrpc":"2.0","id":2,"method":"no/such"}"#.into()
+        )
+        .await,
         code::METHOD_NOT_FOUND
     );
     let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
     assert_eq!(error_code_for(&mut socket, deep).await, code::PARSE_ERROR);
-    let huge = format!(r#"{{"jsonrpc":"2.0","id":3,"method":"ping","params":{{"pad":"{}"}}}}"#, "x".repeat(MAX_FRAME_BYTES));
-    assert_eq!(error_code_for(&mut socket, huge).await, code::INVALID_REQUEST);
+    let huge = format!(
+        r#"{{"jsonrpc":"2.0","id":3,"method":"ping","params":{{"pad":"{}"}}}}"#,
+        "x".repeat(MAX_FRAME_BYTES)
+    );
+    assert_eq!(
+        error_code_for(&mut socket, huge).await,
+        code::INVALID_REQUEST
+    );
 
     // `__proto__` in agent input stays plain data inside the page.
     let call = json!({"jsonrpc":"2.0","id":"p1","method":"tools/call","params":{
         "name":"inspect","arguments":{"__proto__":{"polluted":true},"constructor":{"prototype":{"polluted":true}}}}});
-    socket.send(Message::Text(call.to_string().into())).await.unwrap();
+    socket
+        .send(Message::Text(call.to_string().into()))
+        .await
+        .unwrap();
     let answer = next_json(&mut socket).await.expect("an answer");
     let seen = &answer["result"]["structuredContent"];
     assert_eq!(seen["polluted"], false, "{answer}");
     assert_eq!(seen["prototypeIntact"], true, "{answer}");
 
     // Still connected: a valid request is answered.
-    socket.send(Message::Text(r#"{"jsonrpc":"2.0","id":9,"method":"tools/list"}"#.into())).await.unwrap();
+    socket
+        .send(Message::Text(
+            r#"{"jsonrpc":"2.0","id":9,"method":"tools/list"}"#.into(),
+        ))
+        .await
+        .unwrap();
     let list = next_json(&mut socket).await.expect("an answer");
     assert_eq!(list["result"]["tools"][0]["name"], "inspect");
     drop(stack);
@@ -80,20 +116,31 @@ async fn a_hostile_runtime_cannot_break_the_page() {
 async fn a_misbehaving_page_cannot_break_the_bridge() {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
-    let bridge = Bridge::new(BridgeConfig { listen: address, ..BridgeConfig::default() });
+    let bridge = Bridge::new(BridgeConfig {
+        listen: address,
+        ..BridgeConfig::default()
+    });
     let serving = bridge.clone();
     tokio::spawn(async move { serving.serve(listener).await });
 
     let (mut page, _): (ClientSocket, _) =
-        tokio_tungstenite::connect_async(format!("ws://{address}/ws?session=raw")).await.unwrap();
+        tokio_tungstenite::connect_async(format!("ws://{address}/ws?session=raw"))
+            .await
+            .unwrap();
     // The bridge opens with `initialize`; the fake page answers garbage first.
     let initialize = next_json(&mut page).await.expect("initialize");
     assert_eq!(initialize["method"], "initialize");
     for (frame, expected) in [
         ("{".to_owned(), code::PARSE_ERROR),
         ("42".to_owned(), code::INVALID_REQUEST),
-        (r#"{"jsonrpc":"2.0","id":5,"method":"sampling/createMessage"}"#.to_owned(), code::METHOD_NOT_FOUND),
-        (format!("{}{}", "{\"a\":".repeat(50_000), "}".repeat(50_000)), code::PARSE_ERROR),
+        (
+            r#"{"jsonrpc":"2.0","id":5,"method":"sampling/createMessage"}"#.to_owned(),
+            code::METHOD_NOT_FOUND,
+        ),
+        (
+            format!("{}{}", "{\"a\":".repeat(50_000), "}".repeat(50_000)),
+            code::PARSE_ERROR,
+        ),
         ("x".repeat(MAX_FRAME_BYTES + 10), code::INVALID_REQUEST),
     ] {
         page.send(Message::Text(frame.into())).await.unwrap();
@@ -103,6 +150,8 @@ async fn a_misbehaving_page_cannot_break_the_bridge() {
     // Still connected: it answers `initialize` properly and is listed.
     let id = initialize["id"].clone();
     let reply = json!({"jsonrpc":"2.0","id":id,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"raw","version":"0"}}});
-    page.send(Message::Text(reply.to_string().into())).await.unwrap();
+    page.send(Message::Text(reply.to_string().into()))
+        .await
+        .unwrap();
     assert!(bridge.session("raw").unwrap().is_connected());
 }

@@ -305,11 +305,19 @@ async fn a_silent_page_makes_further_calls_fail_at_once_until_it_is_back() {
         .call_tool("freeze", json!({"ms": 5000}), Duration::from_millis(500))
         .await;
     assert!(frozen.is_error);
-    assert!(text(&frozen).contains("did not answer within 500 ms"), "{}", text(&frozen));
+    assert!(
+        text(&frozen).contains("did not answer within 500 ms"),
+        "{}",
+        text(&frozen)
+    );
 
     // Fail fast: no second wait while the page is silent (the message names the fail-fast path).
     let fast = call(&stack, "work", json!({"key": "while-frozen"})).await;
-    assert!(text(&fast).contains("calls fail at once"), "{}", text(&fast));
+    assert!(
+        text(&fast).contains("calls fail at once"),
+        "{}",
+        text(&fast)
+    );
 
     // Once the page answers again (the probe ping), calls work.
     let mut attempts = 0;
@@ -321,7 +329,11 @@ async fn a_silent_page_makes_further_calls_fail_at_once_until_it_is_back() {
         if !result.is_error {
             break result;
         }
-        assert!(text(&result).contains("calls fail at once"), "{}", text(&result));
+        assert!(
+            text(&result).contains("calls fail at once"),
+            "{}",
+            text(&result)
+        );
     };
     assert_eq!(back.structured_content.unwrap()["run"], 1);
     assert_eq!(runs(&stack, "while-frozen").await, 0);

@@ -32,11 +32,19 @@ async fn ten_thousand_calls_with_random_disconnects() {
     // 1 000 calls in flight at once.
     let burst = futures_util::future::join_all((0..BURST).map(|_| {
         let page = page.clone();
-        async move { page.call_tool("work", json!({"waitMs": 200, "key": "burst"}), TIMEOUT).await }
+        async move {
+            page.call_tool("work", json!({"waitMs": 200, "key": "burst"}), TIMEOUT)
+                .await
+        }
     }))
     .await;
     let burst_ok = burst.iter().filter(|r| !r.is_error).count();
-    assert_eq!(burst_ok, BURST, "{:?}", burst.iter().find(|r| r.is_error).map(|r| r.text()));
+    assert_eq!(
+        burst_ok,
+        BURST,
+        "{:?}",
+        burst.iter().find(|r| r.is_error).map(|r| r.text())
+    );
 
     // 10 000 calls, 64 at a time, while the connection is dropped every 300–700 ms.
     let done = Arc::new(AtomicBool::new(false));
@@ -56,7 +64,10 @@ async fn ten_thousand_calls_with_random_disconnects() {
     let outcomes: Vec<_> = futures_util::stream::iter(0..CALLS)
         .map(|_| {
             let page = page.clone();
-            async move { page.call_tool("work", json!({"key": "soak"}), TIMEOUT).await }
+            async move {
+                page.call_tool("work", json!({"key": "soak"}), TIMEOUT)
+                    .await
+            }
         })
         .buffer_unordered(CONCURRENCY)
         .collect()
@@ -64,7 +75,11 @@ async fn ten_thousand_calls_with_random_disconnects() {
     done.store(true, Ordering::Relaxed);
     chaos.await.unwrap();
 
-    let errors: Vec<&str> = outcomes.iter().filter(|r| r.is_error).map(|r| r.text()).collect();
+    let errors: Vec<&str> = outcomes
+        .iter()
+        .filter(|r| r.is_error)
+        .map(|r| r.text())
+        .collect();
     let run_numbers: HashSet<u64> = outcomes
         .iter()
         .filter_map(|r| r.structured_content.as_ref()?["run"].as_u64())
@@ -73,7 +88,9 @@ async fn ten_thousand_calls_with_random_disconnects() {
     let runs = loop {
         let result = page.call_tool("runs", json!({}), TIMEOUT).await;
         if !result.is_error {
-            break result.structured_content.unwrap()["soak"].as_u64().unwrap_or(0);
+            break result.structured_content.unwrap()["soak"]
+                .as_u64()
+                .unwrap_or(0);
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
@@ -84,8 +101,21 @@ async fn ten_thousand_calls_with_random_disconnects() {
         errors.len(),
         run_numbers.len(),
     );
-    assert_eq!(outcomes.len() as u64, CALLS, "every call ended with one outcome");
-    assert!(errors.is_empty(), "lost calls: {} — first: {:?}", errors.len(), errors.first());
-    assert_eq!(run_numbers.len() as u64, CALLS, "every result came from its own run");
+    assert_eq!(
+        outcomes.len() as u64,
+        CALLS,
+        "every call ended with one outcome"
+    );
+    assert!(
+        errors.is_empty(),
+        "lost calls: {} — first: {:?}",
+        errors.len(),
+        errors.first()
+    );
+    assert_eq!(
+        run_numbers.len() as u64,
+        CALLS,
+        "every result came from its own run"
+    );
     assert_eq!(runs, CALLS, "no handler ran twice, none was skipped");
 }
