@@ -201,6 +201,20 @@ async fn fault_injection() {
     assert!(!result.is_error, "{}", text(&result));
     assert_eq!(result.structured_content.unwrap()["run"], 1);
     assert_eq!(runs(&stack, "dropped").await, 1);
+    // The page saw it: `connectionchange` went reconnecting → connected.
+    let events = call(&stack, "events", json!({}))
+        .await
+        .structured_content
+        .unwrap();
+    let states: Vec<&str> = events["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["type"] == "connectionchange")
+        .filter_map(|e| e["state"].as_str())
+        .collect();
+    let tail = &states[states.len().saturating_sub(2)..];
+    assert_eq!(tail, ["reconnecting", "connected"], "{states:?}");
 
     // Dropped just before the result: the result waits in the page's backlog and arrives after the
     // reconnect; still one result, one run.
