@@ -28,51 +28,23 @@ impl Stack {
     /// Starts the bridge, opens `page` (a file of `tests/e2e/www/`) in Chromium and waits until the
     /// page has connected and listed its tools.
     pub async fn start(page: &str, config: BridgeConfig) -> Stack {
-        let listener = TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind a loopback port");
-        let address = listener.local_addr().unwrap();
-        let config = BridgeConfig {
-            listen: address,
-            www_dir: e2e_dir().join("www"),
-            pkg_dir: pkg_dir(),
-            ..config
-        };
-        let bridge = Bridge::new(config.clone());
-        let server = spawn_server(&bridge, listener);
-        let base_url = format!("http://{address}");
-        let profile = TempDir::new("chromium-profile");
-        let browser = launch_chromium(&format!("{base_url}/{page}"), &profile.0);
-        let page = wait_for_page(&bridge).await;
+        let opened = Opened::new(page, config).await;
+        let page = wait_for_page(&opened.bridge).await;
         Stack {
-            bridge,
-            base_url,
+            bridge: opened.bridge,
+            base_url: opened.base_url,
             page,
-            config,
-            server,
-            browser,
-            _profile: profile,
+            config: opened.config,
+            server: opened.server,
+            browser: opened.browser,
+            _profile: opened.profile,
         }
     }
 
     /// Serves `page` and opens it, without waiting for it to connect to this bridge (for pages that
-    /// talk to another runtime).
-    pub async fn start_page_only(page: &str) -> (Bridge, Child, TempDir) {
-        let listener = TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind a loopback port");
-        let address = listener.local_addr().unwrap();
-        let config = BridgeConfig {
-            listen: address,
-            www_dir: e2e_dir().join("www"),
-            pkg_dir: pkg_dir(),
-            ..BridgeConfig::default()
-        };
-        let bridge = Bridge::new(config);
-        let _server = spawn_server(&bridge, listener);
-        let profile = TempDir::new("chromium-profile");
-        let browser = launch_chromium(&format!("http://{address}/{page}"), &profile.0);
-        (bridge, browser, profile)
+    /// talk to another runtime). Dropping the result closes the browser (`kill_on_drop`).
+    pub async fn start_page_only(page: &str) -> Opened {
+        Opened::new(page, BridgeConfig::default()).await
     }
 
     /// Stops the bridge (every page connection drops) and starts a fresh one on the same address,
@@ -97,6 +69,44 @@ impl Stack {
     /// Stops the browser (the page's connection ends with it).
     pub async fn close_browser(&mut self) {
         let _ = self.browser.kill().await;
+    }
+}
+
+/// A bridge serving the e2e site and the package, and Chromium showing one of its pages.
+pub struct Opened {
+    pub bridge: Bridge,
+    pub base_url: String,
+    config: BridgeConfig,
+    server: tokio::task::JoinHandle<std::io::Result<()>>,
+    browser: Child,
+    profile: TempDir,
+}
+
+impl Opened {
+    async fn new(page: &str, config: BridgeConfig) -> Opened {
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind a loopback port");
+        let address = listener.local_addr().unwrap();
+        let config = BridgeConfig {
+            listen: address,
+            www_dir: e2e_dir().join("www"),
+            pkg_dir: pkg_dir(),
+            ..config
+        };
+        let bridge = Bridge::new(config.clone());
+        let server = spawn_server(&bridge, listener);
+        let base_url = format!("http://{address}");
+        let profile = TempDir::new("chromium-profile");
+        let browser = launch_chromium(&format!("{base_url}/{page}"), &profile.0);
+        Opened {
+            bridge,
+            base_url,
+            config,
+            server,
+            browser,
+            profile,
+        }
     }
 }
 
@@ -165,7 +175,7 @@ fn launch_chromium(url: &str, profile: &std::path::Path) -> Child {
 }
 
 /// A directory removed on drop.
-pub struct TempDir(PathBuf);
+struct TempDir(PathBuf);
 
 impl TempDir {
     fn new(label: &str) -> Self {
