@@ -10,6 +10,7 @@
 
 pub mod config;
 pub mod http_api;
+pub mod mcp;
 pub mod page_socket;
 pub mod server;
 pub mod session;

@@ -5,7 +5,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Parser;
+use client_tools_bridge::mcp::McpAgent;
 use client_tools_bridge::{Bridge, BridgeConfig};
+use rmcp::ServiceExt;
 
 /// Relays tool calls between AI agents and the client tools of web pages.
 #[derive(Debug, Parser)]
@@ -32,6 +34,13 @@ struct Cli {
     /// Default per-call timeout in milliseconds (max 300000).
     #[arg(long, default_value_t = 30_000)]
     timeout_ms: u64,
+    /// Serve one MCP session on stdin/stdout (for desktop MCP clients that launch the bridge);
+    /// pages still connect over `/ws`.
+    #[arg(long)]
+    stdio: bool,
+    /// With --stdio: bind the MCP session to this page session (default: the newest page).
+    #[arg(long)]
+    session: Option<String>,
 }
 
 #[tokio::main]
@@ -51,8 +60,22 @@ async fn main() -> std::io::Result<()> {
     };
     let listener = tokio::net::TcpListener::bind(config.listen).await?;
     let address = listener.local_addr()?;
+    // stdout belongs to the MCP session under --stdio: everything else goes to stderr.
     eprintln!("client-tools-bridge listening on http://{address}/");
     eprintln!("  pages connect to   ws://{address}/ws");
+    eprintln!("  MCP agents:        http://{address}/mcp");
     eprintln!("  sessions:          http://{address}/api/sessions");
-    Bridge::new(config).serve(listener).await
+    let bridge = Bridge::new(config);
+    if !cli.stdio {
+        return bridge.serve(listener).await;
+    }
+    let serving = bridge.clone();
+    tokio::spawn(async move { serving.serve(listener).await });
+    let agent = McpAgent::new(bridge, cli.session);
+    let running = agent
+        .serve(rmcp::transport::stdio())
+        .await
+        .map_err(std::io::Error::other)?;
+    running.waiting().await.map_err(std::io::Error::other)?;
+    Ok(())
 }

@@ -163,8 +163,8 @@ fn handle_frame(session: &Arc<PageSession>, reply: &mpsc::UnboundedSender<String
             tokio::spawn(async move { refresh_tools(&session).await });
         }
         Ok(Rpc::Notification { method, params }) if method == method::PROGRESS => {
-            if let Some(token) = params.get("progressToken").and_then(|t| t.as_str()) {
-                session.progress(token);
+            if let Ok(progress) = serde_json::from_value(params) {
+                session.progress(progress);
             }
         }
         Ok(Rpc::Notification { .. }) => {}

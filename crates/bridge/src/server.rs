@@ -5,13 +5,20 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use axum::extract::{Request, State};
+use axum::http::{header, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::serve::ListenerExt;
 use axum::Router;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::net::TcpListener;
 use tower_http::services::ServeDir;
 
 use crate::config::BridgeConfig;
+use crate::mcp::McpAgent;
 use crate::session::PageSession;
 use crate::{http_api, page_socket};
 
@@ -45,10 +52,17 @@ impl Bridge {
         &self.inner.config
     }
 
-    /// All routes: `/ws`, `/api/…`, `/pkg/…` and the site at `/`.
+    /// All routes: `/ws`, `/mcp`, `/api/…`, `/pkg/…` and the site at `/`.
     pub fn router(&self) -> Router {
         let config = self.config();
+        let agents = Router::new()
+            .nest_service("/mcp", self.mcp_service())
+            .route_layer(middleware::from_fn_with_state(
+                self.clone(),
+                require_agent_token,
+            ));
         Router::new()
+            .merge(agents)
             .route("/ws", get(page_socket::upgrade))
             .route("/api/sessions", get(http_api::list_sessions))
             .route("/api/sessions/{id}/call", post(http_api::call_tool))
@@ -63,6 +77,28 @@ impl Bridge {
             let _ = tcp.set_nodelay(true);
         });
         axum::serve(listener, self.router()).await
+    }
+
+    /// MCP Streamable HTTP for agents: one [`McpAgent`] per MCP session, bound to the page session
+    /// named by `?session=<id>` (else the newest page).
+    fn mcp_service(&self) -> StreamableHttpService<McpAgent, LocalSessionManager> {
+        let bridge = self.clone();
+        let listen_ip = self.config().listen.ip();
+        let mut config = StreamableHttpServerConfig::default();
+        // rmcp refuses unknown `Host` headers (DNS rebinding). Loopback names always work; a
+        // specific listen address is added; on a wildcard address the host cannot be known.
+        if listen_ip.is_unspecified() {
+            config = config.disable_allowed_hosts();
+        } else {
+            let listen_host = listen_ip.to_string();
+            config =
+                config.with_allowed_hosts(["localhost", "127.0.0.1", "::1", listen_host.as_str()]);
+        }
+        StreamableHttpService::new(
+            move || Ok(McpAgent::new(bridge.clone(), None)),
+            Arc::new(LocalSessionManager::default()),
+            config,
+        )
     }
 
     pub fn session(&self, id: &str) -> Option<Arc<PageSession>> {
@@ -107,7 +143,7 @@ impl Bridge {
         }
     }
 
-    pub(crate) fn session_or_create(&self, id: &str) -> Arc<PageSession> {
+    pub fn session_or_create(&self, id: &str) -> Arc<PageSession> {
         let mut sessions = self.lock();
         let session = sessions
             .0
@@ -143,6 +179,31 @@ impl Bridge {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
     }
+}
+
+/// With `--token`, agents must send `Authorization: Bearer <token>`: `401` otherwise.
+async fn require_agent_token(
+    State(bridge): State<Bridge>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let Some(expected) = &bridge.config().token else {
+        return next.run(request).await;
+    };
+    let presented = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    if presented == Some(expected.as_str()) {
+        return next.run(request).await;
+    }
+    (
+        StatusCode::UNAUTHORIZED,
+        [(header::WWW_AUTHENTICATE, "Bearer")],
+        "missing or wrong bearer token",
+    )
+        .into_response()
 }
 
 fn is_loopback_origin(origin: &str) -> bool {

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant, SystemTime};
 use client_tools_core::call::{outcome, HUMAN_WAIT_MAX_MS};
 use client_tools_core::protocol::{
     encode_notification, encode_request, meta, method, CallToolParams, CallToolResult,
-    CancelledParams, RequestId, RpcError, Tool,
+    CancelledParams, ProgressParams, RequestId, RpcError, Tool,
 };
 use client_tools_core::registry::is_allowed;
 use serde_json::{Map, Value};
@@ -47,6 +47,8 @@ struct Pending {
     hard_deadline: Instant,
     timeout: Duration,
     disconnected_at: Option<Instant>,
+    /// Where the page's progress on this request goes (an MCP agent's progress token).
+    observer: Option<mpsc::UnboundedSender<ProgressParams>>,
 }
 
 #[derive(Default)]
@@ -158,6 +160,19 @@ impl PageSession {
         timeout: Duration,
         cancel: impl Future<Output = String>,
     ) -> Option<CallToolResult> {
+        self.call_tool_observed(name, arguments, timeout, cancel, None)
+            .await
+    }
+
+    /// [`Self::call_tool_until`] that also forwards the page's progress reports to `progress`.
+    pub async fn call_tool_observed(
+        &self,
+        name: &str,
+        arguments: Value,
+        timeout: Duration,
+        cancel: impl Future<Output = String>,
+        progress: Option<mpsc::UnboundedSender<ProgressParams>>,
+    ) -> Option<CallToolResult> {
         if let Some(tool) = self.lock().tools.iter().find(|t| t.name == name) {
             if !is_allowed(&self.allow, tool.original_name()) {
                 return Some(outcome::not_allowed(name));
@@ -180,7 +195,13 @@ impl PageSession {
         };
         let params = serde_json::to_value(params).unwrap_or_default();
         let answer = self
-            .request_until(method::TOOLS_CALL, params, timeout + ANSWER_SLACK, cancel)
+            .request_until(
+                method::TOOLS_CALL,
+                params,
+                timeout + ANSWER_SLACK,
+                cancel,
+                progress,
+            )
             .await;
         Some(match answer {
             Ok(Ok(value)) => serde_json::from_value(value).unwrap_or_else(|error| {
@@ -202,8 +223,14 @@ impl PageSession {
         params: Value,
         timeout: Duration,
     ) -> Result<Answer, RequestFailure> {
-        self.request_until(method, params, timeout, std::future::pending::<String>())
-            .await
+        self.request_until(
+            method,
+            params,
+            timeout,
+            std::future::pending::<String>(),
+            None,
+        )
+        .await
     }
 
     /// Sends a request to the page and waits for its answer, through reconnects, extending the wait
@@ -214,6 +241,7 @@ impl PageSession {
         mut params: Value,
         timeout: Duration,
         cancel: impl Future<Output = String>,
+        observer: Option<mpsc::UnboundedSender<ProgressParams>>,
     ) -> Result<Answer, RequestFailure> {
         let id = format!(
             "{}-{}",
@@ -253,6 +281,7 @@ impl PageSession {
                 hard_deadline: now + timeout + Duration::from_millis(HUMAN_WAIT_MAX_MS),
                 timeout,
                 disconnected_at,
+                observer,
             };
             state.pending.insert(id.clone(), pending);
         }
@@ -317,10 +346,16 @@ impl PageSession {
     }
 
     /// The page reported progress on a request: the runtime waits longer (up to the hard bound).
-    pub(crate) fn progress(&self, token: &str) {
+    pub(crate) fn progress(&self, progress: ProgressParams) {
         self.progress_seen.fetch_add(1, Ordering::Relaxed);
+        let Some(token) = progress.progress_token.as_str() else {
+            return;
+        };
         if let Some(pending) = self.lock().pending.get_mut(token) {
             pending.deadline = (Instant::now() + pending.timeout).min(pending.hard_deadline);
+            if let Some(observer) = &pending.observer {
+                let _ = observer.send(progress);
+            }
         }
     }
 

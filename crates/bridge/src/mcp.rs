@@ -1,0 +1,241 @@
+//! The bridge as an MCP server for agents (SPEC §9): each MCP session is bound to one page session
+//! and offers that page's tools. The official Rust SDK (`rmcp`) does the protocol — Streamable HTTP
+//! on `/mcp` (revisions 2025-11-25 with the handshake and 2026-07-28 without, negotiated per client)
+//! and stdio; this module only maps it onto [`PageSession`].
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use client_tools_core::protocol::{self, ProgressParams};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    InitializeRequestParams, InitializeResult, ListToolsResult, PaginatedRequestParams,
+    ProgressNotificationParam, ProgressToken, ServerCapabilities, ServerConfig, SubscriptionFilter,
+    Tool,
+};
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
+use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use crate::config::clamp_timeout;
+use crate::server::Bridge;
+use crate::session::PageSession;
+
+/// How often an agent bound to no page yet looks for one (to announce its tools).
+const UNBOUND_POLL: Duration = Duration::from_millis(500);
+
+/// One agent's MCP session: which page session it is bound to.
+#[derive(Clone)]
+pub struct McpAgent {
+    bridge: Bridge,
+    /// The page session id, fixed on first use: `?session=<id>`, else the newest page then.
+    bound: Arc<Mutex<Option<String>>>,
+}
+
+impl McpAgent {
+    /// An agent bound to `session` (or, when `None`, to the newest page when it first needs one).
+    pub fn new(bridge: Bridge, session: Option<String>) -> Self {
+        Self {
+            bridge,
+            bound: Arc::new(Mutex::new(session)),
+        }
+    }
+
+    /// The page session of this agent; binds it on first use. Never another session's page.
+    fn page(&self, context: Option<&RequestContext<RoleServer>>) -> Option<Arc<PageSession>> {
+        let mut bound = self.bound.lock().unwrap_or_else(|p| p.into_inner());
+        if bound.is_none() {
+            *bound = context
+                .and_then(requested_session)
+                .or_else(|| self.bridge.newest_session().map(|s| s.id().to_owned()));
+        }
+        let id = bound.clone()?;
+        drop(bound);
+        Some(self.bridge.session_or_create(&id))
+    }
+
+    /// Tells `peer` whenever the page's tool list changes, for as long as the agent is connected.
+    async fn announce_changes(self, peer: Peer<RoleServer>) {
+        let page = loop {
+            if peer.is_transport_closed() {
+                return;
+            }
+            match self.page(None) {
+                Some(page) => break page,
+                None => tokio::time::sleep(UNBOUND_POLL).await,
+            }
+        };
+        let mut changes = page.subscribe();
+        let mut listed = page.tools();
+        while changes.changed().await.is_ok() {
+            let now = page.tools();
+            if now != listed {
+                listed = now;
+                if peer.notify_tool_list_changed().await.is_err() || peer.is_transport_closed() {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// `?session=<id>` of the HTTP request that carried this MCP message.
+fn requested_session(context: &RequestContext<RoleServer>) -> Option<String> {
+    let parts = context.extensions.get::<http::request::Parts>()?;
+    parts.uri.query()?.split('&').find_map(|pair| {
+        let value = pair.strip_prefix("session=")?;
+        (!value.is_empty()).then(|| value.to_owned())
+    })
+}
+
+fn to_mcp_tool(tool: &protocol::Tool) -> Option<Tool> {
+    serde_json::to_value(tool)
+        .ok()
+        .and_then(|value| serde_json::from_value(value).ok())
+}
+
+fn to_mcp_result(result: &protocol::CallToolResult) -> CallToolResult {
+    serde_json::to_value(result)
+        .ok()
+        .and_then(|value| serde_json::from_value(value).ok())
+        .unwrap_or_else(|| CallToolResult::error(vec![ContentBlock::text(result.text())]))
+}
+
+impl ServerHandler for McpAgent {
+    fn get_info(&self) -> ServerConfig {
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .build();
+        ServerConfig::new(capabilities)
+            .with_server_info(Implementation::new(
+                "client-tools-bridge",
+                env!("CARGO_PKG_VERSION"),
+            ))
+            .with_instructions(
+                "Tools of a web page open in the user's browser. They run in that page: results \
+                 reflect what the user sees, and a closed tab ends them with an error result.",
+            )
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, McpError> {
+        let _ = self.page(Some(&context));
+        context.peer.set_peer_info(request.clone());
+        self.negotiate_initialize(&request)
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        tokio::spawn(self.clone().announce_changes(context.peer.clone()));
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        let tools = self
+            .page(Some(&context))
+            .map(|page| page.tools().iter().filter_map(to_mcp_tool).collect())
+            .unwrap_or_default();
+        Ok(ListToolsResult::with_all_items(tools))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        let page = self.page(None)?;
+        page.tools()
+            .iter()
+            .find(|t| t.name == name)
+            .and_then(to_mcp_tool)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let Some(page) = self.page(Some(&context)) else {
+            let text = "no page is connected to the bridge: open a page that uses client-tools";
+            return Ok(CallToolResult::error(vec![ContentBlock::text(text)]).into());
+        };
+        let timeout = clamp_timeout(None, self.bridge.config().timeout);
+        let arguments = Value::Object(request.arguments.unwrap_or_default());
+        let cancelled = context.ct.clone();
+        let cancel = async move {
+            cancelled.cancelled().await;
+            "cancelled by the agent".to_owned()
+        };
+        let (progress_tx, progress_rx) = mpsc::unbounded_channel();
+        let forwarder = context
+            .meta
+            .get_progress_token()
+            .map(|token| tokio::spawn(forward_progress(context.peer.clone(), token, progress_rx)));
+        let result = page
+            .call_tool_observed(&request.name, arguments, timeout, cancel, Some(progress_tx))
+            .await;
+        if let Some(forwarder) = forwarder {
+            let _ = forwarder.await;
+        }
+        // A cancelled call has no result (rmcp drops the response of a cancelled request).
+        let result = result.unwrap_or_else(|| protocol::CallToolResult::error("cancelled"));
+        Ok(to_mcp_result(&result).into())
+    }
+
+    // Revision 2026-07-28 has no `initialize`: `tools/list_changed` travels on listen streams.
+    fn accepted_subscription_filter(
+        &self,
+        _requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(SubscriptionFilter::builder().tools_list_changed().build())
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
+        let Some(page) = self.page(None) else {
+            context.cancelled().await;
+            return Ok(());
+        };
+        let mut changes = page.subscribe();
+        let mut listed = page.tools();
+        loop {
+            tokio::select! {
+                _ = context.cancelled() => return Ok(()),
+                changed = changes.changed() => {
+                    if changed.is_err() {
+                        return Ok(());
+                    }
+                    let now = page.tools();
+                    if now != listed {
+                        listed = now;
+                        if context.sink().notify_tool_list_changed().await.is_err() {
+                            return Ok(());
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Relays the page's progress on one call to the agent, under the agent's progress token.
+async fn forward_progress(
+    peer: Peer<RoleServer>,
+    token: ProgressToken,
+    mut progress: mpsc::UnboundedReceiver<ProgressParams>,
+) {
+    while let Some(update) = progress.recv().await {
+        let mut param = ProgressNotificationParam::new(token.clone(), update.progress);
+        if let Some(total) = update.total {
+            param = param.with_total(total);
+        }
+        if let Some(message) = update.message {
+            param = param.with_message(message);
+        }
+        if peer.notify_progress(param).await.is_err() {
+            return;
+        }
+    }
+}
