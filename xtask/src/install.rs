@@ -176,3 +176,59 @@ pub fn ensure_wasm_opt() -> Result<PathBuf> {
 fn file_contains(path: &Path, needle: &str) -> bool {
     std::fs::read_to_string(path).is_ok_and(|text| text.contains(needle))
 }
+
+/// The official MCP Python SDK (pinned in `tests/interop/python/requirements.txt`) in a venv under
+/// `target/interop/`; returns its python.
+pub fn ensure_python_mcp_client() -> Result<PathBuf> {
+    let venv = root().join("target").join("interop").join("venv");
+    let python = venv.join("bin").join("python");
+    let requirements = root().join("tests/interop/python/requirements.txt");
+    let stamp = venv.join("requirements.installed");
+    let wanted = std::fs::read_to_string(&requirements).map_err(|e| e.to_string())?;
+    if python.is_file() && std::fs::read_to_string(&stamp).ok().as_deref() == Some(wanted.as_str())
+    {
+        return Ok(python);
+    }
+    step("Installing the MCP Python SDK client (venv in target/interop)");
+    if !python.is_file() {
+        if run(Command::new("python3").arg("-m").arg("venv").arg(&venv)).is_err() {
+            ensure_apt(&["python3-venv"])?;
+            run(Command::new("python3").arg("-m").arg("venv").arg(&venv))?;
+        }
+    }
+    run(Command::new(&python)
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "-r",
+        ])
+        .arg(&requirements))?;
+    std::fs::write(&stamp, wanted).map_err(|e| e.to_string())?;
+    Ok(python)
+}
+
+/// The official MCP TypeScript SDK client (`npm ci` in `tests/interop/ts`); returns that folder.
+pub fn ensure_ts_mcp_client() -> Result<PathBuf> {
+    let dir = root().join("tests").join("interop").join("ts");
+    let installed = dir.join("node_modules/@modelcontextprotocol/sdk/package.json");
+    let lock = dir.join("package-lock.json");
+    let stamp = dir.join("node_modules/.installed-lock");
+    let wanted = std::fs::read_to_string(&lock).map_err(|e| e.to_string())?;
+    if installed.is_file()
+        && std::fs::read_to_string(&stamp).ok().as_deref() == Some(wanted.as_str())
+    {
+        return Ok(dir);
+    }
+    if find_binary("npm").is_none() {
+        ensure_apt(&["nodejs", "npm"])?;
+    }
+    step("Installing the MCP TypeScript SDK client (npm ci in tests/interop/ts)");
+    run(Command::new("npm")
+        .current_dir(&dir)
+        .args(["ci", "--no-audit", "--no-fund", "--silent"]))?;
+    std::fs::write(&stamp, wanted).map_err(|e| e.to_string())?;
+    Ok(dir)
+}

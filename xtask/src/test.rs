@@ -6,7 +6,9 @@
 
 use std::process::Command;
 
-use crate::install::{ensure_browsers, ensure_wasm_bindgen};
+use crate::install::{
+    ensure_browsers, ensure_python_mcp_client, ensure_ts_mcp_client, ensure_wasm_bindgen,
+};
 use crate::run::run;
 use crate::wasm::{self, WasmCargo};
 use crate::{build, root, step, Result};
@@ -76,7 +78,13 @@ pub fn test() -> Result {
     }
 
     let pkg = build::build_with(&wasm)?;
-    step("End-to-end tests (bridge + headless Chromium + the built package)");
+    let python = ensure_python_mcp_client()?;
+    let ts_dir = ensure_ts_mcp_client()?;
+    step("Building the bridge binary (MCP clients launch it with --stdio)");
+    run(host_cargo().args(["build", "-p", "client-tools-bridge"]))?;
+    step(
+        "End-to-end tests (bridge + headless Chromium + the built package + official MCP clients)",
+    );
     run(host_cargo()
         .args([
             "test",
@@ -87,7 +95,13 @@ pub fn test() -> Result {
             "1",
         ])
         .env("CLIENT_TOOLS_PKG", &pkg)
-        .env("CHROMIUM", &browsers.chromium))?;
+        .env("CHROMIUM", &browsers.chromium)
+        .env("INTEROP_PYTHON", &python)
+        .env("INTEROP_TS_DIR", &ts_dir)
+        .env(
+            "CLIENT_TOOLS_BRIDGE_BIN",
+            root().join("target/debug/client-tools-bridge"),
+        ))?;
 
     step("All checks passed");
     Ok(())

@@ -10,8 +10,8 @@ use client_tools_core::protocol::{self, ProgressParams};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     InitializeRequestParams, InitializeResult, ListToolsResult, PaginatedRequestParams,
-    ProgressNotificationParam, ProgressToken, ServerCapabilities, ServerConfig, SubscriptionFilter,
-    Tool,
+    ProgressNotificationParam, ProgressToken, ResultType, ServerCapabilities, ServerConfig,
+    SubscriptionFilter, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
@@ -24,6 +24,8 @@ use crate::session::PageSession;
 
 /// How often an agent bound to no page yet looks for one (to announce its tools).
 const UNBOUND_POLL: Duration = Duration::from_millis(500);
+/// How long `tools/list` and `tools/call` wait for a first page to connect.
+const FIRST_PAGE_WAIT: Duration = Duration::from_secs(10);
 
 /// One agent's MCP session: which page session it is bound to.
 #[derive(Clone)]
@@ -55,8 +57,30 @@ impl McpAgent {
         Some(self.bridge.session_or_create(&id))
     }
 
+    /// The page, waiting up to [`FIRST_PAGE_WAIT`] for one to connect when there is none yet (an
+    /// agent that launched the bridge with `--stdio` usually asks before the page is back).
+    async fn page_or_wait(
+        &self,
+        context: Option<&RequestContext<RoleServer>>,
+    ) -> Option<Arc<PageSession>> {
+        let deadline = tokio::time::Instant::now() + FIRST_PAGE_WAIT;
+        loop {
+            if let Some(page) = self.page(context) {
+                // Only a page that never came is waited for: a gone page fails fast (SPEC §9).
+                if page.has_connected() || tokio::time::Instant::now() >= deadline {
+                    return Some(page);
+                }
+            } else if tokio::time::Instant::now() >= deadline {
+                return None;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
     /// Tells `peer` whenever the page's tool list changes, for as long as the agent is connected.
     async fn announce_changes(self, peer: Peer<RoleServer>) {
+        // What the agent could have listed so far: nothing, if no page was there yet.
+        let mut listed = self.page(None).map(|p| p.tools()).unwrap_or_default();
         let page = loop {
             if peer.is_transport_closed() {
                 return;
@@ -67,7 +91,10 @@ impl McpAgent {
             }
         };
         let mut changes = page.subscribe();
-        let mut listed = page.tools();
+        if page.tools() != listed {
+            listed = page.tools();
+            let _ = peer.notify_tool_list_changed().await;
+        }
         while changes.changed().await.is_ok() {
             let now = page.tools();
             if now != listed {
@@ -96,10 +123,13 @@ fn to_mcp_tool(tool: &protocol::Tool) -> Option<Tool> {
 }
 
 fn to_mcp_result(result: &protocol::CallToolResult) -> CallToolResult {
-    serde_json::to_value(result)
+    let mut converted: CallToolResult = serde_json::to_value(result)
         .ok()
         .and_then(|value| serde_json::from_value(value).ok())
-        .unwrap_or_else(|| CallToolResult::error(vec![ContentBlock::text(result.text())]))
+        .unwrap_or_else(|| CallToolResult::error(vec![ContentBlock::text(result.text())]));
+    // Revision 2026-07-28 requires `resultType` (rmcp strips it again for older peers).
+    converted.result_type = Some(ResultType::COMPLETE);
+    converted
 }
 
 impl ServerHandler for McpAgent {
@@ -139,7 +169,8 @@ impl ServerHandler for McpAgent {
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
         let tools = self
-            .page(Some(&context))
+            .page_or_wait(Some(&context))
+            .await
             .map(|page| page.tools().iter().filter_map(to_mcp_tool).collect())
             .unwrap_or_default();
         Ok(ListToolsResult::with_all_items(tools))
@@ -158,7 +189,7 @@ impl ServerHandler for McpAgent {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let Some(page) = self.page(Some(&context)) else {
+        let Some(page) = self.page_or_wait(Some(&context)).await else {
             let text = "no page is connected to the bridge: open a page that uses client-tools";
             return Ok(CallToolResult::error(vec![ContentBlock::text(text)]).into());
         };

@@ -104,6 +104,11 @@ impl PageSession {
         &self.id
     }
 
+    /// Whether a page has ever connected to this session.
+    pub fn has_connected(&self) -> bool {
+        self.lock().connected_at.is_some()
+    }
+
     pub fn is_connected(&self) -> bool {
         self.lock().connection.is_some()
     }

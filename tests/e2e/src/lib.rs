@@ -83,6 +83,11 @@ pub struct Opened {
 }
 
 impl Opened {
+    /// Closes the browser (the page's tab with it).
+    pub async fn close_browser(&mut self) {
+        let _ = self.browser.kill().await;
+    }
+
     async fn new(page: &str, config: BridgeConfig) -> Opened {
         let listener = TcpListener::bind("127.0.0.1:0")
             .await

@@ -1,0 +1,163 @@
+//! Access control of the bridge (SPEC §9): agent bearer token, page token, page origin, and one
+//! agent's binding to one page session. Raw HTTP here, so every status code is visible; the official
+//! SDK clients run in `mcp_interop.rs`.
+
+use std::time::Duration;
+
+use client_tools_bridge::BridgeConfig;
+use client_tools_e2e::Stack;
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{json, Value};
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::Message;
+
+const TOKEN: &str = "s3cret-token";
+
+/// One JSON-RPC message to `/mcp`; returns the status, the session id header and the JSON answer
+/// (read from the SSE stream when there is one).
+async fn mcp(
+    url: &str,
+    token: Option<&str>,
+    session: Option<&str>,
+    body: Value,
+) -> (u16, Option<String>, Option<Value>) {
+    let mut request = reqwest::Client::new()
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2025-11-25")
+        .json(&body);
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    if let Some(session) = session {
+        request = request.header("mcp-session-id", session);
+    }
+    let response = request.send().await.expect("the bridge answers");
+    let status = response.status().as_u16();
+    let session = response
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let text = response.text().await.unwrap_or_default();
+    let answer = text
+        .lines()
+        .filter_map(|line| line.strip_prefix("data: "))
+        .chain(std::iter::once(text.as_str()))
+        .find_map(|data| {
+            serde_json::from_str::<Value>(data)
+                .ok()
+                .filter(|v| v.get("jsonrpc").is_some())
+        });
+    (status, session, answer)
+}
+
+/// An initialized MCP session at `url`; returns its id.
+async fn initialize(url: &str) -> String {
+    let init = json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{
+        "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"access-test","version":"1"}}});
+    let (status, session, _) = mcp(url, Some(TOKEN), None, init).await;
+    assert_eq!(status, 200);
+    let session = session.expect("an MCP session id");
+    let initialized = json!({"jsonrpc":"2.0","method":"notifications/initialized"});
+    mcp(url, Some(TOKEN), Some(&session), initialized).await;
+    session
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tokens_origins_and_session_binding() {
+    let config = BridgeConfig {
+        token: Some(TOKEN.into()),
+        ..BridgeConfig::default()
+    };
+    let stack = Stack::start(&format!("mcp.html?token={TOKEN}"), config).await;
+    let mcp_url = format!("{}/mcp", stack.base_url);
+    let ws_url = stack.base_url.replace("http://", "ws://") + "/ws";
+
+    // Agents: no token, or a wrong one → 401.
+    let init = json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{
+        "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}});
+    assert_eq!(mcp(&mcp_url, None, None, init.clone()).await.0, 401);
+    assert_eq!(
+        mcp(&mcp_url, Some("wrong"), None, init.clone()).await.0,
+        401
+    );
+
+    // Pages: a wrong token → 401; a foreign origin → 403.
+    let refused = tokio_tungstenite::connect_async(format!("{ws_url}?session=x&token=wrong")).await;
+    assert!(refused.unwrap_err().to_string().contains("401"));
+    let mut foreign = format!("{ws_url}?session=y&token={TOKEN}")
+        .into_client_request()
+        .unwrap();
+    foreign
+        .headers_mut()
+        .insert("origin", "https://evil.example".parse().unwrap());
+    let refused = tokio_tungstenite::connect_async(foreign).await;
+    assert!(refused.unwrap_err().to_string().contains("403"));
+
+    // A second page session (a bare WebSocket client acting as a page) with its own tool.
+    let (mut other, _) =
+        tokio_tungstenite::connect_async(format!("{ws_url}?session=other&token={TOKEN}"))
+            .await
+            .unwrap();
+    let answer_page = tokio::spawn(async move {
+        while let Some(Ok(Message::Text(text))) = other.next().await {
+            let frame: Value = serde_json::from_str(text.as_str()).unwrap();
+            let reply = match frame["method"].as_str() {
+                Some("initialize") => {
+                    json!({"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"other","version":"1"}})
+                }
+                Some("tools/list") => {
+                    json!({"tools":[{"name":"other_only","inputSchema":{"type":"object"}}]})
+                }
+                Some("tools/call") => {
+                    json!({"content":[{"type":"text","text":"other page ran"}],"isError":false})
+                }
+                _ => continue,
+            };
+            let frame = json!({"jsonrpc":"2.0","id":frame["id"],"result":reply});
+            other
+                .send(Message::Text(frame.to_string().into()))
+                .await
+                .unwrap();
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    // An agent bound to the real page sees only its tools and cannot reach the other page's.
+    let bound = format!("{mcp_url}?session={}", stack.page.id());
+    let session = initialize(&bound).await;
+    let list = json!({"jsonrpc":"2.0","id":2,"method":"tools/list"});
+    let (_, _, answer) = mcp(&bound, Some(TOKEN), Some(&session), list).await;
+    let names: Vec<String> = answer.unwrap()["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(names.contains(&"read_board_tasks".to_owned()), "{names:?}");
+    assert!(!names.contains(&"other_only".to_owned()), "{names:?}");
+    let call = json!({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"other_only","arguments":{}}});
+    let (_, _, answer) = mcp(&bound, Some(TOKEN), Some(&session), call).await;
+    let result = &answer.unwrap()["result"];
+    assert_eq!(result["isError"], true, "{result}");
+    assert!(
+        result["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("no handler registered"),
+        "{result}"
+    );
+
+    // The other page's agent reaches the other page only.
+    let other_url = format!("{mcp_url}?session=other");
+    let session = initialize(&other_url).await;
+    let call = json!({"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"other_only","arguments":{}}});
+    let (_, _, answer) = mcp(&other_url, Some(TOKEN), Some(&session), call).await;
+    assert_eq!(
+        answer.unwrap()["result"]["content"][0]["text"],
+        "other page ran"
+    );
+    answer_page.abort();
+}
