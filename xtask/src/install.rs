@@ -190,11 +190,10 @@ pub fn ensure_python_mcp_client() -> Result<PathBuf> {
         return Ok(python);
     }
     step("Installing the MCP Python SDK client (venv in target/interop)");
-    if !python.is_file() {
-        if run(Command::new("python3").arg("-m").arg("venv").arg(&venv)).is_err() {
-            ensure_apt(&["python3-venv"])?;
-            run(Command::new("python3").arg("-m").arg("venv").arg(&venv))?;
-        }
+    let make_venv = || run(Command::new("python3").arg("-m").arg("venv").arg(&venv));
+    if !python.is_file() && make_venv().is_err() {
+        ensure_apt(&["python3-venv"])?;
+        make_venv()?;
     }
     run(Command::new(&python)
         .args([
