@@ -138,7 +138,7 @@ async fn a_misbehaving_page_cannot_break_the_bridge() {
             code::METHOD_NOT_FOUND,
         ),
         (
-            format!("{}{}", "{\"a\":".repeat(50_000), "}".repeat(50_000)),
+            format!("{}{}", "{\"a\":".repeat(100_000), "}".repeat(100_000)),
             code::PARSE_ERROR,
         ),
         ("x".repeat(MAX_FRAME_BYTES + 10), code::INVALID_REQUEST),

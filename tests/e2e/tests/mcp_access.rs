@@ -53,6 +53,24 @@ async fn mcp(
     (status, session, answer)
 }
 
+/// The whole SSE body of one request in an MCP session.
+async fn mcp_raw(url: &str, session: &str, body: Value) -> String {
+    reqwest::Client::new()
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2025-11-25")
+        .header("mcp-session-id", session)
+        .bearer_auth(TOKEN)
+        .json(&body)
+        .send()
+        .await
+        .expect("the bridge answers")
+        .text()
+        .await
+        .unwrap_or_default()
+}
+
 /// An initialized MCP session at `url`; returns its id.
 async fn initialize(url: &str) -> String {
     let init = json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{
@@ -148,6 +166,25 @@ async fn tokens_origins_and_session_binding() {
             .unwrap()
             .contains("no handler registered"),
         "{result}"
+    );
+
+    // The page's progress reaches the agent under the agent's own progress token, on the call's
+    // event stream, before the result.
+    let call = json!({"jsonrpc":"2.0","id":5,"method":"tools/call","params":{
+        "name":"work","arguments":{"waitMs":600},"_meta":{"progressToken":"agent-token-7"}}});
+    let body = mcp_raw(&bound, &session, call).await;
+    let progress: Vec<Value> = body
+        .lines()
+        .filter_map(|line| line.strip_prefix("data: "))
+        .filter_map(|data| serde_json::from_str::<Value>(data).ok())
+        .filter(|m| m["method"] == "notifications/progress")
+        .collect();
+    assert!(!progress.is_empty(), "{body}");
+    assert!(
+        progress
+            .iter()
+            .all(|p| p["params"]["progressToken"] == "agent-token-7"),
+        "{body}"
     );
 
     // The other page's agent reaches the other page only.
