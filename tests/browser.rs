@@ -84,6 +84,12 @@ async fn invoke(tools: &ClientTools, name: &str, input: &str) -> (bool, String, 
     (get(&result, "isError").as_bool().unwrap(), text, result)
 }
 
+/// `structuredContent.tasks[0].boardId` of a board tool's result.
+fn first_task_board(result: &JsValue) -> JsValue {
+    let tasks = get(&get(result, "structuredContent"), "tasks");
+    get(&get(&tasks, "0"), "boardId")
+}
+
 /// `(instanceof Error, instanceof TypeError, code)` of a thrown value.
 fn thrown(error: JsValue) -> (bool, bool, String, String) {
     let info = error_info(error);
@@ -225,13 +231,7 @@ async fn invoke_validates_input_and_returns_structured_results() {
     define(&tools, "read_board_tasks", JsValue::UNDEFINED).unwrap();
     let (is_error, text, result) = invoke(&tools, "read_board_tasks", r#"{"boardId": "b1"}"#).await;
     assert!(!is_error, "{text}");
-    assert_eq!(
-        get(
-            &get(&get(&get(&result, "structuredContent"), "tasks"), "0"),
-            "boardId"
-        ),
-        "b1"
-    );
+    assert_eq!(first_task_board(&result), "b1");
 
     let (is_error, text, _) = invoke(&tools, "read_board_tasks", r#"{"status": "later"}"#).await;
     assert!(is_error);
@@ -381,13 +381,7 @@ async fn confirmation_approve_modify_reject() {
     let (tools, _) = confirming_tools(r#"{"action": "modify", "input": {"boardId": "b2"}}"#);
     let (is_error, text, result) = invoke(&tools, "delete_board", r#"{"boardId": "b1"}"#).await;
     assert!(!is_error, "{text}");
-    assert_eq!(
-        get(
-            &get(&get(&get(&result, "structuredContent"), "tasks"), "0"),
-            "boardId"
-        ),
-        "b2"
-    );
+    assert_eq!(first_task_board(&result), "b2");
     let modified = get(&get(&result, "_meta"), "clienttools/modifiedInput");
     assert_eq!(get(&modified, "boardId"), "b2");
 
