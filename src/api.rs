@@ -14,7 +14,7 @@ use crate::call_runner::{self, Caller};
 use crate::events::EVENT_TYPES;
 use crate::options::Options;
 use crate::page::Page;
-use crate::transport::websocket;
+use crate::transport::{custom, websocket};
 use crate::typescript::*;
 use crate::{declaration, errors, js, session};
 
@@ -144,7 +144,27 @@ impl ClientTools {
         .unchecked_into()
     }
 
-    /// Closes the connection; no reconnect follows.
+    /// Speaks SPEC §6 over a channel the page supplies instead of the WebSocket: `send(frame)` gets
+    /// every frame for the runtime, and the runtime's frames go to [`Self::receive_frame`].
+    #[wasm_bindgen(js_name = attachTransport)]
+    pub fn attach_transport(&self, send: SendFrameArg) -> Result<(), JsValue> {
+        let send: JsValue = send.into();
+        let Some(send) = send.dyn_ref::<js_sys::Function>().cloned() else {
+            return Err(errors::to_js(CoreError::InvalidOptions(
+                "attachTransport(send): send must be a function taking a frame string".into(),
+            )));
+        };
+        custom::attach(&self.page, send);
+        Ok(())
+    }
+
+    /// One JSON-RPC frame from the runtime, over the transport given to `attachTransport`.
+    #[wasm_bindgen(js_name = receiveFrame)]
+    pub fn receive_frame(&self, frame: &str) -> Result<(), JsValue> {
+        custom::receive(&self.page, frame).map_err(errors::to_js)
+    }
+
+    /// Closes the connection (or detaches the page's transport); no reconnect follows.
     pub fn disconnect(&self) {
         websocket::disconnect(&self.page);
     }

@@ -22,8 +22,10 @@ pub mod page;
 pub mod session;
 pub mod transport;
 pub mod typescript;
+pub mod validator;
 
 pub use api::ClientTools;
+pub use validator::SchemaValidator;
 
 use wasm_bindgen::prelude::*;
 

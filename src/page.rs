@@ -42,6 +42,8 @@ impl ConnectionState {
 pub struct Link {
     pub outgoing: Option<mpsc::UnboundedSender<String>>,
     pub close: Option<oneshot::Sender<()>>,
+    /// A page-supplied `send(frame)` (`attachTransport`), used instead of the WebSocket.
+    pub custom: Option<js_sys::Function>,
     /// Frames produced while the socket was down, sent after the reconnect (bounded).
     pub backlog: Vec<String>,
 }
@@ -137,6 +139,19 @@ impl Page {
 
     /// Sends a frame to the runtime, or keeps it for after the reconnect.
     pub fn send(&self, frame: String) {
+        // The function is called with no borrow held: it may hand a frame straight back.
+        let custom = self.link.borrow().custom.clone();
+        if let Some(send) = custom {
+            if let Err(thrown) = send.call1(&JsValue::NULL, &JsValue::from_str(&frame)) {
+                let message = crate::js::error_message(&thrown);
+                self.events.warn(
+                    "transport_failed",
+                    &format!("the transport's send threw: {message}"),
+                    None,
+                );
+            }
+            return;
+        }
         let mut link = self.link.borrow_mut();
         if let Some(outgoing) = &link.outgoing {
             if outgoing.unbounded_send(frame.clone()).is_ok() {

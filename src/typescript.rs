@@ -104,6 +104,12 @@ extern "C" {
     pub type Unsubscribe;
     #[wasm_bindgen(typescript_type = "Promise<CallToolResult>")]
     pub type CallToolResultPromise;
+    #[wasm_bindgen(typescript_type = "(frame: string) => void")]
+    pub type SendFrameArg;
+    #[wasm_bindgen(typescript_type = "JsonSchema")]
+    pub type JsonSchemaArg;
+    #[wasm_bindgen(typescript_type = "string[] | undefined")]
+    pub type ValidationErrors;
     #[wasm_bindgen(typescript_type = "Promise<void>")]
     pub type VoidPromise;
 }

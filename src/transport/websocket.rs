@@ -47,7 +47,11 @@ pub async fn connect(page: &Rc<Page>) -> Result<(), CoreError> {
 
 /// Closes the connection for good (no reconnect).
 pub fn disconnect(page: &Page) {
-    let close = page.link.borrow_mut().close.take();
+    let close = {
+        let mut link = page.link.borrow_mut();
+        link.custom = None;
+        link.close.take()
+    };
     if let Some(close) = close {
         let _ = close.send(());
     }

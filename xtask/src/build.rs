@@ -115,16 +115,37 @@ pub fn package_sizes(pkg: &Path) -> Result<Vec<(String, Size)>> {
     Ok(rows)
 }
 
+/// The whole package may not grow past this (gzip, wasm + JS), or `cargo xtask test` fails. Lower it
+/// with every cut (BENCHMARKS.md, "Size history"); the goal is 300 KB.
+pub const SIZE_BUDGET_GZIP: usize = 710 * 1024;
+
+/// Every shipped file's size, then the total (named `total`).
+pub fn sizes_with_total(pkg: &Path) -> Result<Vec<(String, Size)>> {
+    let mut rows = package_sizes(pkg)?;
+    let total = rows.iter().fold(
+        Size {
+            raw: 0,
+            gzip: 0,
+            brotli: 0,
+        },
+        |sum, (_, size)| Size {
+            raw: sum.raw + size.raw,
+            gzip: sum.gzip + size.gzip,
+            brotli: sum.brotli + size.brotli,
+        },
+    );
+    rows.push(("total".to_owned(), total));
+    Ok(rows)
+}
+
 fn print_sizes(pkg: &Path) -> Result {
     step("Package size");
-    let rows = package_sizes(pkg)?;
     let kb = |n: usize| format!("{:.1} KB", n as f64 / 1024.0);
     eprintln!(
         "    {:<24} {:>12} {:>12} {:>12}",
         "file", "raw", "gzip", "brotli"
     );
-    let (mut raw, mut gzip, mut brotli) = (0, 0, 0);
-    for (name, size) in &rows {
+    for (name, size) in &sizes_with_total(pkg)? {
         eprintln!(
             "    {:<24} {:>12} {:>12} {:>12}",
             name,
@@ -132,16 +153,27 @@ fn print_sizes(pkg: &Path) -> Result {
             kb(size.gzip),
             kb(size.brotli)
         );
-        raw += size.raw;
-        gzip += size.gzip;
-        brotli += size.brotli;
+    }
+    eprintln!("    budget (gzip): {}", kb(SIZE_BUDGET_GZIP));
+    Ok(())
+}
+
+/// Fails when the package is over [`SIZE_BUDGET_GZIP`].
+pub fn check_size_budget(pkg: &Path) -> Result {
+    let rows = sizes_with_total(pkg)?;
+    let total = &rows.last().expect("a total row").1;
+    if total.gzip > SIZE_BUDGET_GZIP {
+        return Err(format!(
+            "the package is {} bytes gzip, over its budget of {SIZE_BUDGET_GZIP} bytes \
+             (xtask/src/build.rs SIZE_BUDGET_GZIP): find what grew with `twiggy top` on the \
+             un-optimized module, or raise the budget with a reason in BENCHMARKS.md",
+            total.gzip
+        ));
     }
     eprintln!(
-        "    {:<24} {:>12} {:>12} {:>12}",
-        "total",
-        kb(raw),
-        kb(gzip),
-        kb(brotli)
+        "    size budget: {:.1} KB gzip of {:.1} KB",
+        total.gzip as f64 / 1024.0,
+        SIZE_BUDGET_GZIP as f64 / 1024.0
     );
     Ok(())
 }

@@ -146,6 +146,13 @@ pub struct Browsers {
     pub geckodriver: PathBuf,
 }
 
+impl Browsers {
+    /// Debian's Firefox ESR binary.
+    pub fn firefox(&self) -> PathBuf {
+        PathBuf::from("/usr/bin/firefox-esr")
+    }
+}
+
 /// `wasm-opt` from the npm package `binaryen`, installed under `target/tools/`.
 pub fn ensure_wasm_opt() -> Result<PathBuf> {
     let prefix = root().join("target").join("tools");
@@ -212,22 +219,37 @@ pub fn ensure_python_mcp_client() -> Result<PathBuf> {
 /// The official MCP TypeScript SDK client (`npm ci` in `tests/interop/ts`); returns that folder.
 pub fn ensure_ts_mcp_client() -> Result<PathBuf> {
     let dir = root().join("tests").join("interop").join("ts");
-    let installed = dir.join("node_modules/@modelcontextprotocol/sdk/package.json");
+    ensure_npm_project(
+        &dir,
+        "@modelcontextprotocol/sdk",
+        "the MCP TypeScript SDK client",
+    )?;
+    Ok(dir)
+}
+
+/// `npm ci` in `dir` unless its `node_modules` already match its lock file (`probe`: one package
+/// that must be there).
+pub fn ensure_npm_project(dir: &Path, probe: &str, what: &str) -> Result {
+    let installed = dir.join("node_modules").join(probe).join("package.json");
     let lock = dir.join("package-lock.json");
     let stamp = dir.join("node_modules/.installed-lock");
-    let wanted = std::fs::read_to_string(&lock).map_err(|e| e.to_string())?;
+    let wanted = std::fs::read_to_string(&lock).map_err(|e| format!("{}: {e}", lock.display()))?;
     if installed.is_file()
         && std::fs::read_to_string(&stamp).ok().as_deref() == Some(wanted.as_str())
     {
-        return Ok(dir);
+        return Ok(());
     }
     if find_binary("npm").is_none() {
         ensure_apt(&["nodejs", "npm"])?;
     }
-    step("Installing the MCP TypeScript SDK client (npm ci in tests/interop/ts)");
+    let relative = dir.strip_prefix(root()).unwrap_or(dir);
+    step(&format!(
+        "Installing {what} (npm ci in {})",
+        relative.display()
+    ));
     run(Command::new("npm")
-        .current_dir(&dir)
+        .current_dir(dir)
         .args(["ci", "--no-audit", "--no-fund", "--silent"]))?;
     std::fs::write(&stamp, wanted).map_err(|e| e.to_string())?;
-    Ok(dir)
+    Ok(())
 }

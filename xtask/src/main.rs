@@ -1,8 +1,9 @@
-//! `cargo xtask build | test | demo`: everything the project needs, from a fresh machine.
+//! `cargo xtask build | test | demo | bench`: everything the project needs, from a fresh machine.
 //!
 //! Each command installs what is missing (idempotently, saying what it does) and then runs. See
 //! `docs/building.md` for the toolchain story this implements.
 
+mod bench;
 mod build;
 mod install;
 mod run;
@@ -17,7 +18,10 @@ const USAGE: &str = "usage: cargo xtask <command>
 commands:
   build   build the npm package into pkg/ (wasm-bindgen --target web, wasm-opt -Oz) and print its size
   test    fmt, clippy (host + wasm32), core and bridge tests, browser tests (Chromium + Firefox), end-to-end
-  demo    build, then run the bridge with the demo site on http://127.0.0.1:8787/";
+  demo    build, then run the bridge with the demo site on http://127.0.0.1:8787/
+  bench   build, then measure the SDK in headless Chromium and Firefox against the JavaScript it
+          replaces, the bridge's round trips and scale, and the size; writes BENCHMARKS.md and
+          bench/results.json (`--quick`: a short smoke run)";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -25,6 +29,7 @@ fn main() -> ExitCode {
         Some("build") => build::build().map(|_| ()),
         Some("test") => test::test(),
         Some("demo") => run::demo(&args[1..]),
+        Some("bench") => bench::bench(&args[1..]),
         _ => {
             eprintln!("{USAGE}");
             return ExitCode::from(2);

@@ -78,6 +78,8 @@ pub fn test() -> Result {
     }
 
     let pkg = build::build_with(&wasm)?;
+    step("Size budget (BENCHMARKS.md)");
+    build::check_size_budget(&pkg)?;
     let python = ensure_python_mcp_client()?;
     let ts_dir = ensure_ts_mcp_client()?;
     step("Building the bridge binary (MCP clients launch it with --stdio)");

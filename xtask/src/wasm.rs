@@ -24,6 +24,9 @@ const DEBIAN_RUST: &[&str] = &[
     "lld-22",
 ];
 
+/// Flags for the rebuilt-std toolchain that make the module smaller (see BENCHMARKS.md, "Size").
+const SIZE_RUSTFLAGS: &str = "-Zlocation-detail=none -Zfmt-debug=shallow";
+
 pub struct WasmCargo {
     cargo: PathBuf,
     envs: Vec<(String, String)>,
@@ -50,6 +53,15 @@ impl WasmCargo {
                 ("RUSTDOC".into(), "/usr/bin/rustdoc".into()),
                 ("RUSTC_BOOTSTRAP".into(), "1".into()),
                 ("CARGO_UNSTABLE_BUILD_STD".into(), "std,panic_abort".into()),
+                // Size (BENCHMARKS.md): with the standard library rebuilt, a panic can stop at once
+                // without formatting its message, and no file/line strings or derived Debug bodies
+                // are kept. Set for every wasm command alike, so they share one build cache.
+                ("CARGO_UNSTABLE_PANIC_IMMEDIATE_ABORT".into(), "true".into()),
+                (
+                    "CARGO_PROFILE_RELEASE_PANIC".into(),
+                    "immediate-abort".into(),
+                ),
+                ("RUSTFLAGS".into(), SIZE_RUSTFLAGS.into()),
             ],
         })
     }

@@ -47,6 +47,8 @@ pub enum CoreError {
         field: &'static str,
         message: String,
     },
+    #[error("invalid JSON Schema: {0}")]
+    InvalidStandaloneSchema(String),
     #[error("timeoutMs of tool '{tool}' must be a positive number of milliseconds, got {value}")]
     InvalidTimeout { tool: String, value: f64 },
     #[error("invalid options: {0}")]
@@ -64,7 +66,9 @@ impl CoreError {
         match self {
             CoreError::EmptyName => ErrorCode::InvalidName,
             CoreError::HandlerNotFunction(_) => ErrorCode::InvalidHandler,
-            CoreError::InvalidSchema { .. } => ErrorCode::InvalidSchema,
+            CoreError::InvalidSchema { .. } | CoreError::InvalidStandaloneSchema(_) => {
+                ErrorCode::InvalidSchema
+            }
             CoreError::InvalidTimeout { .. } => ErrorCode::InvalidTimeout,
             CoreError::InvalidOptions(_) => ErrorCode::InvalidOptions,
             CoreError::UnknownTool(_) => ErrorCode::UnknownTool,

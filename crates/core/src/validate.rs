@@ -39,7 +39,9 @@ impl CompiledSchema {
                 json_type_name(schema)
             ));
         }
-        let mut options = jsonschema::options();
+        // `format` is asserted, as ajv-formats does for the MCP SDKs: an agent that sends
+        // "tomorrow" for a `date-time` learns it at once, not from a failing handler.
+        let mut options = jsonschema::options().should_validate_formats(true);
         if schema.get("$schema").is_none() {
             options = options.with_draft(Draft::Draft202012);
         }
@@ -112,6 +114,15 @@ mod tests {
         assert!(schema
             .validate(&json!({"boardId": "b1", "status": "done"}))
             .is_ok());
+    }
+
+    #[test]
+    fn formats_are_asserted() {
+        let schema =
+            CompiledSchema::compile(&json!({"type": "string", "format": "date-time"})).unwrap();
+        assert!(schema.validate(&json!("2026-11-30T05:00:00Z")).is_ok());
+        let errors = schema.validate(&json!("tomorrow")).unwrap_err();
+        assert!(errors[0].contains("date-time"), "{errors:?}");
     }
 
     #[test]

@@ -1,0 +1,165 @@
+//! `cargo xtask bench` runs this after building the package and the JavaScript references: the SDK
+//! in headless Chromium and Firefox against the JavaScript it replaces, the bridge's round trips
+//! with 1 and 100 real pages, the bridge's scale with simulated pages (`client-tools-load`), and the
+//! package size. It writes `BENCHMARKS.md` and `bench/results.json`. A benchmark, not a test: no
+//! number here fails anything (the size budget is enforced by `cargo xtask test`).
+
+mod browser;
+mod in_page;
+mod machine;
+mod report;
+mod round_trip;
+mod server;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Parser;
+use serde_json::{json, Value};
+
+use browser::Browser;
+use server::BenchServer;
+
+#[derive(Parser)]
+#[command(about = "Benchmarks of client-tools (run through `cargo xtask bench`)")]
+struct Args {
+    /// The built package (`cargo xtask build`).
+    #[arg(long)]
+    pkg: PathBuf,
+    /// The benchmark site (bench/www, with vendor/ bundled).
+    #[arg(long)]
+    www: PathBuf,
+    #[arg(long, default_value = "/usr/bin/chromium")]
+    chromium: PathBuf,
+    /// Firefox; the in-page benchmarks run in it too when given.
+    #[arg(long)]
+    firefox: Option<PathBuf>,
+    /// `client-tools-load` and the bridge binary it starts, for the scale benchmark.
+    #[arg(long, requires = "bridge_bin")]
+    load_bin: Option<PathBuf>,
+    #[arg(long)]
+    bridge_bin: Option<PathBuf>,
+    /// Sizes measured by xtask (JSON).
+    #[arg(long)]
+    sizes: Option<PathBuf>,
+    /// Hand-written history of the size cuts, included in BENCHMARKS.md.
+    #[arg(long)]
+    size_history: Option<PathBuf>,
+    /// Where BENCHMARKS.md and bench/results.json go (the repository root).
+    #[arg(long)]
+    out: PathBuf,
+    /// The command line to print in BENCHMARKS.md.
+    #[arg(long, default_value = "cargo xtask bench")]
+    command: String,
+    /// Fewer iterations (a smoke run).
+    #[arg(long)]
+    quick: bool,
+}
+
+#[tokio::main]
+async fn main() {
+    let args = Args::parse();
+    if let Err(error) = run(&args).await {
+        eprintln!("bench: {error}");
+        std::process::exit(1);
+    }
+}
+
+async fn run(args: &Args) -> Result<(), String> {
+    let mut browsers = vec![("Chromium", Browser::version(&args.chromium))];
+    if let Some(firefox) = &args.firefox {
+        browsers.push(("Firefox", Browser::version(firefox)));
+    }
+    let mut results = json!({
+        "command": args.command,
+        "machine": machine::describe(&browsers),
+    });
+
+    eprintln!("==> Chromium: in-page benchmarks");
+    let server = BenchServer::start(args.www.clone(), args.pkg.clone())
+        .await
+        .map_err(|e| e.to_string())?;
+    let page_url = format!("{}/index.html", server.base_url);
+    let chromium = Browser::chromium(&args.chromium, &page_url)?;
+    let pages = server.wait_for_pages(1, Duration::from_secs(60)).await?;
+    results["chromium"] = in_page::run_all(&pages[0], args.quick).await?;
+
+    let (sequential, seconds) = if args.quick { (300, 1.0) } else { (3000, 3.0) };
+    eprintln!("==> Round trip through the bridge: 1 page");
+    let one = round_trip::measure(&pages[..1], sequential, seconds).await;
+    eprintln!("==> Round trip through the bridge: 100 pages (opening 99 more tabs)");
+    for _ in 1..100 {
+        chromium.open_tab(&page_url).await?;
+    }
+    let pages = server.wait_for_pages(100, Duration::from_secs(180)).await?;
+    let hundred = round_trip::measure(&pages[..100], sequential, seconds).await;
+    results["roundTrip"] = json!([one, hundred]);
+    drop(chromium);
+    drop(server);
+
+    if let Some(firefox) = &args.firefox {
+        eprintln!("==> Firefox: in-page benchmarks");
+        let server = BenchServer::start(args.www.clone(), args.pkg.clone())
+            .await
+            .map_err(|e| e.to_string())?;
+        let browser = Browser::firefox(firefox, &format!("{}/index.html", server.base_url))?;
+        let pages = server.wait_for_pages(1, Duration::from_secs(90)).await?;
+        results["firefox"] = in_page::run_all(&pages[0], args.quick).await?;
+        drop(browser);
+    }
+
+    if let (Some(load), Some(bridge)) = (&args.load_bin, &args.bridge_bin) {
+        eprintln!("==> Bridge scale: simulated pages (client-tools-load)");
+        results["scale"] = run_load_tool(load, bridge, args.quick)?;
+    }
+    if let Some(sizes) = &args.sizes {
+        let text =
+            std::fs::read_to_string(sizes).map_err(|e| format!("{}: {e}", sizes.display()))?;
+        results["size"] = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+    }
+    let history = match &args.size_history {
+        Some(path) => {
+            std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?
+        }
+        None => String::new(),
+    };
+
+    let json_path = args.out.join("bench").join("results.json");
+    let pretty = serde_json::to_string_pretty(&results).map_err(|e| e.to_string())?;
+    std::fs::write(&json_path, pretty + "\n")
+        .map_err(|e| format!("{}: {e}", json_path.display()))?;
+    let markdown = report::render(&results, &history);
+    let md_path = args.out.join("BENCHMARKS.md");
+    std::fs::write(&md_path, &markdown).map_err(|e| format!("{}: {e}", md_path.display()))?;
+    println!("{}", report::summary(&results));
+    eprintln!(
+        "==> Wrote {} and {}",
+        md_path.display(),
+        json_path.display()
+    );
+    Ok(())
+}
+
+fn run_load_tool(load: &PathBuf, bridge: &PathBuf, quick: bool) -> Result<Value, String> {
+    let out = std::env::temp_dir().join(format!("client-tools-load-{}.json", std::process::id()));
+    let sessions = if quick { "100,1000" } else { "1000,10000" };
+    let status = std::process::Command::new(load)
+        .arg("--bridge-bin")
+        .arg(bridge)
+        .args([
+            "--sessions",
+            sessions,
+            "--seconds",
+            if quick { "1" } else { "5" },
+            "--json",
+        ])
+        .arg(&out)
+        .status()
+        .map_err(|e| format!("could not start {}: {e}", load.display()))?;
+    if !status.success() {
+        return Err(format!("{} failed ({status})", load.display()));
+    }
+    let text = std::fs::read_to_string(&out).map_err(|e| format!("{}: {e}", out.display()))?;
+    let _ = std::fs::remove_file(&out);
+    serde_json::from_str(&text).map_err(|e| e.to_string())
+}

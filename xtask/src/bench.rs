@@ -1,0 +1,106 @@
+//! `cargo xtask bench`: builds what the benchmarks need, then runs the `client-tools-bench` driver
+//! (bench/src), which writes BENCHMARKS.md and bench/results.json.
+//!
+//! Needs: the package (release build), the JavaScript references bundled for the browser
+//! (bench/js → bench/www/vendor), the bridge and load-tool binaries (release), the browsers.
+
+use std::process::Command;
+
+use crate::build::{self, Size, SIZE_BUDGET_GZIP};
+use crate::install::{ensure_browsers, ensure_npm_project};
+use crate::run::run;
+use crate::wasm::WasmCargo;
+use crate::{root, step, Result};
+
+pub fn bench(args: &[String]) -> Result {
+    let quick = match args {
+        [] => false,
+        [flag] if flag == "--quick" => true,
+        _ => {
+            return Err(format!(
+                "unknown arguments {args:?}; usage: cargo xtask bench [--quick]"
+            ))
+        }
+    };
+    let browsers = ensure_browsers()?;
+    let pkg = build::build_with(&WasmCargo::detect()?)?;
+
+    let js = root().join("bench").join("js");
+    ensure_npm_project(
+        &js,
+        "@modelcontextprotocol/sdk",
+        "the JavaScript references",
+    )?;
+    step("Bundling the JavaScript references for the browser (esbuild)");
+    run(Command::new("npm")
+        .current_dir(&js)
+        .args(["run", "--silent", "bundle"]))?;
+
+    step("Building the benchmark driver, the bridge and the load tool (release)");
+    run(Command::new(env!("CARGO")).current_dir(root()).args([
+        "build",
+        "--release",
+        "-p",
+        "client-tools-bench",
+        "-p",
+        "client-tools-bridge",
+        "--bins",
+    ]))?;
+
+    let out = root().join("target").join("bench");
+    std::fs::create_dir_all(&out).map_err(|e| e.to_string())?;
+    let sizes = out.join("sizes.json");
+    let reference = root().join("bench/www/vendor/reference.js");
+    std::fs::write(&sizes, sizes_json(&pkg, &reference)?).map_err(|e| e.to_string())?;
+
+    step("Running the benchmarks (this takes a few minutes)");
+    let release = root().join("target").join("release");
+    let mut command = Command::new(release.join("client-tools-bench"));
+    command
+        .current_dir(root())
+        .arg("--pkg")
+        .arg(&pkg)
+        .arg("--www")
+        .arg(root().join("bench").join("www"))
+        .arg("--chromium")
+        .arg(&browsers.chromium)
+        .arg("--firefox")
+        .arg(browsers.firefox())
+        .arg("--load-bin")
+        .arg(release.join("client-tools-load"))
+        .arg("--bridge-bin")
+        .arg(release.join("client-tools-bridge"))
+        .arg("--sizes")
+        .arg(&sizes)
+        .arg("--size-history")
+        .arg(root().join("bench").join("size-history.md"))
+        .arg("--out")
+        .arg(root());
+    if quick {
+        command.args(["--quick", "--command", "cargo xtask bench --quick"]);
+    }
+    run(&mut command)
+}
+
+/// The package's sizes, its budget and the reference bundle's size, as JSON for the driver.
+fn sizes_json(pkg: &std::path::Path, reference: &std::path::Path) -> Result<String> {
+    let entry = |name: &str, size: &Size| {
+        format!(
+            r#"{{"name":"{name}","raw":{},"gzip":{},"brotli":{}}}"#,
+            size.raw, size.gzip, size.brotli
+        )
+    };
+    let mut rows = build::sizes_with_total(pkg)?;
+    let (_, total) = rows.pop().expect("a total row");
+    let files: Vec<String> = rows.iter().map(|(name, size)| entry(name, size)).collect();
+    let reference = build::measure(reference)?;
+    Ok(format!(
+        r#"{{"files":[{}],"total":{},"budgetGzip":{SIZE_BUDGET_GZIP},"reference":{}}}"#,
+        files.join(","),
+        entry("total (SDK package)", &total),
+        entry(
+            "reference: MCP TypeScript SDK Server + ajv + ajv-formats (esbuild, minified)",
+            &reference
+        )
+    ))
+}
