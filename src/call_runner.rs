@@ -87,7 +87,7 @@ enum HandlerEnd {
 async fn run_prepared(
     page: &Rc<Page>,
     call_id: &str,
-    prepared: PreparedCall<js_sys::Function>,
+    mut prepared: PreparedCall<js_sys::Function>,
     cancel_rx: &mut oneshot::Receiver<String>,
 ) -> Option<CallToolResult> {
     let tool = &prepared.tool;
@@ -113,7 +113,7 @@ async fn run_prepared(
             }) => (arguments, modified),
         }
     } else {
-        (prepared.arguments.clone(), false)
+        (std::mem::take(&mut prepared.arguments), false)
     };
 
     // The handler's clock starts now, after any time spent waiting for the user.
@@ -123,6 +123,8 @@ async fn run_prepared(
         Err(error) => return Some(outcome::handler_failed(&js::error_message(&error))),
     };
     let args = js_sys::Array::of2(&js::from_json(&arguments), &context.object);
+    // Kept only when a "modified" marker must carry it (SPEC §7); otherwise freed now.
+    let arguments = if modified { arguments } else { Value::Null };
     let handler = call_function(&tool.handler, &args).fuse();
     let timeout = TimeoutFuture::new(prepared.timeout_ms.min(u32::MAX as u64) as u32).fuse();
     let end = match future::select(Box::pin(handler), future::select(timeout, cancel_rx)).await {
@@ -177,6 +179,9 @@ fn finish(
     started: f64,
     result: CallToolResult,
 ) -> CallToolResult {
+    if !page.events.wants("toolresult") {
+        return result;
+    }
     let detail = js::object(&[
         identity[0].clone(),
         identity[1].clone(),

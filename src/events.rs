@@ -45,6 +45,17 @@ impl EventHub {
     }
 
     /// Delivers `detail` to every listener of `event_type`, then to the DOM where that applies.
+    /// Whether emitting `event_type` would reach anyone (a listener, or the DOM for DOM events),
+    /// so hot paths can skip building the detail.
+    pub fn wants(&self, event_type: &str) -> bool {
+        DOM_EVENTS.contains(&event_type)
+            || self
+                .listeners
+                .borrow()
+                .iter()
+                .any(|(_, t, _)| t == event_type)
+    }
+
     pub fn emit(&self, event_type: &str, detail: &js_sys::Object) {
         let targets: Vec<js_sys::Function> = self
             .listeners
@@ -84,7 +95,7 @@ impl EventHub {
 
 /// Dispatches on `document.modelContext` when it exists, otherwise on `window` (SPEC §4).
 fn dispatch_dom_event(event_type: &str, detail: &js_sys::Object) {
-    let Some(window) = web_sys::window() else {
+    let Some(window) = js::window() else {
         return;
     };
     let model_context = window

@@ -89,14 +89,20 @@ pub fn js_type_name(value: &JsValue) -> String {
 pub fn object(entries: &[(&str, JsValue)]) -> js_sys::Object {
     let object = js_sys::Object::new();
     for (key, value) in entries {
-        let _ = js_sys::Reflect::set(&object, &JsValue::from_str(key), value);
+        // Keys are a small fixed set: interned, they cross into JavaScript once, not per call.
+        let _ = js_sys::Reflect::set(
+            &object,
+            &JsValue::from_str(wasm_bindgen::intern(key)),
+            value,
+        );
     }
     object
 }
 
 /// `object[key]`, `undefined` when absent or when `object` is not an object.
 pub fn get(object: &JsValue, key: &str) -> JsValue {
-    js_sys::Reflect::get(object, &JsValue::from_str(key)).unwrap_or(JsValue::UNDEFINED)
+    js_sys::Reflect::get(object, &JsValue::from_str(wasm_bindgen::intern(key)))
+        .unwrap_or(JsValue::UNDEFINED)
 }
 
 /// Fails with the first key of `object` that is not in `known` (typos are errors, not defaults).
@@ -113,12 +119,24 @@ pub fn reject_unknown_keys(object: &JsValue, known: &[&str]) -> Result<(), Strin
     Ok(())
 }
 
+thread_local! {
+    /// Looked up once: every call reads the clock several times, and each lookup of `window` and
+    /// `performance` would cross into JavaScript again.
+    static PERFORMANCE: Option<web_sys::Performance> =
+        web_sys::window().and_then(|w| w.performance());
+    static WINDOW: Option<web_sys::Window> = web_sys::window();
+}
+
 /// Milliseconds from `performance.now()` (monotonic), else `Date.now()`.
 pub fn now_ms() -> f64 {
-    web_sys::window()
-        .and_then(|w| w.performance())
-        .map(|p| p.now())
+    PERFORMANCE
+        .with(|p| p.as_ref().map(web_sys::Performance::now))
         .unwrap_or_else(js_sys::Date::now)
+}
+
+/// The page's `window` (none in a worker), looked up once.
+pub fn window() -> Option<web_sys::Window> {
+    WINDOW.with(Clone::clone)
 }
 
 /// The monotonic page clock, for the core's call state machine.

@@ -138,7 +138,7 @@ impl Page {
     }
 
     /// Sends a frame to the runtime, or keeps it for after the reconnect.
-    pub fn send(&self, frame: String) {
+    pub fn send(&self, mut frame: String) {
         // The function is called with no borrow held: it may hand a frame straight back.
         let custom = self.link.borrow().custom.clone();
         if let Some(send) = custom {
@@ -154,8 +154,9 @@ impl Page {
         }
         let mut link = self.link.borrow_mut();
         if let Some(outgoing) = &link.outgoing {
-            if outgoing.unbounded_send(frame.clone()).is_ok() {
-                return;
+            match outgoing.unbounded_send(frame) {
+                Ok(()) => return,
+                Err(closed) => frame = closed.into_inner(),
             }
         }
         if self.state.get() == ConnectionState::Disconnected {

@@ -2,7 +2,7 @@
 //! uses it — names, declaration checks, validation and `invoke`, with real handlers and events.
 #![cfg(target_arch = "wasm32")]
 
-use client_tools::ClientTools;
+use client_tools::{ClientTools, SchemaValidator};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 use wasm_bindgen_test::*;
@@ -38,6 +38,14 @@ export function confirmWith(decision) {
   const confirm = async (request) => { seen.push(request); return typeof decision === "function" ? decision(request) : decision; };
   return { seen, options: { confirm } };
 }
+export function frameRecorder() {
+  const frames = [];
+  let waiting = null;
+  const send = (frame) => { frames.push(JSON.parse(frame)); if (waiting) { waiting(); waiting = null; } };
+  const next = () => frames.length ? Promise.resolve(frames.shift()) : new Promise((r) => { waiting = () => r(frames.shift()); });
+  return { send, next };
+}
+export function selfCycle() { const a = {}; a.self = a; return a; }
 export function errorInfo(error) {
   return [error instanceof Error, error instanceof TypeError, error.code || "", error.message];
 }
@@ -56,6 +64,10 @@ extern "C" {
     fn confirm_with(decision: JsValue) -> JsValue;
     #[wasm_bindgen(js_name = errorInfo)]
     fn error_info(error: JsValue) -> js_sys::Array;
+    #[wasm_bindgen(js_name = frameRecorder)]
+    fn frame_recorder() -> JsValue;
+    #[wasm_bindgen(js_name = selfCycle)]
+    fn self_cycle() -> JsValue;
 }
 
 fn tools() -> ClientTools {
@@ -411,4 +423,81 @@ async fn confirmation_without_a_way_to_confirm_is_an_error_result() {
     let (is_error, text, _) = invoke(&tools, "wipe", r#"{"boardId": "b1"}"#).await;
     assert!(is_error);
     assert!(text.contains("requires confirmation"), "{text}");
+}
+
+/// The next frame the page sent through a `frameRecorder` transport, parsed.
+async fn next_frame(recorder: &JsValue) -> JsValue {
+    let next: js_sys::Function = get(recorder, "next").unchecked_into();
+    let promise: js_sys::Promise = next.call0(&JsValue::NULL).unwrap().unchecked_into();
+    JsFuture::from(promise).await.unwrap()
+}
+
+#[wasm_bindgen_test]
+async fn a_page_supplied_transport_carries_the_protocol() {
+    let tools = tools();
+    let (_, _, code, _) = thrown(tools.receive_frame("{}").unwrap_err());
+    assert_eq!(code, "NOT_CONNECTED");
+
+    define(&tools, "read_board_tasks", JsValue::UNDEFINED).unwrap();
+    let recorder = frame_recorder();
+    tools
+        .attach_transport(get(&recorder, "send").unchecked_into())
+        .unwrap();
+    assert_eq!(tools.connection_state(), "connected");
+
+    tools
+        .receive_frame(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#)
+        .unwrap();
+    let listed = next_frame(&recorder).await;
+    let first = get(&get(&get(&listed, "result"), "tools"), "0");
+    assert_eq!(get(&first, "name"), "read_board_tasks");
+
+    tools
+        .receive_frame(
+            r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"read_board_tasks","arguments":{"boardId":"b7"}}}"#,
+        )
+        .unwrap();
+    let answered = next_frame(&recorder).await;
+    assert_eq!(get(&answered, "id"), 2);
+    assert_eq!(first_task_board(&get(&answered, "result")), "b7");
+
+    tools.receive_frame("not json").unwrap();
+    let refused = next_frame(&recorder).await;
+    assert_eq!(get(&get(&refused, "error"), "code"), -32700);
+
+    tools.disconnect();
+    let (_, _, code, _) = thrown(tools.receive_frame("{}").unwrap_err());
+    assert_eq!(code, "NOT_CONNECTED");
+}
+
+#[wasm_bindgen_test]
+fn schema_validator_checks_values_and_asserts_formats() {
+    let schema = r#"{"type":"object","properties":{"status":{"enum":["todo","done"]},
+        "due":{"type":"string","format":"date-time"}},"required":["status"]}"#;
+    let validator = SchemaValidator::new(json(schema).unchecked_into()).unwrap();
+    let errors = |value: JsValue| -> Vec<String> {
+        let found: JsValue = validator.validate(value).into();
+        if found.is_undefined() {
+            return vec![];
+        }
+        js_sys::Array::from(&found)
+            .iter()
+            .map(|e| e.as_string().unwrap())
+            .collect()
+    };
+    assert!(errors(json(r#"{"status":"todo","due":"2026-11-30T05:00:00Z"}"#)).is_empty());
+    let wrong = errors(json(r#"{"status":"later","due":"tomorrow"}"#)).join("\n");
+    assert!(
+        wrong.contains("/status") && wrong.contains("/due"),
+        "{wrong}"
+    );
+    assert!(errors(self_cycle()).join("").contains("not JSON"));
+
+    let bad = SchemaValidator::new(json(r#"{"type": 12}"#).unchecked_into())
+        .err()
+        .unwrap();
+    let (is_error, _, code, message) = thrown(bad);
+    assert!(is_error);
+    assert_eq!(code, "INVALID_SCHEMA");
+    assert!(message.contains("invalid JSON Schema"), "{message}");
 }

@@ -42,9 +42,9 @@ struct Args {
     /// Sizes measured by xtask (JSON).
     #[arg(long)]
     sizes: Option<PathBuf>,
-    /// Hand-written history of the size cuts, included in BENCHMARKS.md.
+    /// Hand-written notes (analysis, size history), appended to BENCHMARKS.md.
     #[arg(long)]
-    size_history: Option<PathBuf>,
+    notes: Option<PathBuf>,
     /// Where BENCHMARKS.md and bench/results.json go (the repository root).
     #[arg(long)]
     out: PathBuf,
@@ -87,12 +87,15 @@ async fn run(args: &Args) -> Result<(), String> {
     let (sequential, seconds) = if args.quick { (300, 1.0) } else { (3000, 3.0) };
     eprintln!("==> Round trip through the bridge: 1 page");
     let one = round_trip::measure(&pages[..1], sequential, seconds).await;
-    eprintln!("==> Round trip through the bridge: 100 pages (opening 99 more tabs)");
-    for _ in 1..100 {
+    let many = if args.quick { 10 } else { 100 };
+    eprintln!("==> Round trip through the bridge: {many} pages (opening more tabs)");
+    for _ in 1..many {
         chromium.open_tab(&page_url).await?;
     }
-    let pages = server.wait_for_pages(100, Duration::from_secs(180)).await?;
-    let hundred = round_trip::measure(&pages[..100], sequential, seconds).await;
+    let pages = server
+        .wait_for_pages(many, Duration::from_secs(180))
+        .await?;
+    let hundred = round_trip::measure(&pages[..many], sequential, seconds).await;
     results["roundTrip"] = json!([one, hundred]);
     drop(chromium);
     drop(server);
@@ -117,7 +120,7 @@ async fn run(args: &Args) -> Result<(), String> {
             std::fs::read_to_string(sizes).map_err(|e| format!("{}: {e}", sizes.display()))?;
         results["size"] = serde_json::from_str(&text).map_err(|e| e.to_string())?;
     }
-    let history = match &args.size_history {
+    let history = match &args.notes {
         Some(path) => {
             std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?
         }

@@ -4,10 +4,11 @@
 //! Needs: the package (release build), the JavaScript references bundled for the browser
 //! (bench/js → bench/www/vendor), the bridge and load-tool binaries (release), the browsers.
 
+use std::path::Path;
 use std::process::Command;
 
 use crate::build::{self, Size, SIZE_BUDGET_GZIP};
-use crate::install::{ensure_browsers, ensure_npm_project};
+use crate::install::{ensure_browsers, ensure_npm_project, Browsers};
 use crate::run::run;
 use crate::wasm::WasmCargo;
 use crate::{root, step, Result};
@@ -24,7 +25,12 @@ pub fn bench(args: &[String]) -> Result {
     };
     let browsers = ensure_browsers()?;
     let pkg = build::build_with(&WasmCargo::detect()?)?;
+    run_benchmarks(&browsers, &pkg, quick, &root())
+}
 
+/// Bundles the references, builds the native binaries and runs the driver, which writes
+/// `BENCHMARKS.md` and `bench/results.json` under `out`.
+pub fn run_benchmarks(browsers: &Browsers, pkg: &Path, quick: bool, out: &Path) -> Result {
     let js = root().join("bench").join("js");
     ensure_npm_project(
         &js,
@@ -47,19 +53,24 @@ pub fn bench(args: &[String]) -> Result {
         "--bins",
     ]))?;
 
-    let out = root().join("target").join("bench");
-    std::fs::create_dir_all(&out).map_err(|e| e.to_string())?;
-    let sizes = out.join("sizes.json");
+    let scratch = root().join("target").join("bench");
+    std::fs::create_dir_all(&scratch).map_err(|e| e.to_string())?;
+    std::fs::create_dir_all(out.join("bench")).map_err(|e| e.to_string())?;
+    let sizes = scratch.join("sizes.json");
     let reference = root().join("bench/www/vendor/reference.js");
-    std::fs::write(&sizes, sizes_json(&pkg, &reference)?).map_err(|e| e.to_string())?;
+    std::fs::write(&sizes, sizes_json(pkg, &reference)?).map_err(|e| e.to_string())?;
 
-    step("Running the benchmarks (this takes a few minutes)");
+    step(if quick {
+        "Running the benchmarks (--quick: a smoke run, about 2 minutes)"
+    } else {
+        "Running the benchmarks (about 10 minutes)"
+    });
     let release = root().join("target").join("release");
     let mut command = Command::new(release.join("client-tools-bench"));
     command
         .current_dir(root())
         .arg("--pkg")
-        .arg(&pkg)
+        .arg(pkg)
         .arg("--www")
         .arg(root().join("bench").join("www"))
         .arg("--chromium")
@@ -72,10 +83,10 @@ pub fn bench(args: &[String]) -> Result {
         .arg(release.join("client-tools-bridge"))
         .arg("--sizes")
         .arg(&sizes)
-        .arg("--size-history")
-        .arg(root().join("bench").join("size-history.md"))
+        .arg("--notes")
+        .arg(root().join("bench").join("notes.md"))
         .arg("--out")
-        .arg(root());
+        .arg(out);
     if quick {
         command.args(["--quick", "--command", "cargo xtask bench --quick"]);
     }
@@ -83,7 +94,7 @@ pub fn bench(args: &[String]) -> Result {
 }
 
 /// The package's sizes, its budget and the reference bundle's size, as JSON for the driver.
-fn sizes_json(pkg: &std::path::Path, reference: &std::path::Path) -> Result<String> {
+fn sizes_json(pkg: &Path, reference: &Path) -> Result<String> {
     let entry = |name: &str, size: &Size| {
         format!(
             r#"{{"name":"{name}","raw":{},"gzip":{},"brotli":{}}}"#,

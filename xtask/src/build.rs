@@ -1,6 +1,6 @@
 //! `cargo xtask build`: the npm package in `pkg/` (SPEC §1, §4).
 //!
-//! cargo (release, wasm32) → wasm-bindgen `--target web` → wasm-opt -Oz → package.json, README and
+//! cargo (profile `wasm-release`, wasm32) → wasm-bindgen `--target web` → wasm-opt -Oz → package.json, README and
 //! the script-tag loader from `pkg-template/` → sizes (raw / gzip / brotli).
 
 use std::io::Write;
@@ -26,10 +26,11 @@ pub fn build_with(cargo: &WasmCargo) -> Result<PathBuf> {
     let wasm_opt = ensure_wasm_opt()?;
     let pkg = root().join("pkg");
 
-    step("Compiling the SDK for wasm32 (release)");
+    step("Compiling the SDK for wasm32 (profile wasm-release: built for size)");
     run(cargo.command().args([
         "build",
-        "--release",
+        "--profile",
+        wasm::PROFILE,
         "--target",
         wasm::TARGET,
         "-p",
@@ -37,7 +38,7 @@ pub fn build_with(cargo: &WasmCargo) -> Result<PathBuf> {
     ]))?;
     let module = wasm::target_dir()
         .join(wasm::TARGET)
-        .join("release")
+        .join(wasm::PROFILE)
         .join("client_tools.wasm");
 
     step("Generating JavaScript bindings (wasm-bindgen --target web)");

@@ -17,7 +17,8 @@ const USAGE: &str = "usage: cargo xtask <command>
 
 commands:
   build   build the npm package into pkg/ (wasm-bindgen --target web, wasm-opt -Oz) and print its size
-  test    fmt, clippy (host + wasm32), core and bridge tests, browser tests (Chromium + Firefox), end-to-end
+  test    fmt, clippy (host + wasm32), core and bridge tests, browser tests (Chromium + Firefox), end-to-end,
+          size budget, a short benchmark run
   demo    build, then run the bridge with the demo site on http://127.0.0.1:8787/
   bench   build, then measure the SDK in headless Chromium and Firefox against the JavaScript it
           replaces, the bridge's round trips and scale, and the size; writes BENCHMARKS.md and

@@ -11,7 +11,7 @@ use crate::install::{
 };
 use crate::run::run;
 use crate::wasm::{self, WasmCargo};
-use crate::{build, root, step, Result};
+use crate::{bench, build, root, step, Result};
 
 fn host_cargo() -> Command {
     let mut command = Command::new(env!("CARGO"));
@@ -104,6 +104,10 @@ pub fn test() -> Result {
             "CLIENT_TOOLS_BRIDGE_BIN",
             root().join("target/debug/client-tools-bridge"),
         ))?;
+
+    // The benchmarks are not tests (no timing is asserted), but they must keep running: a short
+    // run, written under target/ so the committed BENCHMARKS.md stays the full run's.
+    bench::run_benchmarks(&browsers, &pkg, true, &root().join("target/bench/smoke"))?;
 
     step("All checks passed");
     Ok(())

@@ -13,6 +13,8 @@ use crate::run::output;
 use crate::{root, step, Result};
 
 pub const TARGET: &str = "wasm32-unknown-unknown";
+/// The cargo profile of the package build (Cargo.toml: size over speed).
+pub const PROFILE: &str = "wasm-release";
 
 /// Debian packages of the fallback toolchain (clippy included, for the wasm lint pass).
 const DEBIAN_RUST: &[&str] = &[
@@ -58,7 +60,7 @@ impl WasmCargo {
                 // are kept. Set for every wasm command alike, so they share one build cache.
                 ("CARGO_UNSTABLE_PANIC_IMMEDIATE_ABORT".into(), "true".into()),
                 (
-                    "CARGO_PROFILE_RELEASE_PANIC".into(),
+                    "CARGO_PROFILE_WASM_RELEASE_PANIC".into(),
                     "immediate-abort".into(),
                 ),
                 ("RUSTFLAGS".into(), SIZE_RUSTFLAGS.into()),

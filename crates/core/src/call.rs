@@ -73,7 +73,7 @@ pub mod outcome {
 pub struct PreparedCall<H> {
     pub tool: Arc<RegisteredTool<H>>,
     /// The input schema the call's arguments were checked against, when the call brought its own.
-    pub call_input: Option<CompiledSchema>,
+    pub call_input: Option<Arc<CompiledSchema>>,
     pub arguments: Value,
     pub timeout_ms: u64,
     pub require_confirmation: bool,
@@ -117,10 +117,10 @@ pub fn admit<H>(
         .clone()
         .unwrap_or_else(|| Value::Object(Default::default()));
 
-    let call_schema = |key: &str| -> Result<Option<CompiledSchema>, CallToolResult> {
+    let call_schema = |key: &str| -> Result<Option<Arc<CompiledSchema>>, CallToolResult> {
         match params.meta_value(key) {
             None | Some(Value::Null) => Ok(None),
-            Some(schema) => CompiledSchema::compile(schema)
+            Some(schema) => CompiledSchema::compile_cached(schema)
                 .map(Some)
                 .map_err(|message| {
                     CallToolResult::error(format!(
@@ -134,13 +134,13 @@ pub fn admit<H>(
             call_schema(meta::INPUT_SCHEMA),
             call_schema(meta::OUTPUT_SCHEMA),
         ) {
-            (Ok(input), Ok(output)) => (input, output.map(Arc::new)),
+            (Ok(input), Ok(output)) => (input, output),
             (Err(result), _) | (_, Err(result)) => return Admission::Reject(result),
         }
     } else {
         (None, None)
     };
-    let input_schema = input_for_call.as_ref().or(tool.input.as_ref());
+    let input_schema = input_for_call.as_deref().or(tool.input.as_ref());
 
     if let Some(schema) = input_schema {
         if let Err(errors) = schema.validate(&arguments) {
@@ -185,7 +185,7 @@ pub fn admit<H>(
 impl<H> PreparedCall<H> {
     /// The schema the input must satisfy (the call's own, else the tool's).
     pub fn input_schema(&self) -> Option<&CompiledSchema> {
-        self.call_input.as_ref().or(self.tool.input.as_ref())
+        self.call_input.as_deref().or(self.tool.input.as_ref())
     }
 }
 

@@ -3,8 +3,21 @@
 //! JSON Schema 2020-12 is the default; a `$schema` keyword picks another draft. Errors read
 //! `instancePath: message` (the path is a JSON Pointer, `/` for the root) so an agent can fix its input.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::Arc;
+
 use jsonschema::{Draft, Validator};
 use serde_json::Value;
+
+/// How many schemas brought by calls (agent-defined tools, SPEC §6 `_meta`) stay compiled.
+const CALL_SCHEMA_CACHE_LIMIT: usize = 64;
+
+thread_local! {
+    /// Agent-defined tools send the same schemas with every call; compiling one takes milliseconds
+    /// (BENCHMARKS.md), looking it up by its JSON text microseconds.
+    static CALL_SCHEMAS: RefCell<HashMap<String, Arc<CompiledSchema>>> = RefCell::new(HashMap::new());
+}
 
 /// The schema a tool without (usable) `parameters` is exposed with: an object with no properties.
 pub fn empty_object_schema() -> Value {
@@ -57,6 +70,24 @@ impl CompiledSchema {
             schema: schema.clone(),
             validator,
         })
+    }
+
+    /// [`Self::compile`] once per distinct schema (by its JSON text), for schemas that arrive with
+    /// every call. Errors are not cached: a bad schema is reported each time.
+    pub fn compile_cached(schema: &Value) -> Result<Arc<Self>, String> {
+        let key = schema.to_string();
+        if let Some(compiled) = CALL_SCHEMAS.with(|cache| cache.borrow().get(&key).cloned()) {
+            return Ok(compiled);
+        }
+        let compiled = Arc::new(Self::compile(schema)?);
+        CALL_SCHEMAS.with(|cache| {
+            let mut cache = cache.borrow_mut();
+            if cache.len() >= CALL_SCHEMA_CACHE_LIMIT {
+                cache.clear();
+            }
+            cache.insert(key, compiled.clone());
+        });
+        Ok(compiled)
     }
 
     pub fn schema(&self) -> &Value {
