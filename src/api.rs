@@ -14,7 +14,7 @@ use crate::call_runner::{self, Caller};
 use crate::events::EVENT_TYPES;
 use crate::options::Options;
 use crate::page::Page;
-use crate::transport::{custom, websocket};
+use crate::transport::{self, custom, websocket};
 use crate::typescript::*;
 use crate::{declaration, errors, js, session};
 
@@ -166,7 +166,7 @@ impl ClientTools {
 
     /// Closes the connection (or detaches the page's transport); no reconnect follows.
     pub fn disconnect(&self) {
-        websocket::disconnect(&self.page);
+        transport::disconnect(&self.page);
     }
 
     /// Subscribes to an event; returns the function that unsubscribes.

@@ -6,24 +6,8 @@
 
 use wasm_bindgen::prelude::*;
 
+use crate::js;
 use crate::page::Page;
-
-#[wasm_bindgen(inline_js = r#"
-export function handlerContext(signal, callId, toolName, originalName, reportProgress) {
-  return { signal, callId, toolName, originalName, reportProgress };
-}
-"#)]
-extern "C" {
-    /// The `ctx` object built in one call (a literal is much cheaper than a `Reflect.set` per key).
-    #[wasm_bindgen(js_name = handlerContext)]
-    fn handler_context(
-        signal: &web_sys::AbortSignal,
-        call_id: &str,
-        tool_name: &str,
-        original_name: &str,
-        report_progress: &JsValue,
-    ) -> js_sys::Object;
-}
 
 pub struct HandlerContext {
     pub object: js_sys::Object,
@@ -41,7 +25,7 @@ impl HandlerContext {
         let report_progress = page
             .report_progress_fn()
             .bind1(&JsValue::NULL, &call_id.into());
-        let object = handler_context(
+        let object = js::handler_context(
             &controller.signal(),
             call_id,
             tool_name,

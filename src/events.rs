@@ -44,7 +44,6 @@ impl EventHub {
         self.listeners.borrow_mut().retain(|(i, _, _)| *i != id);
     }
 
-    /// Delivers `detail` to every listener of `event_type`, then to the DOM where that applies.
     /// Whether emitting `event_type` would reach anyone (a listener, or the DOM for DOM events),
     /// so hot paths can skip building the detail.
     pub fn wants(&self, event_type: &str) -> bool {
@@ -56,6 +55,7 @@ impl EventHub {
                 .any(|(_, t, _)| t == event_type)
     }
 
+    /// Delivers `detail` to every listener of `event_type`, then to the DOM where that applies.
     pub fn emit(&self, event_type: &str, detail: &js_sys::Object) {
         let targets: Vec<js_sys::Function> = self
             .listeners

@@ -20,8 +20,21 @@ export function strictStringify(value) {
     return v;
   });
 }
+export function handlerContext(signal, callId, toolName, originalName, reportProgress) {
+  return { signal, callId, toolName, originalName, reportProgress };
+}
 "#)]
 extern "C" {
+    /// A handler's `ctx` built in one call (a literal is much cheaper than a `Reflect.set` per key).
+    #[wasm_bindgen(js_name = handlerContext)]
+    pub fn handler_context(
+        signal: &web_sys::AbortSignal,
+        call_id: &str,
+        tool_name: &str,
+        original_name: &str,
+        report_progress: &JsValue,
+    ) -> js_sys::Object;
+
     /// `JSON.stringify` that refuses functions and symbols anywhere (plain `JSON.stringify` would
     /// silently drop them, and the agent would get less than the handler returned).
     #[wasm_bindgen(js_name = strictStringify, catch)]

@@ -444,6 +444,10 @@ async fn a_page_supplied_transport_carries_the_protocol() {
         .attach_transport(get(&recorder, "send").unchecked_into())
         .unwrap();
     assert_eq!(tools.connection_state(), "connected");
+    let connecting: js_sys::Promise = JsValue::from(tools.connect()).unchecked_into();
+    let (_, _, code, message) = thrown(JsFuture::from(connecting).await.unwrap_err());
+    assert_eq!(code, "NOT_CONNECTED");
+    assert!(message.contains("attachTransport"), "{message}");
 
     tools
         .receive_frame(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#)

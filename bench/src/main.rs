@@ -159,10 +159,16 @@ fn run_load_tool(load: &PathBuf, bridge: &PathBuf, quick: bool) -> Result<Value,
         .arg(&out)
         .status()
         .map_err(|e| format!("could not start {}: {e}", load.display()))?;
-    if !status.success() {
-        return Err(format!("{} failed ({status})", load.display()));
-    }
-    let text = std::fs::read_to_string(&out).map_err(|e| format!("{}: {e}", out.display()))?;
+    // The tool writes what it measured before failing on errors: keep it (errors are a column).
+    let text = std::fs::read_to_string(&out).map_err(|e| {
+        format!(
+            "{} ({status}) wrote no results to {}: {e}",
+            load.display(),
+            out.display()
+        )
+    })?;
     let _ = std::fs::remove_file(&out);
-    serde_json::from_str(&text).map_err(|e| e.to_string())
+    let mut results: Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+    results["exitStatus"] = Value::from(status.to_string());
+    Ok(results)
 }

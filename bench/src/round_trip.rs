@@ -16,6 +16,7 @@ const CALL_TIMEOUT: Duration = Duration::from_secs(10);
 pub struct RoundTrip {
     pub pages: usize,
     pub sequential_calls: usize,
+    pub seconds_per_level: f64,
     pub p50_us: f64,
     pub p99_us: f64,
     pub mean_us: f64,
@@ -69,6 +70,7 @@ pub async fn measure(pages: &[Arc<PageSession>], sequential: usize, seconds: f64
     RoundTrip {
         pages: pages.len(),
         sequential_calls: sequential,
+        seconds_per_level: seconds,
         p50_us: round1(at(0.5)),
         p99_us: round1(at(0.99)),
         mean_us: round1(mean),

@@ -150,7 +150,13 @@ async function measureServer(server, argumentsText, iterations) {
     calls += 100;
   }
   const seconds = (performance.now() - started) / 1000;
-  return { ...summarize(samples), callsPerSec: Math.round(calls / seconds) };
+  return { samples, callsPerSec: calls / seconds };
+}
+
+/** Two rounds of a server's measurements as one row: all samples, the mean rate. */
+function merged(first, second) {
+  const callsPerSec = Math.round((first.callsPerSec + second.callsPerSec) / 2);
+  return { ...summarize([...first.samples, ...second.samples]), callsPerSec };
 }
 
 async function benchCalls(iterations) {
@@ -162,10 +168,16 @@ async function benchCalls(iterations) {
   for (const size of callSizes) {
     const argumentsText = JSON.stringify(boardOfSize(size));
     const n = size > 10_000 ? Math.max(100, iterations / 4) : iterations;
+    // Alternating rounds (SDK, reference, reference, SDK): neither always runs on a fresher heap.
+    const half = Math.ceil(n / 2);
+    const sdkFirst = await measureServer(sdk, argumentsText, half);
+    const referenceFirst = await measureServer(reference, argumentsText, half);
+    const referenceSecond = await measureServer(reference, argumentsText, half);
+    const sdkSecond = await measureServer(sdk, argumentsText, half);
     rows.push({
       inputBytes: argumentsText.length,
-      sdk: await measureServer(sdk, argumentsText, n),
-      reference: await measureServer(reference, argumentsText, n),
+      sdk: merged(sdkFirst, sdkSecond),
+      reference: merged(referenceFirst, referenceSecond),
     });
   }
   return { environment: environment(), reference: "@modelcontextprotocol/sdk Server + ajv (ajv-formats)", rows };

@@ -11,19 +11,18 @@ use crate::mcp_server;
 use crate::page::{ConnectionState, Page};
 use crate::transport::websocket;
 
-/// Routes every frame to `send` from now on (closing a WebSocket connection first) and sends the
-/// frames kept while disconnected.
+/// Routes every frame to `send` from now on, closing a WebSocket connection first. Frames kept for
+/// the WebSocket's runtime are dropped: they answer requests this channel's runtime never sent.
+/// `send` is called synchronously and its return value is ignored (an async `send` must handle its
+/// own failures).
 pub fn attach(page: &Rc<Page>, send: js_sys::Function) {
-    websocket::disconnect(page);
-    let backlog = {
+    websocket::close(page);
+    {
         let mut link = page.link.borrow_mut();
         link.custom = Some(send);
-        std::mem::take(&mut link.backlog)
-    };
-    page.set_state(ConnectionState::Connected);
-    for frame in backlog {
-        page.send(frame);
+        link.backlog.clear();
     }
+    page.set_state(ConnectionState::Connected);
 }
 
 /// Hands one frame from the runtime to the page's MCP server.

@@ -1,5 +1,15 @@
 //! Connections to the agent runtime (SPEC §6): [`websocket`], or a channel the page supplies
-//! ([`custom`]).
+//! ([`custom`]). At most one is live: attaching a page transport closes the socket, and
+//! `disconnect()` ends either.
 
 pub mod custom;
 pub mod websocket;
+
+use crate::page::{ConnectionState, Page};
+
+/// Ends the connection, whichever transport carries it; no reconnect follows.
+pub fn disconnect(page: &Page) {
+    websocket::close(page);
+    page.link.borrow_mut().custom = None;
+    page.set_state(ConnectionState::Disconnected);
+}

@@ -25,12 +25,25 @@ const OPEN_TIMEOUT_MS: f64 = 10_000.0;
 
 /// Opens the connection (resolves once the socket is open) and keeps it up until `disconnect`.
 pub async fn connect(page: &Rc<Page>) -> Result<(), CoreError> {
+    if page.link.borrow().custom.is_some() {
+        return Err(CoreError::NotConnected(
+            "a page transport is attached (attachTransport): call disconnect() before connect()"
+                .into(),
+        ));
+    }
     if page.state.get() != ConnectionState::Disconnected {
         return Ok(()); // already connected, or on its way (the supervisor reconnects by itself)
     }
     let url = endpoint_url(page)?;
     page.set_state(ConnectionState::Connecting);
     match open(&url).await {
+        // disconnect() or attachTransport() while the socket was opening: it is not wanted.
+        Ok(socket) if page.state.get() != ConnectionState::Connecting => {
+            let _ = socket.close(Some(1000), Some("disconnect"));
+            Err(CoreError::NotConnected(
+                "disconnect() or attachTransport() was called while connecting".into(),
+            ))
+        }
         Ok(socket) => {
             wasm_bindgen_futures::spawn_local(supervise(page.clone(), socket, url));
             Ok(())
@@ -45,17 +58,12 @@ pub async fn connect(page: &Rc<Page>) -> Result<(), CoreError> {
     }
 }
 
-/// Closes the connection for good (no reconnect).
-pub fn disconnect(page: &Page) {
-    let close = {
-        let mut link = page.link.borrow_mut();
-        link.custom = None;
-        link.close.take()
-    };
+/// Asks the running socket, if any, to close for good (no reconnect); the state is the caller's.
+pub fn close(page: &Page) {
+    let close = page.link.borrow_mut().close.take();
     if let Some(close) = close {
         let _ = close.send(());
     }
-    page.set_state(ConnectionState::Disconnected);
 }
 
 fn endpoint_url(page: &Page) -> Result<String, CoreError> {
@@ -125,7 +133,8 @@ async fn supervise(page: Rc<Page>, first: WebSocket, url: String) {
         page.set_state(ConnectionState::Connected);
         let end = pump(&page, socket, outgoing_rx, close_rx).await;
         page.link.borrow_mut().outgoing = None;
-        if matches!(end, SocketEnd::Closed) {
+        // Closed by disconnect(), or replaced by a page transport: no reconnect.
+        if matches!(end, SocketEnd::Closed) || page.link.borrow().custom.is_some() {
             return;
         }
         page.set_state(ConnectionState::Reconnecting);

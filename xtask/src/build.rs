@@ -107,13 +107,36 @@ pub fn measure(path: &Path) -> Result<Size> {
     })
 }
 
-/// The package's shipped files and their sizes, plus the total.
+/// The package's shipped code and its sizes: the module, its glue, the embed loader and the inline
+/// JavaScript snippets the glue imports (`snippets/`).
 pub fn package_sizes(pkg: &Path) -> Result<Vec<(String, Size)>> {
     let mut rows = Vec::new();
     for name in ["client_tools_bg.wasm", "client_tools.js", "client-tools.js"] {
         rows.push((name.to_owned(), measure(&pkg.join(name))?));
     }
+    let mut snippets = Vec::new();
+    collect_files(&pkg.join("snippets"), &mut snippets);
+    snippets.sort();
+    for path in snippets {
+        let name = path
+            .strip_prefix(pkg)
+            .unwrap_or(&path)
+            .display()
+            .to_string();
+        rows.push((name, measure(&path)?));
+    }
     Ok(rows)
+}
+
+fn collect_files(dir: &Path, found: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            collect_files(&path, found);
+        } else {
+            found.push(path);
+        }
+    }
 }
 
 /// The whole package may not grow past this (gzip, wasm + JS), or `cargo xtask test` fails. Lower it

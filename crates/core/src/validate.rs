@@ -148,6 +148,17 @@ mod tests {
     }
 
     #[test]
+    fn call_schemas_compile_once_and_errors_are_not_kept() {
+        let schema = json!({"type": "object", "properties": {"n": {"type": "integer"}}});
+        let first = CompiledSchema::compile_cached(&schema).unwrap();
+        let again = CompiledSchema::compile_cached(&schema).unwrap();
+        assert!(Arc::ptr_eq(&first, &again));
+        let bad = json!({"type": 12});
+        assert!(CompiledSchema::compile_cached(&bad).is_err());
+        assert!(CompiledSchema::compile_cached(&bad).is_err());
+    }
+
+    #[test]
     fn formats_are_asserted() {
         let schema =
             CompiledSchema::compile(&json!({"type": "string", "format": "date-time"})).unwrap();
