@@ -6,7 +6,7 @@
 
 use std::cell::{Cell, RefCell};
 
-use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen::JsValue;
 
 use crate::js;
 
@@ -93,20 +93,8 @@ impl EventHub {
     }
 }
 
-/// Dispatches on `document.modelContext` when it exists, otherwise on `window` (SPEC §4).
+/// Dispatches on `document.modelContext` when it exists, otherwise on `window` (SPEC §4), in one
+/// call into JavaScript (a call is on the hot path of every tool call).
 fn dispatch_dom_event(event_type: &str, detail: &js_sys::Object) {
-    let Some(window) = js::window() else {
-        return;
-    };
-    let model_context = window
-        .document()
-        .map(|d| js::get(&d, "modelContext"))
-        .filter(|mc| mc.is_object())
-        .and_then(|mc| mc.dyn_into::<web_sys::EventTarget>().ok());
-    let target: web_sys::EventTarget = model_context.unwrap_or_else(|| window.into());
-    let init = web_sys::CustomEventInit::new();
-    init.set_detail(detail);
-    if let Ok(event) = web_sys::CustomEvent::new_with_event_init_dict(event_type, &init) {
-        let _ = target.dispatch_event(&event);
-    }
+    js::dispatch_tool_event(wasm_bindgen::intern(event_type), detail);
 }

@@ -23,6 +23,12 @@ export function strictStringify(value) {
 export function handlerContext(signal, callId, toolName, originalName, reportProgress) {
   return { signal, callId, toolName, originalName, reportProgress };
 }
+export function dispatchToolEvent(type, detail) {
+  if (typeof window === "undefined") return;
+  const modelContext = window.document && window.document.modelContext;
+  const target = modelContext instanceof EventTarget ? modelContext : window;
+  target.dispatchEvent(new CustomEvent(type, { detail }));
+}
 "#)]
 extern "C" {
     /// A handler's `ctx` built in one call (a literal is much cheaper than a `Reflect.set` per key).
@@ -34,6 +40,10 @@ extern "C" {
         original_name: &str,
         report_progress: &JsValue,
     ) -> js_sys::Object;
+
+    /// A `CustomEvent` on `document.modelContext`, else on `window` (nothing in a worker).
+    #[wasm_bindgen(js_name = dispatchToolEvent)]
+    pub fn dispatch_tool_event(event_type: &str, detail: &js_sys::Object);
 
     /// `JSON.stringify` that refuses functions and symbols anywhere (plain `JSON.stringify` would
     /// silently drop them, and the agent would get less than the handler returned).

@@ -45,6 +45,13 @@ export function frameRecorder() {
   const next = () => frames.length ? Promise.resolve(frames.shift()) : new Promise((r) => { waiting = () => r(frames.shift()); });
   return { send, next };
 }
+export function domEvents(target) {
+  const seen = [];
+  const on = target === "modelContext" ? (document.modelContext = new EventTarget()) : window;
+  const listener = (e) => seen.push(`${e.type}:${e.detail.toolName}`);
+  on.addEventListener("toolactivated", listener);
+  return { seen, stop() { on.removeEventListener("toolactivated", listener); delete document.modelContext; } };
+}
 export function selfCycle() { const a = {}; a.self = a; return a; }
 export function errorInfo(error) {
   return [error instanceof Error, error instanceof TypeError, error.code || "", error.message];
@@ -66,6 +73,8 @@ extern "C" {
     fn error_info(error: JsValue) -> js_sys::Array;
     #[wasm_bindgen(js_name = frameRecorder)]
     fn frame_recorder() -> JsValue;
+    #[wasm_bindgen(js_name = domEvents)]
+    fn dom_events(target: &str) -> JsValue;
     #[wasm_bindgen(js_name = selfCycle)]
     fn self_cycle() -> JsValue;
 }
@@ -504,4 +513,21 @@ fn schema_validator_checks_values_and_asserts_formats() {
     assert!(is_error);
     assert_eq!(code, "INVALID_SCHEMA");
     assert!(message.contains("invalid JSON Schema"), "{message}");
+}
+
+#[wasm_bindgen_test]
+async fn toolactivated_is_a_dom_event_on_model_context_else_window() {
+    let tools = tools();
+    define(&tools, "read_board_tasks", JsValue::UNDEFINED).unwrap();
+    for target in ["window", "modelContext"] {
+        let events = dom_events(target);
+        invoke(&tools, "read_board_tasks", r#"{"boardId": "b1"}"#).await;
+        let stop: js_sys::Function = get(&events, "stop").unchecked_into();
+        stop.call0(&JsValue::NULL).unwrap();
+        let seen: Vec<String> = js_sys::Array::from(&get(&events, "seen"))
+            .iter()
+            .map(|e| e.as_string().unwrap())
+            .collect();
+        assert_eq!(seen, ["toolactivated:read_board_tasks"], "on {target}");
+    }
 }
