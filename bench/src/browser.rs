@@ -15,7 +15,8 @@ pub struct Browser {
 impl Browser {
     pub fn chromium(binary: &Path, url: &str) -> Result<Browser, String> {
         let profile = fresh_profile("chromium")?;
-        let child = Command::new(binary)
+        let mut command = Command::new(binary);
+        command
             .args([
                 "--headless=new",
                 "--no-sandbox",
@@ -31,14 +32,8 @@ impl Browser {
                 "--remote-debugging-port=0",
             ])
             .arg(format!("--user-data-dir={}", profile.display()))
-            .arg(url)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|e| format!("could not start {}: {e}", binary.display()))?;
-        Ok(Browser { child, profile })
+            .arg(url);
+        spawn(command, binary, profile)
     }
 
     pub fn firefox(binary: &Path, url: &str) -> Result<Browser, String> {
@@ -51,17 +46,12 @@ impl Browser {
              user_pref(\"datareporting.policy.dataSubmissionEnabled\", false);\n",
         )
         .map_err(|e| e.to_string())?;
-        let child = Command::new(binary)
+        let mut command = Command::new(binary);
+        command
             .args(["--headless", "--no-remote", "--profile"])
             .arg(&profile)
-            .arg(url)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|e| format!("could not start {}: {e}", binary.display()))?;
-        Ok(Browser { child, profile })
+            .arg(url);
+        spawn(command, binary, profile)
     }
 
     /// Opens another tab (Chromium only), through `PUT /json/new` of its DevTools endpoint.
@@ -109,6 +99,18 @@ impl Drop for Browser {
         let _ = self.child.start_kill();
         let _ = std::fs::remove_dir_all(&self.profile);
     }
+}
+
+/// Starts a browser quietly; it dies with this process.
+fn spawn(mut command: Command, binary: &Path, profile: PathBuf) -> Result<Browser, String> {
+    let child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| format!("could not start {}: {e}", binary.display()))?;
+    Ok(Browser { child, profile })
 }
 
 fn fresh_profile(label: &str) -> Result<PathBuf, String> {
