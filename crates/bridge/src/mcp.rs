@@ -66,8 +66,10 @@ impl McpAgent {
         let deadline = tokio::time::Instant::now() + FIRST_PAGE_WAIT;
         loop {
             if let Some(page) = self.page(context) {
-                // Only a page that never came is waited for: a gone page fails fast (SPEC §9).
-                if page.has_connected() || tokio::time::Instant::now() >= deadline {
+                // Only a page that never came (or is still in its handshake, tools not listed yet)
+                // is waited for: a gone page fails fast (SPEC §9).
+                let gone = page.has_connected() && !page.is_connected();
+                if page.has_listed_tools() || gone || tokio::time::Instant::now() >= deadline {
                     return Some(page);
                 }
             } else if tokio::time::Instant::now() >= deadline {

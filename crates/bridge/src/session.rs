@@ -58,6 +58,8 @@ struct State {
     pending: HashMap<String, Pending>,
     generations: u64,
     connected_at: Option<SystemTime>,
+    /// The page has answered `tools/list` at least once (its handshake is done).
+    tools_listed: bool,
     /// A call got no answer in time: further calls fail at once until the page answers again.
     unresponsive: bool,
     /// When the last connection dropped; within [`RECONNECT_GRACE`] new calls wait for it.
@@ -107,6 +109,11 @@ impl PageSession {
     /// Whether a page has ever connected to this session.
     pub fn has_connected(&self) -> bool {
         self.lock().connected_at.is_some()
+    }
+
+    /// Whether the page finished its handshake once (connected *and* listed its tools).
+    pub fn has_listed_tools(&self) -> bool {
+        self.lock().tools_listed
     }
 
     pub fn is_connected(&self) -> bool {
@@ -459,7 +466,10 @@ impl PageSession {
     }
 
     pub(crate) fn set_tools(&self, tools: Vec<Tool>) {
-        self.lock().tools = tools;
+        let mut state = self.lock();
+        state.tools = tools;
+        state.tools_listed = true;
+        drop(state);
         self.changes.send_modify(|n| *n += 1);
     }
 
