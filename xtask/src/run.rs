@@ -52,6 +52,8 @@ pub fn demo(args: &[String]) -> Result {
             "--quiet",
             "-p",
             "client-tools-bridge",
+            "--bin",
+            "client-tools-bridge",
             "--",
         ])
         .args(["--listen", &listen, "--www", "www", "--pkg", "pkg"]))
