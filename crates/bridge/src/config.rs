@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use client_tools_core::registry::{DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS};
 
+use crate::limits::Limits;
+
 #[derive(Debug, Clone)]
 pub struct BridgeConfig {
     /// Where to listen; loopback by default.
@@ -14,14 +16,23 @@ pub struct BridgeConfig {
     pub www_dir: PathBuf,
     /// The built npm package served at `/pkg/`.
     pub pkg_dir: PathBuf,
-    /// Required from pages (`?token=`) when set.
-    pub token: Option<String>,
+    /// Required from agents (`/mcp`, `/api`: `Authorization: Bearer`) when set.
+    pub agent_token: Option<String>,
+    /// Required from pages (in their first frame, `clienttools/connect`) when set.
+    pub page_token: Option<String>,
+    /// Extra `Host` names HTTP requests may carry (beyond loopback names and the listen address):
+    /// the names the bridge is reached by behind a proxy or TLS terminator.
+    pub allowed_hosts: Vec<String>,
     /// `Origin`s pages may connect from; empty = loopback origins only.
     pub allowed_origins: Vec<String>,
     /// Original tool names agents may call; empty = all.
     pub allow: Vec<String>,
     /// Default per-call timeout.
     pub timeout: Duration,
+    /// Bounds on connections, sessions, queues and timers.
+    pub limits: Limits,
+    /// Log tool arguments and results in the per-call trace (off: they may hold personal data).
+    pub log_payloads: bool,
 }
 
 impl Default for BridgeConfig {
@@ -30,10 +41,14 @@ impl Default for BridgeConfig {
             listen: SocketAddr::from(([127, 0, 0, 1], 8787)),
             www_dir: PathBuf::from("www"),
             pkg_dir: PathBuf::from("pkg"),
-            token: None,
+            agent_token: None,
+            page_token: None,
+            allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
             allow: Vec::new(),
             timeout: Duration::from_millis(DEFAULT_TIMEOUT_MS),
+            limits: Limits::default(),
+            log_payloads: false,
         }
     }
 }

@@ -1,21 +1,27 @@
 //! client-tools-bridge: the agent-runtime side of client-tools (SPEC §9).
 //!
 //! Pages connect over WebSocket (`GET /ws`) and act as MCP servers; the bridge keeps one
-//! [`PageSession`] per page session id and calls their tools. A Rust agent runtime embeds the same
-//! logic through [`Bridge`] and [`PageSession::call_tool`]; the binary adds the JSON API of the demo
-//! console (`/api/sessions`) and serves the package (`/pkg/`) and a site (`/`).
+//! [`PageSession`] per page session and calls their tools. A Rust agent runtime embeds the same
+//! logic through [`Bridge`] and [`PageSession::call_tool`], and takes the routes it needs
+//! ([`Bridge::page_router`], [`Bridge::agent_router`], [`Bridge::site_router`]).
 //!
 //! The rule that shapes every API here: a call always ends with a [`CallToolResult`]. A page that is
 //! missing, gone or silent yields a text error result, never a failed request or a hang.
+//! Who may connect, and every bound, is in docs/security.md.
 
+mod auth;
 pub mod config;
-pub mod http_api;
+pub mod limits;
 pub mod mcp;
-pub mod page_socket;
-pub mod server;
+mod outgoing;
+mod request_engine;
+mod routes;
+mod server;
 pub mod session;
+mod sessions;
 
 pub use client_tools_core::protocol::CallToolResult;
 pub use config::BridgeConfig;
+pub use limits::Limits;
 pub use server::Bridge;
 pub use session::PageSession;

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use client_tools_bridge::mcp::McpAgent;
-use client_tools_bridge::{Bridge, BridgeConfig};
+use client_tools_bridge::{Bridge, BridgeConfig, Limits};
 use rmcp::ServiceExt;
 
 /// Relays tool calls between AI agents and the client tools of web pages.
@@ -22,9 +22,16 @@ struct Cli {
     /// Built npm package served at `/pkg/`.
     #[arg(long, default_value = "pkg")]
     pkg: PathBuf,
-    /// Token pages must send (`?token=`).
-    #[arg(long)]
-    token: Option<String>,
+    /// Bearer token agents must send to /mcp and /api (`Authorization: Bearer <T>`).
+    #[arg(long, env = "CLIENT_TOOLS_AGENT_TOKEN", hide_env_values = true)]
+    agent_token: Option<String>,
+    /// Token pages must send in their first frame (the SDK's `token` option; never in a URL).
+    #[arg(long, env = "CLIENT_TOOLS_PAGE_TOKEN", hide_env_values = true)]
+    page_token: Option<String>,
+    /// A host name the bridge is reached by (repeatable; loopback names and IP addresses always
+    /// work): other `Host` headers are refused (DNS rebinding).
+    #[arg(long = "allowed-host")]
+    allowed_hosts: Vec<String>,
     /// Origin allowed to connect pages (repeatable); default: loopback origins.
     #[arg(long = "allowed-origin")]
     allowed_origins: Vec<String>,
@@ -41,22 +48,63 @@ struct Cli {
     /// With --stdio: bind the MCP session to this page session (default: the newest page).
     #[arg(long)]
     session: Option<String>,
+    /// Page connections open at once.
+    #[arg(long, default_value_t = Limits::default().max_connections)]
+    max_connections: usize,
+    /// Page sessions kept (live, or disconnected within the session TTL).
+    #[arg(long, default_value_t = Limits::default().max_sessions)]
+    max_sessions: usize,
+    /// Calls waiting for one page at once.
+    #[arg(long, default_value_t = Limits::default().max_pending_per_session)]
+    max_pending_calls: usize,
+    /// Seconds a disconnected page session is kept for its page to come back.
+    #[arg(long, default_value_t = Limits::default().session_ttl.as_secs())]
+    session_ttl_secs: u64,
+    /// Log tool arguments and results (at debug level; off by default: they may hold personal data).
+    #[arg(long)]
+    log_payloads: bool,
 }
 
 #[tokio::main]
 async fn main() -> std::io::Result<()> {
     let cli = Cli::parse();
+    // Logs go to stderr (stdout belongs to the MCP session under --stdio); RUST_LOG overrides.
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "client_tools_bridge=info".into()),
+        )
+        .init();
+    if !cli.listen.ip().is_loopback() && (cli.agent_token.is_none() || cli.page_token.is_none()) {
+        eprintln!(
+            "client-tools-bridge: listening on {} reaches beyond this machine: set --agent-token \
+             and --page-token (docs/security.md)",
+            cli.listen
+        );
+        std::process::exit(2);
+    }
     let config = BridgeConfig {
         listen: cli.listen,
         www_dir: cli.www,
         pkg_dir: cli.pkg,
-        token: cli.token,
+        agent_token: cli.agent_token,
+        page_token: cli.page_token,
+        allowed_hosts: cli.allowed_hosts,
         allowed_origins: cli.allowed_origins,
         allow: cli.allow,
         timeout: client_tools_bridge::config::clamp_timeout(
             Some(Duration::from_millis(cli.timeout_ms)),
             Duration::from_millis(30_000),
         ),
+        limits: Limits {
+            max_connections: cli.max_connections,
+            max_sessions: cli.max_sessions,
+            max_pending_per_session: cli.max_pending_calls,
+            session_ttl: Duration::from_secs(cli.session_ttl_secs),
+            ..Limits::default()
+        },
+        log_payloads: cli.log_payloads,
     };
     let listener = tokio::net::TcpListener::bind(config.listen).await?;
     let address = listener.local_addr()?;

@@ -22,7 +22,8 @@ use crate::config::clamp_timeout;
 use crate::server::Bridge;
 use crate::session::PageSession;
 
-/// How often an agent bound to no page yet looks for one (to announce its tools).
+/// How often an agent bound to no page yet looks for one (to announce its tools), and how often its
+/// announcer checks that the agent is still there.
 const UNBOUND_POLL: Duration = Duration::from_millis(500);
 /// How long `tools/list` and `tools/call` wait for a first page to connect.
 const FIRST_PAGE_WAIT: Duration = Duration::from_secs(10);
@@ -44,25 +45,30 @@ impl McpAgent {
         }
     }
 
-    /// The page session of this agent; binds it on first use. Never another session's page.
-    fn page(&self, context: Option<&RequestContext<RoleServer>>) -> Option<Arc<PageSession>> {
+    /// The page session id of this agent; binds it on first use (to `?session=<id>`, else to the
+    /// newest connected page). Never another session's page.
+    fn bound_id(&self, context: Option<&RequestContext<RoleServer>>) -> Option<String> {
         let mut bound = self.bound.lock().unwrap_or_else(|p| p.into_inner());
         if bound.is_none() {
             *bound = context
                 .and_then(requested_session)
                 .or_else(|| self.bridge.newest_session().map(|s| s.id().to_owned()));
         }
-        let id = bound.clone()?;
-        drop(bound);
-        Some(self.bridge.session_or_create(&id))
+        bound.clone()
+    }
+
+    /// The page session of this agent, if it is bound and the session exists.
+    fn page(&self, context: Option<&RequestContext<RoleServer>>) -> Option<Arc<PageSession>> {
+        self.bridge.session(&self.bound_id(context)?)
     }
 
     /// The page, waiting up to [`FIRST_PAGE_WAIT`] for one to connect when there is none yet (an
-    /// agent that launched the bridge with `--stdio` usually asks before the page is back).
+    /// agent that launched the bridge with `--stdio` usually asks before the page is back). An id
+    /// that names no session after the wait is an error, never a session made up for it.
     async fn page_or_wait(
         &self,
         context: Option<&RequestContext<RoleServer>>,
-    ) -> Option<Arc<PageSession>> {
+    ) -> Result<Arc<PageSession>, String> {
         let deadline = tokio::time::Instant::now() + FIRST_PAGE_WAIT;
         loop {
             if let Some(page) = self.page(context) {
@@ -70,16 +76,25 @@ impl McpAgent {
                 // is waited for: a gone page fails fast (SPEC §9).
                 let gone = page.has_connected() && !page.is_connected();
                 if page.has_listed_tools() || gone || tokio::time::Instant::now() >= deadline {
-                    return Some(page);
+                    return Ok(page);
                 }
             } else if tokio::time::Instant::now() >= deadline {
-                return None;
+                return Err(match self.bound_id(context) {
+                    Some(id) => format!(
+                        "no page session '{id}' on this bridge (it never connected, or expired)"
+                    ),
+                    None => {
+                        "no page is connected to the bridge: open a page that uses client-tools"
+                            .to_owned()
+                    }
+                });
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
 
-    /// Tells `peer` whenever the page's tool list changes, for as long as the agent is connected.
+    /// Tells `peer` whenever the page's tool list changes, for as long as the agent is connected
+    /// (checked every [`UNBOUND_POLL`]: no task outlives its MCP session by more than that).
     async fn announce_changes(self, peer: Peer<RoleServer>) {
         // What the agent could have listed so far: nothing, if no page was there yet.
         let mut listed = self.page(None).map(|p| p.tools()).unwrap_or_default();
@@ -93,17 +108,20 @@ impl McpAgent {
             }
         };
         let mut changes = page.subscribe();
-        if page.tools() != listed {
-            listed = page.tools();
-            let _ = peer.notify_tool_list_changed().await;
-        }
-        while changes.changed().await.is_ok() {
+        loop {
             let now = page.tools();
             if now != listed {
                 listed = now;
-                if peer.notify_tool_list_changed().await.is_err() || peer.is_transport_closed() {
+                if peer.notify_tool_list_changed().await.is_err() {
                     return;
                 }
+            }
+            tokio::select! {
+                changed = changes.changed() => if changed.is_err() { return },
+                _ = tokio::time::sleep(UNBOUND_POLL) => {}
+            }
+            if peer.is_transport_closed() {
+                return;
             }
         }
     }
@@ -170,11 +188,11 @@ impl ServerHandler for McpAgent {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let tools = self
+        let page = self
             .page_or_wait(Some(&context))
             .await
-            .map(|page| page.tools().iter().filter_map(to_mcp_tool).collect())
-            .unwrap_or_default();
+            .map_err(|message| McpError::invalid_params(message, None))?;
+        let tools = page.tools().iter().filter_map(to_mcp_tool).collect();
         Ok(ListToolsResult::with_all_items(tools))
     }
 
@@ -191,9 +209,9 @@ impl ServerHandler for McpAgent {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let Some(page) = self.page_or_wait(Some(&context)).await else {
-            let text = "no page is connected to the bridge: open a page that uses client-tools";
-            return Ok(CallToolResult::error(vec![ContentBlock::text(text)]).into());
+        let page = match self.page_or_wait(Some(&context)).await {
+            Ok(page) => page,
+            Err(text) => return Ok(CallToolResult::error(vec![ContentBlock::text(text)]).into()),
         };
         let timeout = clamp_timeout(None, self.bridge.config().timeout);
         let arguments = Value::Object(request.arguments.unwrap_or_default());
@@ -202,7 +220,8 @@ impl ServerHandler for McpAgent {
             cancelled.cancelled().await;
             "cancelled by the agent".to_owned()
         };
-        let (progress_tx, progress_rx) = mpsc::unbounded_channel();
+        let (progress_tx, progress_rx) =
+            mpsc::channel(self.bridge.config().limits.progress_buffer);
         let forwarder = context
             .meta
             .get_progress_token()
@@ -257,7 +276,7 @@ impl ServerHandler for McpAgent {
 async fn forward_progress(
     peer: Peer<RoleServer>,
     token: ProgressToken,
-    mut progress: mpsc::UnboundedReceiver<ProgressParams>,
+    mut progress: mpsc::Receiver<ProgressParams>,
 ) {
     while let Some(update) = progress.recv().await {
         let mut param = ProgressNotificationParam::new(token.clone(), update.progress);

@@ -1,26 +1,19 @@
 //! [`Bridge`]: the sessions of all pages, and the HTTP server around them.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::{Request, State};
-use axum::http::{header, StatusCode};
-use axum::middleware::{self, Next};
-use axum::response::{IntoResponse, Response};
+use axum::middleware;
 use axum::routing::{get, post};
 use axum::serve::ListenerExt;
 use axum::Router;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::net::TcpListener;
-use tower_http::services::ServeDir;
 
 use crate::config::BridgeConfig;
-use crate::mcp::McpAgent;
+use crate::routes::{agent, api, page, site};
 use crate::session::PageSession;
-use crate::{http_api, page_socket};
+use crate::sessions::Sessions;
+use crate::auth;
 
 /// Cheap to clone: all clones share the same sessions.
 #[derive(Clone)]
@@ -30,20 +23,20 @@ pub struct Bridge {
 
 struct Inner {
     config: BridgeConfig,
-    sessions: Mutex<Sessions>,
-    next_id: AtomicU64,
+    sessions: Arc<Sessions>,
 }
-
-/// Sessions by id, with the order in which they (re)connected: the last is the newest.
-type Sessions = (HashMap<String, Arc<PageSession>>, Vec<String>);
 
 impl Bridge {
     pub fn new(config: BridgeConfig) -> Self {
+        let sessions = Sessions::new(
+            config.limits.clone(),
+            config.allow.clone(),
+            config.log_payloads,
+        );
         Self {
             inner: Arc::new(Inner {
                 config,
-                sessions: Mutex::new((HashMap::new(), Vec::new())),
-                next_id: AtomicU64::new(1),
+                sessions: Arc::new(sessions),
             }),
         }
     }
@@ -52,22 +45,44 @@ impl Bridge {
         &self.inner.config
     }
 
-    /// All routes: `/ws`, `/mcp`, `/api/…`, `/pkg/…` and the site at `/`.
+    /// Every route: [`Self::page_router`], [`Self::agent_router`] and [`Self::site_router`], all
+    /// behind the `Host` check (DNS rebinding).
     pub fn router(&self) -> Router {
-        let config = self.config();
-        let agents = Router::new()
-            .nest_service("/mcp", self.mcp_service())
+        self.page_router()
+            .merge(self.agent_router())
+            .merge(self.site_router())
+    }
+
+    /// `GET /ws`: where pages connect (`Origin`, page token, connection limit).
+    pub fn page_router(&self) -> Router {
+        self.guarded(Router::new().route("/ws", get(page::upgrade)))
+    }
+
+    /// `/mcp` and `/api/…`: what agents call (same-origin browsers only, agent token).
+    pub fn agent_router(&self) -> Router {
+        let routes = Router::new()
+            .nest_service("/mcp", agent::mcp_service(self))
+            .route("/api/sessions", get(api::list_sessions))
+            .route("/api/sessions/{id}/call", post(api::call_tool))
             .route_layer(middleware::from_fn_with_state(
                 self.clone(),
-                require_agent_token,
+                auth::require_agent,
             ));
-        Router::new()
-            .merge(agents)
-            .route("/ws", get(page_socket::upgrade))
-            .route("/api/sessions", get(http_api::list_sessions))
-            .route("/api/sessions/{id}/call", post(http_api::call_tool))
-            .nest_service("/pkg", ServeDir::new(&config.pkg_dir))
-            .fallback_service(ServeDir::new(&config.www_dir))
+        self.guarded(routes)
+    }
+
+    /// `/pkg/…` (the built package) and `/` (the `--www` site, the demo by default).
+    pub fn site_router(&self) -> Router {
+        let config = self.config();
+        self.guarded(site::router(&config.pkg_dir, &config.www_dir))
+    }
+
+    fn guarded(&self, routes: Router<Bridge>) -> Router {
+        routes
+            .layer(middleware::from_fn_with_state(
+                self.clone(),
+                auth::require_known_host,
+            ))
             .with_state(self.clone())
     }
 
@@ -79,52 +94,28 @@ impl Bridge {
         axum::serve(listener, self.router()).await
     }
 
-    /// MCP Streamable HTTP for agents: one [`McpAgent`] per MCP session, bound to the page session
-    /// named by `?session=<id>` (else the newest page).
-    fn mcp_service(&self) -> StreamableHttpService<McpAgent, LocalSessionManager> {
-        let bridge = self.clone();
-        let listen_ip = self.config().listen.ip();
-        let mut config = StreamableHttpServerConfig::default();
-        // rmcp refuses unknown `Host` headers (DNS rebinding). Loopback names always work; a
-        // specific listen address is added; on a wildcard address the host cannot be known.
-        if listen_ip.is_unspecified() {
-            config = config.disable_allowed_hosts();
-        } else {
-            let listen_host = listen_ip.to_string();
-            config =
-                config.with_allowed_hosts(["localhost", "127.0.0.1", "::1", listen_host.as_str()]);
-        }
-        StreamableHttpService::new(
-            move || Ok(McpAgent::new(bridge.clone(), None)),
-            Arc::new(LocalSessionManager::default()),
-            config,
-        )
+    pub(crate) fn table(&self) -> &Arc<Sessions> {
+        &self.inner.sessions
     }
 
+    /// The session with this id (not expired).
     pub fn session(&self, id: &str) -> Option<Arc<PageSession>> {
-        self.lock().0.get(id).cloned()
+        self.table().get(id)
     }
 
-    /// The session that connected last and is still connected, else the last one seen.
+    /// The most recently connected page that is connected now.
     pub fn newest_session(&self) -> Option<Arc<PageSession>> {
-        let sessions = self.lock();
-        let ordered = sessions.1.iter().rev().filter_map(|id| sessions.0.get(id));
-        let all: Vec<_> = ordered.cloned().collect();
-        all.iter()
-            .find(|s| s.is_connected())
-            .or(all.first())
-            .cloned()
+        self.table().newest()
     }
 
-    /// Every session, newest first.
+    /// Every session, connected ones first, most recently connected first.
     pub fn sessions(&self) -> Vec<Arc<PageSession>> {
-        let sessions = self.lock();
-        sessions
-            .1
-            .iter()
-            .rev()
-            .filter_map(|id| sessions.0.get(id).cloned())
-            .collect()
+        self.table().list()
+    }
+
+    /// Page connections open now.
+    pub fn connections(&self) -> usize {
+        self.table().connections()
     }
 
     /// Waits until some page is connected and lists at least one tool.
@@ -132,7 +123,7 @@ impl Bridge {
         let deadline = tokio::time::Instant::now() + timeout;
         loop {
             if let Some(session) = self.newest_session() {
-                if session.is_connected() && !session.tools().is_empty() {
+                if !session.tools().is_empty() {
                     return Some(session);
                 }
             }
@@ -141,99 +132,5 @@ impl Bridge {
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-    }
-
-    pub fn session_or_create(&self, id: &str) -> Arc<PageSession> {
-        let mut sessions = self.lock();
-        let session = sessions
-            .0
-            .entry(id.to_owned())
-            .or_insert_with(|| {
-                Arc::new(PageSession::new(id.to_owned(), self.config().allow.clone()))
-            })
-            .clone();
-        sessions.1.retain(|existing| existing != id);
-        sessions.1.push(id.to_owned());
-        session
-    }
-
-    pub(crate) fn new_session_id(&self) -> String {
-        let n = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
-        format!("bridge-{n}")
-    }
-
-    /// Pages may connect from the configured origins; by default from loopback origins (and from
-    /// non-browser clients, which send no `Origin`).
-    pub(crate) fn origin_allowed(&self, origin: Option<&str>) -> bool {
-        let allowed = &self.config().allowed_origins;
-        match origin {
-            None => allowed.is_empty(),
-            Some(origin) if allowed.is_empty() => is_loopback_origin(origin),
-            Some(origin) => allowed.iter().any(|a| a == origin || a == "*"),
-        }
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, Sessions> {
-        self.inner
-            .sessions
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-    }
-}
-
-/// With `--token`, agents must send `Authorization: Bearer <token>`: `401` otherwise.
-async fn require_agent_token(
-    State(bridge): State<Bridge>,
-    request: Request,
-    next: Next,
-) -> Response {
-    let Some(expected) = &bridge.config().token else {
-        return next.run(request).await;
-    };
-    let presented = request
-        .headers()
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "));
-    if presented == Some(expected.as_str()) {
-        return next.run(request).await;
-    }
-    (
-        StatusCode::UNAUTHORIZED,
-        [(header::WWW_AUTHENTICATE, "Bearer")],
-        "missing or wrong bearer token",
-    )
-        .into_response()
-}
-
-fn is_loopback_origin(origin: &str) -> bool {
-    let Some(rest) = origin
-        .strip_prefix("http://")
-        .or_else(|| origin.strip_prefix("https://"))
-    else {
-        return false;
-    };
-    let host = match rest.strip_prefix('[') {
-        Some(v6) => v6.split(']').next().unwrap_or(""),
-        None => rest.split(':').next().unwrap_or(""),
-    };
-    host == "localhost"
-        || host
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn loopback_origins() {
-        assert!(is_loopback_origin("http://127.0.0.1:8787"));
-        assert!(is_loopback_origin("http://localhost"));
-        assert!(is_loopback_origin("http://[::1]:80"));
-        assert!(!is_loopback_origin("http://127.example.com.evil"));
-        assert!(!is_loopback_origin("https://example.com"));
-        assert!(!is_loopback_origin("null"));
     }
 }

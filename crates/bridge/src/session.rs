@@ -1,69 +1,50 @@
 //! One page session, as the runtime sees it: the page's tools, its connection (when it has one),
 //! and the calls waiting for its answers.
 //!
-//! A session outlives its connections: a page that reloads or reconnects with the same id (kept in
-//! its `sessionStorage`) gets the same [`PageSession`] back.
+//! A session outlives its connections: a page that reloads or reconnects gets the same
+//! [`PageSession`] back. The rules for waiting requests are the [`RequestEngine`]'s; this file does
+//! the waiting, the allow-list, and one trace span per tool call.
 
-use std::collections::HashMap;
 use std::future::Future;
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
-use client_tools_core::call::{outcome, HUMAN_WAIT_MAX_MS};
+use client_tools_core::call::outcome;
 use client_tools_core::protocol::{
     encode_notification, encode_request, meta, method, CallToolParams, CallToolResult,
-    CancelledParams, ProgressParams, RequestId, RpcError, Tool,
+    ProgressParams, RequestId, Tool,
 };
 use client_tools_core::registry::is_allowed;
 use serde_json::{Map, Value};
 use tokio::sync::{mpsc, oneshot, watch, Notify};
+use tracing::Instrument;
+
+use crate::limits::Limits;
+use crate::outgoing::OutgoingSender;
+use crate::request_engine::{Answer, Purpose, Request, RequestEngine, Settled};
+pub use crate::request_engine::{RequestFailure, RECONNECT_GRACE};
 
 /// Extra time the runtime waits beyond a call's timeout: the page's 2 s grace for late handlers
 /// plus the network, so the page's own, more precise, outcome normally arrives first.
 const ANSWER_SLACK: Duration = Duration::from_millis(2_500);
-/// How long a call whose page disconnected waits for the page to come back (a reload, a network
-/// blip) before it fails. When the page reconnects, the call is sent again with the same id.
-pub const RECONNECT_GRACE: Duration = Duration::from_secs(5);
 
-type Answer = Result<Value, RpcError>;
-
-/// The live connection of a session.
+/// The live connection of a session (its requests' side is in the engine).
 struct Connection {
     generation: u64,
-    outgoing: mpsc::UnboundedSender<String>,
-    /// Ends the connection from the bridge side.
+    /// Ends the connection from the bridge side, as a network failure would.
+    #[cfg_attr(not(any(test, feature = "testing")), allow(dead_code))]
     kill: Arc<Notify>,
+    attached_at: SystemTime,
 }
 
-/// A request waiting for the page's answer.
-struct Pending {
-    /// The exact frame, sent again after a reconnect (same id: the page runs it at most once).
-    frame: String,
-    answer: oneshot::Sender<Answer>,
-    /// When the runtime stops waiting; progress from the page pushes it back.
-    deadline: Instant,
-    /// Progress never extends the wait beyond this.
-    hard_deadline: Instant,
-    timeout: Duration,
-    disconnected_at: Option<Instant>,
-    /// Where the page's progress on this request goes (an MCP agent's progress token).
-    observer: Option<mpsc::UnboundedSender<ProgressParams>>,
-}
-
-#[derive(Default)]
 struct State {
     connection: Option<Connection>,
+    engine: RequestEngine,
     tools: Vec<Tool>,
-    pending: HashMap<String, Pending>,
     generations: u64,
-    connected_at: Option<SystemTime>,
     /// The page has answered `tools/list` at least once (its handshake is done).
     tools_listed: bool,
-    /// A call got no answer in time: further calls fail at once until the page answers again.
-    unresponsive: bool,
-    /// When the last connection dropped; within [`RECONNECT_GRACE`] new calls wait for it.
-    disconnected_at: Option<Instant>,
 }
 
 pub struct PageSession {
@@ -72,11 +53,13 @@ pub struct PageSession {
     /// Request ids are `<instance>-<n>`: unique across bridge restarts, so a page never mistakes a
     /// new call for one it already answered.
     instance: String,
-    next_request: AtomicI64,
+    next_request: AtomicU64,
     progress_seen: AtomicU64,
     /// Bumped whenever the tool list or the connection changes (for waiters and MCP agents).
     changes: watch::Sender<u64>,
     allow: Vec<String>,
+    /// Tool arguments and results go to the trace (`debug`) only when the operator asked.
+    log_payloads: bool,
 }
 
 /// A session's public summary (`GET /api/sessions`).
@@ -90,15 +73,22 @@ pub struct SessionInfo {
 }
 
 impl PageSession {
-    pub(crate) fn new(id: String, allow: Vec<String>) -> Self {
+    pub(crate) fn new(id: String, allow: Vec<String>, limits: Limits, log_payloads: bool) -> Self {
         Self {
             id,
-            state: Mutex::new(State::default()),
+            state: Mutex::new(State {
+                connection: None,
+                engine: RequestEngine::new(limits.max_pending_per_session, now()),
+                tools: Vec::new(),
+                generations: 0,
+                tools_listed: false,
+            }),
             instance: instance_id(),
-            next_request: AtomicI64::new(1),
+            next_request: AtomicU64::new(1),
             progress_seen: AtomicU64::new(0),
             changes: watch::channel(0).0,
             allow,
+            log_payloads,
         }
     }
 
@@ -108,7 +98,7 @@ impl PageSession {
 
     /// Whether a page has ever connected to this session.
     pub fn has_connected(&self) -> bool {
-        self.lock().connected_at.is_some()
+        self.lock().engine.has_connected()
     }
 
     /// Whether the page finished its handshake once (connected *and* listed its tools).
@@ -118,6 +108,17 @@ impl PageSession {
 
     pub fn is_connected(&self) -> bool {
         self.lock().connection.is_some()
+    }
+
+    /// When the live connection started; `None` while disconnected.
+    pub fn connected_at(&self) -> Option<SystemTime> {
+        self.lock().connection.as_ref().map(|c| c.attached_at)
+    }
+
+    /// How long the session has had no connection (since its creation if it never had one);
+    /// `None` while connected. For expiry and for choosing which session to forget first.
+    pub fn disconnected_for(&self, now: Instant) -> Option<Duration> {
+        self.lock().engine.disconnected_for(now)
     }
 
     /// The page's tools an agent may see (the bridge allow-list applied).
@@ -132,14 +133,15 @@ impl PageSession {
     }
 
     pub fn info(&self) -> SessionInfo {
-        let connected_at_ms = self.lock().connected_at.and_then(|t| {
+        let connected_at = self.connected_at();
+        let connected_at_ms = connected_at.and_then(|t| {
             t.duration_since(SystemTime::UNIX_EPOCH)
                 .ok()
                 .map(|d| d.as_millis())
         });
         SessionInfo {
             id: self.id.clone(),
-            connected: self.is_connected(),
+            connected: connected_at.is_some(),
             connected_at_ms,
             tools: self.tools(),
         }
@@ -176,27 +178,57 @@ impl PageSession {
             .await
     }
 
-    /// [`Self::call_tool_until`] that also forwards the page's progress reports to `progress`.
+    /// [`Self::call_tool_until`] that also forwards the page's progress reports to `progress`
+    /// (a report that does not fit is dropped: the next one supersedes it).
     pub async fn call_tool_observed(
         &self,
         name: &str,
         arguments: Value,
         timeout: Duration,
         cancel: impl Future<Output = String>,
-        progress: Option<mpsc::UnboundedSender<ProgressParams>>,
+        progress: Option<mpsc::Sender<ProgressParams>>,
     ) -> Option<CallToolResult> {
-        if let Some(tool) = self.lock().tools.iter().find(|t| t.name == name) {
-            if !is_allowed(&self.allow, tool.original_name()) {
-                return Some(outcome::not_allowed(name));
+        let id = self.next_request_id();
+        let span = tracing::info_span!(
+            "tool_call",
+            session = %self.id,
+            tool = %name,
+            call = %id,
+            outcome = tracing::field::Empty,
+            duration_ms = tracing::field::Empty,
+        );
+        let started = tokio::time::Instant::now();
+        let (result, outcome) = self
+            .run_tool_call(id, name, arguments, timeout, cancel, progress)
+            .instrument(span.clone())
+            .await;
+        span.record("outcome", outcome);
+        span.record("duration_ms", started.elapsed().as_millis() as u64);
+        span.in_scope(|| {
+            if let Some(result) = result.as_ref().filter(|_| self.log_payloads) {
+                let result = serde_json::to_string(result).unwrap_or_default();
+                tracing::debug!(%result, "tool call result");
             }
-        } else if !self.allow.is_empty() && !is_allowed(&self.allow, name) {
-            return Some(outcome::not_allowed(name));
+            tracing::info!("tool call finished");
+        });
+        result
+    }
+
+    /// A tool call and its trace outcome: `None` (cancelled) or the result the agent gets.
+    async fn run_tool_call(
+        &self,
+        id: String,
+        name: &str,
+        arguments: Value,
+        timeout: Duration,
+        cancel: impl Future<Output = String>,
+        progress: Option<mpsc::Sender<ProgressParams>>,
+    ) -> (Option<CallToolResult>, &'static str) {
+        if !self.may_call(name) {
+            return (Some(outcome::not_allowed(name)), "not_allowed");
         }
-        if self.lock().unresponsive {
-            self.probe();
-            return Some(CallToolResult::error(
-                RequestFailure::Unresponsive.describe(&self.id, timeout),
-            ));
+        if self.log_payloads {
+            tracing::debug!(%arguments, "tool call arguments");
         }
         let mut extensions = Map::new();
         extensions.insert(meta::TIMEOUT_MS.into(), (timeout.as_millis() as u64).into());
@@ -206,206 +238,166 @@ impl PageSession {
             meta: Some(extensions),
         };
         let params = serde_json::to_value(params).unwrap_or_default();
-        let answer = self
-            .request_until(
-                method::TOOLS_CALL,
-                params,
-                timeout + ANSWER_SLACK,
-                cancel,
-                progress,
-            )
-            .await;
-        Some(match answer {
-            Ok(Ok(value)) => serde_json::from_value(value).unwrap_or_else(|error| {
-                CallToolResult::error(format!(
-                    "the page sent a malformed tools/call result: {error}"
-                ))
-            }),
-            Ok(Err(error)) => {
-                CallToolResult::error(format!("the page refused the call: {}", error.message))
-            }
-            Err(RequestFailure::Cancelled) => return None,
-            Err(failure) => CallToolResult::error(failure.describe(&self.id, timeout)),
-        })
+        let request = new_request(
+            id,
+            method::TOOLS_CALL,
+            params,
+            timeout + ANSWER_SLACK,
+            Purpose::ToolCall,
+        );
+        let request = Request {
+            observer: progress,
+            ..request
+        };
+        let settled = self.send_and_wait(request, cancel).await;
+        match settled {
+            Ok(Ok(value)) => match serde_json::from_value::<CallToolResult>(value) {
+                Ok(result) => {
+                    let outcome = if result.is_error { "error" } else { "ok" };
+                    (Some(result), outcome)
+                }
+                Err(error) => (
+                    Some(CallToolResult::error(format!(
+                        "the page sent a malformed tools/call result: {error}"
+                    ))),
+                    "error",
+                ),
+            },
+            Ok(Err(error)) => (
+                Some(CallToolResult::error(format!(
+                    "the page refused the call: {}",
+                    error.message
+                ))),
+                "error",
+            ),
+            Err(RequestFailure::Cancelled) => (None, "cancelled"),
+            Err(failure) => (
+                Some(CallToolResult::error(failure.describe(&self.id, timeout))),
+                failure.outcome(),
+            ),
+        }
     }
 
+    /// The bridge allow-list, by original name (for a tool the page has not listed: by its name).
+    fn may_call(&self, name: &str) -> bool {
+        match self.lock().tools.iter().find(|t| t.name == name) {
+            Some(tool) => is_allowed(&self.allow, tool.original_name()),
+            None => is_allowed(&self.allow, name),
+        }
+    }
+
+    /// A request of the bridge's own (`initialize`, `tools/list`) and the page's answer.
     pub(crate) async fn request(
         &self,
         method: &str,
         params: Value,
         timeout: Duration,
     ) -> Result<Answer, RequestFailure> {
-        self.request_until(
-            method,
-            params,
-            timeout,
-            std::future::pending::<String>(),
-            None,
-        )
-        .await
+        let id = self.next_request_id();
+        let request = new_request(id, method, params, timeout, Purpose::Housekeeping);
+        self.send_and_wait(request, std::future::pending::<String>())
+            .await
     }
 
-    /// Sends a request to the page and waits for its answer, through reconnects, extending the wait
-    /// while the page reports progress (`_meta.progressToken` is the request id).
-    async fn request_until(
-        &self,
-        method: &str,
-        mut params: Value,
-        timeout: Duration,
-        cancel: impl Future<Output = String>,
-        observer: Option<mpsc::UnboundedSender<ProgressParams>>,
-    ) -> Result<Answer, RequestFailure> {
-        let id = format!(
-            "{}-{}",
-            self.instance,
-            self.next_request.fetch_add(1, Ordering::Relaxed)
+    /// Whether the current connection answers a `ping` within `within`. No reconnect grace: a
+    /// connection that drops meanwhile, or none at all, is a no; silence here does not make
+    /// calls fail fast.
+    pub(crate) async fn is_answering(&self, within: Duration) -> bool {
+        let id = self.next_request_id();
+        let request = new_request(
+            id,
+            method::PING,
+            serde_json::json!({}),
+            within,
+            Purpose::Probe,
         );
-        if let Some(object) = params.as_object_mut() {
-            let meta = object
-                .entry("_meta")
-                .or_insert_with(|| Value::Object(Map::new()));
-            if let Some(meta) = meta.as_object_mut() {
-                meta.insert("progressToken".into(), id.clone().into());
-            }
-        }
-        let frame = encode_request(&RequestId::String(id.clone()), method, &params);
-        let (answer_tx, mut answer_rx) = oneshot::channel();
-        let now = Instant::now();
-        {
-            let mut state = self.lock();
-            let disconnected_at = match &state.connection {
-                Some(connection) => {
-                    if connection.outgoing.send(frame.clone()).is_err() {
-                        return Err(RequestFailure::NotConnected);
-                    }
-                    None
-                }
-                // Dropped a moment ago: wait for the reconnect, the frame goes out on `attach`.
-                None => match state.disconnected_at {
-                    Some(at) if now < at + RECONNECT_GRACE => Some(at),
-                    _ => return Err(RequestFailure::NotConnected),
-                },
-            };
-            let pending = Pending {
-                frame,
-                answer: answer_tx,
-                deadline: now + timeout,
-                hard_deadline: now + timeout + Duration::from_millis(HUMAN_WAIT_MAX_MS),
-                timeout,
-                disconnected_at,
-                observer,
-            };
-            state.pending.insert(id.clone(), pending);
-        }
-        let mut changes = self.changes.subscribe();
-        let mut cancel = std::pin::pin!(cancel);
-        loop {
-            let wake = match self.lock().pending.get(&id) {
-                Some(p) => p.deadline.min(
-                    p.disconnected_at
-                        .map_or(p.deadline, |at| at + RECONNECT_GRACE),
-                ),
-                None => now, // answered (or failed) while we were not looking: read the channel
-            };
-            tokio::select! {
-                answer = &mut answer_rx => {
-                    return answer.map_err(|_| RequestFailure::Disconnected);
-                }
-                _ = tokio::time::sleep_until(wake.into()) => {}
-                _ = changes.changed() => continue,
-                reason = &mut cancel => {
-                    self.lock().pending.remove(&id);
-                    self.notify_page(
-                        method::CANCELLED,
-                        &CancelledParams { request_id: RequestId::String(id), reason: Some(reason) },
-                    );
-                    return Err(RequestFailure::Cancelled);
-                }
-            }
-            let failure = {
-                let mut state = self.lock();
-                let Some(pending) = state.pending.get(&id) else {
-                    continue;
-                };
-                let now = Instant::now();
-                if pending
-                    .disconnected_at
-                    .is_some_and(|at| now >= at + RECONNECT_GRACE)
-                {
-                    Some(RequestFailure::Disconnected)
-                } else if now >= pending.deadline {
-                    state.unresponsive = state.connection.is_some();
-                    Some(RequestFailure::TimedOut)
-                } else {
-                    None
-                }
-            };
-            if let Some(failure) = failure {
-                self.lock().pending.remove(&id);
-                if failure == RequestFailure::TimedOut {
-                    let reason = "the runtime stopped waiting (timeout)";
-                    self.notify_page(
-                        method::CANCELLED,
-                        &CancelledParams {
-                            request_id: RequestId::String(id),
-                            reason: Some(reason.into()),
-                        },
-                    );
+        // Any answer, even an error, shows the page is there.
+        self.send_and_wait(request, std::future::pending::<String>())
+            .await
+            .is_ok()
+    }
+
+    fn next_request_id(&self) -> String {
+        let n = self.next_request.fetch_add(1, Ordering::Relaxed);
+        format!("{}-{n}", self.instance)
+    }
+
+    /// Hands the request to the engine and waits for its outcome: the answer, a failure the engine
+    /// decides when woken at its deadline, or `cancel` (the page is told; no answer then).
+    async fn send_and_wait(
+        &self,
+        request: Request,
+        cancel: impl Future<Output = String>,
+    ) -> Settled {
+        let id = request.id.clone();
+        let begun = self.lock().engine.begin(request, now());
+        let mut settled = match begun {
+            Ok(settled) => settled,
+            Err(failure) => {
+                if failure == RequestFailure::Unresponsive {
+                    self.ping_page();
                 }
                 return Err(failure);
             }
+        };
+        let _stop_if_dropped = CancelOnDrop {
+            session: self,
+            id: &id,
+        };
+        let mut changes = self.changes.subscribe();
+        let mut cancel = std::pin::pin!(cancel);
+        loop {
+            let Some(wake) = self.lock().engine.wake_at(&id) else {
+                return outcome_of(settled).await;
+            };
+            tokio::select! {
+                biased;
+                outcome = &mut settled => return outcome.unwrap_or(Err(RequestFailure::Disconnected)),
+                () = tokio::time::sleep_until(wake.into()) => self.lock().engine.expire(&id, now()),
+                // A disconnect starts the grace, a reconnect ends it: look at the wake time again.
+                _ = changes.changed() => {}
+                reason = &mut cancel => {
+                    if self.lock().engine.cancel(&id, &reason) {
+                        return Err(RequestFailure::Cancelled);
+                    }
+                    return outcome_of(settled).await; // the outcome came first: it stands
+                }
+            }
         }
+    }
+
+    /// Fail-fast mode: ask the page whether it answers again, without making anyone wait (any
+    /// answer ends fail-fast).
+    fn ping_page(&self) {
+        let id = RequestId::String(format!("{}-ping", self.instance));
+        let frame = encode_request(&id, method::PING, &serde_json::json!({}));
+        self.lock().engine.notify(frame);
     }
 
     /// The page reported progress on a request: the runtime waits longer (up to the hard bound).
     pub(crate) fn progress(&self, progress: ProgressParams) {
         self.progress_seen.fetch_add(1, Ordering::Relaxed);
-        let Some(token) = progress.progress_token.as_str() else {
-            return;
-        };
-        if let Some(pending) = self.lock().pending.get_mut(token) {
-            pending.deadline = (Instant::now() + pending.timeout).min(pending.hard_deadline);
-            if let Some(observer) = &pending.observer {
-                let _ = observer.send(progress);
-            }
-        }
+        self.lock().engine.progress(progress, now());
     }
 
-    /// Fail-fast mode: ask the page whether it answers again, without making anyone wait.
-    fn probe(&self) {
-        let Some(outgoing) = self.lock().connection.as_ref().map(|c| c.outgoing.clone()) else {
-            return;
-        };
-        let id = RequestId::String(format!("{}-ping", self.instance));
-        let _ = outgoing.send(encode_request(&id, method::PING, &serde_json::json!({})));
-    }
-
-    /// Sends a notification to the page if it is connected.
+    /// Sends a notification to the page if it is connected (dropped if it is not reading).
     pub(crate) fn notify_page(&self, method: &str, params: &impl serde::Serialize) {
-        if let Some(connection) = &self.lock().connection {
-            let _ = connection
-                .outgoing
-                .send(encode_notification(method, params));
-        }
+        let frame = encode_notification(method, params);
+        self.lock().engine.notify(frame);
     }
 
     /// A page connection starts: returns its generation (to tell stale connections apart). Calls
-    /// still waiting from before are sent again on it.
-    pub(crate) fn attach(&self, outgoing: mpsc::UnboundedSender<String>, kill: Arc<Notify>) -> u64 {
+    /// still waiting from before are sent again on it, and fail-fast ends.
+    pub(crate) fn attach(&self, outgoing: OutgoingSender, kill: Arc<Notify>) -> u64 {
         let mut state = self.lock();
         state.generations += 1;
         let generation = state.generations;
-        for pending in state.pending.values_mut() {
-            pending.disconnected_at = None;
-            let _ = outgoing.send(pending.frame.clone());
-        }
+        state.engine.connected(outgoing);
         state.connection = Some(Connection {
             generation,
-            outgoing,
             kill,
+            attached_at: SystemTime::now(),
         });
-        state.connected_at = Some(SystemTime::now());
-        state.unresponsive = false;
         drop(state);
         self.changes.send_modify(|n| *n += 1);
         generation
@@ -418,26 +410,25 @@ impl PageSession {
             return; // a newer connection has taken over already
         }
         state.connection = None;
-        let now = Instant::now();
-        state.disconnected_at = Some(now);
-        for pending in state.pending.values_mut() {
-            pending.disconnected_at.get_or_insert(now);
-        }
+        state.engine.disconnected(now());
         drop(state);
         self.changes.send_modify(|n| *n += 1);
     }
 
+    /// Closes the current connection with a WebSocket close frame (`code`, `reason`), after what is
+    /// already queued on it.
+    pub(crate) fn close_connection(&self, code: u16, reason: &str) {
+        self.lock().engine.close_link(code, reason);
+    }
+
     /// An answer from the page: it is responsive again.
     pub(crate) fn resolve(&self, id: &RequestId, answer: Answer) {
-        let mut state = self.lock();
-        state.unresponsive = false;
-        if let Some(pending) = state.pending.remove(&id.to_string()) {
-            let _ = pending.answer.send(answer);
-        }
+        self.lock().engine.answer(id, answer);
     }
 
     /// Closes the page's connection from the bridge side, as a network failure would (the page
-    /// reconnects by itself): for fault-injection tests and operators.
+    /// reconnects by itself).
+    #[cfg(any(test, feature = "testing"))]
     pub fn drop_connection(&self) {
         if let Some(connection) = &self.lock().connection {
             connection.kill.notify_one();
@@ -445,14 +436,10 @@ impl PageSession {
     }
 
     /// Sends every waiting call again with its id, as a runtime does after a reconnect: the page
-    /// must answer each once (for fault-injection tests).
+    /// must answer each once.
+    #[cfg(any(test, feature = "testing"))]
     pub fn resend_pending(&self) {
-        let state = self.lock();
-        if let Some(connection) = &state.connection {
-            for pending in state.pending.values() {
-                let _ = connection.outgoing.send(pending.frame.clone());
-            }
-        }
+        self.lock().engine.resend_pending();
     }
 
     /// How many progress notifications the page has sent (all calls).
@@ -462,7 +449,7 @@ impl PageSession {
 
     /// Calls waiting for an answer.
     pub fn pending_calls(&self) -> usize {
-        self.lock().pending.len()
+        self.lock().engine.pending()
     }
 
     pub(crate) fn set_tools(&self, tools: Vec<Tool>) {
@@ -481,40 +468,56 @@ impl PageSession {
     }
 }
 
-/// Why a request got no answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RequestFailure {
-    NotConnected,
-    Disconnected,
-    TimedOut,
-    /// An earlier call timed out and the page has not answered anything since.
-    Unresponsive,
-    /// The caller cancelled.
-    Cancelled,
+/// A caller that stops waiting (its future dropped: an agent gone, an HTTP client disconnected)
+/// cancels its request, so nothing waits on the page's answer forever. A no-op once settled.
+struct CancelOnDrop<'a> {
+    session: &'a PageSession,
+    id: &'a str,
 }
 
-impl RequestFailure {
-    pub fn describe(self, session: &str, timeout: Duration) -> String {
-        match self {
-            RequestFailure::NotConnected => {
-                format!(
-                    "the page (session '{session}') is not connected: open the page and try again"
-                )
-            }
-            RequestFailure::Disconnected => {
-                format!("the page (session '{session}') disconnected before answering")
-            }
-            RequestFailure::TimedOut => format!(
-                "the page (session '{session}') did not answer within {} ms",
-                timeout.as_millis()
-            ),
-            RequestFailure::Cancelled => "cancelled by the runtime".to_owned(),
-            RequestFailure::Unresponsive => format!(
-                "the page (session '{session}') did not answer an earlier call in time; \
-                 calls fail at once until it answers again"
-            ),
+impl Drop for CancelOnDrop<'_> {
+    fn drop(&mut self) {
+        self.session
+            .lock()
+            .engine
+            .cancel(self.id, "the runtime stopped waiting");
+    }
+}
+
+async fn outcome_of(settled: oneshot::Receiver<Settled>) -> Settled {
+    settled.await.unwrap_or(Err(RequestFailure::Disconnected))
+}
+
+/// The request `id`; `_meta.progressToken` is the id, so the page's progress reports name the
+/// request they extend.
+fn new_request(
+    id: String,
+    method: &str,
+    mut params: Value,
+    timeout: Duration,
+    purpose: Purpose,
+) -> Request {
+    if let Some(object) = params.as_object_mut() {
+        let meta = object
+            .entry("_meta")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if let Some(meta) = meta.as_object_mut() {
+            meta.insert("progressToken".into(), id.clone().into());
         }
     }
+    let frame = encode_request(&RequestId::String(id.clone()), method, &params);
+    Request {
+        id,
+        frame,
+        timeout,
+        purpose,
+        observer: None,
+    }
+}
+
+/// Tokio's clock (the same as the system's, except in tests that pause time).
+fn now() -> Instant {
+    tokio::time::Instant::now().into_std()
 }
 
 /// Shared handle.

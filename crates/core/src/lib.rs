@@ -8,9 +8,11 @@
 //! - [`registry`]: the tools a page offers, and the original ⇄ normalized mapping;
 //! - [`validate`]: JSON Schema compiled once per tool, errors as `instancePath: message`;
 //! - [`protocol`]: the JSON-RPC / MCP messages of SPEC §6;
+//! - [`connect`]: the page's first frame (credentials and session resumption, outside the URL);
 //! - [`call`]: the outcomes of SPEC §5 and the per-call state machine (injected clock).
 
 pub mod call;
+pub mod connect;
 pub mod error;
 pub mod ledger;
 pub mod names;

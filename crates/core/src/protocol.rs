@@ -12,6 +12,9 @@ use serde_json::{Map, Value};
 pub const PROTOCOL_VERSION: &str = "2025-11-25";
 /// Frames larger than this are refused (SPEC §6).
 pub const MAX_FRAME_BYTES: usize = 1024 * 1024;
+/// Frames nested deeper than this are refused: serde_json's recursion limit, which [`decode`] applies
+/// on both sides. [`check_outgoing`] measures a frame against it before it is sent.
+pub const MAX_FRAME_DEPTH: usize = 128;
 
 /// `_meta` keys of the client-tools extensions.
 pub mod meta {
@@ -104,6 +107,9 @@ pub enum Message {
 pub struct DecodeError {
     pub id: Option<RequestId>,
     pub error: RpcError,
+    /// The frame was (or looked like) a response: it is never answered, or two peers that cannot
+    /// read each other's errors would answer each other forever (SPEC §6).
+    pub was_response: bool,
 }
 
 impl DecodeError {
@@ -111,13 +117,82 @@ impl DecodeError {
         Self {
             id,
             error: RpcError::new(code, message),
+            was_response: false,
         }
     }
 
-    /// The error response frame to send back.
-    pub fn to_frame(&self) -> String {
-        encode_error(self.id.as_ref(), &self.error)
+    fn response(mut self) -> Self {
+        self.was_response = true;
+        self
     }
+
+    /// The error response frame to send back; `None` when the malformed frame was a response.
+    pub fn to_frame(&self) -> Option<String> {
+        (!self.was_response).then(|| encode_error(self.id.as_ref(), &self.error))
+    }
+}
+
+/// Why a frame may not be sent: the receiving side would refuse it ([`decode`]'s limits).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FrameLimit {
+    /// Longer than [`MAX_FRAME_BYTES`]; the frame's length in bytes.
+    TooLarge(usize),
+    /// Nested deeper than [`MAX_FRAME_DEPTH`] (the JSON-RPC envelope counts).
+    TooDeep,
+}
+
+impl std::fmt::Display for FrameLimit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FrameLimit::TooLarge(bytes) => write!(
+                f,
+                "the frame would be {bytes} bytes, over the limit of {MAX_FRAME_BYTES} bytes"
+            ),
+            FrameLimit::TooDeep => write!(
+                f,
+                "the frame would be nested more than {MAX_FRAME_DEPTH} levels deep \
+                 (the JSON-RPC envelope included), over the limit"
+            ),
+        }
+    }
+}
+
+/// Whether the other side's [`decode`] would accept `frame` (the same rules, applied before sending:
+/// a side never sends a frame the other side would refuse).
+pub fn check_outgoing(frame: &str) -> Result<(), FrameLimit> {
+    if frame.len() > MAX_FRAME_BYTES {
+        return Err(FrameLimit::TooLarge(frame.len()));
+    }
+    if nesting_depth(frame) >= MAX_FRAME_DEPTH {
+        return Err(FrameLimit::TooDeep);
+    }
+    Ok(())
+}
+
+/// The deepest nesting of arrays and objects in a JSON text (brackets inside strings ignored).
+fn nesting_depth(json: &str) -> usize {
+    let (mut depth, mut deepest, mut in_string, mut escaped) = (0usize, 0usize, false, false);
+    for byte in json.bytes() {
+        if in_string {
+            match byte {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match byte {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    deepest
 }
 
 /// Decodes one text frame; every failure says what was wrong.
@@ -138,6 +213,11 @@ pub fn decode(text: &str) -> Result<Message, DecodeError> {
     decode_value(value)
 }
 
+/// A message without `method` that carries `result` or `error` is a response, however malformed.
+fn looks_like_response(object: &Map<String, Value>) -> bool {
+    !object.contains_key("method") && (object.contains_key("result") || object.contains_key("error"))
+}
+
 /// Classifies an already parsed JSON-RPC message.
 pub fn decode_value(value: Value) -> Result<Message, DecodeError> {
     let Value::Object(mut object) = value else {
@@ -147,22 +227,24 @@ pub fn decode_value(value: Value) -> Result<Message, DecodeError> {
             "invalid request: a JSON-RPC message must be an object (batches are not supported)",
         ));
     };
+    let response = looks_like_response(&object);
+    let mark = |error: DecodeError| if response { error.response() } else { error };
     let id = match object.remove("id") {
         None => None,
         Some(raw) => Some(serde_json::from_value::<RequestId>(raw).map_err(|_| {
-            DecodeError::new(
+            mark(DecodeError::new(
                 None,
                 code::INVALID_REQUEST,
                 "invalid request: 'id' must be a string or an integer",
-            )
+            ))
         })?),
     };
     if object.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
-        return Err(DecodeError::new(
+        return Err(mark(DecodeError::new(
             id,
             code::INVALID_REQUEST,
             "invalid request: 'jsonrpc' must be \"2.0\"",
-        ));
+        )));
     }
     if let Some(method) = object.remove("method") {
         let Value::String(method) = method else {
@@ -200,12 +282,21 @@ pub fn decode_value(value: Value) -> Result<Message, DecodeError> {
                 code::INVALID_REQUEST,
                 format!("invalid error object: {e}"),
             )
+            .response()
         })?),
-        _ => {
+        (Some(_), Some(_)) => {
             return Err(DecodeError::new(
                 None,
                 code::INVALID_REQUEST,
                 "invalid response: exactly one of 'result' and 'error' is required",
+            )
+            .response())
+        }
+        (None, None) => {
+            return Err(DecodeError::new(
+                None,
+                code::INVALID_REQUEST,
+                "invalid request: neither a request ('method') nor a response ('result' or 'error')",
             ))
         }
     };
@@ -452,6 +543,43 @@ mod tests {
                 .code,
             code::PARSE_ERROR
         );
+    }
+
+    #[test]
+    fn malformed_responses_are_never_answered() {
+        for frame in [
+            r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"x"}}"#,
+            r#"{"jsonrpc":"2.0","id":null,"result":{}}"#,
+            r#"{"jsonrpc":"1.0","id":1,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"error":"not an object"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1,"message":"x"}}"#,
+        ] {
+            let error = decode(frame).unwrap_err();
+            assert!(error.was_response, "{frame}");
+            assert_eq!(error.to_frame(), None, "{frame}");
+        }
+        // What each side answers a request it cannot read is itself a response: never answered.
+        for request in ["{", "[1]", r#"{"jsonrpc":"2.0","id":[],"method":"x"}"#] {
+            let answer = decode(request).unwrap_err().to_frame().expect("requests are answered");
+            assert_eq!(decode(&answer).unwrap_err().to_frame(), None, "{answer}");
+        }
+    }
+
+    #[test]
+    fn outgoing_frames_are_checked_against_the_receivers_limits() {
+        let nested = |levels: usize| {
+            let arguments = format!("{}{}", "[".repeat(levels), "]".repeat(levels));
+            format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"arguments":{arguments}}}}}"#)
+        };
+        // The deepest frame decode accepts passes the check; one level more fails both.
+        let deepest_accepted = (1..200).take_while(|&n| decode(&nested(n)).is_ok()).last().unwrap();
+        assert!(check_outgoing(&nested(deepest_accepted)).is_ok());
+        assert_eq!(check_outgoing(&nested(deepest_accepted + 1)), Err(FrameLimit::TooDeep));
+        assert!(decode(&nested(deepest_accepted + 1)).is_err());
+        // Brackets in strings do not count.
+        assert!(check_outgoing(&format!(r#"{{"s":"{}\"["}}"#, "[".repeat(500))).is_ok());
+        let big = format!(r#"{{"s":"{}"}}"#, "a".repeat(MAX_FRAME_BYTES));
+        assert!(matches!(check_outgoing(&big), Err(FrameLimit::TooLarge(_))));
     }
 
     #[test]

@@ -97,8 +97,13 @@ fn check_frame(text: &str) -> Result<(), TestCaseError> {
     match protocol::decode(text) {
         Err(error) => {
             prop_assert!([code::PARSE_ERROR, code::INVALID_REQUEST].contains(&error.error.code));
-            let answer: serde_json::Value = serde_json::from_str(&error.to_frame()).unwrap();
-            prop_assert_eq!(&answer["jsonrpc"], "2.0");
+            // A malformed response is never answered; every answer is itself never answered back
+            // (no error ping-pong between two sides).
+            if let Some(frame) = error.to_frame() {
+                let answer: serde_json::Value = serde_json::from_str(&frame).unwrap();
+                prop_assert_eq!(&answer["jsonrpc"], "2.0");
+                prop_assert_eq!(protocol::decode(&frame).err().and_then(|e| e.to_frame()), None);
+            }
         }
         Ok(Message::Request { id, method, params }) => {
             let again = protocol::decode(&protocol::encode_request(&id, &method, &params)).unwrap();

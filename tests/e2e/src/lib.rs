@@ -9,6 +9,8 @@ use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
+pub mod raw_page;
+
 use client_tools_bridge::{Bridge, BridgeConfig, PageSession};
 use tokio::net::TcpListener;
 use tokio::process::{Child, Command};
@@ -112,6 +114,50 @@ impl Opened {
             browser,
             profile,
         }
+    }
+}
+
+/// A bridge on a free loopback port, without a browser (for tests whose pages are [`raw_page`]s).
+pub struct BridgeOnly {
+    pub bridge: Bridge,
+    pub base_url: String,
+    pub ws_url: String,
+    server: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+impl BridgeOnly {
+    pub async fn start(config: BridgeConfig) -> BridgeOnly {
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind a loopback port");
+        let address = listener.local_addr().unwrap();
+        let bridge = Bridge::new(BridgeConfig {
+            listen: address,
+            www_dir: e2e_dir().join("www"),
+            ..config
+        });
+        let server = spawn_server(&bridge, listener);
+        BridgeOnly {
+            bridge,
+            base_url: format!("http://{address}"),
+            ws_url: format!("ws://{address}/ws"),
+            server,
+        }
+    }
+}
+
+impl Drop for BridgeOnly {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
+
+/// Polls `condition` every 20 ms until it holds; panics with `what` after 30 s.
+pub async fn eventually(what: &str, mut condition: impl FnMut() -> bool) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while !condition() {
+        assert!(tokio::time::Instant::now() < deadline, "timed out waiting: {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
 

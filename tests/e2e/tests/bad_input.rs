@@ -6,15 +6,15 @@ use std::time::Duration;
 
 use client_tools_bridge::{Bridge, BridgeConfig};
 use client_tools_core::protocol::{code, MAX_FRAME_BYTES};
-use client_tools_e2e::Stack;
+use client_tools_core::connect::{self, ConnectParams};
+use client_tools_e2e::raw_page::RawPage;
+use client_tools_e2e::{eventually, Stack};
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{json, Value};
 use tokio::net::TcpListener;
 use tokio_tungstenite::tungstenite::Message;
 
 type Socket = tokio_tungstenite::WebSocketStream<tokio::net::TcpStream>;
-type ClientSocket =
-    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
 /// The next JSON frame; `None` if nothing arrives within 10 s.
 async fn next_json<S>(socket: &mut S) -> Option<Value>
@@ -52,6 +52,29 @@ async fn a_hostile_runtime_cannot_break_the_page() {
         .expect("the page connected")
         .unwrap();
     let mut socket = tokio_tungstenite::accept_async(tcp).await.unwrap();
+    // The page opens with `clienttools/connect`; this runtime accepts it.
+    let hello = next_json(&mut socket).await.expect("the connect frame");
+    assert_eq!(hello["method"], connect::CONNECT, "{hello}");
+    assert_eq!(hello["params"], json!({}), "no token, no secret yet: {hello}");
+    let welcome = json!({"jsonrpc":"2.0","id":hello["id"],"result":{
+        "sessionId":"0123456789abcdef0123456789abcdef","resumeSecret":"ab".repeat(32),"resumed":false}});
+    socket.send(Message::Text(welcome.to_string().into())).await.unwrap();
+
+    // Malformed responses (what a confused runtime answers to an error) are never answered: the
+    // next frame the page sends is the answer to the ping that follows them.
+    for response in [
+        r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request"}}"#,
+        r#"{"jsonrpc":"2.0","id":"never-sent","result":{}}"#,
+        r#"{"jsonrpc":"2.0","id":4,"error":"not an error object"}"#,
+    ] {
+        socket.send(Message::Text(response.into())).await.unwrap();
+        socket
+            .send(Message::Text(r#"{"jsonrpc":"2.0","id":"after","method":"ping"}"#.into()))
+            .await
+            .unwrap();
+        let next = next_json(&mut socket).await.expect("the ping's answer");
+        assert_eq!(next["id"], "after", "{response} was answered: {next}");
+    }
 
     assert_eq!(
         error_code_for(&mut socket, "{".into()).await,
@@ -123,10 +146,13 @@ async fn a_misbehaving_page_cannot_break_the_bridge() {
     let serving = bridge.clone();
     tokio::spawn(async move { serving.serve(listener).await });
 
-    let (mut page, _): (ClientSocket, _) =
-        tokio_tungstenite::connect_async(format!("ws://{address}/ws?session=raw"))
-            .await
-            .unwrap();
+    let ws_url = format!("ws://{address}/ws");
+    let RawPage {
+        socket: mut page,
+        session,
+    } = RawPage::connect(&ws_url, &ConnectParams::default())
+        .await
+        .accepted();
     // The bridge opens with `initialize`; the fake page answers garbage first.
     let initialize = next_json(&mut page).await.expect("initialize");
     assert_eq!(initialize["method"], "initialize");
@@ -153,5 +179,9 @@ async fn a_misbehaving_page_cannot_break_the_bridge() {
     page.send(Message::Text(reply.to_string().into()))
         .await
         .unwrap();
-    assert!(bridge.session("raw").unwrap().is_connected());
+    let session = bridge.session(&session.session_id).unwrap();
+    eventually("the misbehaving page is still connected", || {
+        session.is_connected()
+    })
+    .await;
 }

@@ -2,16 +2,15 @@
 //! agent's binding to one page session. Raw HTTP here, so every status code is visible; the official
 //! SDK clients run in `mcp_interop.rs`.
 
-use std::time::Duration;
-
 use client_tools_bridge::BridgeConfig;
 use client_tools_e2e::Stack;
-use futures_util::{SinkExt, StreamExt};
+use client_tools_core::connect::ConnectParams;
+use client_tools_e2e::raw_page::RawPage;
 use serde_json::{json, Value};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
-use tokio_tungstenite::tungstenite::Message;
 
 const TOKEN: &str = "s3cret-token";
+const PAGE_TOKEN: &str = "page-token";
 
 /// One JSON-RPC message to `/mcp`; returns the status, the session id header and the JSON answer
 /// (read from the SSE stream when there is one).
@@ -86,10 +85,11 @@ async fn initialize(url: &str) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tokens_origins_and_session_binding() {
     let config = BridgeConfig {
-        token: Some(TOKEN.into()),
+        agent_token: Some(TOKEN.into()),
+        page_token: Some(PAGE_TOKEN.into()),
         ..BridgeConfig::default()
     };
-    let stack = Stack::start(&format!("mcp.html?token={TOKEN}"), config).await;
+    let stack = Stack::start(&format!("mcp.html#token={PAGE_TOKEN}"), config).await;
     let mcp_url = format!("{}/mcp", stack.base_url);
     let ws_url = stack.base_url.replace("http://", "ws://") + "/ws";
 
@@ -102,12 +102,8 @@ async fn tokens_origins_and_session_binding() {
         401
     );
 
-    // Pages: a wrong token → 401; a foreign origin → 403.
-    let refused = tokio_tungstenite::connect_async(format!("{ws_url}?session=x&token=wrong")).await;
-    assert!(refused.unwrap_err().to_string().contains("401"));
-    let mut foreign = format!("{ws_url}?session=y&token={TOKEN}")
-        .into_client_request()
-        .unwrap();
+    // Pages: a foreign origin → 403 before the upgrade (tokens: tests/trust.rs).
+    let mut foreign = ws_url.as_str().into_client_request().unwrap();
     foreign
         .headers_mut()
         .insert("origin", "https://evil.example".parse().unwrap());
@@ -115,33 +111,40 @@ async fn tokens_origins_and_session_binding() {
     assert!(refused.unwrap_err().to_string().contains("403"));
 
     // A second page session (a bare WebSocket client acting as a page) with its own tool.
-    let (mut other, _) =
-        tokio_tungstenite::connect_async(format!("{ws_url}?session=other&token={TOKEN}"))
-            .await
-            .unwrap();
+    let page_params = ConnectParams {
+        token: Some(PAGE_TOKEN.into()),
+        resume_secret: None,
+    };
+    let tools = json!([{"name":"other_only","inputSchema":{"type":"object"}}]);
+    let mut other = RawPage::connect_with_tools(&ws_url, &page_params, tools).await;
+    let other_id = other.id().to_owned();
     let answer_page = tokio::spawn(async move {
-        while let Some(Ok(Message::Text(text))) = other.next().await {
-            let frame: Value = serde_json::from_str(text.as_str()).unwrap();
-            let reply = match frame["method"].as_str() {
-                Some("initialize") => {
-                    json!({"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"other","version":"1"}})
-                }
-                Some("tools/list") => {
-                    json!({"tools":[{"name":"other_only","inputSchema":{"type":"object"}}]})
-                }
-                Some("tools/call") => {
-                    json!({"content":[{"type":"text","text":"other page ran"}],"isError":false})
-                }
-                _ => continue,
-            };
-            let frame = json!({"jsonrpc":"2.0","id":frame["id"],"result":reply});
-            other
-                .send(Message::Text(frame.to_string().into()))
-                .await
-                .unwrap();
+        while let Some(frame) = other.next_json().await {
+            if frame["method"] == "tools/call" {
+                let reply = json!({"content":[{"type":"text","text":"other page ran"}],"isError":false});
+                other.reply(&frame, reply).await;
+            }
         }
     });
-    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    // An MCP `?session=` naming no session is an error result, not a session made up for it.
+    let nowhere = format!("{mcp_url}?session=0123456789abcdef0123456789abcdef");
+    let session = initialize(&nowhere).await;
+    let call = json!({"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"read_board_tasks","arguments":{}}});
+    let (_, _, answer) = mcp(&nowhere, Some(TOKEN), Some(&session), call).await;
+    let result = &answer.unwrap()["result"];
+    assert_eq!(result["isError"], true, "{result}");
+    assert!(
+        result["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("no page session '0123456789abcdef0123456789abcdef'"),
+        "{result}"
+    );
+    assert!(stack
+        .bridge
+        .session("0123456789abcdef0123456789abcdef")
+        .is_none());
 
     // An agent bound to the real page sees only its tools and cannot reach the other page's.
     let bound = format!("{mcp_url}?session={}", stack.page.id());
@@ -188,7 +191,7 @@ async fn tokens_origins_and_session_binding() {
     );
 
     // The other page's agent reaches the other page only.
-    let other_url = format!("{mcp_url}?session=other");
+    let other_url = format!("{mcp_url}?session={other_id}");
     let session = initialize(&other_url).await;
     let call = json!({"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"other_only","arguments":{}}});
     let (_, _, answer) = mcp(&other_url, Some(TOKEN), Some(&session), call).await;

@@ -16,6 +16,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::Command;
 
 const TOKEN: &str = "interop-token";
+const PAGE_TOKEN: &str = "interop-page-token";
 const SCENARIOS: [&str; 7] = [
     "initialize",
     "list",
@@ -84,10 +85,11 @@ async fn run_client(mut command: Command, tab: &mut impl Tab) -> Vec<String> {
 
 async fn http_stack() -> Stack {
     let config = BridgeConfig {
-        token: Some(TOKEN.into()),
+        agent_token: Some(TOKEN.into()),
+        page_token: Some(PAGE_TOKEN.into()),
         ..BridgeConfig::default()
     };
-    Stack::start(&format!("mcp.html?token={TOKEN}"), config).await
+    Stack::start(&format!("mcp.html#token={PAGE_TOKEN}"), config).await
 }
 
 fn python() -> Command {

@@ -1,0 +1,57 @@
+//! Every bound of the bridge in one place, with its default (docs/security.md lists them).
+//!
+//! A hostile page or agent meets a limit with a clear error naming it, never an unbounded queue or
+//! a task left behind. Frame size and depth are the core's (`protocol::check_outgoing`), the same
+//! rule on both sides of the page socket.
+
+use std::time::Duration;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Limits {
+    /// Page WebSocket connections open at once; more are refused (`503`).
+    pub max_connections: usize,
+    /// Page sessions kept (connected, or disconnected within [`Self::session_ttl`]); when full, the
+    /// session disconnected longest is forgotten first, and a connect is refused only when every
+    /// session is live.
+    pub max_sessions: usize,
+    /// Calls waiting for one page's answers; one more fails at once with an error result.
+    pub max_pending_per_session: usize,
+    /// Frames queued towards one page connection that it has not read yet.
+    pub outgoing_queue_frames: usize,
+    /// Bytes queued towards one page connection that it has not read yet.
+    pub outgoing_queue_bytes: usize,
+    /// Progress notifications buffered towards one agent per call; more are dropped (progress is a
+    /// hint: the next one supersedes it).
+    pub progress_buffer: usize,
+    /// A disconnected session is forgotten after this long (its page gets a new session if it
+    /// comes back later).
+    pub session_ttl: Duration,
+    /// The bridge pings each page connection this often (WebSocket ping; browsers answer it).
+    pub ping_interval: Duration,
+    /// A page connection silent for this long (no frame, no pong) is closed.
+    pub idle_timeout: Duration,
+    /// How long a page has to send its first frame (`clienttools/connect`).
+    pub connect_timeout: Duration,
+    /// How long a claimed session's current connection has to answer a ping before a newcomer with
+    /// the resume secret replaces it (a live one keeps it: the newcomer, a duplicated tab, gets a
+    /// new session).
+    pub takeover_probe: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_connections: 20_000,
+            max_sessions: 20_000,
+            max_pending_per_session: 1_024,
+            outgoing_queue_frames: 2_048,
+            outgoing_queue_bytes: 16 * 1024 * 1024,
+            progress_buffer: 64,
+            session_ttl: Duration::from_secs(10 * 60),
+            ping_interval: Duration::from_secs(15),
+            idle_timeout: Duration::from_secs(45),
+            connect_timeout: Duration::from_millis(client_tools_core::connect::CONNECT_TIMEOUT_MS),
+            takeover_probe: Duration::from_secs(2),
+        }
+    }
+}

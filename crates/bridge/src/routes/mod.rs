@@ -1,0 +1,7 @@
+//! The bridge's HTTP routes, in the parts an embedding runtime picks from (see [`crate::Bridge`]):
+//! pages (`/ws`), agents (`/mcp`, `/api`), and the site (`/pkg/`, `/`).
+
+pub mod agent;
+pub mod api;
+pub mod page;
+pub mod site;

@@ -1,0 +1,323 @@
+//! `GET /ws`: a page connects, proves it may, and becomes an MCP server for the runtime (SPEC §6, §9).
+//!
+//! Before the upgrade: the `Origin` check and the connection limit. Then the page's first frame,
+//! `clienttools/connect` (the page token and, when resuming, the resume secret — never in the URL),
+//! answered with the session id and secret, or refused and closed. Then per connection: a writer
+//! task drains the session's bounded outgoing queue and pings the page; the reader loop routes the
+//! page's answers to waiting calls and its notifications to the session, and closes a connection
+//! that stays silent; one task runs the handshake (`initialize`, `notifications/initialized`,
+//! `tools/list`) and then the coalesced `tools/list` refreshes.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use client_tools_core::connect::{self, ConnectParams};
+use client_tools_core::protocol::{
+    self, code, encode_error, encode_result, method, Implementation, InitializeParams,
+    Message as Rpc, RequestId, RpcError, ToolsListResult, MAX_FRAME_BYTES, PROTOCOL_VERSION,
+};
+use futures_util::stream::{SplitSink, SplitStream};
+use futures_util::{SinkExt, StreamExt};
+use serde_json::json;
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+use crate::auth::{page_origin_allowed, secrets_match};
+use crate::outgoing::{self, Outgoing, OutgoingSender};
+use crate::server::Bridge;
+use crate::session::PageSession;
+use crate::sessions::{Claimed, ConnectionSlot};
+
+/// How long the page has to answer `initialize` and `tools/list`.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Per connection. tungstenite's default, 128 KiB, is allocated up front and zero-filled on every
+/// read: it was 90 % of an idle session's memory (`client-tools-load`) and a tenth of the CPU
+/// under call load. Frames are small; a large one still grows the buffer as needed.
+const READ_BUFFER_BYTES: usize = 4 * 1024;
+/// Close codes (RFC 6455): policy violation (refused connect), going away (silent page).
+const CLOSE_POLICY: u16 = 1008;
+const CLOSE_IDLE: u16 = 1001;
+
+type Sink = SplitSink<WebSocket, Message>;
+type Stream = SplitStream<WebSocket>;
+
+pub async fn upgrade(
+    State(bridge): State<Bridge>,
+    headers: HeaderMap,
+    upgrade: WebSocketUpgrade,
+) -> Response {
+    let origin = headers.get("origin").and_then(|o| o.to_str().ok());
+    if !page_origin_allowed(origin, &bridge.config().allowed_origins) {
+        let origin = origin.unwrap_or("(none)");
+        return (
+            StatusCode::FORBIDDEN,
+            format!(
+                "origin {origin} may not connect: start the bridge with --allowed-origin {origin}"
+            ),
+        )
+            .into_response();
+    }
+    let Some(slot) = bridge.table().open_connection() else {
+        let limit = bridge.config().limits.max_connections;
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("the bridge has {limit} page connections open, its limit: try again later"),
+        )
+            .into_response();
+    };
+    upgrade
+        // Up to 4 MiB is read and answered with a clear JSON-RPC error above 1 MiB (protocol::decode);
+        // beyond that the connection is closed rather than buffered.
+        .max_message_size(4 * MAX_FRAME_BYTES)
+        .max_frame_size(4 * MAX_FRAME_BYTES)
+        .read_buffer_size(READ_BUFFER_BYTES)
+        .on_upgrade(move |socket| serve_page(bridge, slot, socket))
+}
+
+async fn serve_page(bridge: Bridge, _slot: ConnectionSlot, socket: WebSocket) {
+    let (mut sink, mut stream) = socket.split();
+    let Some(Claimed { session, answer }) = accept(&bridge, &mut sink, &mut stream).await else {
+        return;
+    };
+    let limits = &bridge.config().limits;
+    tracing::info!(session = %answer.session_id, resumed = answer.resumed, "page connected");
+    let welcome = encode_result(&RequestId::String(connect::CONNECT_ID.into()), &answer);
+    if sink.send(Message::Text(welcome.into())).await.is_err() {
+        return;
+    }
+    let (outgoing_tx, outgoing_rx) =
+        outgoing::channel(limits.outgoing_queue_frames, limits.outgoing_queue_bytes);
+    let kill = Arc::new(Notify::new());
+    let generation = session.attach(outgoing_tx.clone(), kill.clone());
+    let writer = tokio::spawn(write(sink, outgoing_rx, limits.ping_interval));
+    let refresh = Arc::new(Notify::new());
+    let handshake = tokio::spawn(handshake(session.clone(), refresh.clone()));
+
+    let idle_timeout = limits.idle_timeout;
+    let mut last_heard = Instant::now();
+    loop {
+        let message = tokio::select! {
+            message = stream.next() => message,
+            _ = kill.notified() => None,
+            _ = tokio::time::sleep_until(last_heard + idle_timeout) => {
+                outgoing_tx.close(CLOSE_IDLE, format!("no frame or pong for {} s", idle_timeout.as_secs()));
+                None
+            }
+        };
+        let Some(Ok(message)) = message else { break };
+        last_heard = Instant::now();
+        match message {
+            Message::Text(text) => handle_frame(&session, &outgoing_tx, &refresh, text.as_str()),
+            Message::Binary(_) => {
+                let error = RpcError::new(
+                    code::INVALID_REQUEST,
+                    "binary frames are not supported: send JSON-RPC as text",
+                );
+                let _ = outgoing_tx.try_send(encode_error(None, &error));
+            }
+            Message::Close(_) => break,
+            Message::Ping(_) | Message::Pong(_) => {}
+        }
+    }
+    handshake.abort();
+    session.detach(generation);
+    drop(outgoing_tx);
+    // The writer ends by itself once the queue is closed (after sending a queued close frame);
+    // give it a moment, then stop it.
+    let _ = tokio::time::timeout(Duration::from_secs(1), writer).await;
+    tracing::info!(session = %session.id(), "page disconnected");
+}
+
+/// Reads the page's `clienttools/connect` and resolves it to a session; refuses (and closes) a
+/// missing or malformed first frame, a wrong page token, or a full bridge.
+async fn accept(bridge: &Bridge, sink: &mut Sink, stream: &mut Stream) -> Option<Claimed> {
+    let timeout = bridge.config().limits.connect_timeout;
+    let first = tokio::time::timeout(timeout, first_text(stream)).await;
+    let params = match first {
+        Err(_) => Err(format!(
+            "no clienttools/connect frame within {} ms",
+            timeout.as_millis()
+        )),
+        Ok(None) => return None,
+        Ok(Some(text)) => parse_connect(&text),
+    };
+    let refusal = match params {
+        Err(message) => Some((connect::code::BAD_HANDSHAKE, message)),
+        Ok(params) if !page_token_ok(bridge, &params) => Some((
+            connect::code::UNAUTHORIZED,
+            "missing or wrong page token (the bridge's --page-token, sent as `token` in \
+             clienttools/connect)"
+                .to_owned(),
+        )),
+        Ok(params) => match bridge.table().claim(&params).await {
+            Ok(claimed) => return Some(claimed),
+            Err(refused) => Some((connect::code::OVERLOADED, refused.to_string())),
+        },
+    };
+    if let Some((code, message)) = refusal {
+        tracing::info!(code, %message, "page connect refused");
+        let _ = sink
+            .send(Message::Text(connect::encode_refusal(code, &message).into()))
+            .await;
+        let _ = sink
+            .send(Message::Close(Some(CloseFrame {
+                code: CLOSE_POLICY,
+                reason: Utf8Bytes::from(truncate_reason(&message)),
+            })))
+            .await;
+    }
+    None
+}
+
+/// The first text frame (pings and pongs skipped); `None` when the socket ends first.
+async fn first_text(stream: &mut Stream) -> Option<String> {
+    while let Some(Ok(message)) = stream.next().await {
+        match message {
+            Message::Text(text) => return Some(text.as_str().to_owned()),
+            Message::Ping(_) | Message::Pong(_) => continue,
+            Message::Binary(_) => return Some(String::new()),
+            Message::Close(_) => return None,
+        }
+    }
+    None
+}
+
+fn parse_connect(text: &str) -> Result<ConnectParams, String> {
+    let expected = "the first frame must be the clienttools/connect request";
+    match protocol::decode(text) {
+        Ok(Rpc::Request { method, params, .. }) if method == connect::CONNECT => {
+            let params = if params.is_null() { json!({}) } else { params };
+            serde_json::from_value(params)
+                .map_err(|error| format!("invalid clienttools/connect params: {error}"))
+        }
+        Ok(_) => Err(expected.to_owned()),
+        Err(error) => Err(format!("{expected}: {}", error.error.message)),
+    }
+}
+
+fn page_token_ok(bridge: &Bridge, params: &ConnectParams) -> bool {
+    match &bridge.config().page_token {
+        None => true,
+        Some(expected) => params
+            .token
+            .as_deref()
+            .is_some_and(|token| secrets_match(token, expected)),
+    }
+}
+
+/// A close reason fits in a control frame (123 bytes), cut at a character boundary.
+fn truncate_reason(message: &str) -> String {
+    let mut end = message.len().min(120);
+    while !message.is_char_boundary(end) {
+        end -= 1;
+    }
+    message[..end].to_owned()
+}
+
+/// Sends what the session queues, and a ping every `ping_interval`; a queued close ends it.
+async fn write(mut sink: Sink, mut outgoing: outgoing::OutgoingReceiver, ping_interval: Duration) {
+    let mut ping = tokio::time::interval_at(Instant::now() + ping_interval, ping_interval);
+    loop {
+        let message = tokio::select! {
+            next = outgoing.recv() => match next {
+                Some(Outgoing::Frame(frame)) => Message::Text(frame.into()),
+                Some(Outgoing::Close { code, reason }) => {
+                    let reason = Utf8Bytes::from(truncate_reason(&reason));
+                    let _ = sink.send(Message::Close(Some(CloseFrame { code, reason }))).await;
+                    return;
+                }
+                None => break,
+            },
+            _ = ping.tick() => Message::Ping(Default::default()),
+        };
+        if sink.send(message).await.is_err() {
+            return;
+        }
+    }
+    let _ = sink.close().await;
+}
+
+/// `initialize` → `notifications/initialized` → `tools/list`; then one `tools/list` per wake-up of
+/// `refresh` (the page's `list_changed` notifications, coalesced: many while one refresh runs
+/// cause one more, not many).
+async fn handshake(session: Arc<PageSession>, refresh: Arc<Notify>) {
+    let params = InitializeParams {
+        protocol_version: PROTOCOL_VERSION.into(),
+        capabilities: json!({}),
+        client_info: Implementation {
+            name: "client-tools-bridge".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+        },
+    };
+    let params = serde_json::to_value(params).unwrap_or_default();
+    if !matches!(
+        session
+            .request(method::INITIALIZE, params, HANDSHAKE_TIMEOUT)
+            .await,
+        Ok(Ok(_))
+    ) {
+        return;
+    }
+    session.notify_page(method::INITIALIZED, &json!({}));
+    loop {
+        refresh_tools(&session).await;
+        refresh.notified().await;
+    }
+}
+
+/// Asks the page for its tools again.
+async fn refresh_tools(session: &PageSession) {
+    if let Ok(Ok(value)) = session
+        .request(method::TOOLS_LIST, json!({}), HANDSHAKE_TIMEOUT)
+        .await
+    {
+        match serde_json::from_value::<ToolsListResult>(value) {
+            Ok(list) => session.set_tools(list.tools),
+            Err(error) => {
+                tracing::warn!(session = %session.id(), %error, "malformed tools/list answer")
+            }
+        }
+    }
+}
+
+/// One frame from the page. Errors are answered only for requests (never for a response).
+pub(crate) fn handle_frame(
+    session: &Arc<PageSession>,
+    reply: &OutgoingSender,
+    refresh: &Notify,
+    text: &str,
+) {
+    match protocol::decode(text) {
+        Err(error) => {
+            if let Some(answer) = error.to_frame() {
+                let _ = reply.try_send(answer);
+            }
+        }
+        Ok(Rpc::Response { id, result }) => session.resolve(&id, result),
+        Ok(Rpc::Notification { method, .. }) if method == method::TOOLS_LIST_CHANGED => {
+            refresh.notify_one();
+        }
+        Ok(Rpc::Notification { method, params }) if method == method::PROGRESS => {
+            if let Ok(progress) = serde_json::from_value(params) {
+                session.progress(progress);
+            }
+        }
+        Ok(Rpc::Notification { .. }) => {}
+        Ok(Rpc::Request { id, method, .. }) => {
+            let frame = if method == method::PING {
+                encode_result(&id, &json!({}))
+            } else {
+                let error = RpcError::new(
+                    code::METHOD_NOT_FOUND,
+                    format!("method not found: {method}"),
+                );
+                encode_error(Some(&id), &error)
+            };
+            let _ = reply.try_send(frame);
+        }
+    }
+}

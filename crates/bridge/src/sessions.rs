@@ -1,0 +1,306 @@
+//! The bridge's page sessions: who owns which, which is newest, and when they are forgotten
+//! (SPEC §9, docs/security.md).
+//!
+//! Ownership without state: a session id is a hash of its resume secret. The bridge issues the
+//! secret on first connect (256 random bits); a page that presents it later — after a reload, a
+//! reconnect, or a restart of the bridge — gets the same id back, and nobody can name an id they
+//! do not hold the secret of. A claim on a session whose connection still answers is not a
+//! takeover: the newcomer (a duplicated tab, with `sessionStorage` copied) gets a new session.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use client_tools_core::connect::{ConnectParams, ConnectResult};
+use sha2::{Digest, Sha256};
+
+use crate::limits::Limits;
+use crate::session::PageSession;
+
+/// Close code sent to a connection replaced by its page's newer one (RFC 6455 private range).
+pub const CLOSE_REPLACED: u16 = 4000;
+/// How often, at most, expired sessions are swept (on the next access to the table).
+const SWEEP_EVERY: Duration = Duration::from_secs(1);
+
+pub struct Sessions {
+    table: Mutex<Table>,
+    connections: AtomicUsize,
+    limits: Limits,
+    allow: Vec<String>,
+    log_payloads: bool,
+}
+
+struct Table {
+    by_id: HashMap<String, Arc<PageSession>>,
+    last_sweep: Instant,
+}
+
+/// What a page's connect claim resolved to.
+pub struct Claimed {
+    pub session: Arc<PageSession>,
+    pub answer: ConnectResult,
+}
+
+/// Why a connect was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refused {
+    /// Every one of the `max_sessions` sessions is live.
+    TooManySessions(usize),
+}
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Refused::TooManySessions(limit) => write!(
+                f,
+                "the bridge has {limit} live page sessions, its limit: try again later"
+            ),
+        }
+    }
+}
+
+/// Counts one open page connection while it lives (see [`Sessions::open_connection`]).
+pub struct ConnectionSlot {
+    sessions: Arc<Sessions>,
+}
+
+impl Drop for ConnectionSlot {
+    fn drop(&mut self) {
+        self.sessions.connections.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+impl Sessions {
+    pub fn new(limits: Limits, allow: Vec<String>, log_payloads: bool) -> Self {
+        Self {
+            table: Mutex::new(Table {
+                by_id: HashMap::new(),
+                last_sweep: Instant::now(),
+            }),
+            connections: AtomicUsize::new(0),
+            limits,
+            allow,
+            log_payloads,
+        }
+    }
+
+    /// A slot for one more page connection, or `None` at `max_connections`.
+    pub fn open_connection(self: &Arc<Self>) -> Option<ConnectionSlot> {
+        let limit = self.limits.max_connections;
+        self.connections
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < limit).then_some(n + 1)
+            })
+            .ok()?;
+        Some(ConnectionSlot {
+            sessions: self.clone(),
+        })
+    }
+
+    /// Page connections open now.
+    pub fn connections(&self) -> usize {
+        self.connections.load(Ordering::Relaxed)
+    }
+
+    /// Resolves a page's connect: its own session back (with the secret), or a new one.
+    pub async fn claim(&self, params: &ConnectParams) -> Result<Claimed, Refused> {
+        let Some(secret) = params.resume_secret.as_deref().filter(|s| valid_secret(s)) else {
+            return self.create(new_secret());
+        };
+        let id = session_id_of(secret);
+        let Some(existing) = self.get(&id) else {
+            // Unknown here (expired, or the bridge restarted): the secret still owns its id.
+            return self.create(secret.to_owned());
+        };
+        if existing.is_connected() {
+            if existing.is_answering(self.limits.takeover_probe).await {
+                // Its page is alive: this is another tab with a copy of its storage.
+                tracing::info!(session = %id, "resume claim on a live session: new session");
+                return self.create(new_secret());
+            }
+            existing.close_connection(
+                CLOSE_REPLACED,
+                "replaced by a newer connection of the same page session",
+            );
+        }
+        Ok(Claimed {
+            session: existing,
+            answer: ConnectResult {
+                session_id: id,
+                resume_secret: secret.to_owned(),
+                resumed: true,
+            },
+        })
+    }
+
+    fn create(&self, secret: String) -> Result<Claimed, Refused> {
+        let id = session_id_of(&secret);
+        let mut table = self.lock();
+        self.sweep(&mut table, true);
+        if table.by_id.len() >= self.limits.max_sessions && !table.by_id.contains_key(&id) {
+            let now = Instant::now();
+            let longest_gone = table
+                .by_id
+                .iter()
+                .filter_map(|(id, s)| Some((s.disconnected_for(now)?, id.clone())))
+                .max();
+            match longest_gone {
+                Some((_, gone)) => {
+                    table.by_id.remove(&gone);
+                }
+                None => return Err(Refused::TooManySessions(self.limits.max_sessions)),
+            }
+        }
+        let session = table
+            .by_id
+            .entry(id.clone())
+            .or_insert_with(|| {
+                Arc::new(PageSession::new(
+                    id.clone(),
+                    self.allow.clone(),
+                    self.limits.clone(),
+                    self.log_payloads,
+                ))
+            })
+            .clone();
+        Ok(Claimed {
+            session,
+            answer: ConnectResult {
+                session_id: id,
+                resume_secret: secret,
+                resumed: false,
+            },
+        })
+    }
+
+    /// The session with this id, if it exists and has not expired.
+    pub fn get(&self, id: &str) -> Option<Arc<PageSession>> {
+        let mut table = self.lock();
+        self.sweep(&mut table, false);
+        table.by_id.get(id).cloned()
+    }
+
+    /// The most recently connected page that is connected now.
+    pub fn newest(&self) -> Option<Arc<PageSession>> {
+        self.list().into_iter().find(|s| s.is_connected())
+    }
+
+    /// Every session: connected ones first, most recently connected first.
+    pub fn list(&self) -> Vec<Arc<PageSession>> {
+        let mut all: Vec<_> = {
+            let mut table = self.lock();
+            self.sweep(&mut table, false);
+            table.by_id.values().cloned().collect()
+        };
+        all.sort_by_key(|s| std::cmp::Reverse(s.connected_at()));
+        all
+    }
+
+    /// Forgets sessions disconnected longer than the TTL (at most once per [`SWEEP_EVERY`] unless
+    /// `now_anyway`) that no call is waiting on.
+    fn sweep(&self, table: &mut Table, now_anyway: bool) {
+        let now = Instant::now();
+        if !now_anyway && now < table.last_sweep + SWEEP_EVERY {
+            return;
+        }
+        table.last_sweep = now;
+        let ttl = self.limits.session_ttl;
+        table.by_id.retain(|_, session| {
+            session
+                .disconnected_for(now)
+                .is_none_or(|gone| gone < ttl || session.pending_calls() > 0)
+        });
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Table> {
+        self.table.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// 256 random bits, hex.
+fn new_secret() -> String {
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes).expect("the operating system's random source");
+    hex(&bytes)
+}
+
+/// What the bridge issues: 64 hex digits.
+fn valid_secret(secret: &str) -> bool {
+    secret.len() == 64 && secret.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// The public id of the session a secret owns: 128 bits of its hash, hex.
+fn session_id_of(secret: &str) -> String {
+    let mut hasher = Sha256::new();
+    hasher.update(b"client-tools session id\0");
+    hasher.update(secret.to_ascii_lowercase().as_bytes());
+    hex(&hasher.finalize()[..16])
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sessions(limits: Limits) -> Sessions {
+        Sessions::new(limits, Vec::new(), false)
+    }
+
+    #[tokio::test]
+    async fn a_secret_owns_its_id_and_nothing_else_does() {
+        let sessions = sessions(Limits::default());
+        let first = sessions.claim(&ConnectParams::default()).await.unwrap();
+        assert!(!first.answer.resumed);
+        assert_eq!(first.answer.session_id.len(), 32);
+        assert_eq!(first.answer.resume_secret.len(), 64);
+        let resume = ConnectParams {
+            token: None,
+            resume_secret: Some(first.answer.resume_secret.clone()),
+        };
+        let again = sessions.claim(&resume).await.unwrap();
+        assert!(again.answer.resumed);
+        assert_eq!(again.answer.session_id, first.answer.session_id);
+        assert!(Arc::ptr_eq(&again.session, &first.session));
+        // A made-up secret gets its own, new session; a malformed one a fresh secret.
+        let guess = ConnectParams {
+            token: None,
+            resume_secret: Some("0".repeat(64)),
+        };
+        let guessed = sessions.claim(&guess).await.unwrap();
+        assert_ne!(guessed.answer.session_id, first.answer.session_id);
+        let malformed = ConnectParams {
+            token: None,
+            resume_secret: Some(first.answer.session_id.clone()),
+        };
+        let fresh = sessions.claim(&malformed).await.unwrap();
+        assert_ne!(fresh.answer.resume_secret, first.answer.session_id);
+        assert!(!fresh.answer.resumed);
+    }
+
+    #[tokio::test]
+    async fn full_tables_forget_the_longest_gone_session_first() {
+        let sessions = sessions(Limits {
+            max_sessions: 2,
+            ..Limits::default()
+        });
+        let a = sessions.claim(&ConnectParams::default()).await.unwrap();
+        let b = sessions.claim(&ConnectParams::default()).await.unwrap();
+        let c = sessions.claim(&ConnectParams::default()).await.unwrap();
+        // Never-connected sessions count as gone since they were made: `a` went first.
+        assert!(sessions.get(&a.answer.session_id).is_none());
+        assert!(sessions.get(&b.answer.session_id).is_some());
+        assert!(sessions.get(&c.answer.session_id).is_some());
+    }
+
+    #[test]
+    fn ids_are_hashes_of_secrets() {
+        let secret = new_secret();
+        assert_ne!(secret, new_secret());
+        assert_eq!(session_id_of(&secret), session_id_of(&secret.to_uppercase()));
+        assert!(!session_id_of(&secret).contains(&secret[..8]));
+    }
+}
