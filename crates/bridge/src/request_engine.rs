@@ -43,6 +43,7 @@ pub enum RequestFailure {
 }
 
 impl RequestFailure {
+    /// The text of the error result an agent gets (`timeout` is the call's, as the agent asked).
     pub fn describe(&self, session: &str, timeout: Duration) -> String {
         match self {
             RequestFailure::NotConnected => {
@@ -84,8 +85,8 @@ impl RequestFailure {
 pub(crate) enum Purpose {
     /// An agent's `tools/call`: refused at once while the page is unresponsive.
     ToolCall,
-    /// The bridge's own requests (`initialize`, `tools/list`): they wait even on a page that missed
-    /// a call's deadline, so its tool list stays current.
+    /// The bridge's own requests (`initialize`, `tools/list`): they are sent even to a page that
+    /// missed a deadline, so its tool list stays current; missing theirs counts like a call's.
     Housekeeping,
     /// "Is this connection alive?": never waits for a reconnect, and its silence proves nothing
     /// about calls (no fail-fast, no cancellation sent).
@@ -422,6 +423,8 @@ pub(crate) mod tests {
     pub(crate) struct FakePage {
         session: Arc<PageSession>,
         pub(crate) queue: OutgoingReceiver,
+        /// Notified when the bridge ends the connection.
+        pub(crate) kill: Arc<Notify>,
         generation: u64,
     }
 
@@ -436,10 +439,12 @@ pub(crate) mod tests {
             bytes: usize,
         ) -> Self {
             let (sender, queue) = outgoing::channel(frames, bytes);
-            let generation = session.attach(sender, Arc::new(Notify::new()));
+            let kill = Arc::new(Notify::new());
+            let generation = session.attach(sender, kill.clone());
             Self {
                 session: session.clone(),
                 queue,
+                kill,
                 generation,
             }
         }
@@ -461,7 +466,7 @@ pub(crate) mod tests {
         }
 
         /// The next notification the bridge sent, after checking its method.
-        async fn notification(&mut self, expected: &str) -> Value {
+        pub(crate) async fn notification(&mut self, expected: &str) -> Value {
             match decode(&self.frame().await).unwrap() {
                 Message::Notification { method, params } if method == expected => params,
                 other => panic!("expected a {expected} notification, got {other:?}"),
@@ -469,7 +474,7 @@ pub(crate) mod tests {
         }
 
         /// Whether the bridge has queued nothing more for this page.
-        fn has_nothing_queued(&mut self) -> bool {
+        pub(crate) fn has_nothing_queued(&mut self) -> bool {
             self.queue.recv().now_or_never().is_none()
         }
 
@@ -477,7 +482,7 @@ pub(crate) mod tests {
             self.session.resolve(id, Ok(result));
         }
 
-        fn answer_call(&self, id: &RequestId, text: &str) {
+        pub(crate) fn answer_call(&self, id: &RequestId, text: &str) {
             let result = serde_json::to_value(CallToolResult::success(json!(text))).unwrap();
             self.answer(id, result);
         }
@@ -890,5 +895,46 @@ pub(crate) mod tests {
         assert!(!probe.await.unwrap());
         assert_eq!(started.elapsed(), Duration::ZERO);
         assert!(!session.is_answering(within).await, "within the grace");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_thousand_calls_in_flight_each_get_their_own_answer_through_reconnects() {
+        let session = session();
+        let limits = Limits::default();
+        let connect = |session: &Arc<PageSession>| {
+            FakePage::connect_bounded(
+                session,
+                limits.outgoing_queue_frames,
+                limits.outgoing_queue_bytes,
+            )
+        };
+        let mut page = connect(&session);
+        let calls: Vec<_> = (0..1_000)
+            .map(|_| spawn_call(&session, Duration::from_secs(30)))
+            .collect();
+        // Every call is sent; then each round the page answers half of what it received, and its
+        // connection drops: the rest is sent again on the next connection.
+        sleep(Duration::from_millis(1)).await;
+        while session.pending_calls() > 0 {
+            let mut received = Vec::new();
+            while let Some(Some(Outgoing::Frame(frame))) = page.queue.recv().now_or_never() {
+                if let Ok(Message::Request { id, .. }) = decode(&frame) {
+                    received.push(id);
+                }
+            }
+            for id in &received[..received.len().div_ceil(2)] {
+                page.answer_call(id, &id.to_string());
+            }
+            page.disconnect();
+            sleep(Duration::from_secs(1)).await;
+            page = connect(&session);
+        }
+        let mut answers = std::collections::HashSet::new();
+        for call in calls {
+            let (result, _) = call.await.unwrap();
+            assert!(!result.is_error, "{}", result.text());
+            answers.insert(result.text().to_owned());
+        }
+        assert_eq!(answers.len(), 1_000);
     }
 }

@@ -32,8 +32,7 @@ const ANSWER_SLACK: Duration = Duration::from_millis(2_500);
 /// The live connection of a session (its requests' side is in the engine).
 struct Connection {
     generation: u64,
-    /// Ends the connection from the bridge side, as a network failure would.
-    #[cfg_attr(not(any(test, feature = "testing")), allow(dead_code))]
+    /// Stops the connection's reader: the connection ends (see [`PageSession::close_connection`]).
     kill: Arc<Notify>,
     attached_at: SystemTime,
 }
@@ -238,17 +237,14 @@ impl PageSession {
             meta: Some(extensions),
         };
         let params = serde_json::to_value(params).unwrap_or_default();
-        let request = new_request(
+        let mut request = new_request(
             id,
             method::TOOLS_CALL,
             params,
             timeout + ANSWER_SLACK,
             Purpose::ToolCall,
         );
-        let request = Request {
-            observer: progress,
-            ..request
-        };
+        request.observer = progress;
         let settled = self.send_and_wait(request, cancel).await;
         match settled {
             Ok(Ok(value)) => match serde_json::from_value::<CallToolResult>(value) {
@@ -348,11 +344,11 @@ impl PageSession {
         let mut cancel = std::pin::pin!(cancel);
         loop {
             let Some(wake) = self.lock().engine.wake_at(&id) else {
-                return outcome_of(settled).await;
+                return outcome_of(settled.await);
             };
             tokio::select! {
                 biased;
-                outcome = &mut settled => return outcome.unwrap_or(Err(RequestFailure::Disconnected)),
+                received = &mut settled => return outcome_of(received),
                 () = tokio::time::sleep_until(wake.into()) => self.lock().engine.expire(&id, now()),
                 // A disconnect starts the grace, a reconnect ends it: look at the wake time again.
                 _ = changes.changed() => {}
@@ -360,7 +356,7 @@ impl PageSession {
                     if self.lock().engine.cancel(&id, &reason) {
                         return Err(RequestFailure::Cancelled);
                     }
-                    return outcome_of(settled).await; // the outcome came first: it stands
+                    return outcome_of(settled.await); // the outcome came first: it stands
                 }
             }
         }
@@ -415,10 +411,15 @@ impl PageSession {
         self.changes.send_modify(|n| *n += 1);
     }
 
-    /// Closes the current connection with a WebSocket close frame (`code`, `reason`), after what is
-    /// already queued on it.
+    /// Ends the current connection: its writer sends a WebSocket close frame (`code`, `reason`)
+    /// after what is already queued, and its reader stops at once, so a page that does not answer
+    /// the close (a frozen tab being replaced) does not hold the connection.
     pub(crate) fn close_connection(&self, code: u16, reason: &str) {
-        self.lock().engine.close_link(code, reason);
+        let state = self.lock();
+        if let Some(connection) = &state.connection {
+            state.engine.close_link(code, reason);
+            connection.kill.notify_one();
+        }
     }
 
     /// An answer from the page: it is responsive again.
@@ -484,8 +485,10 @@ impl Drop for CancelOnDrop<'_> {
     }
 }
 
-async fn outcome_of(settled: oneshot::Receiver<Settled>) -> Settled {
-    settled.await.unwrap_or(Err(RequestFailure::Disconnected))
+/// What a request's channel delivered. The engine settles every request it gives up on; a closed
+/// channel means the session itself is gone.
+fn outcome_of(received: Result<Settled, oneshot::error::RecvError>) -> Settled {
+    received.unwrap_or(Err(RequestFailure::Disconnected))
 }
 
 /// The request `id`; `_meta.progressToken` is the id, so the page's progress reports name the
@@ -520,9 +523,6 @@ fn now() -> Instant {
     tokio::time::Instant::now().into_std()
 }
 
-/// Shared handle.
-pub type SessionRef = Arc<PageSession>;
-
 /// A short random id for this bridge process.
 fn instance_id() -> String {
     use std::hash::{BuildHasher, Hasher};
@@ -534,4 +534,216 @@ fn instance_id() -> String {
             .unwrap_or_default(),
     );
     format!("{:012x}", hasher.finish() & 0xffff_ffff_ffff)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+
+    use client_tools_core::protocol::{decode, Message};
+    use futures_util::FutureExt;
+    use serde_json::json;
+    use tokio::time::sleep;
+
+    use super::*;
+    use crate::outgoing::Outgoing;
+    use crate::request_engine::tests::{session, FakePage};
+
+    const TIMEOUT: Duration = Duration::from_secs(1);
+
+    #[tokio::test(start_paused = true)]
+    async fn the_bridge_allow_list_filters_tools_and_refuses_calls_by_original_name() {
+        let session = Arc::new(PageSession::new(
+            "s1".into(),
+            vec!["Secret Tool".into(), "echo".into()],
+            Limits::default(),
+            false,
+        ));
+        let mut page = FakePage::connect(&session);
+        let tools = json!([
+            {"name": "secret_tool", "inputSchema": {}, "_meta": {"clienttools/originalName": "Secret Tool"}},
+            {"name": "delete_all", "inputSchema": {}},
+        ]);
+        session.set_tools(serde_json::from_value(tools).unwrap());
+        let listed: Vec<String> = session.tools().into_iter().map(|t| t.name).collect();
+        assert_eq!(listed, ["secret_tool"]);
+
+        for name in ["delete_all", "not_listed"] {
+            let refused = session.call_tool(name, json!({}), TIMEOUT).await;
+            assert_eq!(refused.text(), format!("tool '{name}' is not allowed"));
+        }
+        assert!(page.has_nothing_queued());
+        // Allowed by original name, or by name while the page has not listed it.
+        for name in ["secret_tool", "echo"] {
+            let call = {
+                let session = session.clone();
+                tokio::spawn(async move { session.call_tool(name, json!({}), TIMEOUT).await })
+            };
+            let (id, params) = page.request(method::TOOLS_CALL).await;
+            assert_eq!(params["name"], name);
+            page.answer_call(&id, "allowed");
+            assert_eq!(call.await.unwrap().text(), "allowed");
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn connection_facts_for_expiry_and_the_newest_session() {
+        let session = session();
+        sleep(Duration::from_secs(3)).await;
+        assert!(!session.has_connected() && !session.is_connected());
+        assert_eq!(session.connected_at(), None);
+        // Never connected: disconnected since it was created.
+        assert_eq!(
+            session.disconnected_for(now()),
+            Some(Duration::from_secs(3))
+        );
+
+        let before = SystemTime::now();
+        let page = FakePage::connect(&session);
+        assert!(session.has_connected() && session.is_connected());
+        assert!(session.connected_at().is_some_and(|at| at >= before));
+        assert_eq!(session.disconnected_for(now()), None);
+        assert!(session.info().connected && session.info().connected_at_ms.is_some());
+
+        page.disconnect();
+        sleep(Duration::from_secs(7)).await;
+        assert!(session.has_connected() && !session.is_connected());
+        assert_eq!(session.connected_at(), None);
+        assert_eq!(
+            session.disconnected_for(now()),
+            Some(Duration::from_secs(7))
+        );
+        assert!(!session.info().connected);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_replaced_connection_ending_late_does_not_disconnect_the_session() {
+        let session = session();
+        let old = FakePage::connect(&session);
+        let mut new = FakePage::connect(&session);
+        old.disconnect();
+        assert!(session.is_connected());
+        let call = {
+            let session = session.clone();
+            tokio::spawn(async move { session.call_tool("echo", json!({}), TIMEOUT).await })
+        };
+        let (id, _) = new.request(method::TOOLS_CALL).await;
+        new.answer_call(&id, "on the new connection");
+        assert_eq!(call.await.unwrap().text(), "on the new connection");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_explicit_close_gets_through_a_full_queue_and_stops_the_reader() {
+        let session = session();
+        let mut page = FakePage::connect_bounded(&session, 1, 1 << 20);
+        session.notify_page(method::INITIALIZED, &json!({}));
+        session.close_connection(4000, "replaced");
+        assert!(page.kill.notified().now_or_never().is_some());
+        page.notification(method::INITIALIZED).await;
+        assert_eq!(
+            page.queue.recv().await,
+            Some(Outgoing::Close {
+                code: 4000,
+                reason: "replaced".into()
+            })
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn fault_injection_drops_the_connection_and_resends_a_waiting_call_with_its_id() {
+        let session = session();
+        let mut page = FakePage::connect(&session);
+        let call = {
+            let session = session.clone();
+            tokio::spawn(async move { session.call_tool("echo", json!({}), TIMEOUT).await })
+        };
+        let first = page.frame().await;
+        session.resend_pending();
+        assert_eq!(page.frame().await, first);
+        let Ok(Message::Request { id, .. }) = decode(&first) else {
+            panic!("{first}")
+        };
+        page.answer_call(&id, "once");
+        assert_eq!(call.await.unwrap().text(), "once");
+
+        session.drop_connection();
+        assert!(page.kill.notified().now_or_never().is_some());
+    }
+
+    /// The trace of one call: what `tracing` wrote while `log_payloads` was as given.
+    async fn trace_of_one_call(log_payloads: bool) -> String {
+        #[derive(Clone, Default)]
+        struct Captured(Arc<Mutex<Vec<u8>>>);
+        impl Write for Captured {
+            fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().unwrap().extend_from_slice(bytes);
+                Ok(bytes.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let captured = Captured::default();
+        let writer = captured.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_max_level(tracing::Level::DEBUG)
+            .with_ansi(false)
+            .finish();
+        // With a single dispatcher registered, `tracing` asks only the current thread's: a test on
+        // another thread meeting a callsite first would disable it for this one too. A second one,
+        // alive for good, makes every callsite ask this thread's subscriber.
+        static SECOND: std::sync::OnceLock<tracing::Dispatch> = std::sync::OnceLock::new();
+        SECOND.get_or_init(|| tracing::Dispatch::new(tracing::subscriber::NoSubscriber::default()));
+        let _trace = tracing::subscriber::set_default(subscriber);
+
+        let session = Arc::new(PageSession::new(
+            "s1".into(),
+            Vec::new(),
+            Limits::default(),
+            log_payloads,
+        ));
+        let mut page = FakePage::connect(&session);
+        let call = {
+            let session = session.clone();
+            let arguments = json!({"password": "hunter2"});
+            tokio::spawn(async move { session.call_tool("login", arguments, TIMEOUT).await })
+        };
+        let (id, _) = page.request(method::TOOLS_CALL).await;
+        sleep(Duration::from_millis(40)).await;
+        page.answer_call(&id, "the account balance");
+        assert!(!call.await.unwrap().is_error);
+        let trace = captured.0.lock().unwrap().clone();
+        String::from_utf8(trace).unwrap()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn one_span_per_call_with_its_outcome_and_no_payloads_unless_asked() {
+        let trace = trace_of_one_call(false).await;
+        let finished: Vec<&str> = trace
+            .lines()
+            .filter(|line| line.contains("tool call finished"))
+            .collect();
+        assert_eq!(finished.len(), 1, "{trace}");
+        for field in [
+            "tool_call{",
+            "session=s1",
+            "tool=login",
+            "call=",
+            "outcome=\"ok\"",
+            "duration_ms=40",
+        ] {
+            assert!(finished[0].contains(field), "{field} in {trace}");
+        }
+        assert!(
+            !trace.contains("hunter2") && !trace.contains("balance"),
+            "{trace}"
+        );
+
+        let trace = trace_of_one_call(true).await;
+        assert!(
+            trace.contains("hunter2") && trace.contains("the account balance"),
+            "{trace}"
+        );
+    }
 }

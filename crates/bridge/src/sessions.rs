@@ -76,7 +76,7 @@ impl Sessions {
         Self {
             table: Mutex::new(Table {
                 by_id: HashMap::new(),
-                last_sweep: Instant::now(),
+                last_sweep: tokio::time::Instant::now().into_std(),
             }),
             connections: AtomicUsize::new(0),
             limits,
@@ -139,7 +139,7 @@ impl Sessions {
         let mut table = self.lock();
         self.sweep(&mut table, true);
         if table.by_id.len() >= self.limits.max_sessions && !table.by_id.contains_key(&id) {
-            let now = Instant::now();
+            let now = tokio::time::Instant::now().into_std();
             let longest_gone = table
                 .by_id
                 .iter()
@@ -200,7 +200,7 @@ impl Sessions {
     /// Forgets sessions disconnected longer than the TTL (at most once per [`SWEEP_EVERY`] unless
     /// `now_anyway`) that no call is waiting on.
     fn sweep(&self, table: &mut Table, now_anyway: bool) {
-        let now = Instant::now();
+        let now = tokio::time::Instant::now().into_std();
         if !now_anyway && now < table.last_sweep + SWEEP_EVERY {
             return;
         }
