@@ -41,10 +41,16 @@ pub fn demo(args: &[String]) -> Result {
         [flag, value, ..] if flag == "--listen" => value.clone(),
         _ => "127.0.0.1:8787".to_owned(),
     };
+    // The demo console acts as an agent: it gets a fresh agent token through the URL fragment,
+    // which the browser never sends to a server (docs/security.md). The bridge reads it from the
+    // environment, so it shows up neither in `ps` nor in the command line echoed below.
+    let token = random_token()?;
     step(&format!(
-        "Starting the bridge with the demo: open http://{listen}/ (Ctrl-C to stop)"
+        "Starting the bridge with the demo: open http://{listen}/#agent-token={token} \
+         (Ctrl-C to stop)\n    MCP agents and scripts: Authorization: Bearer {token}"
     ));
     run(Command::new(env!("CARGO"))
+        .env("CLIENT_TOOLS_AGENT_TOKEN", &token)
         .current_dir(root())
         .args([
             "run",
@@ -57,4 +63,14 @@ pub fn demo(args: &[String]) -> Result {
             "--",
         ])
         .args(["--listen", &listen, "--www", "www", "--pkg", "pkg"]))
+}
+
+/// 128 random bits, hex, from the operating system.
+fn random_token() -> Result<String> {
+    use std::io::Read;
+    let mut bytes = [0u8; 16];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut random| random.read_exact(&mut bytes))
+        .map_err(|e| format!("could not read /dev/urandom for the demo's agent token: {e}"))?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }

@@ -11,8 +11,8 @@ pub struct Limits {
     /// Page WebSocket connections open at once; more are refused (`503`).
     pub max_connections: usize,
     /// Page sessions kept (connected, or disconnected within [`Self::session_ttl`]); when full, the
-    /// session disconnected longest is forgotten first, and a connect is refused only when every
-    /// session is live.
+    /// session disconnected longest (with no call waiting on it) is forgotten first, and a connect
+    /// is refused only when there is none.
     pub max_sessions: usize,
     /// Calls waiting for one page's answers; one more fails at once with an error result.
     pub max_pending_per_session: usize,

@@ -45,7 +45,7 @@ pub struct Claimed {
 /// Why a connect was refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Refused {
-    /// Every one of the `max_sessions` sessions is live.
+    /// Every one of the `max_sessions` sessions is live (or has calls waiting on it).
     TooManySessions(usize),
 }
 
@@ -143,6 +143,7 @@ impl Sessions {
             let longest_gone = table
                 .by_id
                 .iter()
+                .filter(|(_, s)| s.pending_calls() == 0)
                 .filter_map(|(id, s)| Some((s.disconnected_for(now)?, id.clone())))
                 .max();
             match longest_gone {
