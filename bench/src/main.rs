@@ -1,8 +1,9 @@
 //! `cargo xtask bench` runs this after building the package and the JavaScript references: the SDK
 //! in headless Chromium and Firefox against the JavaScript it replaces, the bridge's round trips
-//! with 1 and 100 real pages, the bridge's scale with simulated pages (`client-tools-load`), and the
-//! package size. It writes `BENCHMARKS.md` and `bench/results.json`. A benchmark, not a test: no
-//! number here fails anything (the size budget is enforced by `cargo xtask test`).
+//! with 1 and 100 real pages, the bridge's scale with simulated pages (`client-tools-load`, this
+//! crate's other binary: src/bin/client-tools-load), and the package size. It writes
+//! `BENCHMARKS.md` and `bench/results.json`. A benchmark, not a test: no number here fails anything
+//! (the size budget is enforced by `cargo xtask test`).
 
 mod browser;
 mod in_page;

@@ -366,9 +366,10 @@ fn scale(out: &mut String, scale: &Value, cores: &Value) {
     let _ = writeln!(
         out,
         "`client-tools-load` starts the bridge binary, opens N native WebSocket clients that speak \
-         SPEC §6 like a page (one `echo` tool), measures the bridge's resident memory idle, then calls \
-         through `POST /api/sessions/{{id}}/call` spread over all sessions, {} in flight (the load \
-         tool shares the {cores} cores with the bridge, so calls/s is a floor; CPU per call is \
+         SPEC §6 like a page (`clienttools/connect`, then an MCP server with one `echo` tool), \
+         measures the bridge's resident memory idle, then calls through \
+         `POST /api/sessions/{{id}}/call` spread over all sessions, {} in flight (the load tool \
+         shares the {cores} cores with the bridge, so calls/s is a floor; CPU per call is \
          steadier).\n",
         scale["settings"]["concurrency"]
     );

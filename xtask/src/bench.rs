@@ -2,7 +2,8 @@
 //! (bench/src), which writes BENCHMARKS.md and bench/results.json.
 //!
 //! Needs: the package (release build), the JavaScript references bundled for the browser
-//! (bench/js → bench/www/vendor), the bridge and load-tool binaries (release), the browsers.
+//! (bench/js → bench/www/vendor), the bridge binary and the bench crate's two binaries (release:
+//! the driver and `client-tools-load`, bench/src/bin/client-tools-load), the browsers.
 
 use std::path::Path;
 use std::process::Command;
@@ -42,7 +43,9 @@ pub fn run_benchmarks(browsers: &Browsers, pkg: &Path, quick: bool, out: &Path) 
         .current_dir(&js)
         .args(["run", "--silent", "bundle"]))?;
 
-    step("Building the benchmark driver, the bridge and the load tool (release)");
+    step("Building the benchmark driver, the load tool and the bridge (release)");
+    // `client-tools-bench --bins`: the driver and `client-tools-load`; the bridge is the binary
+    // the load tool starts and measures.
     run(Command::new(env!("CARGO")).current_dir(root()).args([
         "build",
         "--release",
