@@ -388,6 +388,10 @@ async fn connections_sessions_and_waiting_calls_are_bounded() {
         ConnectOutcome::Accepted(page) => panic!("accepted {page:?}"),
     }
     // ...and with three sockets open, a fourth by the connection limit (503 before the upgrade).
+    eventually("the refused page's connection ends", || {
+        bridge.bridge.connections() == 2
+    })
+    .await;
     let (_third_socket, _) = tokio_tungstenite::connect_async(&bridge.ws_url).await.unwrap();
     eventually("three connections", || bridge.bridge.connections() == 3).await;
     let refused = tokio_tungstenite::connect_async(&bridge.ws_url).await;
