@@ -45,13 +45,13 @@ impl ClientTools {
     #[wasm_bindgen(constructor)]
     pub fn new(options: ClientToolsOptionsArg) -> Result<ClientTools, JsValue> {
         let options = Options::parse(&options).map_err(errors::to_js)?;
-        let (session_id, interrupted) = if options.endpoint.is_some() {
-            (session::session_id(), session::take_interrupted_calls())
+        let (resume_secret, interrupted) = if options.endpoint.is_some() {
+            (session::resume_secret(), session::take_interrupted_calls())
         } else {
-            (String::new(), Vec::new())
+            (None, Vec::new())
         };
         let tools = ClientTools {
-            page: Page::new(options, session_id, interrupted),
+            page: Page::new(options, resume_secret, interrupted),
         };
         if tools.page.options.endpoint.is_some() {
             remember_running_calls_on_unload(&tools.page);
@@ -134,7 +134,8 @@ impl ClientTools {
         js::to_plain(&listed).unchecked_into()
     }
 
-    /// Connects to the agent runtime (`endpoint`); resolves once the socket is open.
+    /// Connects to the agent runtime (`endpoint`); resolves once the runtime accepted the page
+    /// (the token and resume secret go in the first frame, never in the URL).
     pub fn connect(&self) -> VoidPromise {
         let page = self.page.clone();
         wasm_bindgen_futures::future_to_promise(async move {
@@ -224,10 +225,11 @@ impl ClientTools {
         .unchecked_into()
     }
 
-    /// The session id this page uses with the runtime (kept in `sessionStorage`).
-    #[wasm_bindgen(getter, js_name = sessionId)]
-    pub fn session_id(&self) -> String {
-        self.page.session_id.clone()
+    /// The id the runtime gave this page's session (agents name the page by it); `undefined` until
+    /// the first successful `connect()`.
+    #[wasm_bindgen(getter, js_name = sessionId, unchecked_return_type = "string | undefined")]
+    pub fn session_id(&self) -> Option<String> {
+        self.page.session_id.borrow().clone()
     }
 
     /// `disconnected`, `connecting`, `connected` or `reconnecting`.

@@ -6,7 +6,8 @@
 //! - [`api`]: the `ClientTools` class exported to JavaScript (SPEC §4);
 //! - [`page`]: the state one `ClientTools` instance shares with its transport and calls;
 //! - [`call_runner`]: what happens to one call, from arrival to its single result (SPEC §5);
-//! - [`transport::websocket`]: the connection to the agent runtime (SPEC §6).
+//! - [`transport::websocket`]: the connection to the agent runtime (SPEC §6);
+//! - [`outgoing`]: no frame leaves that the runtime would refuse (size, depth).
 
 pub mod api;
 pub mod call_runner;
@@ -18,6 +19,7 @@ pub mod events;
 pub mod js;
 pub mod mcp_server;
 pub mod options;
+pub mod outgoing;
 pub mod page;
 pub mod session;
 pub mod transport;

@@ -2,7 +2,7 @@
 //!
 //! Transport-agnostic: the WebSocket hands each text frame to [`handle_frame`], and every answer
 //! goes out through [`Page::send`]. A malformed frame gets its JSON-RPC error and nothing else
-//! happens; the connection stays up.
+//! happens; the connection stays up. A response is never answered, however malformed (SPEC §6).
 
 use std::rc::Rc;
 
@@ -10,16 +10,22 @@ use client_tools_core::ledger::Arrival;
 use client_tools_core::protocol::{
     self, code, encode_error, encode_result, method, CallToolParams, CallToolResult,
     CancelledParams, Implementation, InitializeResult, Message, RequestId, RpcError,
-    ToolsListResult, MAX_FRAME_BYTES, PROTOCOL_VERSION,
+    ToolsListResult, PROTOCOL_VERSION,
 };
 use serde_json::{json, Value};
 
 use crate::call_runner::{self, Caller};
+use crate::outgoing::{self, Kind};
 use crate::page::Page;
 
 pub fn handle_frame(page: &Rc<Page>, text: &str) {
     match protocol::decode(text) {
-        Err(error) => page.send(error.to_frame()),
+        Err(error) => {
+            // `None` for a malformed response: answering it could start an error ping-pong.
+            if let Some(answer) = error.to_frame() {
+                page.send(answer);
+            }
+        }
         Ok(Message::Request { id, method, params }) => handle_request(page, id, &method, params),
         Ok(Message::Notification { method, params }) => handle_notification(page, &method, params),
         // The page sends no requests of its own, so there is nothing to match a response to.
@@ -48,7 +54,7 @@ fn handle_request(page: &Rc<Page>, id: RequestId, method: &str, params: Value) {
                 tools,
                 next_cursor: None,
             };
-            page.send(encode_result(&id, &result));
+            page.send_as(encode_result(&id, &result), Kind::ToolsList { id: &id });
         }
         method::TOOLS_CALL => match serde_json::from_value::<CallToolParams>(params) {
             Err(error) => reply_error(
@@ -74,26 +80,34 @@ fn start_call(page: &Rc<Page>, id: RequestId, params: CallToolParams) {
     match arrival {
         // Re-sent while it runs: it is answered once, when it ends.
         Arrival::Join => {}
+        // Stored answers fit already (they passed `outgoing::call_answer`).
         Arrival::Resend(frame) => page.send(frame),
         Arrival::Interrupted => {
             let result = CallToolResult::error(format!(
                 "the page was reloaded while call {call_id} was running; it was not run again"
             ));
-            let frame = answer_frame(&id, &result);
+            let frame = outgoing::call_answer(&page.events, &id, &params.name, &result);
             page.ledger.borrow_mut().finish(&call_id, frame.clone());
             page.send(frame);
         }
         Arrival::Run => {
             let page = page.clone();
+            let epoch = page.session_epoch.get();
+            let tool = params.name.clone();
             wasm_bindgen_futures::spawn_local(async move {
                 let result =
                     call_runner::run_call(page.clone(), call_id.clone(), params, Caller::Agent)
                         .await;
+                // The call belonged to an earlier session (the runtime started a new one): its
+                // id means nothing to the new session's runtime.
+                if page.session_epoch.get() != epoch {
+                    return;
+                }
                 // A cancelled call sends nothing now, but a re-send of it learns what happened.
                 let cancelled = result.is_none();
                 let result =
                     result.unwrap_or_else(|| CallToolResult::error("the call was cancelled"));
-                let frame = answer_frame(&id, &result);
+                let frame = outgoing::call_answer(&page.events, &id, &tool, &result);
                 page.ledger.borrow_mut().finish(&call_id, frame.clone());
                 if !cancelled {
                     page.send(frame);
@@ -101,19 +115,6 @@ fn start_call(page: &Rc<Page>, id: RequestId, params: CallToolParams) {
             });
         }
     }
-}
-
-/// The answer frame for a call; a result too large for one frame becomes an error result.
-fn answer_frame(id: &RequestId, result: &CallToolResult) -> String {
-    let frame = encode_result(id, result);
-    if frame.len() <= MAX_FRAME_BYTES {
-        return frame;
-    }
-    let error = CallToolResult::error(format!(
-        "the tool's result is {} bytes, over the {MAX_FRAME_BYTES}-byte frame limit",
-        frame.len()
-    ));
-    encode_result(id, &error)
 }
 
 fn handle_notification(page: &Rc<Page>, method: &str, params: Value) {

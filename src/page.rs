@@ -7,6 +7,7 @@ use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::rc::{Rc, Weak};
 
+use client_tools_core::connect::ConnectResult;
 use client_tools_core::ledger::CallLedger;
 use client_tools_core::protocol::{encode_notification, method, ProgressParams};
 use client_tools_core::registry::{Registry, Warning};
@@ -16,6 +17,7 @@ use wasm_bindgen::prelude::*;
 
 use crate::events::EventHub;
 use crate::options::Options;
+use crate::outgoing::{self, Kind};
 
 /// Connection states reported by `connectionchange` (SPEC §4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,7 +71,12 @@ pub struct Page {
     pub running: RefCell<HashMap<String, RunningCall>>,
     pub link: RefCell<Link>,
     pub state: Cell<ConnectionState>,
-    pub session_id: String,
+    /// The runtime's id for this page's session: unknown until the first successful connect.
+    pub session_id: RefCell<Option<String>>,
+    /// What resumes the session on the next connect (from the last connect, or `sessionStorage`).
+    pub resume_secret: RefCell<Option<String>>,
+    /// Counts the sessions this page had: a call answers only the session it arrived in.
+    pub session_epoch: Cell<u64>,
     /// Which agent call ids ran, run, or were interrupted by a reload (at most once per id).
     pub ledger: RefCell<CallLedger>,
     next_local_call: Cell<u64>,
@@ -77,8 +84,13 @@ pub struct Page {
 }
 
 impl Page {
-    /// `interrupted`: call ids that were running when this session's previous page was unloaded.
-    pub fn new(options: Options, session_id: String, interrupted: Vec<String>) -> Rc<Self> {
+    /// `resume_secret` and `interrupted`: what the previous page of this tab left (the secret of its
+    /// session, the call ids that were running when it was unloaded).
+    pub fn new(
+        options: Options,
+        resume_secret: Option<String>,
+        interrupted: Vec<String>,
+    ) -> Rc<Self> {
         Rc::new_cyclic(|weak: &Weak<Page>| {
             let weak = weak.clone();
             let report_progress = Closure::new(
@@ -101,7 +113,9 @@ impl Page {
                 link: RefCell::new(Link::default()),
                 state: Cell::new(ConnectionState::Disconnected),
                 ledger: RefCell::new(CallLedger::default().with_interrupted(interrupted)),
-                session_id,
+                session_id: RefCell::new(None),
+                resume_secret: RefCell::new(resume_secret),
+                session_epoch: Cell::new(0),
                 next_local_call: Cell::new(1),
                 report_progress,
             }
@@ -133,12 +147,45 @@ impl Page {
                 total,
                 message,
             };
-            self.send(encode_notification(method::PROGRESS, &params));
+            let frame = encode_notification(method::PROGRESS, &params);
+            self.send_as(frame, Kind::Progress { call_id });
         }
     }
 
-    /// Sends a frame to the runtime, or keeps it for after the reconnect.
-    pub fn send(&self, mut frame: String) {
+    /// The runtime accepted the connection (`client_tools_core::connect`): remember the session.
+    /// A new session (`resumed: false`) owes nothing to an earlier one: its interrupted call ids,
+    /// stored answers and waiting frames are forgotten, and agent calls still running for it are
+    /// cancelled (nobody can receive their results).
+    pub fn begin_session(&self, session: ConnectResult) {
+        crate::session::store(&session);
+        *self.resume_secret.borrow_mut() = Some(session.resume_secret);
+        *self.session_id.borrow_mut() = Some(session.session_id);
+        if session.resumed {
+            return;
+        }
+        self.session_epoch.set(self.session_epoch.get() + 1);
+        self.link.borrow_mut().backlog.clear();
+        let earlier = std::mem::take(&mut *self.ledger.borrow_mut());
+        for call_id in earlier.running_ids() {
+            crate::call_runner::cancel(self, &call_id, "the runtime started a new session");
+        }
+    }
+
+    /// Sends a frame to the runtime (or keeps it for after the reconnect), if it fits the runtime's
+    /// limits; see [`Self::send_as`].
+    pub fn send(&self, frame: String) {
+        self.send_as(frame, Kind::Other);
+    }
+
+    /// Sends a frame of a known kind: one the runtime would refuse is replaced or dropped by
+    /// [`outgoing::fit`], the one place that checks.
+    pub fn send_as(&self, frame: String, kind: Kind<'_>) {
+        if let Some(frame) = outgoing::fit(&self.events, frame, kind) {
+            self.transmit(frame);
+        }
+    }
+
+    fn transmit(&self, mut frame: String) {
         // The function is called with no borrow held: it may hand a frame straight back.
         let custom = self.link.borrow().custom.clone();
         if let Some(send) = custom {

@@ -1,12 +1,35 @@
-//! The page session id (SPEC §6): kept in `sessionStorage`, so a reload or a reconnect of the same
-//! tab resumes the same session on the runtime.
+//! What the page keeps of its session with the runtime (SPEC §6), in `sessionStorage`, so a reload
+//! or a reconnect of the same tab resumes the same session.
+//!
+//! The runtime names the session: the page learns its id and resume secret from the answer to its
+//! first frame (`client_tools_core::connect`) and sends the secret back when it connects again.
+//! Neither ever travels in a URL.
 
-const STORAGE_KEY: &str = "client-tools:session-id";
+use client_tools_core::connect::ConnectResult;
+
+/// The session id the runtime gave (public: agents name the page by it).
+const SESSION_ID_KEY: &str = "client-tools:session-id";
+/// The secret that resumes the session (private to the page).
+const RESUME_SECRET_KEY: &str = "client-tools:resume-secret";
 /// Agent call ids that were running when the page was unloaded (SPEC §5: at most once per id).
 const RUNNING_CALLS_KEY: &str = "client-tools:running-calls";
 
 fn storage() -> Option<web_sys::Storage> {
     web_sys::window().and_then(|w| w.session_storage().ok().flatten())
+}
+
+/// The secret of the session an earlier page of this tab had, if any.
+pub fn resume_secret() -> Option<String> {
+    let secret = storage()?.get_item(RESUME_SECRET_KEY).ok().flatten()?;
+    (!secret.is_empty()).then_some(secret)
+}
+
+/// Keeps the session the runtime answered with, for the next connect or page of this tab.
+pub fn store(session: &ConnectResult) {
+    if let Some(storage) = storage() {
+        let _ = storage.set_item(SESSION_ID_KEY, &session.session_id);
+        let _ = storage.set_item(RESUME_SECRET_KEY, &session.resume_secret);
+    }
 }
 
 /// The call ids the previous page of this session left running (read once, then cleared).
@@ -26,37 +49,4 @@ pub fn store_running_calls(ids: &[String]) {
     if let (Some(storage), Ok(text)) = (storage(), serde_json::to_string(ids)) {
         let _ = storage.set_item(RUNNING_CALLS_KEY, &text);
     }
-}
-
-/// The stored session id, or a new random one (stored when storage is available).
-pub fn session_id() -> String {
-    let storage = storage();
-    if let Some(existing) = storage
-        .as_ref()
-        .and_then(|s| s.get_item(STORAGE_KEY).ok().flatten())
-    {
-        if !existing.is_empty() {
-            return existing;
-        }
-    }
-    let id = random_id();
-    if let Some(storage) = storage {
-        let _ = storage.set_item(STORAGE_KEY, &id);
-    }
-    id
-}
-
-/// 128 random bits as hex, from `crypto.getRandomValues` (falls back to `Math.random`).
-fn random_id() -> String {
-    let mut bytes = [0u8; 16];
-    let filled = web_sys::window()
-        .and_then(|w| w.crypto().ok())
-        .and_then(|c| c.get_random_values_with_u8_array(&mut bytes).ok())
-        .is_some();
-    if !filled {
-        for byte in &mut bytes {
-            *byte = (js_sys::Math::random() * 256.0) as u8;
-        }
-    }
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

@@ -23,7 +23,7 @@ export interface ConfirmDecision {
 export interface ClientToolsOptions {
   /** Agent runtime WebSocket URL (ws:// or wss://); omit for page-only use. */
   endpoint?: string;
-  /** Sent as `token` on connect; the bridge can require it. */
+  /** The page token (the bridge's `--page-token`): sent in the first frame on the socket, never in the URL. */
   token?: string;
   /** Allow-list of ORIGINAL tool names agents may call; empty = all. */
   allow?: string[];

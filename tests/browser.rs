@@ -56,6 +56,93 @@ export function selfCycle() { const a = {}; a.self = a; return a; }
 export function errorInfo(error) {
   return [error instanceof Error, error instanceof TypeError, error.code || "", error.message];
 }
+export function returningHuge(bytes) { return () => "x".repeat(bytes); }
+export function returningNested(levels) {
+  return () => { let value = {}; for (let i = 1; i < levels; i++) value = { a: value }; return value; };
+}
+export function progressThen(message) {
+  return (_input, ctx) => { ctx.reportProgress(1, 2, "halfway"); ctx.reportProgress(2, 2, message); return "done"; };
+}
+export function sessionIdOf(tools) { return tools.sessionId; }
+export function hugeString(bytes) { return "d".repeat(bytes); }
+export function until(check, timeoutMs) {
+  const started = Date.now();
+  return new Promise((resolve, reject) => {
+    const poll = () => {
+      if (check()) resolve();
+      else if (Date.now() - started > timeoutMs) reject(new Error("timed out waiting"));
+      else setTimeout(poll, 10);
+    };
+    poll();
+  });
+}
+export function storage(key, value) {
+  if (value !== undefined) sessionStorage.setItem(key, value);
+  return sessionStorage.getItem(key);
+}
+export function clearSession() {
+  for (const key of ["client-tools:session-id", "client-tools:resume-secret", "client-tools:running-calls"]) {
+    sessionStorage.removeItem(key);
+  }
+}
+// A runtime in the page: sockets opened at ws://fake-bridge.test/... are fakes that speak the
+// connect handshake (client_tools_core::connect); every other URL gets the real WebSocket.
+export function fakeBridge() {
+  if (!window.__fakeBridge) {
+    const Real = window.WebSocket;
+    const bridge = (window.__fakeBridge = {});
+    class FakeSocket extends EventTarget {
+      constructor(url) {
+        super();
+        this.url = url;
+        this.readyState = 0;
+        this.binaryType = "blob";
+        this.accepted = false;
+        bridge.urls.push(url);
+        setTimeout(() => {
+          if (this.readyState !== 0) return;
+          this.readyState = 1;
+          this.dispatchEvent(new Event("open"));
+        }, 0);
+      }
+      send(text) {
+        if (this.readyState !== 1) throw new Error("the fake socket is not open");
+        const frame = JSON.parse(text);
+        if (this.accepted) { bridge.frames.push(frame); return; }
+        bridge.connects.push(frame);
+        const answer = bridge.answer(frame.params || {}, bridge.connects.length);
+        setTimeout(() => {
+          if (!answer.error) { this.accepted = true; bridge.socket = this; }
+          this.receive(JSON.stringify(Object.assign({ jsonrpc: "2.0", id: frame.id }, answer)));
+          if (answer.error) this.end(1008);
+        }, 0);
+      }
+      receive(text) { if (this.readyState === 1) this.dispatchEvent(new MessageEvent("message", { data: text })); }
+      end(code) {
+        if (this.readyState === 3) return;
+        this.readyState = 3;
+        this.dispatchEvent(new CloseEvent("close", { code, reason: "", wasClean: true }));
+      }
+      close(code) { this.end(code || 1005); }
+    }
+    window.WebSocket = function (url, protocols) {
+      return String(url).startsWith("ws://fake-bridge.test") ? new FakeSocket(url) : new Real(url, protocols);
+    };
+    bridge.deliver = (frame) => bridge.socket.receive(JSON.stringify(frame));
+    bridge.drop = () => bridge.socket.end(1006);
+    bridge.accept = (resumed) => (params, n) => ({
+      result: { sessionId: `session-${n}`, resumeSecret: params.resumeSecret || `secret-${n}`, resumed: !!resumed },
+    });
+    bridge.refuse = (code, message) => () => ({ error: { code, message } });
+  }
+  const bridge = window.__fakeBridge;
+  bridge.urls = [];
+  bridge.connects = [];
+  bridge.frames = [];
+  bridge.socket = null;
+  bridge.answer = bridge.accept(false);
+  return bridge;
+}
 "#)]
 extern "C" {
     fn declaration(name: &str, extra: JsValue) -> JsValue;
@@ -77,6 +164,22 @@ extern "C" {
     fn dom_events(target: &str) -> JsValue;
     #[wasm_bindgen(js_name = selfCycle)]
     fn self_cycle() -> JsValue;
+    #[wasm_bindgen(js_name = returningHuge)]
+    fn returning_huge(bytes: u32) -> JsValue;
+    #[wasm_bindgen(js_name = returningNested)]
+    fn returning_nested(levels: u32) -> JsValue;
+    #[wasm_bindgen(js_name = progressThen)]
+    fn progress_then(message: &str) -> JsValue;
+    #[wasm_bindgen(js_name = sessionIdOf)]
+    fn session_id_of(tools: &JsValue) -> JsValue;
+    #[wasm_bindgen(js_name = hugeString)]
+    fn huge_string(bytes: u32) -> String;
+    fn until(check: &js_sys::Function, timeout_ms: u32) -> js_sys::Promise;
+    fn storage(key: &str, value: JsValue) -> Option<String>;
+    #[wasm_bindgen(js_name = clearSession)]
+    fn clear_session();
+    #[wasm_bindgen(js_name = fakeBridge)]
+    fn fake_bridge() -> JsValue;
 }
 
 fn tools() -> ClientTools {
@@ -530,4 +633,432 @@ async fn toolactivated_is_a_dom_event_on_model_context_else_window() {
             .collect();
         assert_eq!(seen, ["toolactivated:read_board_tasks"], "on {target}");
     }
+}
+
+// --- the connect handshake (client_tools_core::connect), against a fake runtime in the page -----
+
+const FAKE_ENDPOINT: &str = "ws://fake-bridge.test/ws";
+
+fn endpoint_options(token: Option<&str>) -> JsValue {
+    let options = js_sys::Object::new();
+    js_sys::Reflect::set(&options, &"endpoint".into(), &FAKE_ENDPOINT.into()).unwrap();
+    if let Some(token) = token {
+        js_sys::Reflect::set(&options, &"token".into(), &token.into()).unwrap();
+    }
+    options.into()
+}
+
+/// Makes the fake runtime answer connects with `bridge.<how>(...args)` (`accept`, `refuse`).
+fn answer_with(bridge: &JsValue, how: &str, args: &[JsValue]) {
+    let make: js_sys::Function = get(bridge, how).unchecked_into();
+    let answer = make
+        .apply(bridge, &args.iter().collect::<js_sys::Array>())
+        .unwrap();
+    js_sys::Reflect::set(bridge, &"answer".into(), &answer).unwrap();
+}
+
+fn count(bridge: &JsValue, list: &str) -> u32 {
+    js_sys::Array::from(&get(bridge, list)).length()
+}
+
+fn nth(bridge: &JsValue, list: &str, index: u32) -> JsValue {
+    js_sys::Array::from(&get(bridge, list)).get(index)
+}
+
+fn stringify(value: &JsValue) -> String {
+    js_sys::JSON::stringify(value).unwrap().into()
+}
+
+async fn wait_until(what: &str, check: impl Fn() -> bool + 'static) {
+    let check = Closure::<dyn Fn() -> bool>::new(check);
+    if JsFuture::from(until(check.as_ref().unchecked_ref(), 5_000))
+        .await
+        .is_err()
+    {
+        panic!("timed out waiting for {what}");
+    }
+}
+
+async fn connect(tools: &ClientTools) -> Result<JsValue, JsValue> {
+    JsFuture::from(JsValue::from(tools.connect()).unchecked_into::<js_sys::Promise>()).await
+}
+
+/// The frame the page sent for request `id`, once it is there.
+async fn answer_to(bridge: &JsValue, id: u32) -> JsValue {
+    let frames = get(bridge, "frames");
+    let find = move || {
+        js_sys::Array::from(&frames)
+            .iter()
+            .find(|frame| get(frame, "id") == id)
+    };
+    let found = find.clone();
+    wait_until(&format!("the answer to request {id}"), move || {
+        found().is_some()
+    })
+    .await;
+    find().unwrap()
+}
+
+fn deliver(bridge: &JsValue, frame: &str) {
+    let deliver: js_sys::Function = get(bridge, "deliver").unchecked_into();
+    deliver.call1(bridge, &json(frame)).unwrap();
+}
+
+#[wasm_bindgen_test]
+async fn connect_sends_credentials_in_the_first_frame_never_in_the_url() {
+    let bridge = fake_bridge();
+    clear_session();
+    let tools = ClientTools::new(endpoint_options(Some("page-s3cret")).unchecked_into()).unwrap();
+    assert_eq!(tools.session_id(), None, "unknown before the first connect");
+    let from_js = JsValue::from(tools.clone());
+    assert!(
+        session_id_of(&from_js).is_undefined(),
+        "undefined in JavaScript"
+    );
+    connect(&tools).await.expect("the fake runtime accepts");
+    assert_eq!(session_id_of(&from_js), "session-1");
+
+    assert_eq!(
+        stringify(&get(&bridge, "urls")),
+        format!(r#"["{FAKE_ENDPOINT}"]"#)
+    );
+    let first = nth(&bridge, "connects", 0);
+    assert_eq!(get(&first, "jsonrpc"), "2.0");
+    assert_eq!(get(&first, "id"), "clienttools-connect");
+    assert_eq!(get(&first, "method"), "clienttools/connect");
+    assert_eq!(
+        stringify(&get(&first, "params")),
+        r#"{"token":"page-s3cret"}"#
+    );
+    assert_eq!(tools.session_id().as_deref(), Some("session-1"));
+    assert_eq!(tools.connection_state(), "connected");
+    let kept = |key: &str| storage(&format!("client-tools:{key}"), JsValue::UNDEFINED);
+    assert_eq!(kept("session-id").as_deref(), Some("session-1"));
+    assert_eq!(kept("resume-secret").as_deref(), Some("secret-1"));
+
+    // MCP runs once the runtime accepted the page.
+    deliver(&bridge, r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#);
+    assert_eq!(
+        stringify(&get(&answer_to(&bridge, 1).await, "result")),
+        "{}"
+    );
+
+    // After a drop the page reconnects and resumes with the secret (in the frame, not the URL).
+    answer_with(&bridge, "accept", &[true.into()]);
+    let drop_socket: js_sys::Function = get(&bridge, "drop").unchecked_into();
+    drop_socket.call0(&bridge).unwrap();
+    let watched = bridge.clone();
+    wait_until("the reconnect", move || count(&watched, "connects") == 2).await;
+    assert_eq!(
+        stringify(&get(&nth(&bridge, "connects", 1), "params")),
+        r#"{"resumeSecret":"secret-1","token":"page-s3cret"}"#
+    );
+    let page = tools.clone();
+    wait_until("connected again", move || {
+        page.connection_state() == "connected"
+    })
+    .await;
+    assert_eq!(tools.session_id().as_deref(), Some("session-2"));
+    tools.disconnect();
+
+    // The next page of the tab (a reload) resumes the stored session.
+    let reloaded =
+        ClientTools::new(endpoint_options(Some("page-s3cret")).unchecked_into()).unwrap();
+    connect(&reloaded).await.unwrap();
+    let resumed = get(&nth(&bridge, "connects", 2), "params");
+    assert_eq!(get(&resumed, "resumeSecret"), "secret-1");
+    reloaded.disconnect();
+    assert!(js_sys::Array::from(&get(&bridge, "urls"))
+        .iter()
+        .all(|url| url == FAKE_ENDPOINT));
+}
+
+#[wasm_bindgen_test]
+async fn a_refused_connect_rejects_with_the_bridges_reason_and_never_the_token() {
+    let bridge = fake_bridge();
+    clear_session();
+    for reason in ["missing or wrong page token", "wrong token 'page-s3cret'"] {
+        answer_with(&bridge, "refuse", &[(-32001).into(), reason.into()]);
+        let tools =
+            ClientTools::new(endpoint_options(Some("page-s3cret")).unchecked_into()).unwrap();
+        let (is_error, _, code, message) = thrown(connect(&tools).await.unwrap_err());
+        assert!(is_error);
+        assert_eq!(code, "CONNECTION_FAILED");
+        assert!(
+            message.contains("the bridge refused the connection: "),
+            "{message}"
+        );
+        assert!(!message.contains("page-s3cret"), "{message}");
+        assert_eq!(tools.session_id(), None);
+        assert_eq!(tools.connection_state(), "disconnected");
+    }
+    answer_with(
+        &bridge,
+        "refuse",
+        &[(-32001).into(), "missing or wrong page token".into()],
+    );
+    let tools = ClientTools::new(endpoint_options(None).unchecked_into()).unwrap();
+    let (_, _, _, message) = thrown(connect(&tools).await.unwrap_err());
+    assert!(
+        message.ends_with("the bridge refused the connection: missing or wrong page token"),
+        "{message}"
+    );
+    assert_eq!(
+        stringify(&get(&nth(&bridge, "connects", 2), "params")),
+        "{}",
+        "no token, no secret"
+    );
+}
+
+#[wasm_bindgen_test]
+async fn a_refused_reconnect_keeps_backing_off_and_warns_once() {
+    let bridge = fake_bridge();
+    clear_session();
+    let tools = ClientTools::new(endpoint_options(Some("page-s3cret")).unchecked_into()).unwrap();
+    let record = recorder();
+    tools
+        .on(
+            JsValue::from("warning").unchecked_into(),
+            get(&record, "listener").unchecked_into(),
+        )
+        .unwrap();
+    connect(&tools).await.unwrap();
+    answer_with(
+        &bridge,
+        "refuse",
+        &[(-32003).into(), "too many sessions".into()],
+    );
+    let drop_socket: js_sys::Function = get(&bridge, "drop").unchecked_into();
+    drop_socket.call0(&bridge).unwrap();
+    let watched = bridge.clone();
+    wait_until("two refused reconnects", move || {
+        count(&watched, "connects") >= 3
+    })
+    .await;
+    assert_eq!(tools.connection_state(), "reconnecting");
+    let warnings: Vec<String> = js_sys::Array::from(&get(&record, "seen"))
+        .iter()
+        .map(|v| v.as_string().unwrap())
+        .collect();
+    assert_eq!(
+        warnings,
+        ["warning:connect_failed"],
+        "one warning per reason"
+    );
+
+    answer_with(&bridge, "accept", &[true.into()]);
+    let page = tools.clone();
+    wait_until("connected again", move || {
+        page.connection_state() == "connected"
+    })
+    .await;
+    tools.disconnect();
+}
+
+/// A call to `read_board_tasks` with id 7 after connecting with `resumed`; its result text.
+async fn call_seven_after_connect(resumed: bool) -> String {
+    let bridge = fake_bridge();
+    clear_session();
+    storage("client-tools:resume-secret", "old-secret".into());
+    storage("client-tools:running-calls", r#"["7"]"#.into());
+    answer_with(&bridge, "accept", &[resumed.into()]);
+    let tools = ClientTools::new(endpoint_options(None).unchecked_into()).unwrap();
+    define(&tools, "read_board_tasks", JsValue::UNDEFINED).unwrap();
+    connect(&tools).await.unwrap();
+    assert_eq!(
+        get(&get(&nth(&bridge, "connects", 0), "params"), "resumeSecret"),
+        "old-secret"
+    );
+    deliver(
+        &bridge,
+        r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"read_board_tasks","arguments":{"boardId":"b1"}}}"#,
+    );
+    let answer = answer_to(&bridge, 7).await;
+    tools.disconnect();
+    get(&get(&get(&get(&answer, "result"), "content"), "0"), "text")
+        .as_string()
+        .unwrap()
+}
+
+#[wasm_bindgen_test]
+async fn a_new_session_forgets_the_calls_interrupted_in_the_old_one() {
+    let resumed = call_seven_after_connect(true).await;
+    assert!(resumed.contains("was not run again"), "{resumed}");
+    let fresh = call_seven_after_connect(false).await;
+    assert!(fresh.contains("\"boardId\":\"b1\""), "{fresh}");
+}
+
+// --- the page never sends a frame the runtime would refuse (protocol::check_outgoing) -----------
+
+/// A page with the tools `define` adds, then a recording transport attached and its `warning` codes
+/// recorded.
+fn page_with_recorded_frames(define: impl FnOnce(&ClientTools)) -> (ClientTools, JsValue, JsValue) {
+    let tools = tools();
+    define(&tools);
+    let frames = frame_recorder();
+    tools
+        .attach_transport(get(&frames, "send").unchecked_into())
+        .unwrap();
+    let warnings = recorder();
+    tools
+        .on(
+            JsValue::from("warning").unchecked_into(),
+            get(&warnings, "listener").unchecked_into(),
+        )
+        .unwrap();
+    (tools, frames, get(&warnings, "seen"))
+}
+
+fn define_with_handler(tools: &ClientTools, name: &str, handler: JsValue) {
+    let extra = json(r#"{"parameters": {"type": "object"}}"#);
+    js_sys::Reflect::set(&extra, &"handler".into(), &handler).unwrap();
+    define(tools, name, extra).unwrap();
+}
+
+#[wasm_bindgen_test]
+async fn a_result_over_the_frame_limit_becomes_one_error_result_naming_it() {
+    let (tools, frames, warnings) = page_with_recorded_frames(|tools| {
+        define_with_handler(tools, "huge", returning_huge(1_100_000));
+        define_with_handler(tools, "deep", returning_nested(126));
+    });
+    let call = |id: u32, name: &str| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{name}"}}}}"#
+        )
+    };
+
+    tools.receive_frame(&call(3, "huge")).unwrap();
+    let answer = next_frame(&frames).await;
+    let first = stringify(&answer);
+    assert_eq!(get(&answer, "id"), 3);
+    let result = get(&answer, "result");
+    assert_eq!(get(&result, "isError"), true);
+    let text = get(&get(&get(&result, "content"), "0"), "text")
+        .as_string()
+        .unwrap();
+    assert!(text.contains("1048576"), "{text}");
+    assert!(text.len() < 1_000, "the error result is small");
+
+    tools.receive_frame(&call(4, "deep")).unwrap();
+    let answer = next_frame(&frames).await;
+    assert_eq!(get(&answer, "id"), 4, "exactly one answer to call 3");
+    let text = get(&get(&get(&get(&answer, "result"), "content"), "0"), "text")
+        .as_string()
+        .unwrap();
+    assert!(text.contains("levels deep"), "{text}");
+
+    // A re-send of the call gets the same (small) answer, without running the handler again.
+    tools.receive_frame(&call(3, "huge")).unwrap();
+    assert_eq!(stringify(&next_frame(&frames).await), first);
+
+    tools
+        .receive_frame(r#"{"jsonrpc":"2.0","id":5,"method":"ping"}"#)
+        .unwrap();
+    assert_eq!(get(&next_frame(&frames).await, "id"), 5);
+    let seen: Vec<String> = js_sys::Array::from(&warnings)
+        .iter()
+        .map(|v| v.as_string().unwrap())
+        .collect();
+    assert_eq!(seen, ["warning:frame_limit", "warning:frame_limit"]);
+}
+
+#[wasm_bindgen_test]
+async fn a_tool_list_over_the_frame_limit_is_an_error_response() {
+    let (tools, frames, warnings) = page_with_recorded_frames(|tools| {
+        let extra = js_sys::Object::new();
+        js_sys::Reflect::set(
+            &extra,
+            &"description".into(),
+            &huge_string(1_100_000).into(),
+        )
+        .unwrap();
+        define(tools, "verbose", extra.into()).unwrap();
+    });
+    tools
+        .receive_frame(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#)
+        .unwrap();
+    let answer = next_frame(&frames).await;
+    assert_eq!(get(&answer, "id"), 1);
+    assert!(get(&answer, "result").is_undefined());
+    let error = get(&answer, "error");
+    assert_eq!(get(&error, "code"), -32603);
+    let message = get(&error, "message").as_string().unwrap();
+    assert!(message.contains("1048576"), "{message}");
+    assert_eq!(js_sys::Array::from(&warnings).get(0), "warning:frame_limit");
+}
+
+#[wasm_bindgen_test]
+async fn progress_over_the_frame_limit_is_dropped_with_a_warning() {
+    let (tools, frames, warnings) = page_with_recorded_frames(|tools| {
+        define_with_handler(tools, "chatty", progress_then(&huge_string(1_100_000)));
+    });
+    tools
+        .receive_frame(
+            r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"chatty","_meta":{"progressToken":"p9"}}}"#,
+        )
+        .unwrap();
+    let progress = next_frame(&frames).await;
+    assert_eq!(get(&progress, "method"), "notifications/progress");
+    assert_eq!(get(&get(&progress, "params"), "message"), "halfway");
+    let answer = next_frame(&frames).await;
+    assert_eq!(
+        get(&answer, "id"),
+        9,
+        "the over-limit progress was not sent"
+    );
+    assert_eq!(get(&get(&answer, "result"), "isError"), false);
+    assert_eq!(js_sys::Array::from(&warnings).get(0), "warning:frame_limit");
+}
+
+#[wasm_bindgen_test]
+async fn a_new_session_cancels_the_calls_still_running_for_the_old_one() {
+    let bridge = fake_bridge();
+    clear_session();
+    let tools = ClientTools::new(endpoint_options(None).unchecked_into()).unwrap();
+    define_with_handler(&tools, "slow", never());
+    let record = recorder();
+    for event in ["toolactivated", "toolcancel"] {
+        tools
+            .on(
+                JsValue::from(event).unchecked_into(),
+                get(&record, "listener").unchecked_into(),
+            )
+            .unwrap();
+    }
+    // Two connect() calls at once: both resolve when the one attempt succeeds.
+    let (first, second) = futures::join!(connect(&tools), connect(&tools));
+    assert!(first.is_ok() && second.is_ok());
+    assert_eq!(count(&bridge, "connects"), 1);
+    assert_eq!(tools.session_id().as_deref(), Some("session-1"));
+    deliver(
+        &bridge,
+        r#"{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"slow"}}"#,
+    );
+    let seen = get(&record, "seen");
+    let activated = seen.clone();
+    wait_until("the call to start", move || {
+        js_sys::Array::from(&activated).includes(&"toolactivated:slow".into(), 0)
+    })
+    .await;
+
+    // The runtime lost the session (restarted, or the session expired): a new one begins.
+    answer_with(&bridge, "accept", &[false.into()]);
+    let drop_socket: js_sys::Function = get(&bridge, "drop").unchecked_into();
+    drop_socket.call0(&bridge).unwrap();
+    let cancelled = seen.clone();
+    wait_until("the old call to be cancelled", move || {
+        js_sys::Array::from(&cancelled).includes(&"toolcancel:slow".into(), 0)
+    })
+    .await;
+    assert!(last_signal_aborted());
+    assert_eq!(tools.session_id().as_deref(), Some("session-2"));
+
+    // Its id is never answered: it means nothing to the new session.
+    deliver(&bridge, r#"{"jsonrpc":"2.0","id":12,"method":"ping"}"#);
+    answer_to(&bridge, 12).await;
+    let answered_eleven = js_sys::Array::from(&get(&bridge, "frames"))
+        .iter()
+        .any(|frame| get(&frame, "id") == 11);
+    assert!(!answered_eleven);
+    tools.disconnect();
 }

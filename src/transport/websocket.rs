@@ -1,18 +1,23 @@
 //! The WebSocket link to the agent runtime (SPEC §6), with gloo-net.
 //!
-//! One task owns the socket: it reads frames (handing them to [`crate::mcp_server`]) and writes what
-//! the page queued with [`Page::send`]. When the socket drops without `disconnect()`, it reconnects
-//! to the same session with capped exponential backoff and jitter; frames produced meanwhile wait in
-//! the page's bounded backlog.
+//! The socket opens at `endpoint` exactly as given: credentials and session ids never travel in the
+//! URL. The page's first frame is `clienttools/connect` (`client_tools_core::connect`) with the page
+//! token and, when resuming, the resume secret; the runtime answers with the session (or refuses
+//! and closes), and only then does MCP start. One task owns the socket after that: it reads frames
+//! (handing them to [`crate::mcp_server`]) and writes what the page queued with [`Page::send`]. When
+//! the socket drops without `disconnect()`, it reconnects and resumes the session with capped
+//! exponential backoff and jitter; frames produced meanwhile wait in the page's bounded backlog.
 
 use std::rc::Rc;
 
-use client_tools_core::protocol::{code, encode_error, RpcError};
+use client_tools_core::connect::{self, ConnectParams, ConnectResult, CONNECT_ID};
+use client_tools_core::protocol::{self, code, encode_error, RequestId, RpcError};
 use client_tools_core::CoreError;
 use futures::channel::{mpsc, oneshot};
 use futures::{FutureExt, SinkExt, StreamExt};
 use gloo_net::websocket::{futures::WebSocket, Message, State};
 use gloo_timers::future::TimeoutFuture;
+use serde_json::Value;
 
 use crate::mcp_server;
 use crate::page::{ConnectionState, Page};
@@ -20,10 +25,11 @@ use crate::page::{ConnectionState, Page};
 /// First reconnect delay; doubled after each failure up to [`MAX_BACKOFF_MS`].
 const BASE_BACKOFF_MS: f64 = 250.0;
 const MAX_BACKOFF_MS: f64 = 10_000.0;
-/// How long opening a socket may take before it counts as failed.
+/// How long opening a socket may take before it counts as failed; the runtime's answer to the
+/// first frame has as long again.
 const OPEN_TIMEOUT_MS: f64 = 10_000.0;
 
-/// Opens the connection (resolves once the socket is open) and keeps it up until `disconnect`.
+/// Opens the connection (resolves once the runtime accepted it) and keeps it up until `disconnect`.
 pub async fn connect(page: &Rc<Page>) -> Result<(), CoreError> {
     if page.link.borrow().custom.is_some() {
         return Err(CoreError::NotConnected(
@@ -31,29 +37,59 @@ pub async fn connect(page: &Rc<Page>) -> Result<(), CoreError> {
                 .into(),
         ));
     }
-    if page.state.get() != ConnectionState::Disconnected {
-        return Ok(()); // already connected, or on its way (the supervisor reconnects by itself)
+    let Some(endpoint) = page.options.endpoint.clone() else {
+        return Err(CoreError::NotConnected(
+            "no 'endpoint' option was given".into(),
+        ));
+    };
+    match page.state.get() {
+        ConnectionState::Disconnected => {}
+        // Another connect() (or `autoConnect`) is on its way: this one ends with it.
+        ConnectionState::Connecting => return join_connecting(page, endpoint).await,
+        // Connected, or the supervisor reconnects by itself.
+        ConnectionState::Connected | ConnectionState::Reconnecting => return Ok(()),
     }
-    let url = endpoint_url(page)?;
     page.set_state(ConnectionState::Connecting);
-    match open(&url).await {
+    match open_session(page, &endpoint).await {
         // disconnect() or attachTransport() while the socket was opening: it is not wanted.
-        Ok(socket) if page.state.get() != ConnectionState::Connecting => {
+        Ok((socket, _)) if page.state.get() != ConnectionState::Connecting => {
             let _ = socket.close(Some(1000), Some("disconnect"));
             Err(CoreError::NotConnected(
                 "disconnect() or attachTransport() was called while connecting".into(),
             ))
         }
-        Ok(socket) => {
-            wasm_bindgen_futures::spawn_local(supervise(page.clone(), socket, url));
+        Ok((socket, session)) => {
+            page.begin_session(session);
+            wasm_bindgen_futures::spawn_local(supervise(page.clone(), socket, endpoint));
             Ok(())
         }
-        Err(message) => {
-            page.set_state(ConnectionState::Disconnected);
+        Err(failure) => {
+            if page.state.get() == ConnectionState::Connecting {
+                page.set_state(ConnectionState::Disconnected);
+            }
             Err(CoreError::ConnectionFailed {
-                url: redact(&url),
-                message,
+                url: endpoint,
+                message: failure.message(page),
             })
+        }
+    }
+}
+
+/// Waits for the connection attempt in progress to end.
+async fn join_connecting(page: &Page, endpoint: String) -> Result<(), CoreError> {
+    loop {
+        TimeoutFuture::new(10).await;
+        match page.state.get() {
+            ConnectionState::Connecting => {}
+            ConnectionState::Connected | ConnectionState::Reconnecting => return Ok(()),
+            ConnectionState::Disconnected => {
+                return Err(CoreError::ConnectionFailed {
+                    url: endpoint,
+                    message: "the connection attempt this call joined failed (the first \
+                              connect() call, or a 'connect_failed' warning, says why)"
+                        .into(),
+                })
+            }
         }
     }
 }
@@ -66,28 +102,112 @@ pub fn close(page: &Page) {
     }
 }
 
-fn endpoint_url(page: &Page) -> Result<String, CoreError> {
-    let Some(endpoint) = &page.options.endpoint else {
-        return Err(CoreError::NotConnected(
-            "no 'endpoint' option was given".into(),
-        ));
-    };
-    let separator = if endpoint.contains('?') { '&' } else { '?' };
-    let mut url = format!(
-        "{endpoint}{separator}session={}",
-        js_sys::encode_uri_component(&page.session_id)
-    );
-    if let Some(token) = &page.options.token {
-        url.push_str(&format!("&token={}", js_sys::encode_uri_component(token)));
-    }
-    Ok(url)
+/// Why a connection attempt failed.
+enum Failure {
+    /// The socket did not open, or closed (or fell silent) before the runtime answered.
+    Network(String),
+    /// The runtime answered the first frame with an error (`connect::code`), then closed.
+    Refused(RpcError),
 }
 
-/// The URL without its token, for error messages.
-fn redact(url: &str) -> String {
-    match url.find("&token=") {
-        Some(at) => format!("{}&token=…", &url[..at]),
-        None => url.to_owned(),
+impl Failure {
+    /// What the page is told; never the token, even if the runtime echoed it.
+    fn message(&self, page: &Page) -> String {
+        let message = match self {
+            Failure::Network(message) => message.clone(),
+            Failure::Refused(error) => {
+                format!("the bridge refused the connection: {}", error.message)
+            }
+        };
+        match page.options.token.as_deref() {
+            Some(token) if !token.is_empty() && message.contains(token) => {
+                message.replace(token, "…")
+            }
+            _ => message,
+        }
+    }
+}
+
+/// Opens a socket at `endpoint` and runs the connect handshake on it: the first frame carries the
+/// page token and the resume secret, and the runtime's first frame answers it.
+async fn open_session(page: &Page, endpoint: &str) -> Result<(WebSocket, ConnectResult), Failure> {
+    let mut socket = open(endpoint).await.map_err(Failure::Network)?;
+    let first = connect::encode_connect(&ConnectParams {
+        token: page.options.token.clone(),
+        resume_secret: page.resume_secret.borrow().clone(),
+    });
+    if socket.send(Message::Text(first)).await.is_err() {
+        return Err(Failure::Network(
+            "the connection closed before the first frame was sent".into(),
+        ));
+    }
+    let answer = futures::select! {
+        incoming = socket.next().fuse() => incoming,
+        _ = TimeoutFuture::new(OPEN_TIMEOUT_MS as u32).fuse() => {
+            let _ = socket.close(Some(1000), Some("no answer"));
+            return Err(Failure::Network(format!(
+                "the runtime did not answer the connect frame within {OPEN_TIMEOUT_MS} ms"
+            )));
+        }
+    };
+    let text = match answer {
+        Some(Ok(Message::Text(text))) => text,
+        Some(Ok(Message::Bytes(_))) => {
+            let _ = socket.close(Some(1002), Some("unexpected binary frame"));
+            return Err(Failure::Network(
+                "the runtime answered the connect frame with a binary frame".into(),
+            ));
+        }
+        Some(Err(_)) | None => {
+            return Err(Failure::Network(
+                "the connection closed before the runtime answered the connect frame".into(),
+            ))
+        }
+    };
+    match read_answer(&text) {
+        Ok(session) => Ok((socket, session)),
+        Err(failure) => {
+            let _ = socket.close(Some(1000), Some("connect refused"));
+            Err(failure)
+        }
+    }
+}
+
+/// The runtime's answer to the connect frame. Whatever it is, it is a response: never answered.
+fn read_answer(text: &str) -> Result<ConnectResult, Failure> {
+    let unexpected = || {
+        Failure::Network(
+            "the runtime's first frame was not the answer to 'clienttools/connect' \
+             (is it a client-tools bridge of this version?)"
+                .into(),
+        )
+    };
+    let (id, result) = match protocol::decode(text) {
+        Ok(protocol::Message::Response { id, result }) => (Some(id), result),
+        // A refusal sent before the runtime could read the request has a `null` id (read from
+        // the parsed value: a struct deserializer from text would cost kilobytes of wasm).
+        _ => {
+            let value = serde_json::from_str::<Value>(text).map_err(|_| unexpected())?;
+            let refusal = value.get("error").filter(|_| value["id"].is_null());
+            match refusal.and_then(|error| error["message"].as_str()) {
+                Some(message) => {
+                    let code = refusal.and_then(|error| error["code"].as_i64());
+                    (None, Err(RpcError::new(code.unwrap_or_default(), message)))
+                }
+                None => return Err(unexpected()),
+            }
+        }
+    };
+    if id.is_some_and(|id| id != RequestId::String(CONNECT_ID.into())) {
+        return Err(unexpected());
+    }
+    match result {
+        Err(error) => Err(Failure::Refused(error)),
+        Ok(value) => serde_json::from_value(value).map_err(|e| {
+            Failure::Network(format!(
+                "the runtime's answer to the connect frame is malformed: {e}"
+            ))
+        }),
     }
 }
 
@@ -116,7 +236,7 @@ enum SocketEnd {
 }
 
 /// Runs sockets for one `connect()` until `disconnect()`: reconnects after drops.
-async fn supervise(page: Rc<Page>, first: WebSocket, url: String) {
+async fn supervise(page: Rc<Page>, first: WebSocket, endpoint: String) {
     let mut socket = first;
     loop {
         let (outgoing_tx, outgoing_rx) = mpsc::unbounded();
@@ -138,16 +258,18 @@ async fn supervise(page: Rc<Page>, first: WebSocket, url: String) {
             return;
         }
         page.set_state(ConnectionState::Reconnecting);
-        match reconnect(&page, &url).await {
+        match reconnect(&page, &endpoint).await {
             Some(next) => socket = next,
             None => return,
         }
     }
 }
 
-/// Retries with capped exponential backoff and jitter; `None` when `disconnect()` stops it.
-async fn reconnect(page: &Page, url: &str) -> Option<WebSocket> {
+/// Retries (resuming the session) with capped exponential backoff and jitter, also while the
+/// runtime refuses; `None` when `disconnect()` stops it.
+async fn reconnect(page: &Page, endpoint: &str) -> Option<WebSocket> {
     let mut attempt = 0i32;
+    let mut last_refusal = None;
     loop {
         let cap = (BASE_BACKOFF_MS * 2f64.powi(attempt)).min(MAX_BACKOFF_MS);
         let delay = cap / 2.0 + js_sys::Math::random() * cap / 2.0;
@@ -155,12 +277,25 @@ async fn reconnect(page: &Page, url: &str) -> Option<WebSocket> {
         if page.state.get() != ConnectionState::Reconnecting {
             return None;
         }
-        if let Ok(socket) = open(url).await {
-            if page.state.get() != ConnectionState::Reconnecting {
+        match open_session(page, endpoint).await {
+            Ok((socket, _)) if page.state.get() != ConnectionState::Reconnecting => {
                 let _ = socket.close(Some(1000), Some("disconnect")); // disconnect() won the race
                 return None;
             }
-            return Some(socket);
+            Ok((socket, session)) => {
+                page.begin_session(session);
+                return Some(socket);
+            }
+            // A refusal is worth telling the page (once per reason): unlike a network failure, it
+            // will not pass by itself while the runtime is down.
+            Err(failure @ Failure::Refused(_)) => {
+                let message = failure.message(page);
+                if last_refusal.as_ref() != Some(&message) {
+                    page.events.warn("connect_failed", &message, None);
+                    last_refusal = Some(message);
+                }
+            }
+            Err(Failure::Network(_)) => {}
         }
         attempt = (attempt + 1).min(16);
     }

@@ -39,9 +39,7 @@ pub async fn require_known_host(
         .and_then(|v| v.to_str().ok())
         .or_else(|| request.uri().authority().map(|a| a.as_str()));
     match host {
-        Some(host) if host_allowed(host, &bridge.config().allowed_hosts) => {
-            next.run(request).await
-        }
+        Some(host) if host_allowed(host, &bridge.config().allowed_hosts) => next.run(request).await,
         Some(host) => refuse(
             StatusCode::FORBIDDEN,
             format!(
@@ -86,7 +84,10 @@ fn refuse(status: StatusCode, message: String) -> Response {
 
 /// The request's `Origin` when it is a web origin other than the bridge's own (`Host`).
 fn foreign_origin(headers: &HeaderMap) -> Option<&str> {
-    let origin = headers.get(header::ORIGIN)?.to_str().unwrap_or("(unreadable)");
+    let origin = headers
+        .get(header::ORIGIN)?
+        .to_str()
+        .unwrap_or("(unreadable)");
     let host = headers.get(header::HOST).and_then(|v| v.to_str().ok());
     let authority = origin
         .strip_prefix("http://")
@@ -102,7 +103,9 @@ pub fn host_allowed(host: &str, configured: &[String]) -> bool {
     let name = host_name(host);
     name.eq_ignore_ascii_case("localhost")
         || name.parse::<std::net::IpAddr>().is_ok()
-        || configured.iter().any(|c| host_name(c).eq_ignore_ascii_case(name))
+        || configured
+            .iter()
+            .any(|c| host_name(c).eq_ignore_ascii_case(name))
 }
 
 /// The name of a `Host` value, without its port (`[::1]:80` → `::1`).

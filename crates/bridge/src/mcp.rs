@@ -220,8 +220,7 @@ impl ServerHandler for McpAgent {
             cancelled.cancelled().await;
             "cancelled by the agent".to_owned()
         };
-        let (progress_tx, progress_rx) =
-            mpsc::channel(self.bridge.config().limits.progress_buffer);
+        let (progress_tx, progress_rx) = mpsc::channel(self.bridge.config().limits.progress_buffer);
         let forwarder = context
             .meta
             .get_progress_token()

@@ -9,11 +9,11 @@ use axum::serve::ListenerExt;
 use axum::Router;
 use tokio::net::TcpListener;
 
+use crate::auth;
 use crate::config::BridgeConfig;
 use crate::routes::{agent, api, page, site};
 use crate::session::PageSession;
 use crate::sessions::Sessions;
-use crate::auth;
 
 /// Cheap to clone: all clones share the same sessions.
 #[derive(Clone)]

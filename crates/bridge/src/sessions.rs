@@ -301,7 +301,10 @@ mod tests {
     fn ids_are_hashes_of_secrets() {
         let secret = new_secret();
         assert_ne!(secret, new_secret());
-        assert_eq!(session_id_of(&secret), session_id_of(&secret.to_uppercase()));
+        assert_eq!(
+            session_id_of(&secret),
+            session_id_of(&secret.to_uppercase())
+        );
         assert!(!session_id_of(&secret).contains(&secret[..8]));
     }
 }

@@ -215,7 +215,8 @@ pub fn decode(text: &str) -> Result<Message, DecodeError> {
 
 /// A message without `method` that carries `result` or `error` is a response, however malformed.
 fn looks_like_response(object: &Map<String, Value>) -> bool {
-    !object.contains_key("method") && (object.contains_key("result") || object.contains_key("error"))
+    !object.contains_key("method")
+        && (object.contains_key("result") || object.contains_key("error"))
 }
 
 /// Classifies an already parsed JSON-RPC message.
@@ -292,13 +293,11 @@ pub fn decode_value(value: Value) -> Result<Message, DecodeError> {
             )
             .response())
         }
-        (None, None) => {
-            return Err(DecodeError::new(
-                None,
-                code::INVALID_REQUEST,
-                "invalid request: neither a request ('method') nor a response ('result' or 'error')",
-            ))
-        }
+        (None, None) => return Err(DecodeError::new(
+            None,
+            code::INVALID_REQUEST,
+            "invalid request: neither a request ('method') nor a response ('result' or 'error')",
+        )),
     };
     Ok(Message::Response { id, result })
 }
@@ -560,7 +559,10 @@ mod tests {
         }
         // What each side answers a request it cannot read is itself a response: never answered.
         for request in ["{", "[1]", r#"{"jsonrpc":"2.0","id":[],"method":"x"}"#] {
-            let answer = decode(request).unwrap_err().to_frame().expect("requests are answered");
+            let answer = decode(request)
+                .unwrap_err()
+                .to_frame()
+                .expect("requests are answered");
             assert_eq!(decode(&answer).unwrap_err().to_frame(), None, "{answer}");
         }
     }
@@ -569,12 +571,20 @@ mod tests {
     fn outgoing_frames_are_checked_against_the_receivers_limits() {
         let nested = |levels: usize| {
             let arguments = format!("{}{}", "[".repeat(levels), "]".repeat(levels));
-            format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"arguments":{arguments}}}}}"#)
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"arguments":{arguments}}}}}"#
+            )
         };
         // The deepest frame decode accepts passes the check; one level more fails both.
-        let deepest_accepted = (1..200).take_while(|&n| decode(&nested(n)).is_ok()).last().unwrap();
+        let deepest_accepted = (1..200)
+            .take_while(|&n| decode(&nested(n)).is_ok())
+            .last()
+            .unwrap();
         assert!(check_outgoing(&nested(deepest_accepted)).is_ok());
-        assert_eq!(check_outgoing(&nested(deepest_accepted + 1)), Err(FrameLimit::TooDeep));
+        assert_eq!(
+            check_outgoing(&nested(deepest_accepted + 1)),
+            Err(FrameLimit::TooDeep)
+        );
         assert!(decode(&nested(deepest_accepted + 1)).is_err());
         // Brackets in strings do not count.
         assert!(check_outgoing(&format!(r#"{{"s":"{}\"["}}"#, "[".repeat(500))).is_ok());

@@ -102,7 +102,10 @@ fn check_frame(text: &str) -> Result<(), TestCaseError> {
             if let Some(frame) = error.to_frame() {
                 let answer: serde_json::Value = serde_json::from_str(&frame).unwrap();
                 prop_assert_eq!(&answer["jsonrpc"], "2.0");
-                prop_assert_eq!(protocol::decode(&frame).err().and_then(|e| e.to_frame()), None);
+                prop_assert_eq!(
+                    protocol::decode(&frame).err().and_then(|e| e.to_frame()),
+                    None
+                );
             }
         }
         Ok(Message::Request { id, method, params }) => {

@@ -156,7 +156,10 @@ impl Drop for BridgeOnly {
 pub async fn eventually(what: &str, mut condition: impl FnMut() -> bool) {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     while !condition() {
-        assert!(tokio::time::Instant::now() < deadline, "timed out waiting: {what}");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "timed out waiting: {what}"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }

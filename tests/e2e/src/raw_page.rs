@@ -90,7 +90,9 @@ impl RawPage {
         loop {
             let frame = self.next_json().await.expect("the bridge's handshake");
             let result = match frame["method"].as_str() {
-                Some("initialize") => json!({"protocolVersion":"2025-11-25","capabilities":{"tools":{"listChanged":true}},"serverInfo":{"name":"raw","version":"0"}}),
+                Some("initialize") => {
+                    json!({"protocolVersion":"2025-11-25","capabilities":{"tools":{"listChanged":true}},"serverInfo":{"name":"raw","version":"0"}})
+                }
                 Some("tools/list") => json!({ "tools": tools }),
                 _ => continue,
             };
@@ -152,9 +154,11 @@ impl RawPage {
                 .ok()?;
             match message {
                 Some(Ok(Message::Close(frame))) => {
-                    return Some(frame.map_or((1005, String::new()), |CloseFrame { code, reason }| {
-                        (code.into(), reason.to_string())
-                    }))
+                    return Some(
+                        frame.map_or((1005, String::new()), |CloseFrame { code, reason }| {
+                            (code.into(), reason.to_string())
+                        }),
+                    )
                 }
                 Some(Ok(_)) => continue,
                 Some(Err(_)) | None => return Some((1006, String::new())),

@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use client_tools_bridge::{Bridge, BridgeConfig};
-use client_tools_core::protocol::{code, MAX_FRAME_BYTES};
 use client_tools_core::connect::{self, ConnectParams};
+use client_tools_core::protocol::{code, MAX_FRAME_BYTES};
 use client_tools_e2e::raw_page::RawPage;
 use client_tools_e2e::{eventually, Stack};
 use futures_util::{SinkExt, StreamExt};
@@ -55,10 +55,17 @@ async fn a_hostile_runtime_cannot_break_the_page() {
     // The page opens with `clienttools/connect`; this runtime accepts it.
     let hello = next_json(&mut socket).await.expect("the connect frame");
     assert_eq!(hello["method"], connect::CONNECT, "{hello}");
-    assert_eq!(hello["params"], json!({}), "no token, no secret yet: {hello}");
+    assert_eq!(
+        hello["params"],
+        json!({}),
+        "no token, no secret yet: {hello}"
+    );
     let welcome = json!({"jsonrpc":"2.0","id":hello["id"],"result":{
         "sessionId":"0123456789abcdef0123456789abcdef","resumeSecret":"ab".repeat(32),"resumed":false}});
-    socket.send(Message::Text(welcome.to_string().into())).await.unwrap();
+    socket
+        .send(Message::Text(welcome.to_string().into()))
+        .await
+        .unwrap();
 
     // Malformed responses (what a confused runtime answers to an error) are never answered: the
     // next frame the page sends is the answer to the ping that follows them.
@@ -69,7 +76,9 @@ async fn a_hostile_runtime_cannot_break_the_page() {
     ] {
         socket.send(Message::Text(response.into())).await.unwrap();
         socket
-            .send(Message::Text(r#"{"jsonrpc":"2.0","id":"after","method":"ping"}"#.into()))
+            .send(Message::Text(
+                r#"{"jsonrpc":"2.0","id":"after","method":"ping"}"#.into(),
+            ))
             .await
             .unwrap();
         let next = next_json(&mut socket).await.expect("the ping's answer");

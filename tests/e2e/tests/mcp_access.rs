@@ -3,9 +3,9 @@
 //! SDK clients run in `mcp_interop.rs`.
 
 use client_tools_bridge::BridgeConfig;
-use client_tools_e2e::Stack;
 use client_tools_core::connect::ConnectParams;
 use client_tools_e2e::raw_page::RawPage;
+use client_tools_e2e::Stack;
 use serde_json::{json, Value};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
@@ -121,7 +121,8 @@ async fn tokens_origins_and_session_binding() {
     let answer_page = tokio::spawn(async move {
         while let Some(frame) = other.next_json().await {
             if frame["method"] == "tools/call" {
-                let reply = json!({"content":[{"type":"text","text":"other page ran"}],"isError":false});
+                let reply =
+                    json!({"content":[{"type":"text","text":"other page ran"}],"isError":false});
                 other.reply(&frame, reply).await;
             }
         }

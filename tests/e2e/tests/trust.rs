@@ -182,7 +182,9 @@ async fn pages_need_the_page_token_in_their_first_frame() {
         ConnectOutcome::Refused(refusal::UNAUTHORIZED, _)
     ));
     // A first frame that is not the connect request is refused and the socket closed.
-    let (mut socket, _) = tokio_tungstenite::connect_async(&bridge.ws_url).await.unwrap();
+    let (mut socket, _) = tokio_tungstenite::connect_async(&bridge.ws_url)
+        .await
+        .unwrap();
     futures_util::SinkExt::send(
         &mut socket,
         tokio_tungstenite::tungstenite::Message::Text(
@@ -254,12 +256,8 @@ async fn the_sdk_sends_no_credential_in_a_url() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_live_session_cannot_be_taken_over() {
     let bridge = BridgeOnly::start(BridgeConfig::default()).await;
-    let victim = RawPage::connect_with_tools(
-        &bridge.ws_url,
-        &ConnectParams::default(),
-        echo_tool(),
-    )
-    .await;
+    let victim =
+        RawPage::connect_with_tools(&bridge.ws_url, &ConnectParams::default(), echo_tool()).await;
     let victim_id = victim.id().to_owned();
     let victim_secret = victim.session.resume_secret.clone();
     assert!(victim_id.len() == 32 && victim_id.bytes().all(|b| b.is_ascii_hexdigit()));
@@ -289,12 +287,18 @@ async fn a_live_session_cannot_be_taken_over() {
         assert!(intruder.frames_before_pong("check").await.is_empty());
         assert!(bridge.bridge.session(&victim_id).unwrap().is_connected());
     }
-    let ids: Vec<String> = bridge.bridge.sessions().iter().map(|s| s.id().to_owned()).collect();
+    let ids: Vec<String> = bridge
+        .bridge
+        .sessions()
+        .iter()
+        .map(|s| s.id().to_owned())
+        .collect();
     assert_eq!(ids.len(), 5, "{ids:?}");
 
     // A page whose connection went silent (half-open) is replaced by its secret's holder, and
     // the old connection is told so.
-    let mut stale = RawPage::connect_with_tools(&bridge.ws_url, &ConnectParams::default(), echo_tool()).await;
+    let mut stale =
+        RawPage::connect_with_tools(&bridge.ws_url, &ConnectParams::default(), echo_tool()).await;
     let stale_id = stale.id().to_owned();
     let resumed = RawPage::connect_with_tools(&bridge.ws_url, &stale.resume(), echo_tool()).await;
     assert_eq!(resumed.id(), stale_id);
@@ -392,7 +396,9 @@ async fn connections_sessions_and_waiting_calls_are_bounded() {
         bridge.bridge.connections() == 2
     })
     .await;
-    let (_third_socket, _) = tokio_tungstenite::connect_async(&bridge.ws_url).await.unwrap();
+    let (_third_socket, _) = tokio_tungstenite::connect_async(&bridge.ws_url)
+        .await
+        .unwrap();
     eventually("three connections", || bridge.bridge.connections() == 3).await;
     let refused = tokio_tungstenite::connect_async(&bridge.ws_url).await;
     assert!(refused.unwrap_err().to_string().contains("503"));
@@ -403,7 +409,10 @@ async fn connections_sessions_and_waiting_calls_are_bounded() {
     let waiting = tokio::spawn(async move {
         api_call(&base, &id, None, json!({"name":"echo","timeoutMs":1000})).await
     });
-    first.next_method("tools/call").await.expect("the first call");
+    first
+        .next_method("tools/call")
+        .await
+        .expect("the first call");
     let session = bridge.bridge.session(first.id()).unwrap();
     assert_eq!(session.pending_calls(), 1);
     let result = api_call(&bridge.base_url, first.id(), None, json!({"name":"echo"})).await;
@@ -426,17 +435,31 @@ async fn silent_pages_are_closed() {
         ..BridgeConfig::default()
     })
     .await;
-    let (mut mute, _) = tokio_tungstenite::connect_async(&bridge.ws_url).await.unwrap();
-    let refused = client_tools_e2e::raw_page::next_json(&mut mute).await.unwrap();
-    assert_eq!(refused["error"]["code"], refusal::BAD_HANDSHAKE, "{refused}");
+    let (mut mute, _) = tokio_tungstenite::connect_async(&bridge.ws_url)
+        .await
+        .unwrap();
+    let refused = client_tools_e2e::raw_page::next_json(&mut mute)
+        .await
+        .unwrap();
+    assert_eq!(
+        refused["error"]["code"],
+        refusal::BAD_HANDSHAKE,
+        "{refused}"
+    );
 
     let page =
         RawPage::connect_with_tools(&bridge.ws_url, &ConnectParams::default(), echo_tool()).await;
     let session = bridge.bridge.session(page.id()).unwrap();
     assert!(session.is_connected());
     // It stops reading (so it answers no ping): the bridge closes it.
-    eventually("the silent page is disconnected", || !session.is_connected()).await;
-    eventually("its connection is closed", || bridge.bridge.connections() == 0).await;
+    eventually("the silent page is disconnected", || {
+        !session.is_connected()
+    })
+    .await;
+    eventually("its connection is closed", || {
+        bridge.bridge.connections() == 0
+    })
+    .await;
     drop(page);
 }
 
@@ -457,7 +480,10 @@ async fn tool_list_refreshes_are_coalesced() {
     // Answer refreshes until two ping round trips in a row bring none.
     while quiet_rounds < 2 {
         let frames = page.frames_before_pong("quiet?").await;
-        let requests: Vec<&Value> = frames.iter().filter(|f| f["method"] == "tools/list").collect();
+        let requests: Vec<&Value> = frames
+            .iter()
+            .filter(|f| f["method"] == "tools/list")
+            .collect();
         if requests.is_empty() {
             quiet_rounds += 1;
             continue;
@@ -468,5 +494,98 @@ async fn tool_list_refreshes_are_coalesced() {
             page.reply(request, json!({"tools": echo_tool()})).await;
         }
     }
-    assert!(lists <= 2, "{lists} tools/list requests for 200 list_changed");
+    assert!(
+        lists <= 2,
+        "{lists} tools/list requests for 200 list_changed"
+    );
+}
+
+/// Bounds: an MCP session that ends leaves no task of the bridge behind (its tool-list announcer
+/// stops with it), however long its page stays connected.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ended_mcp_sessions_leave_no_task_behind() {
+    let bridge = BridgeOnly::start(BridgeConfig::default()).await;
+    let page =
+        RawPage::connect_with_tools(&bridge.ws_url, &ConnectParams::default(), echo_tool()).await;
+    let _page = serve_forever(page, "page ran");
+    let tasks = || {
+        tokio::runtime::Handle::current()
+            .metrics()
+            .num_alive_tasks()
+    };
+    let mcp_url = format!("{}/mcp", bridge.base_url);
+    // Each request on its own connection (`connection: close`), so no idle HTTP connection task
+    // of the client or the server is counted.
+    let post = |session: Option<String>, body: Value| {
+        let mut request = reqwest::Client::new()
+            .post(&mcp_url)
+            .header("connection", "close")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-11-25")
+            .json(&body);
+        if let Some(session) = session {
+            request = request.header("mcp-session-id", session);
+        }
+        request.send()
+    };
+    let settle = || async {
+        let mut last = tasks();
+        loop {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            let now = tasks();
+            if now == last {
+                return now;
+            }
+            last = now;
+        }
+    };
+    let baseline = settle().await;
+    let mut sessions = Vec::new();
+    for n in 0..3 {
+        let init = json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{
+            "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":format!("a{n}"),"version":"1"}}});
+        let response = post(None, init).await.unwrap();
+        let session = response.headers()["mcp-session-id"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        let _ = response.text().await;
+        let initialized = json!({"jsonrpc":"2.0","method":"notifications/initialized"});
+        let _ = post(Some(session.clone()), initialized)
+            .await
+            .unwrap()
+            .text()
+            .await;
+        let list = json!({"jsonrpc":"2.0","id":2,"method":"tools/list"});
+        let listed = post(Some(session.clone()), list)
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        assert!(listed.contains("echo"), "{listed}");
+        sessions.push(session);
+    }
+    assert!(tasks() > baseline, "three live MCP sessions run tasks");
+    for session in sessions {
+        let ended = reqwest::Client::new()
+            .delete(&mcp_url)
+            .header("connection", "close")
+            .header("mcp-session-id", session)
+            .send()
+            .await
+            .unwrap();
+        assert!(ended.status().is_success(), "{}", ended.status());
+    }
+    // The announcer checks every 500 ms; 5 s tells "stopped with its session" from "stopped when
+    // something else happened to wake it".
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while tasks() > baseline {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{} tasks still alive, {baseline} before the MCP sessions",
+            tasks()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }

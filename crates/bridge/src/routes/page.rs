@@ -161,7 +161,9 @@ async fn accept(bridge: &Bridge, sink: &mut Sink, stream: &mut Stream) -> Option
     if let Some((code, message)) = refusal {
         tracing::info!(code, %message, "page connect refused");
         let _ = sink
-            .send(Message::Text(connect::encode_refusal(code, &message).into()))
+            .send(Message::Text(
+                connect::encode_refusal(code, &message).into(),
+            ))
             .await;
         let _ = sink
             .send(Message::Close(Some(CloseFrame {
