@@ -8,7 +8,8 @@ use client_tools_core::registry::{DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS};
 
 use crate::limits::Limits;
 
-#[derive(Debug, Clone)]
+/// `Debug` shows whether each token is set, never the token.
+#[derive(Clone)]
 pub struct BridgeConfig {
     /// Where to listen; loopback by default.
     pub listen: SocketAddr,
@@ -50,6 +51,25 @@ impl Default for BridgeConfig {
             limits: Limits::default(),
             log_payloads: false,
         }
+    }
+}
+
+impl std::fmt::Debug for BridgeConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let redacted = |token: &Option<String>| token.as_ref().map(|_| "<redacted>");
+        f.debug_struct("BridgeConfig")
+            .field("listen", &self.listen)
+            .field("www_dir", &self.www_dir)
+            .field("pkg_dir", &self.pkg_dir)
+            .field("agent_token", &redacted(&self.agent_token))
+            .field("page_token", &redacted(&self.page_token))
+            .field("allowed_hosts", &self.allowed_hosts)
+            .field("allowed_origins", &self.allowed_origins)
+            .field("allow", &self.allow)
+            .field("timeout", &self.timeout)
+            .field("limits", &self.limits)
+            .field("log_payloads", &self.log_payloads)
+            .finish()
     }
 }
 

@@ -10,7 +10,7 @@ use client_tools_bridge::{Bridge, BridgeConfig, Limits};
 use rmcp::ServiceExt;
 
 /// Relays tool calls between AI agents and the client tools of web pages.
-#[derive(Debug, Parser)]
+#[derive(Parser)]
 #[command(name = "client-tools-bridge", version)]
 struct Cli {
     /// Address to listen on (loopback by default).

@@ -191,7 +191,7 @@ impl PageSession {
         let span = tracing::info_span!(
             "tool_call",
             session = %self.id,
-            tool = %name,
+            tool = ?name,
             call = %id,
             outcome = tracing::field::Empty,
             duration_ms = tracing::field::Empty,
@@ -386,6 +386,15 @@ impl PageSession {
     /// still waiting from before are sent again on it, and fail-fast ends.
     pub(crate) fn attach(&self, outgoing: OutgoingSender, kill: Arc<Notify>) -> u64 {
         let mut state = self.lock();
+        // Never a silent swap: a connection still attached (two claims that raced) is told it was
+        // replaced and stops, so no two live connections share one session.
+        if let Some(previous) = state.connection.take() {
+            state.engine.close_link(
+                crate::sessions::CLOSE_REPLACED,
+                "replaced by a newer connection of the same page session",
+            );
+            previous.kill.notify_one();
+        }
         state.generations += 1;
         let generation = state.generations;
         state.engine.connected(outgoing);
@@ -617,10 +626,16 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn a_replaced_connection_ending_late_does_not_disconnect_the_session() {
+    async fn a_replaced_connection_is_closed_and_ending_late_does_not_disconnect_the_session() {
         let session = session();
-        let old = FakePage::connect(&session);
+        let mut old = FakePage::connect(&session);
         let mut new = FakePage::connect(&session);
+        // Two connections never share a session: the older one is told, and its reader stops.
+        assert!(old.kill.notified().now_or_never().is_some());
+        assert!(matches!(
+            old.queue.recv().await,
+            Some(Outgoing::Close { code: 4000, .. })
+        ));
         old.disconnect();
         assert!(session.is_connected());
         let call = {
@@ -728,7 +743,7 @@ mod tests {
         for field in [
             "tool_call{",
             "session=s1",
-            "tool=login",
+            "tool=\"login\"",
             "call=",
             "outcome=\"ok\"",
             "duration_ms=40",

@@ -182,9 +182,17 @@ impl Sessions {
         table.by_id.get(id).cloned()
     }
 
-    /// The most recently connected page that is connected now.
+    /// The most recently connected page that is connected now (one pass, no sorting: unbound MCP
+    /// agents ask this twice a second).
     pub fn newest(&self) -> Option<Arc<PageSession>> {
-        self.list().into_iter().find(|s| s.is_connected())
+        let mut table = self.lock();
+        self.sweep(&mut table, false);
+        table
+            .by_id
+            .values()
+            .filter_map(|session| Some((session.connected_at()?, session)))
+            .max_by_key(|(connected_at, _)| *connected_at)
+            .map(|(_, session)| session.clone())
     }
 
     /// Every session: connected ones first, most recently connected first.

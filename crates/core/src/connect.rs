@@ -30,7 +30,8 @@ pub mod code {
     pub const OVERLOADED: i64 = -32003;
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// `Debug` never shows the token or the secret (they must stay out of logs).
+#[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ConnectParams {
     /// The page token (`--page-token` of the bridge), when the runtime requires one.
@@ -41,7 +42,8 @@ pub struct ConnectParams {
     pub resume_secret: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// `Debug` never shows the secret.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ConnectResult {
     /// The page session id agents name (public: listed to agents).
@@ -51,6 +53,28 @@ pub struct ConnectResult {
     /// Whether an existing session was resumed (`false`: a new session; state the page kept for an
     /// earlier session, such as interrupted call ids, no longer applies).
     pub resumed: bool,
+}
+
+impl std::fmt::Debug for ConnectParams {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConnectParams")
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field(
+                "resume_secret",
+                &self.resume_secret.as_ref().map(|_| "<redacted>"),
+            )
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for ConnectResult {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConnectResult")
+            .field("session_id", &self.session_id)
+            .field("resume_secret", &"<redacted>")
+            .field("resumed", &self.resumed)
+            .finish()
+    }
 }
 
 /// The page's first frame.
@@ -83,6 +107,14 @@ mod tests {
         assert_eq!(id, RequestId::String(CONNECT_ID.into()));
         assert_eq!(method, CONNECT);
         assert_eq!(params, serde_json::json!({"token":"t","resumeSecret":"s"}));
+        let shown = format!(
+            "{:?}",
+            ConnectParams {
+                token: Some("t0k".into()),
+                resume_secret: Some("s3c".into())
+            }
+        );
+        assert!(!shown.contains("t0k") && !shown.contains("s3c"), "{shown}");
         let refused = encode_refusal(code::UNAUTHORIZED, "no");
         assert!(matches!(
             decode(&refused),

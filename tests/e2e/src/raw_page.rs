@@ -24,7 +24,7 @@ pub struct RawPage {
 /// What the bridge did with a connect.
 #[derive(Debug)]
 pub enum ConnectOutcome {
-    Accepted(RawPage),
+    Accepted(Box<RawPage>),
     /// The JSON-RPC error of the refusal (code, message).
     Refused(i64, String),
 }
@@ -32,7 +32,7 @@ pub enum ConnectOutcome {
 impl ConnectOutcome {
     pub fn accepted(self) -> RawPage {
         match self {
-            ConnectOutcome::Accepted(page) => page,
+            ConnectOutcome::Accepted(page) => *page,
             ConnectOutcome::Refused(code, message) => panic!("refused ({code}): {message}"),
         }
     }
@@ -63,7 +63,7 @@ impl RawPage {
         }
         let session = serde_json::from_value(answer["result"].clone())
             .unwrap_or_else(|e| panic!("a ConnectResult, not {answer}: {e}"));
-        ConnectOutcome::Accepted(RawPage { socket, session })
+        ConnectOutcome::Accepted(Box::new(RawPage { socket, session }))
     }
 
     /// Connects and answers `initialize` and the first `tools/list` with `tools`.

@@ -293,7 +293,10 @@ async fn fault_injection() {
             .await
     });
     tokio::time::sleep(Duration::from_millis(200)).await;
+    let id_before = stack.page.id().to_owned();
     stack.restart_bridge().await;
+    // The page presented its resume secret to the new bridge: it owns the same session id.
+    assert_eq!(stack.page.id(), id_before);
     let result = pending.await.unwrap();
     assert!(result.is_error, "{}", text(&result));
     assert!(

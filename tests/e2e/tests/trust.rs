@@ -156,6 +156,19 @@ async fn agent_routes_need_the_agent_token_a_known_host_and_no_foreign_origin() 
     assert_eq!(from("https://evil.example").await.unwrap().status(), 403);
     assert_eq!(from("null").await.unwrap().status(), 403);
     assert_eq!(from(base).await.unwrap().status(), 200);
+    let post_from = |path: &str, body: &Value| {
+        reqwest::Client::new()
+            .post(format!("{base}{path}"))
+            .bearer_auth(AGENT_TOKEN)
+            .header("origin", "https://evil.example")
+            .header("accept", "application/json, text/event-stream")
+            .json(body)
+            .send()
+    };
+    let call = json!({"name":"echo"});
+    let path = format!("/api/sessions/{id}/call");
+    assert_eq!(post_from(&path, &call).await.unwrap().status(), 403);
+    assert_eq!(post_from("/mcp", &init).await.unwrap().status(), 403);
 }
 
 /// Attack 5, page side: the page credential is its own (not the agent's), checked in the first
@@ -447,7 +460,7 @@ async fn silent_pages_are_closed() {
         "{refused}"
     );
 
-    let page =
+    let mut page =
         RawPage::connect_with_tools(&bridge.ws_url, &ConnectParams::default(), echo_tool()).await;
     let session = bridge.bridge.session(page.id()).unwrap();
     assert!(session.is_connected());
@@ -460,7 +473,118 @@ async fn silent_pages_are_closed() {
         bridge.bridge.connections() == 0
     })
     .await;
-    drop(page);
+    assert!(
+        page.closed_by_bridge().await.is_some(),
+        "the socket stays open"
+    );
+}
+
+/// Bounds: a page that sends but never reads fills its outgoing queue, not the bridge's memory:
+/// answers past the queue's bound are dropped, and a writer that cannot hand the page a frame for
+/// the idle timeout ends the connection (socket, queue and slot together).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_that_never_reads_is_disconnected() {
+    let bridge = BridgeOnly::start(BridgeConfig {
+        limits: Limits {
+            outgoing_queue_bytes: 256 * 1024,
+            idle_timeout: Duration::from_secs(2),
+            ping_interval: Duration::from_millis(500),
+            ..Limits::default()
+        },
+        ..BridgeConfig::default()
+    })
+    .await;
+    let mut page =
+        RawPage::connect_with_tools(&bridge.ws_url, &ConnectParams::default(), echo_tool()).await;
+    let session = bridge.bridge.session(page.id()).unwrap();
+    // 200 pings with 200 KB ids ask for 40 MB of answers, more than the sockets buffer.
+    let pad = "p".repeat(200 * 1024);
+    for n in 0..200 {
+        let ping = json!({"jsonrpc":"2.0","id":format!("{n}-{pad}"),"method":"ping"});
+        if !send_unchecked(&mut page, &ping).await {
+            break; // the bridge has let go of the connection already
+        }
+    }
+    // It keeps talking (so it is never idle on the way in) and still never reads: only the way
+    // out shows that it is gone.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let mut n = 0;
+    while session.is_connected() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "still connected after 30 s"
+        );
+        let ping = json!({"jsonrpc":"2.0","id":format!("small-{n}"),"method":"ping"});
+        send_unchecked(&mut page, &ping).await;
+        n += 1;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    eventually("its connection is closed", || {
+        bridge.bridge.connections() == 0
+    })
+    .await;
+}
+
+/// Sends a frame without waiting more than a second or failing on a closed socket: whether it went.
+async fn send_unchecked(page: &mut RawPage, frame: &Value) -> bool {
+    let text = tokio_tungstenite::tungstenite::Message::Text(frame.to_string().into());
+    let sending = futures_util::SinkExt::send(&mut page.socket, text);
+    matches!(
+        tokio::time::timeout(Duration::from_secs(1), sending).await,
+        Ok(Ok(()))
+    )
+}
+
+/// Sessions: `newest` is the most recently connected live page; a disconnected session expires
+/// after the TTL, and its secret then starts a fresh session with the same id.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn newest_is_the_latest_live_page_and_gone_sessions_expire() {
+    let bridge = BridgeOnly::start(BridgeConfig {
+        limits: Limits {
+            session_ttl: Duration::from_millis(500),
+            ..Limits::default()
+        },
+        ..BridgeConfig::default()
+    })
+    .await;
+    let older =
+        RawPage::connect_with_tools(&bridge.ws_url, &ConnectParams::default(), echo_tool()).await;
+    let older_id = older.id().to_owned();
+    let _older = serve_forever(older, "the older page ran");
+    let newer =
+        RawPage::connect_with_tools(&bridge.ws_url, &ConnectParams::default(), echo_tool()).await;
+    let newer_id = newer.id().to_owned();
+    let resume_newer = newer.resume();
+    let newer = serve_forever(newer, "the newer page ran");
+    let call_newest = || api_call(&bridge.base_url, "newest", None, json!({"name":"echo"}));
+    assert_eq!(result_text(&call_newest().await), "the newer page ran");
+    assert_eq!(bridge.bridge.sessions()[0].id(), newer_id);
+
+    newer.abort(); // the newer tab closes
+    eventually("the newer page is disconnected", || {
+        bridge
+            .bridge
+            .session(&newer_id)
+            .is_some_and(|s| !s.is_connected())
+    })
+    .await;
+    assert_eq!(result_text(&call_newest().await), "the older page ran");
+
+    eventually("the gone session expires", || {
+        bridge.bridge.session(&newer_id).is_none()
+    })
+    .await;
+    let result = api_call(&bridge.base_url, &newer_id, None, json!({"name":"echo"})).await;
+    assert!(result_text(&result).contains("no page session"), "{result}");
+    assert!(
+        bridge.bridge.session(&older_id).is_some(),
+        "a live session never expires"
+    );
+    let back = RawPage::connect(&bridge.ws_url, &resume_newer)
+        .await
+        .accepted();
+    assert_eq!(back.id(), newer_id);
+    assert!(!back.session.resumed);
 }
 
 /// Bounds: a flood of `list_changed` costs a couple of `tools/list` requests, not one each.

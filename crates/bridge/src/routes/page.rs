@@ -38,6 +38,12 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// read: it was 90 % of an idle session's memory (`client-tools-load`) and a tenth of the CPU
 /// under call load. Frames are small; a large one still grows the buffer as needed.
 const READ_BUFFER_BYTES: usize = 4 * 1024;
+/// How long a closing connection's writer may take to send what is queued (its close frame).
+const WRITER_GRACE: Duration = Duration::from_secs(1);
+/// The largest message read. A frame up to [`MAX_FRAME_BYTES`] is decoded (and refused there with
+/// a clear JSON-RPC error when larger); a message beyond this closes the connection rather than
+/// being buffered — before the page is authenticated too.
+const MAX_MESSAGE_BYTES: usize = MAX_FRAME_BYTES + 64 * 1024;
 /// Close codes (RFC 6455): policy violation (refused connect), going away (silent page).
 const CLOSE_POLICY: u16 = 1008;
 const CLOSE_IDLE: u16 = 1001;
@@ -70,10 +76,8 @@ pub async fn upgrade(
             .into_response();
     };
     upgrade
-        // Up to 4 MiB is read and answered with a clear JSON-RPC error above 1 MiB (protocol::decode);
-        // beyond that the connection is closed rather than buffered.
-        .max_message_size(4 * MAX_FRAME_BYTES)
-        .max_frame_size(4 * MAX_FRAME_BYTES)
+        .max_message_size(MAX_MESSAGE_BYTES)
+        .max_frame_size(MAX_MESSAGE_BYTES)
         .read_buffer_size(READ_BUFFER_BYTES)
         .on_upgrade(move |socket| serve_page(bridge, slot, socket))
 }
@@ -93,16 +97,27 @@ async fn serve_page(bridge: Bridge, _slot: ConnectionSlot, socket: WebSocket) {
         outgoing::channel(limits.outgoing_queue_frames, limits.outgoing_queue_bytes);
     let kill = Arc::new(Notify::new());
     let generation = session.attach(outgoing_tx.clone(), kill.clone());
-    let writer = tokio::spawn(write(sink, outgoing_rx, limits.ping_interval));
+    let mut writer = tokio::spawn(write(
+        sink,
+        outgoing_rx,
+        limits.ping_interval,
+        limits.idle_timeout,
+    ));
     let refresh = Arc::new(Notify::new());
     let handshake = tokio::spawn(handshake(session.clone(), refresh.clone()));
 
     let idle_timeout = limits.idle_timeout;
     let mut last_heard = Instant::now();
+    let mut writer_ended = false;
     loop {
         let message = tokio::select! {
             message = stream.next() => message,
             _ = kill.notified() => None,
+            // The page stopped reading (or the socket broke on the way out): the connection ends.
+            _ = &mut writer => {
+                writer_ended = true;
+                None
+            }
             _ = tokio::time::sleep_until(last_heard + idle_timeout) => {
                 outgoing_tx.close(CLOSE_IDLE, format!("no frame or pong for {} s", idle_timeout.as_secs()));
                 None
@@ -127,8 +142,13 @@ async fn serve_page(bridge: Bridge, _slot: ConnectionSlot, socket: WebSocket) {
     session.detach(generation);
     drop(outgoing_tx);
     // The writer ends by itself once the queue is closed (after sending a queued close frame);
-    // give it a moment, then stop it.
-    let _ = tokio::time::timeout(Duration::from_secs(1), writer).await;
+    // give it a moment, then stop it: the socket, its queue and the connection slot go together.
+    if !writer_ended {
+        let abort = writer.abort_handle();
+        if tokio::time::timeout(WRITER_GRACE, writer).await.is_err() {
+            abort.abort();
+        }
+    }
     tracing::info!(session = %session.id(), "page disconnected");
 }
 
@@ -159,7 +179,7 @@ async fn accept(bridge: &Bridge, sink: &mut Sink, stream: &mut Stream) -> Option
         },
     };
     if let Some((code, message)) = refusal {
-        tracing::info!(code, %message, "page connect refused");
+        tracing::info!(code, ?message, "page connect refused");
         let _ = sink
             .send(Message::Text(
                 connect::encode_refusal(code, &message).into(),
@@ -220,8 +240,14 @@ fn truncate_reason(message: &str) -> String {
     message[..end].to_owned()
 }
 
-/// Sends what the session queues, and a ping every `ping_interval`; a queued close ends it.
-async fn write(mut sink: Sink, mut outgoing: outgoing::OutgoingReceiver, ping_interval: Duration) {
+/// Sends what the session queues, and a ping every `ping_interval`; a queued close ends it, and so
+/// does a page that takes `idle_timeout` to take one frame (it is not reading).
+async fn write(
+    mut sink: Sink,
+    mut outgoing: outgoing::OutgoingReceiver,
+    ping_interval: Duration,
+    idle_timeout: Duration,
+) {
     let mut ping = tokio::time::interval_at(Instant::now() + ping_interval, ping_interval);
     loop {
         let message = tokio::select! {
@@ -229,18 +255,24 @@ async fn write(mut sink: Sink, mut outgoing: outgoing::OutgoingReceiver, ping_in
                 Some(Outgoing::Frame(frame)) => Message::Text(frame.into()),
                 Some(Outgoing::Close { code, reason }) => {
                     let reason = Utf8Bytes::from(truncate_reason(&reason));
-                    let _ = sink.send(Message::Close(Some(CloseFrame { code, reason }))).await;
+                    let close = Message::Close(Some(CloseFrame { code, reason }));
+                    let _ = tokio::time::timeout(idle_timeout, sink.send(close)).await;
                     return;
                 }
                 None => break,
             },
             _ = ping.tick() => Message::Ping(Default::default()),
         };
-        if sink.send(message).await.is_err() {
-            return;
+        match tokio::time::timeout(idle_timeout, sink.send(message)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(_)) => return,
+            Err(_) => {
+                tracing::info!("page connection closed: it has not read for {idle_timeout:?}");
+                return;
+            }
         }
     }
-    let _ = sink.close().await;
+    let _ = tokio::time::timeout(idle_timeout, sink.close()).await;
 }
 
 /// `initialize` → `notifications/initialized` → `tools/list`; then one `tools/list` per wake-up of
@@ -280,7 +312,7 @@ async fn refresh_tools(session: &PageSession) {
         match serde_json::from_value::<ToolsListResult>(value) {
             Ok(list) => session.set_tools(list.tools),
             Err(error) => {
-                tracing::warn!(session = %session.id(), %error, "malformed tools/list answer")
+                tracing::warn!(session = %session.id(), ?error, "malformed tools/list answer")
             }
         }
     }
@@ -296,7 +328,7 @@ pub(crate) fn handle_frame(
     match protocol::decode(text) {
         Err(error) => {
             if let Some(answer) = error.to_frame() {
-                let _ = reply.try_send(answer);
+                send_reply(reply, answer);
             }
         }
         Ok(Rpc::Response { id, result }) => session.resolve(&id, result),
@@ -319,7 +351,18 @@ pub(crate) fn handle_frame(
                 );
                 encode_error(Some(&id), &error)
             };
+            send_reply(reply, frame);
+        }
+    }
+}
+
+/// Answers the page, unless the answer would break its limits (a huge id or method name echoed
+/// back): the bridge never sends what the page would refuse.
+fn send_reply(reply: &OutgoingSender, frame: String) {
+    match protocol::check_outgoing(&frame) {
+        Ok(()) => {
             let _ = reply.try_send(frame);
         }
+        Err(limit) => tracing::info!(%limit, "answer to the page not sent"),
     }
 }
