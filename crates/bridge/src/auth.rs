@@ -66,7 +66,7 @@ pub async fn require_agent(State(bridge): State<Bridge>, request: Request, next:
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.strip_prefix("Bearer "));
+        .and_then(bearer_token);
     match presented {
         Some(token) if secrets_match(token, expected) => next.run(request).await,
         _ => (
@@ -76,6 +76,12 @@ pub async fn require_agent(State(bridge): State<Bridge>, request: Request, next:
         )
             .into_response(),
     }
+}
+
+/// The token of an `Authorization: Bearer <token>` value (the scheme is case-insensitive).
+fn bearer_token(value: &str) -> Option<&str> {
+    let (scheme, token) = value.split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
 }
 
 fn refuse(status: StatusCode, message: String) -> Response {
@@ -196,6 +202,14 @@ mod tests {
             Some("null")
         );
         assert_eq!(foreign_origin(&HeaderMap::new()), None);
+    }
+
+    #[test]
+    fn bearer_tokens() {
+        assert_eq!(bearer_token("Bearer abc"), Some("abc"));
+        assert_eq!(bearer_token("bearer abc"), Some("abc"));
+        assert_eq!(bearer_token("Basic abc"), None);
+        assert_eq!(bearer_token("Bearerabc"), None);
     }
 
     #[test]

@@ -6,6 +6,13 @@
 
 use std::time::Duration;
 
+use client_tools_core::protocol::MAX_FRAME_BYTES;
+
+/// The largest WebSocket message the bridge reads from a page. A frame up to [`MAX_FRAME_BYTES`] is
+/// decoded (and refused there with a clear JSON-RPC error when larger); a message beyond this
+/// closes the connection rather than being buffered — before the page is authenticated too.
+pub const MAX_MESSAGE_BYTES: usize = MAX_FRAME_BYTES + 64 * 1024;
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Limits {
     /// Page WebSocket connections open at once; more are refused (`503`).

@@ -269,11 +269,11 @@ pub fn decode_value(value: Value) -> Result<Message, DecodeError> {
         });
     }
     let Some(id) = id else {
-        return Err(DecodeError::new(
+        return Err(mark(DecodeError::new(
             None,
             code::INVALID_REQUEST,
             "invalid request: neither a request ('method') nor a response ('id')",
-        ));
+        )));
     };
     let result = match (object.remove("result"), object.remove("error")) {
         (Some(result), None) => Ok(result),
@@ -552,6 +552,8 @@ mod tests {
             r#"{"jsonrpc":"1.0","id":1,"result":{}}"#,
             r#"{"jsonrpc":"2.0","id":1,"error":"not an object"}"#,
             r#"{"jsonrpc":"2.0","id":1,"result":{},"error":{"code":1,"message":"x"}}"#,
+            r#"{"jsonrpc":"2.0","error":{"code":-32600,"message":"no id"}}"#,
+            r#"{"jsonrpc":"2.0","result":{}}"#,
         ] {
             let error = decode(frame).unwrap_err();
             assert!(error.was_response, "{frame}");

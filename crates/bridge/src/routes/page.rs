@@ -27,6 +27,7 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use crate::auth::{page_origin_allowed, secrets_match};
+use crate::limits::MAX_MESSAGE_BYTES;
 use crate::outgoing::{self, Outgoing, OutgoingSender};
 use crate::server::Bridge;
 use crate::session::PageSession;
@@ -40,10 +41,6 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 const READ_BUFFER_BYTES: usize = 4 * 1024;
 /// How long a closing connection's writer may take to send what is queued (its close frame).
 const WRITER_GRACE: Duration = Duration::from_secs(1);
-/// The largest message read. A frame up to [`MAX_FRAME_BYTES`] is decoded (and refused there with
-/// a clear JSON-RPC error when larger); a message beyond this closes the connection rather than
-/// being buffered — before the page is authenticated too.
-const MAX_MESSAGE_BYTES: usize = MAX_FRAME_BYTES + 64 * 1024;
 /// Close codes (RFC 6455): policy violation (refused connect), going away (silent page).
 const CLOSE_POLICY: u16 = 1008;
 const CLOSE_IDLE: u16 = 1001;
