@@ -18,7 +18,7 @@ use axum::response::{IntoResponse, Response};
 use client_tools_core::connect::{self, ConnectParams};
 use client_tools_core::protocol::{
     self, code, encode_error, encode_result, method, Implementation, InitializeParams,
-    Message as Rpc, RequestId, RpcError, ToolsListResult, MAX_FRAME_BYTES, PROTOCOL_VERSION,
+    Message as Rpc, RequestId, RpcError, ToolsListResult, PROTOCOL_VERSION,
 };
 use futures_util::stream::{SplitSink, SplitStream};
 use futures_util::{SinkExt, StreamExt};
