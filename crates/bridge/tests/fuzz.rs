@@ -40,6 +40,11 @@ use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
+// The seed mutator is the core fuzzer's: one implementation for both.
+#[path = "../../core/tests/mutation/mod.rs"]
+mod mutation;
+use mutation::{apply, edit};
+
 type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
 
 const PAGE_TOKEN: &str = "fuzz-page-token";
@@ -89,65 +94,6 @@ fn corpus() -> Corpus {
         page: group("page-"),
         api: group("api-"),
     }
-}
-
-/// A mutation of a seed: character-level edits (the text stays valid UTF-8, as WebSocket text
-/// frames must be).
-#[derive(Debug, Clone)]
-enum Edit {
-    Delete(usize),
-    Insert(usize, char),
-    Replace(usize, char),
-    Truncate(usize),
-    Duplicate(usize, usize),
-}
-
-fn apply(seed: &str, edits: &[Edit]) -> String {
-    let mut chars: Vec<char> = seed.chars().collect();
-    for edit in edits {
-        let len = chars.len().max(1);
-        match *edit {
-            Edit::Delete(at) if !chars.is_empty() => {
-                chars.remove(at % len);
-            }
-            Edit::Insert(at, c) => chars.insert(at % (chars.len() + 1), c),
-            Edit::Replace(at, c) if !chars.is_empty() => chars[at % len] = c,
-            Edit::Truncate(at) => chars.truncate(at % (chars.len() + 1)),
-            Edit::Duplicate(from, n) if !chars.is_empty() => {
-                let start = from % len;
-                let piece: Vec<char> = chars[start..].iter().take(n % 64).copied().collect();
-                chars.splice(start..start, piece);
-            }
-            _ => {}
-        }
-    }
-    chars.into_iter().collect()
-}
-
-fn edit() -> impl Strategy<Value = Edit> {
-    let interesting = prop_oneof![
-        Just('{'),
-        Just('}'),
-        Just('['),
-        Just(']'),
-        Just('"'),
-        Just(','),
-        Just(':'),
-        Just('\\'),
-        Just('0'),
-        Just('-'),
-        Just('e'),
-        Just('\u{0}'),
-        Just('é'),
-        any::<char>()
-    ];
-    prop_oneof![
-        any::<usize>().prop_map(Edit::Delete),
-        (any::<usize>(), interesting.clone()).prop_map(|(a, c)| Edit::Insert(a, c)),
-        (any::<usize>(), interesting).prop_map(|(a, c)| Edit::Replace(a, c)),
-        any::<usize>().prop_map(Edit::Truncate),
-        (any::<usize>(), any::<usize>()).prop_map(|(a, n)| Edit::Duplicate(a, n)),
-    ]
 }
 
 /// Seeds mutated (mostly; often lightly, so that some stay valid), generated JSON of the right

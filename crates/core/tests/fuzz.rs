@@ -14,6 +14,9 @@ use client_tools_core::protocol::{self, code, CallToolResult, Message};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 
+mod mutation;
+use mutation::{apply, edit};
+
 fn corpus() -> Vec<String> {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/fuzz-corpus");
     let mut seeds: Vec<String> = std::fs::read_dir(dir)
@@ -23,65 +26,6 @@ fn corpus() -> Vec<String> {
     seeds.sort();
     assert!(seeds.len() >= 10, "seed corpus missing");
     seeds
-}
-
-/// A mutation of a seed: character-level edits (the text stays valid UTF-8, as WebSocket text
-/// frames must be).
-#[derive(Debug, Clone)]
-enum Edit {
-    Delete(usize),
-    Insert(usize, char),
-    Replace(usize, char),
-    Truncate(usize),
-    Duplicate(usize, usize),
-}
-
-fn apply(seed: &str, edits: &[Edit]) -> String {
-    let mut chars: Vec<char> = seed.chars().collect();
-    for edit in edits {
-        let len = chars.len().max(1);
-        match *edit {
-            Edit::Delete(at) if !chars.is_empty() => {
-                chars.remove(at % len);
-            }
-            Edit::Insert(at, c) => chars.insert(at % (chars.len() + 1), c),
-            Edit::Replace(at, c) if !chars.is_empty() => chars[at % len] = c,
-            Edit::Truncate(at) => chars.truncate(at % (chars.len() + 1)),
-            Edit::Duplicate(from, n) if !chars.is_empty() => {
-                let start = from % len;
-                let piece: Vec<char> = chars[start..].iter().take(n % 64).copied().collect();
-                chars.splice(start..start, piece);
-            }
-            _ => {}
-        }
-    }
-    chars.into_iter().collect()
-}
-
-fn edit() -> impl Strategy<Value = Edit> {
-    let interesting = prop_oneof![
-        Just('{'),
-        Just('}'),
-        Just('['),
-        Just(']'),
-        Just('"'),
-        Just(','),
-        Just(':'),
-        Just('\\'),
-        Just('0'),
-        Just('-'),
-        Just('e'),
-        Just('\u{0}'),
-        Just('é'),
-        any::<char>()
-    ];
-    prop_oneof![
-        any::<usize>().prop_map(Edit::Delete),
-        (any::<usize>(), interesting.clone()).prop_map(|(a, c)| Edit::Insert(a, c)),
-        (any::<usize>(), interesting).prop_map(|(a, c)| Edit::Replace(a, c)),
-        any::<usize>().prop_map(Edit::Truncate),
-        (any::<usize>(), any::<usize>()).prop_map(|(a, n)| Edit::Duplicate(a, n)),
-    ]
 }
 
 fn frame() -> impl Strategy<Value = String> {

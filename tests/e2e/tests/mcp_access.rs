@@ -70,6 +70,15 @@ async fn mcp_raw(url: &str, session: &str, body: Value) -> String {
         .unwrap_or_default()
 }
 
+/// `answer` is a JSON-RPC result that is an MCP error result whose text contains `expected`.
+fn assert_error_result(answer: Option<Value>, expected: &str) {
+    let answer = answer.expect("an answer");
+    let result = &answer["result"];
+    assert_eq!(result["isError"], true, "{answer}");
+    let text = result["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(text.contains(expected), "{answer}");
+}
+
 /// An initialized MCP session at `url`; returns its id.
 async fn initialize(url: &str) -> String {
     let init = json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{
@@ -133,15 +142,7 @@ async fn tokens_origins_and_session_binding() {
     let session = initialize(&nowhere).await;
     let call = json!({"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"read_board_tasks","arguments":{}}});
     let (_, _, answer) = mcp(&nowhere, Some(TOKEN), Some(&session), call).await;
-    let result = &answer.unwrap()["result"];
-    assert_eq!(result["isError"], true, "{result}");
-    assert!(
-        result["content"][0]["text"]
-            .as_str()
-            .unwrap()
-            .contains("no page session '0123456789abcdef0123456789abcdef'"),
-        "{result}"
-    );
+    assert_error_result(answer, "no page session '0123456789abcdef0123456789abcdef'");
     assert!(stack
         .bridge
         .session("0123456789abcdef0123456789abcdef")
@@ -162,15 +163,7 @@ async fn tokens_origins_and_session_binding() {
     assert!(!names.contains(&"other_only".to_owned()), "{names:?}");
     let call = json!({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"other_only","arguments":{}}});
     let (_, _, answer) = mcp(&bound, Some(TOKEN), Some(&session), call).await;
-    let result = &answer.unwrap()["result"];
-    assert_eq!(result["isError"], true, "{result}");
-    assert!(
-        result["content"][0]["text"]
-            .as_str()
-            .unwrap()
-            .contains("no handler registered"),
-        "{result}"
-    );
+    assert_error_result(answer, "no handler registered");
 
     // The page's progress reaches the agent under the agent's own progress token, on the call's
     // event stream, before the result.
