@@ -52,7 +52,7 @@ impl Default for Limits {
             max_sessions: 20_000,
             max_pending_per_session: 1_024,
             outgoing_queue_frames: 2_048,
-            outgoing_queue_bytes: 16 * 1024 * 1024,
+            outgoing_queue_bytes: 4 * 1024 * 1024,
             progress_buffer: 64,
             session_ttl: Duration::from_secs(10 * 60),
             ping_interval: Duration::from_secs(15),

@@ -16,7 +16,7 @@
 //!   exactly as the frame deserves: only a well-formed `clienttools/connect` with the page token is
 //!   accepted;
 //! - after any frames on a connected socket, a `ping` is still answered: the connection survives
-//!   (only a frame over 4 MiB may close it); the bridge answers exactly the requests and the
+//!   (only a message over `limits::MAX_MESSAGE_BYTES`, 1 MiB + 64 KiB, may close it); the bridge answers exactly the requests and the
 //!   unreadable frames, and never a response (no error ping-pong);
 //! - `/api` answers `200` with a `CallToolResult`, or a `4xx` naming the problem; never `5xx`, never
 //!   a hang.

@@ -26,7 +26,7 @@ pub mod code {
     pub const UNAUTHORIZED: i64 = -32001;
     /// The first frame was not a well-formed [`super::CONNECT`] request.
     pub const BAD_HANDSHAKE: i64 = -32002;
-    /// The runtime is at one of its limits (connections, sessions).
+    /// The runtime is at one of its limits (its session table is full).
     pub const OVERLOADED: i64 = -32003;
 }
 

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use client_tools_bridge::{BridgeConfig, Limits};
 use client_tools_core::connect::{code as refusal, ConnectParams};
+use client_tools_core::protocol::MAX_FRAME_BYTES;
 use client_tools_e2e::raw_page::{ConnectOutcome, RawPage};
 use client_tools_e2e::{eventually, BridgeOnly, Stack};
 use serde_json::{json, Value};
@@ -341,6 +342,13 @@ async fn the_bridge_never_answers_a_response() {
         let answered = page.frames_before_pong("after").await;
         assert!(answered.is_empty(), "{frame} was answered: {answered:?}");
     }
+    // An answer that would be over the page's frame limit (a method name of almost 1 MiB echoed
+    // back in "method not found") is not sent: the bridge never sends what the page would refuse.
+    let prefix = r#"{"jsonrpc":"2.0","id":"big","method":""#;
+    let method = "m".repeat(MAX_FRAME_BYTES - prefix.len() - 2);
+    page.send_text(format!(r#"{prefix}{method}"}}"#)).await;
+    let answered = page.frames_before_pong("after").await;
+    assert!(answered.is_empty(), "{} frames answered", answered.len());
     // A malformed request still gets its error.
     page.send_text("{".into()).await;
     let answered = page.frames_before_pong("after").await;

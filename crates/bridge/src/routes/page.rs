@@ -140,11 +140,13 @@ async fn serve_page(bridge: Bridge, _slot: ConnectionSlot, socket: WebSocket) {
     drop(outgoing_tx);
     // The writer ends by itself once the queue is closed (after sending a queued close frame);
     // give it a moment, then stop it: the socket, its queue and the connection slot go together.
-    if !writer_ended {
-        let abort = writer.abort_handle();
-        if tokio::time::timeout(WRITER_GRACE, writer).await.is_err() {
-            abort.abort();
-        }
+    if !writer_ended
+        && tokio::time::timeout(WRITER_GRACE, &mut writer)
+            .await
+            .is_err()
+    {
+        writer.abort();
+        let _ = writer.await; // the socket is dropped before the connection slot is released
     }
     tracing::info!(session = %session.id(), "page disconnected");
 }
