@@ -618,6 +618,52 @@ fn schema_validator_checks_values_and_asserts_formats() {
     assert!(message.contains("invalid JSON Schema"), "{message}");
 }
 
+/// `pattern` is ECMA-262 and runs on the browser's own `RegExp` (the patched jsonschema, see
+/// vendor/README.md): look-behind, named back-references and Unicode property escapes work, `\d` is
+/// ASCII only, and a pattern `RegExp` rejects is an invalid schema.
+#[wasm_bindgen_test]
+fn patterns_are_ecma_262_run_by_the_browser() {
+    let schema = r#"{"type":"object","properties":{
+        "price":{"type":"string","pattern":"(?<=\\$)\\d+$"},
+        "twice":{"type":"string","pattern":"^(?<word>[a-z]+)-\\k<word>$"},
+        "greek":{"type":"string","pattern":"^\\p{Script=Greek}+$"},
+        "digits":{"type":"string","pattern":"^\\d+$"}},
+        "patternProperties":{"^x-(?!secret)":{"type":"integer"}}}"#;
+    let validator = SchemaValidator::new(json(schema).unchecked_into()).unwrap();
+    let errors = |instance: &str| -> String {
+        let found: JsValue = validator.validate(json(instance)).into();
+        if found.is_undefined() {
+            return String::new();
+        }
+        js_sys::Array::from(&found)
+            .iter()
+            .map(|e| e.as_string().unwrap())
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let valid = r#"{"price":"$12","twice":"ab-ab","greek":"αβγ","digits":"042","x-count":1,"x-secret":"s"}"#;
+    assert_eq!(errors(valid), "");
+    for (instance, field) in [
+        (r#"{"price":"12"}"#, "/price"),
+        (r#"{"twice":"ab-ba"}"#, "/twice"),
+        (r#"{"greek":"abc"}"#, "/greek"),
+        // Arabic-Indic digits: `\d` is [0-9] in ECMA-262.
+        (r#"{"digits":"٤٢"}"#, "/digits"),
+        (r#"{"x-count":"one"}"#, "/x-count"),
+    ] {
+        assert!(errors(instance).contains(field), "{instance}: {}", errors(instance));
+    }
+
+    for invalid in [r#"{"pattern":"(unclosed"}"#, r#"{"pattern":"\\p{NoSuchProperty}"}"#] {
+        let (_, _, code, message) = thrown(
+            SchemaValidator::new(json(invalid).unchecked_into())
+                .err()
+                .unwrap(),
+        );
+        assert_eq!(code, "INVALID_SCHEMA", "{invalid}: {message}");
+    }
+}
+
 #[wasm_bindgen_test]
 async fn toolactivated_is_a_dom_event_on_model_context_else_window() {
     let tools = tools();
