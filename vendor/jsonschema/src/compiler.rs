@@ -1042,6 +1042,7 @@ impl<'a, F: Json> Context<'a, F> {
                 PatternEngineOptions::Regex {
                     size_limit,
                     dfa_size_limit,
+                    ..
                 } => (size_limit, dfa_size_limit),
                 PatternEngineOptions::FancyRegex { .. } => (None, None),
             };

@@ -920,9 +920,14 @@ pub(crate) enum PatternEngineOptions {
         size_limit: Option<usize>,
         dfa_size_limit: Option<usize>,
     },
+    #[cfg_attr(target_family = "wasm", allow(dead_code))]
     Regex {
         size_limit: Option<usize>,
         dfa_size_limit: Option<usize>,
+        /// client-tools patch (vendor/README.md): on wasm both engines are the browser's `RegExp`,
+        /// so this variant is made impossible there and the compiler drops every `Regex` arm.
+        #[cfg(target_family = "wasm")]
+        impossible: std::convert::Infallible,
     },
 }
 
@@ -1047,6 +1052,7 @@ impl PatternEngineOptions {
             Self::Regex {
                 size_limit,
                 dfa_size_limit,
+                ..
             } => size_limit.is_some() || dfa_size_limit.is_some(),
         }
     }
@@ -1058,6 +1064,8 @@ pub struct FancyRegex;
 /// linear time performance.
 pub struct Regex;
 
+// client-tools patch: with the `Regex` variant impossible on wasm, these `if let`s always match.
+#[cfg_attr(target_family = "wasm", allow(irrefutable_let_patterns))]
 impl PatternOptions<FancyRegex> {
     /// Create a pattern configuration based on the `fancy-regex` engine.
     #[must_use]
@@ -1116,11 +1124,16 @@ impl PatternOptions<Regex> {
     /// Create a pattern configuration based on the `regex` engine.
     #[must_use]
     pub fn regex() -> PatternOptions<Regex> {
+        // client-tools patch: on wasm the one engine is the browser's `RegExp` (see the variant).
+        #[cfg(target_family = "wasm")]
+        let inner = PatternEngineOptions::default();
+        #[cfg(not(target_family = "wasm"))]
+        let inner = PatternEngineOptions::Regex {
+            size_limit: None,
+            dfa_size_limit: None,
+        };
         PatternOptions {
-            inner: PatternEngineOptions::Regex {
-                size_limit: None,
-                dfa_size_limit: None,
-            },
+            inner,
             _marker: PhantomData,
         }
     }

@@ -418,6 +418,7 @@ fn compile(options: PatternEngineOptions, pattern: &str) -> Option<CompiledMatch
         PatternEngineOptions::Regex {
             size_limit,
             dfa_size_limit,
+            ..
         } => crate::regex::build_standard_regex(pattern, &translated, size_limit, dfa_size_limit)
             .ok()
             .map(CompiledMatcher::Regex),

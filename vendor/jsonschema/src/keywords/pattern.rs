@@ -349,6 +349,10 @@ pub(crate) fn compile<'a, F: Json>(
 
 /// Leading lookaheads as separate lookaround-free regexes, when every part compiles as one.
 fn all_match<F: Json>(ctx: &compiler::Context<F>, pattern: &str) -> Option<AllMatch> {
+    // client-tools patch: `RegExp` runs look-aheads itself; splitting them off is for native engines.
+    if cfg!(target_family = "wasm") {
+        return None;
+    }
     jsonschema_regex::split_leading_lookaheads(pattern)?
         .iter()
         .map(|part| match ctx.get_or_compile_sequence(part) {
