@@ -10,6 +10,7 @@
 //! Who may connect, and every bound, is in docs/security.md.
 
 mod auth;
+mod call_frame;
 pub mod config;
 pub mod limits;
 pub mod mcp;

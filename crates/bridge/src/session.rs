@@ -12,14 +12,14 @@ use std::time::{Duration, Instant, SystemTime};
 
 use client_tools_core::call::outcome;
 use client_tools_core::protocol::{
-    encode_notification, encode_request, meta, method, CallToolParams, CallToolResult,
-    ProgressParams, RequestId, Tool,
+    encode_notification, encode_request, method, CallToolResult, ProgressParams, RequestId, Tool,
 };
 use client_tools_core::registry::is_allowed;
 use serde_json::{Map, Value};
 use tokio::sync::{mpsc, oneshot, watch, Notify};
 use tracing::Instrument;
 
+use crate::call_frame;
 use crate::limits::Limits;
 use crate::outgoing::OutgoingSender;
 use crate::request_engine::{Answer, Purpose, Request, RequestEngine, Settled};
@@ -229,22 +229,14 @@ impl PageSession {
         if self.log_payloads {
             tracing::debug!(%arguments, "tool call arguments");
         }
-        let mut extensions = Map::new();
-        extensions.insert(meta::TIMEOUT_MS.into(), (timeout.as_millis() as u64).into());
-        let params = CallToolParams {
-            name: name.to_owned(),
-            arguments: Some(arguments),
-            meta: Some(extensions),
-        };
-        let params = serde_json::to_value(params).unwrap_or_default();
-        let mut request = new_request(
+        let frame = call_frame::tool_call(&id, name, &arguments, timeout.as_millis() as u64);
+        let request = Request {
             id,
-            method::TOOLS_CALL,
-            params,
-            timeout + ANSWER_SLACK,
-            Purpose::ToolCall,
-        );
-        request.observer = progress;
+            frame,
+            timeout: timeout + ANSWER_SLACK,
+            purpose: Purpose::ToolCall,
+            observer: progress,
+        };
         let settled = self.send_and_wait(request, cancel).await;
         match settled {
             Ok(Ok(value)) => match serde_json::from_value::<CallToolResult>(value) {
