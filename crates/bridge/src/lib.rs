@@ -15,6 +15,7 @@ pub mod config;
 pub mod limits;
 pub mod mcp;
 mod outgoing;
+mod page_answer;
 mod request_engine;
 mod routes;
 mod server;

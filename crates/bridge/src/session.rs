@@ -239,7 +239,7 @@ impl PageSession {
         };
         let settled = self.send_and_wait(request, cancel).await;
         match settled {
-            Ok(Ok(value)) => match serde_json::from_value::<CallToolResult>(value) {
+            Ok(Ok(result)) => match serde_json::from_str::<CallToolResult>(result.get()) {
                 Ok(result) => {
                     let outcome = if result.is_error { "error" } else { "ok" };
                     (Some(result), outcome)

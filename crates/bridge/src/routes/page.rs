@@ -29,6 +29,7 @@ use tokio::time::Instant;
 use crate::auth::{page_origin_allowed, secrets_match};
 use crate::limits::MAX_MESSAGE_BYTES;
 use crate::outgoing::{self, Outgoing, OutgoingSender};
+use crate::page_answer;
 use crate::server::Bridge;
 use crate::session::PageSession;
 use crate::sessions::{Claimed, ConnectionSlot};
@@ -304,11 +305,11 @@ async fn handshake(session: Arc<PageSession>, refresh: Arc<Notify>) {
 
 /// Asks the page for its tools again.
 async fn refresh_tools(session: &PageSession) {
-    if let Ok(Ok(value)) = session
+    if let Ok(Ok(result)) = session
         .request(method::TOOLS_LIST, json!({}), HANDSHAKE_TIMEOUT)
         .await
     {
-        match serde_json::from_value::<ToolsListResult>(value) {
+        match serde_json::from_str::<ToolsListResult>(result.get()) {
             Ok(list) => session.set_tools(list.tools),
             Err(error) => {
                 tracing::warn!(session = %session.id(), ?error, "malformed tools/list answer")
@@ -324,13 +325,21 @@ pub(crate) fn handle_frame(
     refresh: &Notify,
     text: &str,
 ) {
+    if let Some((id, result)) = page_answer::read(text) {
+        return session.resolve(&id, Ok(result));
+    }
     match protocol::decode(text) {
         Err(error) => {
             if let Some(answer) = error.to_frame() {
                 send_reply(reply, answer);
             }
         }
-        Ok(Rpc::Response { id, result }) => session.resolve(&id, result),
+        Ok(Rpc::Response { id, result }) => {
+            let result = result.map(|value| {
+                serde_json::value::to_raw_value(&value).expect("a JSON value always prints")
+            });
+            session.resolve(&id, result)
+        }
         Ok(Rpc::Notification { method, .. }) if method == method::TOOLS_LIST_CHANGED => {
             refresh.notify_one();
         }
