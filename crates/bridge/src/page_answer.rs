@@ -10,7 +10,7 @@
 use std::fmt;
 
 use client_tools_core::protocol::{RequestId, MAX_FRAME_BYTES};
-use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
 /// `Some((id, result))` when `text` is a well-formed successful answer, exactly as
@@ -28,7 +28,7 @@ pub(crate) fn read(text: &str) -> Option<(RequestId, Box<RawValue>)> {
     if answer.jsonrpc != Some("2.0") || answer.method.0 || answer.error.0 {
         return None;
     }
-    Some((answer.id, answer.result.to_owned()))
+    Some((answer.id.0, answer.result.to_owned()))
 }
 
 /// The fields of a JSON-RPC answer that decide what it is; others are ignored, as by `decode`.
@@ -37,7 +37,7 @@ pub(crate) fn read(text: &str) -> Option<(RequestId, Box<RawValue>)> {
 struct Answer<'a> {
     #[serde(default, borrow)]
     jsonrpc: Option<&'a str>,
-    id: RequestId,
+    id: Id,
     #[serde(borrow)]
     result: &'a RawValue,
     /// Present at all (even `null`): a request, or a malformed frame.
@@ -54,6 +54,40 @@ struct Present(bool);
 impl<'de> Deserialize<'de> for Present {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         IgnoredAny::deserialize(deserializer).map(|_| Present(true))
+    }
+}
+
+/// A [`RequestId`] as its own (untagged) `Deserialize` reads it, a string or an integer that fits
+/// an `i64`, without first buffering the value and failing one variant.
+struct Id(RequestId);
+
+impl<'de> Deserialize<'de> for Id {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(IdVisitor)
+    }
+}
+
+struct IdVisitor;
+
+impl Visitor<'_> for IdVisitor {
+    type Value = Id;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a string or an integer")
+    }
+
+    fn visit_i64<E>(self, n: i64) -> Result<Id, E> {
+        Ok(Id(RequestId::Number(n)))
+    }
+
+    fn visit_u64<E: de::Error>(self, n: u64) -> Result<Id, E> {
+        i64::try_from(n)
+            .map(|n| Id(RequestId::Number(n)))
+            .map_err(|_| E::invalid_value(de::Unexpected::Unsigned(n), &self))
+    }
+
+    fn visit_str<E>(self, text: &str) -> Result<Id, E> {
+        Ok(Id(RequestId::String(text.to_owned())))
     }
 }
 
@@ -141,6 +175,10 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":"b-1","result":1,"error":null}"#,
             r#"{"jsonrpc":"2.0","id":null,"result":1}"#,
             r#"{"jsonrpc":"2.0","id":1.5,"result":1}"#,
+            r#"{"jsonrpc":"2.0","id":-3,"result":1}"#,
+            r#"{"jsonrpc":"2.0","id":9223372036854775808,"result":1}"#,
+            r#"{"jsonrpc":"2.0","id":"\u00e9","result":1}"#,
+            r#"{"jsonrpc":"2.0","id":true,"result":1}"#,
             r#"{"jsonrpc":"1.0","id":"b-1","result":1}"#,
             r#"{"jsonrpc":"2\u002e0","id":"b-1","result":1}"#,
             r#"{"id":"b-1","result":1}"#,
@@ -159,7 +197,8 @@ mod tests {
                 assert_eq!(read, decoded(frame), "{frame}");
             }
         }
-        for plain in [frames[0], frames[1], frames[16]] {
+        // Plain answers: string and number ids, an escaped id, other fields, a deep result.
+        for plain in [frames[0], frames[1], frames[10], frames[12], frames[20]] {
             assert!(read(plain).is_some(), "{plain}");
         }
     }
