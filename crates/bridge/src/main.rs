@@ -66,6 +66,10 @@ struct Cli {
     log_payloads: bool,
 }
 
+/// See Cargo.toml: small allocations dominate the bridge's hot path.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[tokio::main]
 async fn main() -> std::io::Result<()> {
     let cli = Cli::parse();
