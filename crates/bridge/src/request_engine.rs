@@ -248,7 +248,12 @@ impl RequestEngine {
     /// An answer from the page, to any request: the page is responsive again.
     pub(crate) fn answer(&mut self, id: &RequestId, answer: Answer) {
         self.unresponsive = false;
-        if let Some(pending) = self.pending.remove(&id.to_string()) {
+        // The bridge's ids are strings: looked up as they are, without a copy.
+        let pending = match id {
+            RequestId::String(id) => self.pending.remove(id.as_str()),
+            RequestId::Number(n) => self.pending.remove(&n.to_string()),
+        };
+        if let Some(pending) = pending {
             let _ = pending.settle.send(Ok(answer));
         }
     }

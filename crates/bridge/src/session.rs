@@ -192,8 +192,8 @@ impl PageSession {
             .run_tool_call(&id, name, arguments, timeout, cancel, progress)
             .await;
         // The call's span is made once it is over, with every field known: nothing is recorded
-        // into it afterwards, and the call's future is not entered and left at every poll (the
-        // span, recorded into and instrumenting the future, was a tenth of the CPU per call).
+        // into it afterwards, and the call's future is not entered and left at every poll (made
+        // up front, recorded into and instrumenting the future, it cost 4.5 % of the CPU per call).
         let span = tracing::info_span!(
             "tool_call",
             session = %self.id,
