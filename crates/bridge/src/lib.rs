@@ -12,6 +12,7 @@
 mod auth;
 mod call_frame;
 pub mod config;
+mod guard;
 pub mod limits;
 pub mod mcp;
 mod outgoing;
