@@ -10,9 +10,8 @@
 //! - Agents present `Authorization: Bearer <agent token>`; pages present the page token in their
 //!   first frame (`clienttools/connect`), never in the URL.
 
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::{header, HeaderMap, StatusCode};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
@@ -27,40 +26,40 @@ pub fn secrets_match(presented: &str, expected: &str) -> bool {
     presented.ct_eq(&expected).into()
 }
 
-/// Middleware for every route: the `Host` header must name this bridge.
-pub async fn require_known_host(
-    State(bridge): State<Bridge>,
-    request: Request,
-    next: Next,
-) -> Response {
+/// For every route: the `Host` header must name this bridge (`Some`: the refusal).
+pub(crate) fn require_known_host(bridge: &Bridge, request: &Request) -> Option<Response> {
     let host = request
         .headers()
         .get(header::HOST)
         .and_then(|v| v.to_str().ok())
         .or_else(|| request.uri().authority().map(|a| a.as_str()));
     match host {
-        Some(host) if host_allowed(host, &bridge.config().allowed_hosts) => next.run(request).await,
-        Some(host) => refuse(
+        Some(host) if host_allowed(host, &bridge.config().allowed_hosts) => None,
+        Some(host) => Some(refuse(
             StatusCode::FORBIDDEN,
             format!(
                 "unknown Host '{host}': the bridge answers to loopback names, IP addresses and \
                  the names given with --allowed-host"
             ),
-        ),
-        None => refuse(StatusCode::FORBIDDEN, "a Host header is required".into()),
+        )),
+        None => Some(refuse(
+            StatusCode::FORBIDDEN,
+            "a Host header is required".into(),
+        )),
     }
 }
 
-/// Middleware for agent routes (`/mcp`, `/api`): same-origin browsers only, and the agent token.
-pub async fn require_agent(State(bridge): State<Bridge>, request: Request, next: Next) -> Response {
+/// For agent routes (`/mcp`, `/api`): same-origin browsers only, and the agent token (`Some`: the
+/// refusal).
+pub(crate) fn require_agent(bridge: &Bridge, request: &Request) -> Option<Response> {
     if let Some(origin) = foreign_origin(request.headers()) {
-        return refuse(
+        return Some(refuse(
             StatusCode::FORBIDDEN,
             format!("requests from the web origin {origin} may not act as an agent"),
-        );
+        ));
     }
     let Some(expected) = &bridge.config().agent_token else {
-        return next.run(request).await;
+        return None;
     };
     let presented = request
         .headers()
@@ -68,13 +67,13 @@ pub async fn require_agent(State(bridge): State<Bridge>, request: Request, next:
         .and_then(|v| v.to_str().ok())
         .and_then(bearer_token);
     match presented {
-        Some(token) if secrets_match(token, expected) => next.run(request).await,
-        _ => (
+        Some(token) if secrets_match(token, expected) => None,
+        _ => Some((
             StatusCode::UNAUTHORIZED,
             [(header::WWW_AUTHENTICATE, "Bearer")],
             "missing or wrong agent token: send Authorization: Bearer <the bridge's --agent-token>",
         )
-            .into_response(),
+            .into_response()),
     }
 }
 

@@ -10,10 +10,13 @@
 //! Who may connect, and every bound, is in docs/security.md.
 
 mod auth;
+mod call_frame;
 pub mod config;
+mod guard;
 pub mod limits;
 pub mod mcp;
 mod outgoing;
+mod page_answer;
 mod request_engine;
 mod routes;
 mod server;

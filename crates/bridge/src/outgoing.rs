@@ -163,11 +163,7 @@ impl OutgoingReceiver {
         loop {
             {
                 let mut queue = self.shared.lock();
-                if let Some(item) = queue.items.pop_front() {
-                    if let Outgoing::Frame(frame) = &item {
-                        queue.frames -= 1;
-                        queue.bytes -= frame.len();
-                    }
+                if let Some(item) = queue.pop() {
                     return Some(item);
                 }
                 if queue.senders == 0 {
@@ -178,6 +174,22 @@ impl OutgoingReceiver {
             // and this await is not missed.
             self.shared.ready.notified().await;
         }
+    }
+
+    /// The next item if one is queued now (the writer sends what is queued together).
+    pub(crate) fn try_recv(&mut self) -> Option<Outgoing> {
+        self.shared.lock().pop()
+    }
+}
+
+impl Queue {
+    fn pop(&mut self) -> Option<Outgoing> {
+        let item = self.items.pop_front()?;
+        if let Outgoing::Frame(frame) = &item {
+            self.frames -= 1;
+            self.bytes -= frame.len();
+        }
+        Some(item)
     }
 }
 

@@ -14,7 +14,7 @@ use client_tools_core::protocol::{
     check_outgoing, encode_notification, method, CancelledParams, ProgressParams, RequestId,
     RpcError,
 };
-use serde_json::Value;
+use serde_json::value::RawValue;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::outgoing::OutgoingSender;
@@ -23,8 +23,9 @@ use crate::outgoing::OutgoingSender;
 /// blip) before it fails. When the page reconnects, the call is sent again with the same id.
 pub const RECONNECT_GRACE: Duration = Duration::from_secs(5);
 
-/// The page's answer: its result or its JSON-RPC error.
-pub(crate) type Answer = Result<Value, RpcError>;
+/// The page's answer: its result (JSON text, parsed by the caller into the type it expects) or its
+/// JSON-RPC error.
+pub(crate) type Answer = Result<Box<RawValue>, RpcError>;
 /// How a request ended.
 pub(crate) type Settled = Result<Answer, RequestFailure>;
 
@@ -247,7 +248,12 @@ impl RequestEngine {
     /// An answer from the page, to any request: the page is responsive again.
     pub(crate) fn answer(&mut self, id: &RequestId, answer: Answer) {
         self.unresponsive = false;
-        if let Some(pending) = self.pending.remove(&id.to_string()) {
+        // The bridge's ids are strings: looked up as they are, without a copy.
+        let pending = match id {
+            RequestId::String(id) => self.pending.remove(id.as_str()),
+            RequestId::Number(n) => self.pending.remove(&n.to_string()),
+        };
+        if let Some(pending) = pending {
             let _ = pending.settle.send(Ok(answer));
         }
     }
@@ -397,7 +403,7 @@ pub(crate) mod tests {
         decode, CallToolResult, Message, MAX_FRAME_BYTES, MAX_FRAME_DEPTH,
     };
     use futures_util::FutureExt;
-    use serde_json::json;
+    use serde_json::{json, Value};
     use tokio::sync::Notify;
     use tokio::task::JoinHandle;
     use tokio::time::{sleep, Instant};
@@ -479,6 +485,7 @@ pub(crate) mod tests {
         }
 
         pub(crate) fn answer(&self, id: &RequestId, result: Value) {
+            let result = serde_json::value::to_raw_value(&result).unwrap();
             self.session.resolve(id, Ok(result));
         }
 

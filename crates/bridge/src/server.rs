@@ -3,7 +3,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::middleware;
 use axum::routing::{get, post};
 use axum::serve::ListenerExt;
 use axum::Router;
@@ -11,6 +10,7 @@ use tokio::net::TcpListener;
 
 use crate::auth;
 use crate::config::BridgeConfig;
+use crate::guard::Guard;
 use crate::routes::{agent, api, page, site};
 use crate::session::PageSession;
 use crate::sessions::Sessions;
@@ -64,10 +64,7 @@ impl Bridge {
             .nest_service("/mcp", agent::mcp_service(self))
             .route("/api/sessions", get(api::list_sessions))
             .route("/api/sessions/{id}/call", post(api::call_tool))
-            .route_layer(middleware::from_fn_with_state(
-                self.clone(),
-                auth::require_agent,
-            ));
+            .route_layer(Guard::new(self, auth::require_agent));
         self.guarded(routes)
     }
 
@@ -79,10 +76,7 @@ impl Bridge {
 
     fn guarded(&self, routes: Router<Bridge>) -> Router {
         routes
-            .layer(middleware::from_fn_with_state(
-                self.clone(),
-                auth::require_known_host,
-            ))
+            .layer(Guard::new(self, auth::require_known_host))
             .with_state(self.clone())
     }
 
