@@ -53,11 +53,14 @@ extern "C" {
 
 /// A JS value as JSON; the error says why it is not JSON (cycles, BigInt, functions, symbols).
 pub fn to_json(value: &JsValue) -> Result<Value, String> {
+    serde_json::from_str(&to_json_text(value)?).map_err(|e| e.to_string())
+}
+
+/// A JS value as JSON text, as `JSON.stringify` sends it; the error says why it has none.
+pub fn to_json_text(value: &JsValue) -> Result<String, String> {
     let text = strict_stringify(value).map_err(|e| error_message(&e))?;
-    let Some(text) = text.as_string() else {
-        return Err(format!("a {} has no JSON form", js_type_name(value)));
-    };
-    serde_json::from_str(&text).map_err(|e| e.to_string())
+    text.as_string()
+        .ok_or_else(|| format!("a {} has no JSON form", js_type_name(value)))
 }
 
 /// A JSON value as a fresh JS value.

@@ -29,8 +29,9 @@ impl SchemaValidator {
     /// `undefined` when `value` is valid, else every error as `instancePath: message` (a value
     /// with no JSON form — a cycle, a BigInt, a function — is invalid, and says why).
     pub fn validate(&self, value: JsValue) -> ValidationErrors {
-        let errors = match js::to_json(&value) {
-            Ok(value) => match self.compiled.validate(&value) {
+        // Validated as text, read in place: no `Value` tree is built (client_tools_core::tape).
+        let errors = match js::to_json_text(&value) {
+            Ok(text) => match self.compiled.validate_text(&text) {
                 Ok(()) => return JsValue::UNDEFINED.unchecked_into(),
                 Err(errors) => errors,
             },

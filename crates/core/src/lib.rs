@@ -18,6 +18,7 @@ pub mod ledger;
 pub mod names;
 pub mod protocol;
 pub mod registry;
+pub mod tape;
 pub mod validate;
 
 pub use error::{CoreError, ErrorCode};

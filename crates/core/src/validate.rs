@@ -2,6 +2,11 @@
 //!
 //! JSON Schema 2020-12 is the default; a `$schema` keyword picks another draft. Errors read
 //! `instancePath: message` (the path is a JSON Pointer, `/` for the root) so an agent can fix its input.
+//!
+//! Instances are validated as JSON text, read in place ([`crate::tape`]): no `Value` tree is built
+//! for them. Schemas are checked against their meta-schema the same way, by us rather than inside
+//! `jsonschema` (which on wasm would otherwise also carry a whole second, serde_json-shaped copy of
+//! every keyword: vendor/README.md).
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -10,6 +15,8 @@ use std::sync::Arc;
 use jsonschema::{Draft, Validator};
 use serde_json::Value;
 
+use crate::tape::{Tape, TapeJson};
+
 /// How many schemas brought by calls (agent-defined tools, SPEC §6 `_meta`) stay compiled.
 const CALL_SCHEMA_CACHE_LIMIT: usize = 64;
 
@@ -17,6 +24,9 @@ thread_local! {
     /// Agent-defined tools send the same schemas with every call; compiling one takes milliseconds
     /// (BENCHMARKS.md), looking it up by its JSON text microseconds.
     static CALL_SCHEMAS: RefCell<HashMap<String, Arc<CompiledSchema>>> = RefCell::new(HashMap::new());
+
+    /// The meta-schema validators, one per draft, built on first use and kept for the program.
+    static META_SCHEMAS: RefCell<Vec<(Draft, &'static Validator<TapeJson>)>> = const { RefCell::new(Vec::new()) };
 }
 
 /// The schema a tool without (usable) `parameters` is exposed with: an object with no properties.
@@ -32,7 +42,7 @@ pub fn is_object_schema(schema: &Value) -> bool {
 /// A compiled schema, ready to validate many instances.
 pub struct CompiledSchema {
     schema: Value,
-    validator: Validator,
+    validator: Validator<TapeJson>,
 }
 
 impl std::fmt::Debug for CompiledSchema {
@@ -52,20 +62,31 @@ impl CompiledSchema {
                 json_type_name(schema)
             ));
         }
+        let draft = match schema.get("$schema") {
+            None => Draft::Draft202012,
+            Some(_) => match Draft::default().detect(schema) {
+                Draft::Unknown => {
+                    return Err(format!(
+                        "$schema {} is not a draft this SDK knows (4, 6, 7, 2019-09, 2020-12)",
+                        schema["$schema"]
+                    ))
+                }
+                draft => draft,
+            },
+        };
+        let text = schema.to_string();
+        let tape = Tape::parse(&text).map_err(|error| error.0)?;
+        if let Some(error) = meta_schema(draft).iter_errors(tape.root()).next() {
+            return Err(error_line(&error));
+        }
         // `format` is asserted, as ajv-formats does for the MCP SDKs: an agent that sends
         // "tomorrow" for a `date-time` learns it at once, not from a failing handler.
-        let mut options = jsonschema::options().should_validate_formats(true);
-        if schema.get("$schema").is_none() {
-            options = options.with_draft(Draft::Draft202012);
-        }
-        let validator = options.build(schema).map_err(|error| {
-            let path = error.instance_path().as_str();
-            if path.is_empty() {
-                error.to_string()
-            } else {
-                format!("{path}: {error}")
-            }
-        })?;
+        let validator = jsonschema::options_for::<TapeJson>()
+            .should_validate_formats(true)
+            .with_draft(draft)
+            .without_schema_validation()
+            .build(schema)
+            .map_err(|error| error_line(&error))?;
         Ok(Self {
             schema: schema.clone(),
             validator,
@@ -96,12 +117,19 @@ impl CompiledSchema {
 
     /// `Ok` when valid, else every error as `instancePath: message`.
     pub fn validate(&self, instance: &Value) -> Result<(), Vec<String>> {
-        if self.validator.is_valid(instance) {
+        self.validate_text(&instance.to_string())
+    }
+
+    /// [`Self::validate`] for JSON text, read in place; text that is not JSON is one error.
+    pub fn validate_text(&self, instance: &str) -> Result<(), Vec<String>> {
+        let tape =
+            Tape::parse(instance).map_err(|error| vec![format!("/: not JSON: {}", error.0)])?;
+        if self.validator.is_valid(tape.root()) {
             return Ok(());
         }
         Err(self
             .validator
-            .iter_errors(instance)
+            .iter_errors(tape.root())
             .map(|error| {
                 let path = error.instance_path().as_str();
                 let path = if path.is_empty() { "/" } else { path };
@@ -109,6 +137,41 @@ impl CompiledSchema {
             })
             .collect())
     }
+}
+
+/// A schema problem as one line: where in the schema (when not the root), and what.
+fn error_line(error: &jsonschema::ValidationError<'_>) -> String {
+    let path = error.instance_path().as_str();
+    if path.is_empty() {
+        error.to_string()
+    } else {
+        format!("{path}: {error}")
+    }
+}
+
+/// The validator of `draft`'s meta-schema, over JSON text.
+fn meta_schema(draft: Draft) -> &'static Validator<TapeJson> {
+    if let Some(found) =
+        META_SCHEMAS.with_borrow(|built| built.iter().find(|(d, _)| *d == draft).map(|(_, v)| *v))
+    {
+        return found;
+    }
+    let meta: &Value = match draft {
+        Draft::Draft4 => &referencing::meta::DRAFT4,
+        Draft::Draft6 => &referencing::meta::DRAFT6,
+        Draft::Draft7 => &referencing::meta::DRAFT7,
+        Draft::Draft201909 => &referencing::meta::DRAFT201909,
+        _ => &referencing::meta::DRAFT202012,
+    };
+    let validator = jsonschema::options_for::<TapeJson>()
+        .with_draft(draft)
+        .without_schema_validation()
+        .build(meta)
+        .expect("the meta-schemas are valid");
+    // Built once per draft for the life of the program, like `jsonschema`'s own.
+    let validator: &'static Validator<TapeJson> = Box::leak(Box::new(validator));
+    META_SCHEMAS.with_borrow_mut(|built| built.push((draft, validator)));
+    validator
 }
 
 /// The JSON type of a value, in JSON Schema's words.

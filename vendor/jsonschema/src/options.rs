@@ -390,7 +390,8 @@ impl<'i, R, F: Json> ValidationOptions<'i, R, F> {
     /// **Note**: Manually-crafted `ValidationError`s may still occur during compilation.
     #[inline]
     #[must_use]
-    pub(crate) fn without_schema_validation(mut self) -> Self {
+    // client-tools patch: public, for callers that check schemas themselves.
+    pub fn without_schema_validation(mut self) -> Self {
         self.validate_schema = false;
         self
     }

@@ -1,0 +1,665 @@
+//! JSON text validated where it is: a flat tape over the text, as a `jsonschema` representation.
+//!
+//! Validating a `serde_json::Value` means building a tree first — an allocation for every object,
+//! array and string, a B-tree per object — and in a browser that building, not the validation,
+//! is most of the time (BENCHMARKS.md). [`Tape::parse`] reads the text once into one vector of
+//! tokens that point back into the text: strings without escapes are borrowed, numbers keep their
+//! text (so `2^64 + 1` is still exact), and each container knows where it ends, so skipping a member
+//! is one step. [`TapeJson`] lets `jsonschema` validate those tokens directly.
+
+use std::borrow::Cow;
+
+use jsonschema::json::{Array, Json, JsonNumber, Node, NodeIdentity, Object};
+use jsonschema::JsonType;
+use serde_json::Value;
+
+/// The text is not JSON; where and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TapeError(pub String);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Null,
+    True,
+    False,
+    Number,
+    String,
+    Array,
+    Object,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Token {
+    kind: Kind,
+    /// A string with `\` escapes, decoded when read.
+    escaped: bool,
+    /// Byte range in the text: a string's contents without its quotes, a number's digits, a
+    /// container's brackets and everything between.
+    start: u32,
+    end: u32,
+    /// The index of the token after this value (after everything inside a container).
+    next: u32,
+    /// Members of an object, elements of an array.
+    count: u32,
+}
+
+/// Parsed JSON text: the text and its tokens. Nodes borrow it for the validation.
+pub struct Tape<'t> {
+    text: &'t str,
+    tokens: Vec<Token>,
+}
+
+/// How deep containers may nest (the same limit as the frames that carry them).
+const MAX_DEPTH: usize = 128;
+
+impl<'t> Tape<'t> {
+    /// Reads one JSON value (with surrounding whitespace); anything else is an error.
+    pub fn parse(text: &'t str) -> Result<Self, TapeError> {
+        if text.len() >= u32::MAX as usize {
+            return Err(TapeError("the JSON text is too long".into()));
+        }
+        let mut parser = Parser {
+            bytes: text.as_bytes(),
+            at: 0,
+            tokens: Vec::with_capacity(text.len() / 8 + 1),
+        };
+        parser.value(0)?;
+        parser.skip_whitespace();
+        if parser.at != parser.bytes.len() {
+            return Err(parser.error("trailing characters"));
+        }
+        Ok(Self {
+            text,
+            tokens: parser.tokens,
+        })
+    }
+
+    /// The root value.
+    pub fn root(&self) -> TapeNode<'_> {
+        TapeNode {
+            tape: self,
+            index: 0,
+        }
+    }
+
+    fn slice(&self, token: &Token) -> &str {
+        &self.text[token.start as usize..token.end as usize]
+    }
+}
+
+struct Parser<'b> {
+    bytes: &'b [u8],
+    at: usize,
+    tokens: Vec<Token>,
+}
+
+impl Parser<'_> {
+    fn error(&self, what: &str) -> TapeError {
+        TapeError(format!("{what} at byte {}", self.at))
+    }
+
+    fn skip_whitespace(&mut self) {
+        while let Some(b' ' | b'\n' | b'\r' | b'\t') = self.bytes.get(self.at) {
+            self.at += 1;
+        }
+    }
+
+    fn push(&mut self, kind: Kind, start: usize, end: usize) -> usize {
+        let index = self.tokens.len();
+        self.tokens.push(Token {
+            kind,
+            escaped: false,
+            start: start as u32,
+            end: end as u32,
+            next: index as u32 + 1,
+            count: 0,
+        });
+        index
+    }
+
+    fn value(&mut self, depth: usize) -> Result<(), TapeError> {
+        self.skip_whitespace();
+        let start = self.at;
+        match self.bytes.get(self.at) {
+            None => Err(self.error("unexpected end")),
+            Some(b'{') => self.container(Kind::Object, depth),
+            Some(b'[') => self.container(Kind::Array, depth),
+            Some(b'"') => self.string(),
+            Some(b't') => self.literal(b"true", Kind::True, start),
+            Some(b'f') => self.literal(b"false", Kind::False, start),
+            Some(b'n') => self.literal(b"null", Kind::Null, start),
+            Some(b'-' | b'0'..=b'9') => self.number(),
+            Some(_) => Err(self.error("unexpected character")),
+        }
+    }
+
+    fn literal(&mut self, word: &[u8], kind: Kind, start: usize) -> Result<(), TapeError> {
+        if !self.bytes[start..].starts_with(word) {
+            return Err(self.error("unexpected character"));
+        }
+        self.at += word.len();
+        self.push(kind, start, self.at);
+        Ok(())
+    }
+
+    fn number(&mut self) -> Result<(), TapeError> {
+        let start = self.at;
+        let digits = |p: &mut Self| {
+            let from = p.at;
+            while let Some(b'0'..=b'9') = p.bytes.get(p.at) {
+                p.at += 1;
+            }
+            p.at > from
+        };
+        if self.bytes[self.at] == b'-' {
+            self.at += 1;
+        }
+        let leading_zero = self.bytes.get(self.at) == Some(&b'0');
+        if !digits(self)
+            || (leading_zero && self.at - start > 1 + usize::from(self.bytes[start] == b'-'))
+        {
+            return Err(self.error("invalid number"));
+        }
+        if self.bytes.get(self.at) == Some(&b'.') {
+            self.at += 1;
+            if !digits(self) {
+                return Err(self.error("invalid number"));
+            }
+        }
+        if let Some(b'e' | b'E') = self.bytes.get(self.at) {
+            self.at += 1;
+            if let Some(b'+' | b'-') = self.bytes.get(self.at) {
+                self.at += 1;
+            }
+            if !digits(self) {
+                return Err(self.error("invalid number"));
+            }
+        }
+        self.push(Kind::Number, start, self.at);
+        Ok(())
+    }
+
+    fn string(&mut self) -> Result<(), TapeError> {
+        self.at += 1;
+        let start = self.at;
+        let mut escaped = false;
+        loop {
+            match self.bytes.get(self.at) {
+                None => return Err(self.error("unterminated string")),
+                Some(b'"') => break,
+                Some(b'\\') => {
+                    escaped = true;
+                    self.at += 2;
+                }
+                Some(0..=0x1f) => return Err(self.error("control character in a string")),
+                Some(_) => self.at += 1,
+            }
+        }
+        // A malformed escape would otherwise be read as an empty string later.
+        if escaped {
+            let quoted = std::str::from_utf8(&self.bytes[start - 1..=self.at]).unwrap_or("");
+            if serde_json::from_str::<String>(quoted).is_err() {
+                return Err(self.error("invalid escape in a string"));
+            }
+        }
+        let index = self.push(Kind::String, start, self.at);
+        self.tokens[index].escaped = escaped;
+        self.at += 1;
+        Ok(())
+    }
+
+    fn container(&mut self, kind: Kind, depth: usize) -> Result<(), TapeError> {
+        if depth >= MAX_DEPTH {
+            return Err(self.error("nested too deep"));
+        }
+        let close = if kind == Kind::Object { b'}' } else { b']' };
+        let start = self.at;
+        self.at += 1;
+        let index = self.push(kind, start, start);
+        let mut count = 0;
+        self.skip_whitespace();
+        if self.bytes.get(self.at) == Some(&close) {
+            self.at += 1;
+        } else {
+            loop {
+                if kind == Kind::Object {
+                    self.skip_whitespace();
+                    if self.bytes.get(self.at) != Some(&b'"') {
+                        return Err(self.error("expected a member name"));
+                    }
+                    self.string()?;
+                    self.skip_whitespace();
+                    if self.bytes.get(self.at) != Some(&b':') {
+                        return Err(self.error("expected `:`"));
+                    }
+                    self.at += 1;
+                }
+                self.value(depth + 1)?;
+                count += 1;
+                self.skip_whitespace();
+                match self.bytes.get(self.at) {
+                    Some(b',') => self.at += 1,
+                    Some(b) if *b == close => {
+                        self.at += 1;
+                        break;
+                    }
+                    _ => return Err(self.error("expected `,` or the end of the container")),
+                }
+            }
+        }
+        let next = self.tokens.len() as u32;
+        let token = &mut self.tokens[index];
+        token.end = self.at as u32;
+        token.next = next;
+        token.count = count;
+        Ok(())
+    }
+}
+
+/// The representation marker: instances are [`TapeNode`]s.
+pub struct TapeJson;
+
+impl Json for TapeJson {
+    type Node<'a> = TapeNode<'a>;
+    type PreparedKey = String;
+    type StringBuffer = ();
+    const ACYCLIC: bool = true;
+
+    fn prepare_key(key: &str) -> String {
+        key.to_owned()
+    }
+
+    fn with_string_node<T>((): &mut (), string: &str, f: impl FnOnce(TapeNode<'_>) -> T) -> T {
+        // A member name as a string value (`propertyNames`): a one-token tape over it.
+        let tape = Tape {
+            text: string,
+            tokens: vec![Token {
+                kind: Kind::String,
+                escaped: false,
+                start: 0,
+                end: string.len() as u32,
+                next: 1,
+                count: 0,
+            }],
+        };
+        f(tape.root())
+    }
+}
+
+/// A value inside a [`Tape`].
+#[derive(Clone, Copy)]
+pub struct TapeNode<'a> {
+    tape: &'a Tape<'a>,
+    index: u32,
+}
+
+impl<'a> TapeNode<'a> {
+    fn token(&self) -> &'a Token {
+        &self.tape.tokens[self.index as usize]
+    }
+
+    fn text(&self) -> &'a str {
+        self.tape.slice(self.token())
+    }
+
+    /// A string token's value, decoded when it has escapes.
+    fn string_value(&self) -> Cow<'a, str> {
+        let token = self.token();
+        let raw = self.tape.slice(token);
+        if !token.escaped {
+            return Cow::Borrowed(raw);
+        }
+        let quoted = &self.tape.text[token.start as usize - 1..token.end as usize + 1];
+        Cow::Owned(serde_json::from_str::<String>(quoted).unwrap_or_default())
+    }
+}
+
+/// A number as written: exact for any integer, `f64` otherwise.
+pub struct TapeNumber<'a>(&'a str);
+
+impl TapeNumber<'_> {
+    fn is_plain_integer(&self) -> bool {
+        !self.0.contains(['.', 'e', 'E'])
+    }
+}
+
+impl JsonNumber for TapeNumber<'_> {
+    fn as_u64(&self) -> Option<u64> {
+        self.is_plain_integer()
+            .then(|| self.0.parse().ok())
+            .flatten()
+    }
+
+    fn as_i64(&self) -> Option<i64> {
+        self.is_plain_integer()
+            .then(|| self.0.parse().ok())
+            .flatten()
+    }
+
+    fn as_f64(&self) -> Option<f64> {
+        self.0.parse().ok()
+    }
+
+    fn as_str(&self) -> Cow<'_, str> {
+        Cow::Borrowed(self.0)
+    }
+
+    fn to_number(&self) -> Cow<'_, serde_json::Number> {
+        Cow::Owned(serde_json::from_str(self.0).unwrap_or_else(|_| 0.into()))
+    }
+
+    fn is_integer(&self) -> bool {
+        if self.is_plain_integer() {
+            return true;
+        }
+        self.as_f64().is_some_and(|n| n.fract() == 0.0)
+    }
+}
+
+impl<'a> Node<'a, TapeJson> for TapeNode<'a> {
+    type Object = TapeObject<'a>;
+    type Array = TapeArray<'a>;
+    type Number = TapeNumber<'a>;
+
+    fn as_object(&self) -> Option<TapeObject<'a>> {
+        (self.token().kind == Kind::Object).then_some(TapeObject(*self))
+    }
+
+    fn as_array(&self) -> Option<TapeArray<'a>> {
+        (self.token().kind == Kind::Array).then_some(TapeArray(*self))
+    }
+
+    fn as_string(&self) -> Option<Cow<'a, str>> {
+        (self.token().kind == Kind::String).then(|| self.string_value())
+    }
+
+    fn as_number(&self) -> Option<TapeNumber<'a>> {
+        (self.token().kind == Kind::Number).then(|| TapeNumber(self.text()))
+    }
+
+    fn as_boolean(&self) -> Option<bool> {
+        match self.token().kind {
+            Kind::True => Some(true),
+            Kind::False => Some(false),
+            _ => None,
+        }
+    }
+
+    fn is_null(&self) -> bool {
+        self.token().kind == Kind::Null
+    }
+
+    fn json_type(&self) -> JsonType {
+        match self.token().kind {
+            Kind::Null => JsonType::Null,
+            Kind::True | Kind::False => JsonType::Boolean,
+            Kind::Number => JsonType::Number,
+            Kind::String => JsonType::String,
+            Kind::Array => JsonType::Array,
+            Kind::Object => JsonType::Object,
+        }
+    }
+
+    fn equals_value(&self, expected: &Value) -> bool {
+        // `enum` and `const` of strings and literals (the usual case) without building a `Value`.
+        match (self.token().kind, expected) {
+            (Kind::Null, Value::Null) => true,
+            (Kind::True, Value::Bool(b)) => *b,
+            (Kind::False, Value::Bool(b)) => !*b,
+            (Kind::String, Value::String(s)) => self.string_value() == s.as_str(),
+            (Kind::Number | Kind::Array | Kind::Object, _) => {
+                jsonschema::json::cmp::equal(&self.to_value(), expected)
+            }
+            _ => false,
+        }
+    }
+
+    fn to_value(&self) -> Cow<'a, Value> {
+        let token = self.token();
+        let text = match token.kind {
+            Kind::String => {
+                return Cow::Owned(Value::String(self.string_value().into_owned()));
+            }
+            _ => self.tape.slice(token),
+        };
+        Cow::Owned(serde_json::from_str(text).unwrap_or(Value::Null))
+    }
+
+    fn identity(&self) -> Option<NodeIdentity> {
+        Some(NodeIdentity::new(self.index as usize))
+    }
+}
+
+/// An object node.
+pub struct TapeObject<'a>(TapeNode<'a>);
+
+/// Each member as (name token, value token).
+pub struct Members<'a> {
+    tape: &'a Tape<'a>,
+    at: u32,
+    left: u32,
+}
+
+impl<'a> Iterator for Members<'a> {
+    type Item = (Cow<'a, str>, TapeNode<'a>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        let name = TapeNode {
+            tape: self.tape,
+            index: self.at,
+        };
+        let value = TapeNode {
+            tape: self.tape,
+            index: self.at + 1,
+        };
+        self.at = value.token().next;
+        Some((name.string_value(), value))
+    }
+}
+
+impl<'a> TapeObject<'a> {
+    fn iter(&self) -> Members<'a> {
+        Members {
+            tape: self.0.tape,
+            at: self.0.index + 1,
+            left: self.0.token().count,
+        }
+    }
+}
+
+impl<'a> Object<'a, TapeJson> for TapeObject<'a> {
+    type Node = TapeNode<'a>;
+    type MemberName = Cow<'a, str>;
+    type MembersIter = Members<'a>;
+
+    fn len(&self) -> usize {
+        self.0.token().count as usize
+    }
+
+    fn get(&self, key: &String) -> Option<TapeNode<'a>> {
+        // JSON objects have few members: a scan beats any index built per instance. With a
+        // repeated name the last one counts, as in `JSON.parse` and serde_json.
+        let mut found = None;
+        let mut members = self.iter();
+        while members.left > 0 {
+            let name = TapeNode {
+                tape: members.tape,
+                index: members.at,
+            };
+            let token = name.token();
+            let matches = if token.escaped {
+                name.string_value() == key.as_str()
+            } else {
+                name.text() == key
+            };
+            let (_, value) = members.next()?;
+            if matches {
+                found = Some(value);
+            }
+        }
+        found
+    }
+
+    fn members(&self) -> Members<'a> {
+        self.iter()
+    }
+}
+
+/// An array node.
+pub struct TapeArray<'a>(TapeNode<'a>);
+
+/// Each element in order.
+pub struct Elements<'a> {
+    tape: &'a Tape<'a>,
+    at: u32,
+    left: u32,
+}
+
+impl<'a> Iterator for Elements<'a> {
+    type Item = TapeNode<'a>;
+
+    fn next(&mut self) -> Option<TapeNode<'a>> {
+        if self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        let node = TapeNode {
+            tape: self.tape,
+            index: self.at,
+        };
+        self.at = node.token().next;
+        Some(node)
+    }
+}
+
+impl<'a> Array<'a, TapeJson> for TapeArray<'a> {
+    type Node = TapeNode<'a>;
+    type ElementsIter = Elements<'a>;
+
+    fn len(&self) -> usize {
+        self.0.token().count as usize
+    }
+
+    fn elements(&self) -> Elements<'a> {
+        Elements {
+            tape: self.0.tape,
+            at: self.0.index + 1,
+            left: self.0.token().count,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The tape reads back what serde_json reads, value for value.
+    fn round_trip(node: TapeNode<'_>) -> Value {
+        match node.json_type() {
+            JsonType::Object => Value::Object(
+                node.as_object()
+                    .unwrap()
+                    .members()
+                    .map(|(k, v)| (k.into_owned(), round_trip(v)))
+                    .collect(),
+            ),
+            JsonType::Array => Value::Array(
+                node.as_array()
+                    .unwrap()
+                    .elements()
+                    .map(round_trip)
+                    .collect(),
+            ),
+            _ => node.to_value().into_owned(),
+        }
+    }
+
+    #[test]
+    fn reads_what_serde_json_reads() {
+        for text in [
+            r#"{"a": [1, -2.5e3, "x\"y\u00e9", true, false, null, {}], "b": {"c": []}, "d": 18446744073709551617}"#,
+            "  [ ]  ",
+            r#""\ud83e\udd80""#,
+            "0",
+        ] {
+            let tape = Tape::parse(text).unwrap();
+            let expected: Value = serde_json::from_str(text).unwrap();
+            assert_eq!(round_trip(tape.root()), expected, "{text}");
+        }
+    }
+
+    #[test]
+    fn refuses_what_is_not_json() {
+        for text in [
+            "",
+            "{",
+            "[1,]",
+            "{\"a\" 1}",
+            "01",
+            "1.",
+            "-",
+            "tru",
+            "\"a",
+            "[1] 2",
+            "{1: 2}",
+            "\"\u{1}\"",
+        ] {
+            assert!(Tape::parse(text).is_err(), "{text:?}");
+        }
+        let deep = "[".repeat(200) + &"]".repeat(200);
+        assert!(Tape::parse(&deep).is_err());
+    }
+
+    #[test]
+    fn validates_like_serde_json() {
+        let schema = serde_json::json!({
+            "type": "object",
+            "properties": {
+                "id": { "type": "string", "pattern": "^t[0-9]+$" },
+                "n": { "type": "integer", "maximum": 10 },
+                "tags": { "type": "array", "items": { "enum": ["a", "b"] }, "uniqueItems": true }
+            },
+            "required": ["id"],
+            "additionalProperties": false
+        });
+        let tape_validator = jsonschema::options_for::<TapeJson>()
+            .build(&schema)
+            .unwrap();
+        let serde_validator = jsonschema::validator_for(&schema).unwrap();
+        for text in [
+            r#"{"id": "t1", "n": 3, "tags": ["a"]}"#,
+            r#"{"id": "t1", "n": 3.0}"#,
+            r#"{"id": "x1"}"#,
+            r#"{"id": "t1", "n": 11}"#,
+            r#"{"id": "t1", "n": 2.5}"#,
+            r#"{"id": "t1", "tags": ["a", "a"]}"#,
+            r#"{"id": "t1", "tags": ["c"]}"#,
+            r#"{"id": "t1", "extra": 1}"#,
+            r#"{"n": 1}"#,
+            r#"{"i\u0064": "t2"}"#,
+            r#"[]"#,
+        ] {
+            let tape = Tape::parse(text).unwrap();
+            let value: Value = serde_json::from_str(text).unwrap();
+            assert_eq!(
+                tape_validator.is_valid(tape.root()),
+                serde_validator.is_valid(&value),
+                "{text}"
+            );
+            let paths = |errors: Vec<String>| errors;
+            let tape_errors: Vec<String> = tape_validator
+                .iter_errors(tape.root())
+                .map(|e| format!("{}: {e}", e.instance_path().as_str()))
+                .collect();
+            let serde_errors: Vec<String> = serde_validator
+                .iter_errors(&value)
+                .map(|e| format!("{}: {e}", e.instance_path().as_str()))
+                .collect();
+            assert_eq!(paths(tape_errors), serde_errors, "{text}");
+        }
+    }
+}
