@@ -651,10 +651,17 @@ fn patterns_are_ecma_262_run_by_the_browser() {
         (r#"{"digits":"٤٢"}"#, "/digits"),
         (r#"{"x-count":"one"}"#, "/x-count"),
     ] {
-        assert!(errors(instance).contains(field), "{instance}: {}", errors(instance));
+        assert!(
+            errors(instance).contains(field),
+            "{instance}: {}",
+            errors(instance)
+        );
     }
 
-    for invalid in [r#"{"pattern":"(unclosed"}"#, r#"{"pattern":"\\p{NoSuchProperty}"}"#] {
+    for invalid in [
+        r#"{"pattern":"(unclosed"}"#,
+        r#"{"pattern":"\\p{NoSuchProperty}"}"#,
+    ] {
         let (_, _, code, message) = thrown(
             SchemaValidator::new(json(invalid).unchecked_into())
                 .err()
