@@ -10,7 +10,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 #[wasm_bindgen(inline_js = r#"
-export function strictStringify(value) {
+function strictStringify(value) {
   return JSON.stringify(value, function (key, v) {
     const t = typeof v;
     if (t === "function" || t === "symbol") {
@@ -19,6 +19,22 @@ export function strictStringify(value) {
     }
     return v;
   });
+}
+function mayLoseData(v, seen) {
+  const t = typeof v;
+  if (t === "function" || t === "symbol") return true;
+  if (t !== "object" || v === null) return false;
+  if (typeof v.toJSON === "function" || seen.includes(v)) return true;
+  seen.push(v);
+  for (const k in v) if (mayLoseData(v[k], seen)) return true;
+  seen.pop();
+  return false;
+}
+export function jsonText(value) {
+  try {
+    if (!mayLoseData(value, [])) return JSON.stringify(value);
+  } catch {}
+  return strictStringify(value);
 }
 export function handlerContext(signal, callId, toolName, originalName, reportProgress) {
   return { signal, callId, toolName, originalName, reportProgress };
@@ -46,18 +62,24 @@ extern "C" {
     pub fn dispatch_tool_event(event_type: &str, detail: &js_sys::Object);
 
     /// `JSON.stringify` that refuses functions and symbols anywhere (plain `JSON.stringify` would
-    /// silently drop them, and the agent would get less than the handler returned).
-    #[wasm_bindgen(js_name = strictStringify, catch)]
-    fn strict_stringify(value: &JsValue) -> Result<JsValue, JsValue>;
+    /// silently drop them, and the agent would get less than the handler returned). A replacer
+    /// that checks every key makes `JSON.stringify` several times slower, so a quick walk first
+    /// looks for anything it could lose (a function, a symbol, a cycle, a `toJSON`), and only then
+    /// is the checking replacer used.
+    #[wasm_bindgen(js_name = jsonText, catch)]
+    fn json_text(value: &JsValue) -> Result<JsValue, JsValue>;
+}
+
+/// A JS value as JSON text; the error says why it is not JSON (cycles, BigInt, functions, symbols).
+pub fn to_json_text(value: &JsValue) -> Result<String, String> {
+    let text = json_text(value).map_err(|e| error_message(&e))?;
+    text.as_string()
+        .ok_or_else(|| format!("a {} has no JSON form", js_type_name(value)))
 }
 
 /// A JS value as JSON; the error says why it is not JSON (cycles, BigInt, functions, symbols).
 pub fn to_json(value: &JsValue) -> Result<Value, String> {
-    let text = strict_stringify(value).map_err(|e| error_message(&e))?;
-    let Some(text) = text.as_string() else {
-        return Err(format!("a {} has no JSON form", js_type_name(value)));
-    };
-    serde_json::from_str(&text).map_err(|e| e.to_string())
+    serde_json::from_str(&to_json_text(value)?).map_err(|e| e.to_string())
 }
 
 /// A JSON value as a fresh JS value.
@@ -65,7 +87,8 @@ pub fn from_json(value: &Value) -> JsValue {
     from_json_text(&value.to_string())
 }
 
-/// Parses JSON text produced by serde_json (always valid) into a JS value.
+/// Parses JSON text known to be valid (from serde_json, `JSON.stringify`, or a frame `decode`
+/// accepted) into a JS value.
 pub fn from_json_text(text: &str) -> JsValue {
     js_sys::JSON::parse(text).unwrap_or(JsValue::NULL)
 }
