@@ -155,10 +155,7 @@ async fn run_prepared(
 
     // The handler's clock starts now, after any time spent waiting for the user.
     let mut state = CallState::running(&PageClock, prepared.timeout_ms);
-    let context = match HandlerContext::new(page, call_id, &tool.name, &tool.original_name) {
-        Ok(context) => context,
-        Err(error) => return Some(outcome::handler_failed(&js::error_message(&error))),
-    };
+    let context = HandlerContext::new(page, call_id, &tool.name, &tool.original_name);
     let args = js_sys::Array::of2(&js::from_json_text(&arguments_text), &context.object);
     drop(arguments_text);
     let handler = call_function(&tool.handler, &args).fuse();

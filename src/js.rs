@@ -36,8 +36,16 @@ export function jsonText(value) {
   } catch {}
   return strictStringify(value);
 }
-export function handlerContext(signal, callId, toolName, originalName, reportProgress) {
-  return { signal, callId, toolName, originalName, reportProgress };
+const controllers = new WeakMap();
+export function handlerContext(callId, toolName, originalName, report) {
+  const controller = new AbortController();
+  const reportProgress = (progress, total, message) => report(callId, progress, total, message);
+  const ctx = { signal: controller.signal, callId, toolName, originalName, reportProgress };
+  controllers.set(ctx, controller);
+  return ctx;
+}
+export function abortHandlerContext(ctx, reason) {
+  controllers.get(ctx).abort(new Error(reason));
 }
 export function dispatchToolEvent(type, detail) {
   if (typeof window === "undefined") return;
@@ -47,15 +55,20 @@ export function dispatchToolEvent(type, detail) {
 }
 "#)]
 extern "C" {
-    /// A handler's `ctx` built in one call (a literal is much cheaper than a `Reflect.set` per key).
+    /// A handler's `ctx` built in one call into JavaScript (its `AbortController`, the literal and
+    /// `reportProgress` bound to the call id: each made from Rust would be a crossing of its own).
+    /// It cannot throw: every browser that runs this module has `AbortController`.
     #[wasm_bindgen(js_name = handlerContext)]
     pub fn handler_context(
-        signal: &web_sys::AbortSignal,
         call_id: &str,
         tool_name: &str,
         original_name: &str,
-        report_progress: &JsValue,
+        report_progress: &js_sys::Function,
     ) -> js_sys::Object;
+
+    /// Aborts `ctx.signal` with an `Error` carrying `reason`.
+    #[wasm_bindgen(js_name = abortHandlerContext)]
+    pub fn abort_handler_context(ctx: &js_sys::Object, reason: &str);
 
     /// A `CustomEvent` on `document.modelContext`, else on `window` (nothing in a worker).
     #[wasm_bindgen(js_name = dispatchToolEvent)]
