@@ -10,7 +10,7 @@ use serde::Serialize;
 use serde_json::Value;
 use wasm_bindgen::prelude::*;
 
-use crate::call_runner::{self, Caller};
+use crate::call_runner::{self, Caller, IncomingCall};
 use crate::events::EVENT_TYPES;
 use crate::options::Options;
 use crate::page::Page;
@@ -208,7 +208,7 @@ impl ClientTools {
             if page.registry.borrow().get(&name).is_none() {
                 return Err(errors::to_js(CoreError::UnknownTool(name)));
             }
-            let arguments = call_runner::arguments_from_js(&input).map_err(|why| {
+            let (arguments, text) = call_runner::arguments_from_js(&input).map_err(|why| {
                 errors::to_js(CoreError::InvalidOptions(format!(
                     "input of '{name}' is not JSON: {why}"
                 )))
@@ -218,8 +218,9 @@ impl ClientTools {
                 arguments,
                 meta: None,
             };
+            let call = IncomingCall::new(params, text.as_deref());
             let call_id = page.next_local_call_id();
-            let result = call_runner::run_call(page, call_id, params, Caller::Page).await;
+            let result = call_runner::run_call(page, call_id, call, Caller::Page).await;
             Ok(result.map_or(JsValue::UNDEFINED, |r| js::to_plain(&r)))
         })
         .unchecked_into()

@@ -17,7 +17,7 @@ use wasm_bindgen_futures::JsFuture;
 use crate::confirmation::{self, Asked};
 use crate::context::HandlerContext;
 use crate::js::{self, PageClock};
-use crate::page::{Page, RunningCall};
+use crate::page::{Page, RunningCall, Stop};
 
 /// How often a call waiting for a late handler looks again (within the 2 s grace).
 const HANDLER_POLL_MS: u32 = 25;
@@ -29,23 +29,58 @@ pub enum Caller {
     Page,
 }
 
+/// A call as it arrives: its params for the core to check, and its arguments as JSON text for the
+/// handler (`JSON.parse` of the text is the one conversion on the way in).
+pub struct IncomingCall {
+    pub params: CallToolParams,
+    pub arguments_text: String,
+}
+
+impl IncomingCall {
+    /// `text`: the arguments as they stood in the frame; without it they are serialized from
+    /// `params` (no arguments: `{}`).
+    pub fn new(params: CallToolParams, text: Option<&str>) -> Self {
+        let arguments_text = match (text, &params.arguments) {
+            (Some(text), _) => text.to_owned(),
+            (None, Some(arguments)) => arguments.to_string(),
+            (None, None) => "{}".to_owned(),
+        };
+        Self {
+            params,
+            arguments_text,
+        }
+    }
+}
+
 /// Runs one call to its end. `None` means the runtime cancelled it: no result is sent.
 pub async fn run_call(
     page: Rc<Page>,
     call_id: String,
-    params: CallToolParams,
+    call: IncomingCall,
     caller: Caller,
 ) -> Option<CallToolResult> {
-    let (cancel_tx, mut cancel_rx) = oneshot::channel::<String>();
+    let IncomingCall {
+        params,
+        arguments_text,
+    } = call;
+    let (stop_tx, mut stop_rx) = oneshot::channel::<Stop>();
     let progress_token = params.meta_value("progressToken").cloned();
     page.running.borrow_mut().insert(
         call_id.clone(),
         RunningCall {
-            cancel: Some(cancel_tx),
+            stop: Some(stop_tx),
             progress_token,
         },
     );
-    let result = admit_and_run(&page, &call_id, &params, caller, &mut cancel_rx).await;
+    let result = admit_and_run(
+        &page,
+        &call_id,
+        &params,
+        arguments_text,
+        caller,
+        &mut stop_rx,
+    )
+    .await;
     page.running.borrow_mut().remove(&call_id);
     result
 }
@@ -54,8 +89,9 @@ async fn admit_and_run(
     page: &Rc<Page>,
     call_id: &str,
     params: &CallToolParams,
+    arguments_text: String,
     caller: Caller,
-    cancel_rx: &mut oneshot::Receiver<String>,
+    stop_rx: &mut oneshot::Receiver<Stop>,
 ) -> Option<CallToolResult> {
     let allow: &[String] = match caller {
         Caller::Agent => &page.options.allow,
@@ -69,13 +105,13 @@ async fn admit_and_run(
             Admission::Reject(result) => return Some(result),
             Admission::WaitForHandler => {
                 TimeoutFuture::new(HANDLER_POLL_MS).await;
-                if let Ok(Some(_reason)) = cancel_rx.try_recv() {
+                if let Ok(Some(_reason)) = stop_rx.try_recv() {
                     return None;
                 }
             }
         }
     };
-    run_prepared(page, call_id, prepared, cancel_rx).await
+    run_prepared(page, call_id, prepared, arguments_text, stop_rx).await
 }
 
 enum HandlerEnd {
@@ -87,8 +123,9 @@ enum HandlerEnd {
 async fn run_prepared(
     page: &Rc<Page>,
     call_id: &str,
-    mut prepared: PreparedCall<js_sys::Function>,
-    cancel_rx: &mut oneshot::Receiver<String>,
+    prepared: PreparedCall<js_sys::Function>,
+    arguments_text: String,
+    stop_rx: &mut oneshot::Receiver<Stop>,
 ) -> Option<CallToolResult> {
     let tool = &prepared.tool;
     let started = js::now_ms();
@@ -98,8 +135,8 @@ async fn run_prepared(
     ];
     page.events.emit("toolactivated", &js::object(&identity));
 
-    let (arguments, modified) = if prepared.require_confirmation {
-        match confirmation::ask(page, call_id, &prepared, cancel_rx).await {
+    let (arguments_text, modified_input) = if prepared.require_confirmation {
+        match confirmation::ask(page, call_id, &prepared, &arguments_text, stop_rx).await {
             Asked::Cancelled(reason) => {
                 emit_cancel(page, &identity, &reason);
                 return None;
@@ -107,31 +144,27 @@ async fn run_prepared(
             Asked::Decided(Confirmed::End(result)) => {
                 return Some(finish(page, &identity, started, result))
             }
-            Asked::Decided(Confirmed::Run {
-                arguments,
-                modified,
-            }) => (arguments, modified),
+            Asked::Decided(Confirmed::Run { modified_input }) => match modified_input {
+                Some(input) => (input.to_string(), Some(input)),
+                None => (arguments_text, None),
+            },
         }
     } else {
-        (std::mem::take(&mut prepared.arguments), false)
+        (arguments_text, None)
     };
 
     // The handler's clock starts now, after any time spent waiting for the user.
     let mut state = CallState::running(&PageClock, prepared.timeout_ms);
-    let context = match HandlerContext::new(page, call_id, &tool.name, &tool.original_name) {
-        Ok(context) => context,
-        Err(error) => return Some(outcome::handler_failed(&js::error_message(&error))),
-    };
-    let args = js_sys::Array::of2(&js::from_json(&arguments), &context.object);
-    // Kept only when a "modified" marker must carry it (SPEC §7); otherwise freed now.
-    let arguments = if modified { arguments } else { Value::Null };
+    let context = HandlerContext::new(page, call_id, &tool.name, &tool.original_name);
+    let args = js_sys::Array::of2(&js::from_json_text(&arguments_text), &context.object);
+    drop(arguments_text);
     let handler = call_function(&tool.handler, &args).fuse();
-    let timeout = TimeoutFuture::new(prepared.timeout_ms.min(u32::MAX as u64) as u32).fuse();
-    let end = match future::select(Box::pin(handler), future::select(timeout, cancel_rx)).await {
+    let _deadline = page.deadlines.start(call_id, prepared.timeout_ms);
+    let end = match future::select(Box::pin(handler), stop_rx).await {
         Either::Left((returned, _)) => HandlerEnd::Returned(returned),
-        Either::Right((Either::Left(_), _)) => HandlerEnd::TimedOut,
-        Either::Right((Either::Right((reason, _)), _)) => {
-            HandlerEnd::Cancelled(reason.unwrap_or_else(|_| "cancelled".into()))
+        Either::Right((Ok(Stop::TimedOut), _)) => HandlerEnd::TimedOut,
+        Either::Right((stop, _)) => {
+            HandlerEnd::Cancelled(stop.map_or_else(|_| "cancelled".into(), Stop::reason))
         }
     };
 
@@ -145,7 +178,7 @@ async fn run_prepared(
         HandlerEnd::TimedOut => {
             let result = outcome::timed_out(prepared.timeout_ms);
             context.abort(result.text());
-            emit_cancel(page, &identity, "timeout");
+            emit_cancel(page, &identity, &Stop::TimedOut.reason());
             result
         }
         HandlerEnd::Returned(Err(message)) => outcome::handler_failed(&message),
@@ -165,8 +198,8 @@ async fn run_prepared(
             }
         },
     };
-    if modified {
-        call::mark_modified(&mut result, arguments);
+    if let Some(input) = modified_input {
+        call::mark_modified(&mut result, input);
     }
     let result = state.finish(result)?;
     Some(finish(page, &identity, started, result))
@@ -224,22 +257,25 @@ fn is_thenable(value: &JsValue) -> bool {
         || (value.is_object() && js::get(value, "then").is_function())
 }
 
-/// Reads `arguments` given by page code (`invoke`) as JSON; `undefined` means no arguments.
-pub fn arguments_from_js(input: &JsValue) -> Result<Option<Value>, String> {
+/// Reads `arguments` given by page code (`invoke`) as JSON, kept with their text; `undefined` means
+/// no arguments.
+pub fn arguments_from_js(input: &JsValue) -> Result<(Option<Value>, Option<String>), String> {
     if input.is_undefined() {
-        return Ok(None);
+        return Ok((None, None));
     }
-    js::to_json(input).map(Some)
+    let text = js::to_json_text(input)?;
+    let value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+    Ok((Some(value), Some(text)))
 }
 
-/// Cancels a running call, as the runtime's `notifications/cancelled` asks.
-pub fn cancel(page: &Page, call_id: &str, reason: &str) {
+/// Stops a running call (a runtime cancel, a timeout); only the first stop counts.
+pub fn stop(page: &Page, call_id: &str, why: Stop) {
     let sender = page
         .running
         .borrow_mut()
         .get_mut(call_id)
-        .and_then(|call| call.cancel.take());
+        .and_then(|call| call.stop.take());
     if let Some(sender) = sender {
-        let _ = sender.send(reason.to_owned());
+        let _ = sender.send(why);
     }
 }

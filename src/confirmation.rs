@@ -16,7 +16,7 @@ use wasm_bindgen::JsValue;
 
 use crate::call_runner::call_function;
 use crate::js;
-use crate::page::Page;
+use crate::page::{Page, Stop};
 
 /// How often progress is reported while the user decides: well inside any runtime deadline (the
 /// bridge waits at least its 2.5 s slack past the call's timeout), so each report extends it in time.
@@ -32,7 +32,8 @@ pub async fn ask(
     page: &Rc<Page>,
     call_id: &str,
     prepared: &PreparedCall<js_sys::Function>,
-    cancel_rx: &mut oneshot::Receiver<String>,
+    arguments_text: &str,
+    stop_rx: &mut oneshot::Receiver<Stop>,
 ) -> Asked {
     let tool = &prepared.tool;
     let Some(confirm) = page.options.confirm.clone() else {
@@ -55,7 +56,7 @@ pub async fn ask(
                 .map_or(JsValue::UNDEFINED, JsValue::from),
         ),
         ("callId", call_id.into()),
-        ("input", js::from_json(&prepared.arguments)),
+        ("input", js::from_json_text(arguments_text)),
         ("inputSchema", input_schema),
     ]);
     let args = js_sys::Array::of1(&request);
@@ -63,15 +64,15 @@ pub async fn ask(
     let mut waited_ms: u64 = 0;
     loop {
         let tick = TimeoutFuture::new(PROGRESS_EVERY_MS);
-        match future::select(&mut decision, future::select(tick, &mut *cancel_rx)).await {
+        match future::select(&mut decision, future::select(tick, &mut *stop_rx)).await {
             Either::Left((Ok(value), _)) => return Asked::Decided(decide(prepared, &value)),
             Either::Left((Err(message), _)) => {
                 return Asked::Decided(Confirmed::End(CallToolResult::error(format!(
                     "the confirmation failed: {message}"
                 ))))
             }
-            Either::Right((Either::Right((reason, _)), _)) => {
-                return Asked::Cancelled(reason.unwrap_or_else(|_| "cancelled".into()))
+            Either::Right((Either::Right((stop, _)), _)) => {
+                return Asked::Cancelled(stop.map_or_else(|_| "cancelled".into(), Stop::reason))
             }
             Either::Right((Either::Left(_), _)) => {
                 waited_ms += u64::from(PROGRESS_EVERY_MS);

@@ -10,7 +10,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 #[wasm_bindgen(inline_js = r#"
-export function strictStringify(value) {
+function strictStringify(value) {
   return JSON.stringify(value, function (key, v) {
     const t = typeof v;
     if (t === "function" || t === "symbol") {
@@ -20,8 +20,32 @@ export function strictStringify(value) {
     return v;
   });
 }
-export function handlerContext(signal, callId, toolName, originalName, reportProgress) {
-  return { signal, callId, toolName, originalName, reportProgress };
+function mayLoseData(v, seen) {
+  const t = typeof v;
+  if (t === "function" || t === "symbol") return true;
+  if (t !== "object" || v === null) return false;
+  if (typeof v.toJSON === "function" || seen.includes(v)) return true;
+  seen.push(v);
+  for (const k in v) if (mayLoseData(v[k], seen)) return true;
+  seen.pop();
+  return false;
+}
+export function jsonText(value) {
+  try {
+    if (!mayLoseData(value, [])) return JSON.stringify(value);
+  } catch {}
+  return strictStringify(value);
+}
+const controllers = new WeakMap();
+export function handlerContext(callId, toolName, originalName, report) {
+  const controller = new AbortController();
+  const reportProgress = (progress, total, message) => report(callId, progress, total, message);
+  const ctx = { signal: controller.signal, callId, toolName, originalName, reportProgress };
+  controllers.set(ctx, controller);
+  return ctx;
+}
+export function abortHandlerContext(ctx, reason) {
+  controllers.get(ctx).abort(new Error(reason));
 }
 export function dispatchToolEvent(type, detail) {
   if (typeof window === "undefined") return;
@@ -31,24 +55,39 @@ export function dispatchToolEvent(type, detail) {
 }
 "#)]
 extern "C" {
-    /// A handler's `ctx` built in one call (a literal is much cheaper than a `Reflect.set` per key).
+    /// A handler's `ctx` built in one call into JavaScript (its `AbortController`, the literal and
+    /// `reportProgress` bound to the call id: each made from Rust would be a crossing of its own).
+    /// It cannot throw: every browser that runs this module has `AbortController`.
     #[wasm_bindgen(js_name = handlerContext)]
     pub fn handler_context(
-        signal: &web_sys::AbortSignal,
         call_id: &str,
         tool_name: &str,
         original_name: &str,
-        report_progress: &JsValue,
+        report_progress: &js_sys::Function,
     ) -> js_sys::Object;
+
+    /// Aborts `ctx.signal` with an `Error` carrying `reason`.
+    #[wasm_bindgen(js_name = abortHandlerContext)]
+    pub fn abort_handler_context(ctx: &js_sys::Object, reason: &str);
 
     /// A `CustomEvent` on `document.modelContext`, else on `window` (nothing in a worker).
     #[wasm_bindgen(js_name = dispatchToolEvent)]
     pub fn dispatch_tool_event(event_type: &str, detail: &js_sys::Object);
 
     /// `JSON.stringify` that refuses functions and symbols anywhere (plain `JSON.stringify` would
-    /// silently drop them, and the agent would get less than the handler returned).
-    #[wasm_bindgen(js_name = strictStringify, catch)]
-    fn strict_stringify(value: &JsValue) -> Result<JsValue, JsValue>;
+    /// silently drop them, and the agent would get less than the handler returned). A replacer
+    /// that checks every key makes `JSON.stringify` several times slower, so a quick walk first
+    /// looks for anything it could lose (a function, a symbol, a cycle, a `toJSON`), and only then
+    /// is the checking replacer used.
+    #[wasm_bindgen(js_name = jsonText, catch)]
+    fn json_text(value: &JsValue) -> Result<JsValue, JsValue>;
+}
+
+/// A JS value as JSON text; the error says why it is not JSON (cycles, BigInt, functions, symbols).
+pub fn to_json_text(value: &JsValue) -> Result<String, String> {
+    let text = json_text(value).map_err(|e| error_message(&e))?;
+    text.as_string()
+        .ok_or_else(|| format!("a {} has no JSON form", js_type_name(value)))
 }
 
 /// A JS value as JSON; the error says why it is not JSON (cycles, BigInt, functions, symbols).
@@ -56,19 +95,13 @@ pub fn to_json(value: &JsValue) -> Result<Value, String> {
     serde_json::from_str(&to_json_text(value)?).map_err(|e| e.to_string())
 }
 
-/// A JS value as JSON text, as `JSON.stringify` sends it; the error says why it has none.
-pub fn to_json_text(value: &JsValue) -> Result<String, String> {
-    let text = strict_stringify(value).map_err(|e| error_message(&e))?;
-    text.as_string()
-        .ok_or_else(|| format!("a {} has no JSON form", js_type_name(value)))
-}
-
 /// A JSON value as a fresh JS value.
 pub fn from_json(value: &Value) -> JsValue {
     from_json_text(&value.to_string())
 }
 
-/// Parses JSON text produced by serde_json (always valid) into a JS value.
+/// Parses JSON text known to be valid (from serde_json, `JSON.stringify`, or a frame `decode`
+/// accepted) into a JS value.
 pub fn from_json_text(text: &str) -> JsValue {
     js_sys::JSON::parse(text).unwrap_or(JsValue::NULL)
 }

@@ -13,6 +13,7 @@ pub mod api;
 pub mod call_runner;
 pub mod confirmation;
 pub mod context;
+mod deadlines;
 pub mod declaration;
 pub mod errors;
 pub mod events;

@@ -14,9 +14,9 @@ use client_tools_core::protocol::{
 };
 use serde_json::{json, Value};
 
-use crate::call_runner::{self, Caller};
+use crate::call_runner::{self, Caller, IncomingCall};
 use crate::outgoing::{self, Kind};
-use crate::page::Page;
+use crate::page::{Page, Stop};
 
 pub fn handle_frame(page: &Rc<Page>, text: &str) {
     match protocol::decode(text) {
@@ -26,14 +26,16 @@ pub fn handle_frame(page: &Rc<Page>, text: &str) {
                 page.send(answer);
             }
         }
-        Ok(Message::Request { id, method, params }) => handle_request(page, id, &method, params),
+        Ok(Message::Request { id, method, params }) => {
+            handle_request(page, text, id, &method, params)
+        }
         Ok(Message::Notification { method, params }) => handle_notification(page, &method, params),
         // The page sends no requests of its own, so there is nothing to match a response to.
         Ok(Message::Response { .. }) => {}
     }
 }
 
-fn handle_request(page: &Rc<Page>, id: RequestId, method: &str, params: Value) {
+fn handle_request(page: &Rc<Page>, frame: &str, id: RequestId, method: &str, params: Value) {
     match method {
         method::INITIALIZE => {
             let result = InitializeResult {
@@ -63,7 +65,10 @@ fn handle_request(page: &Rc<Page>, id: RequestId, method: &str, params: Value) {
                 code::INVALID_PARAMS,
                 format!("invalid tools/call params: {error}"),
             ),
-            Ok(params) => start_call(page, id, params),
+            Ok(params) => {
+                let call = IncomingCall::new(params, protocol::call_arguments_text(frame));
+                start_call(page, id, call)
+            }
         },
         other => reply_error(
             page,
@@ -74,7 +79,8 @@ fn handle_request(page: &Rc<Page>, id: RequestId, method: &str, params: Value) {
     }
 }
 
-fn start_call(page: &Rc<Page>, id: RequestId, params: CallToolParams) {
+fn start_call(page: &Rc<Page>, id: RequestId, call: IncomingCall) {
+    let params = &call.params;
     let call_id = id.to_string();
     let arrival = page.ledger.borrow_mut().arrive(&call_id);
     match arrival {
@@ -96,8 +102,7 @@ fn start_call(page: &Rc<Page>, id: RequestId, params: CallToolParams) {
             let tool = params.name.clone();
             wasm_bindgen_futures::spawn_local(async move {
                 let result =
-                    call_runner::run_call(page.clone(), call_id.clone(), params, Caller::Agent)
-                        .await;
+                    call_runner::run_call(page.clone(), call_id.clone(), call, Caller::Agent).await;
                 // The call belonged to an earlier session (the runtime started a new one): its
                 // id means nothing to the new session's runtime.
                 if page.session_epoch.get() != epoch {
@@ -123,7 +128,8 @@ fn handle_notification(page: &Rc<Page>, method: &str, params: Value) {
             let reason = cancelled
                 .reason
                 .unwrap_or_else(|| "cancelled by the agent runtime".into());
-            call_runner::cancel(page, &cancelled.request_id.to_string(), &reason);
+            let call_id = cancelled.request_id.to_string();
+            call_runner::stop(page, &call_id, Stop::Cancelled(reason));
         }
     }
     // `notifications/initialized` and unknown notifications need no answer.

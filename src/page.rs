@@ -15,6 +15,7 @@ use futures::channel::{mpsc, oneshot};
 use serde_json::{json, Value};
 use wasm_bindgen::prelude::*;
 
+use crate::deadlines::Deadlines;
 use crate::events::EventHub;
 use crate::options::Options;
 use crate::outgoing::{self, Kind};
@@ -53,10 +54,28 @@ pub struct Link {
 /// How many frames are kept while disconnected; older ones are dropped first.
 pub const BACKLOG_LIMIT: usize = 1_000;
 
+/// Why a running call must stop before its handler returns.
+pub enum Stop {
+    /// The runtime cancelled it (`notifications/cancelled`, or a new session): no result is sent.
+    Cancelled(String),
+    /// Its handler ran past its timeout ([`crate::deadlines`]).
+    TimedOut,
+}
+
+impl Stop {
+    /// The `reason` of the `toolcancel` event.
+    pub fn reason(self) -> String {
+        match self {
+            Stop::Cancelled(reason) => reason,
+            Stop::TimedOut => "timeout".into(),
+        }
+    }
+}
+
 /// A call whose handler may still be running.
 pub struct RunningCall {
-    /// Sending a reason cancels the call (runtime `notifications/cancelled`).
-    pub cancel: Option<oneshot::Sender<String>>,
+    /// Stops the call, once.
+    pub stop: Option<oneshot::Sender<Stop>>,
     /// Where `ctx.reportProgress` reports to, when the runtime asked for progress.
     pub progress_token: Option<Value>,
 }
@@ -79,6 +98,8 @@ pub struct Page {
     pub session_epoch: Cell<u64>,
     /// Which agent call ids ran, run, or were interrupted by a reload (at most once per id).
     pub ledger: RefCell<CallLedger>,
+    /// The handler timeouts of running calls (one page timer).
+    pub deadlines: Deadlines,
     next_local_call: Cell<u64>,
     report_progress: ProgressCallback,
 }
@@ -92,6 +113,7 @@ impl Page {
         interrupted: Vec<String>,
     ) -> Rc<Self> {
         Rc::new_cyclic(|weak: &Weak<Page>| {
+            let deadlines = Deadlines::new(weak.clone());
             let weak = weak.clone();
             let report_progress = Closure::new(
                 move |call_id: JsValue, progress: JsValue, total: JsValue, message: JsValue| {
@@ -106,6 +128,7 @@ impl Page {
                 },
             );
             Self {
+                deadlines,
                 registry: RefCell::new(Registry::new(options.default_timeout_ms)),
                 options,
                 events: EventHub::default(),
@@ -167,7 +190,8 @@ impl Page {
         self.link.borrow_mut().backlog.clear();
         let earlier = std::mem::take(&mut *self.ledger.borrow_mut());
         for call_id in earlier.running_ids() {
-            crate::call_runner::cancel(self, &call_id, "the runtime started a new session");
+            let reason = "the runtime started a new session".into();
+            crate::call_runner::stop(self, &call_id, Stop::Cancelled(reason));
         }
     }
 

@@ -74,7 +74,6 @@ pub struct PreparedCall<H> {
     pub tool: Arc<RegisteredTool<H>>,
     /// The input schema the call's arguments were checked against, when the call brought its own.
     pub call_input: Option<Arc<CompiledSchema>>,
-    pub arguments: Value,
     pub timeout_ms: u64,
     pub require_confirmation: bool,
     /// The output schema to check the result against (the tool's, or the call's for agent tools).
@@ -92,6 +91,7 @@ pub enum Admission<H> {
 }
 
 /// Decides what a call may do: allow-list, handler presence, input validation, timeout policy.
+/// The arguments are only read: the handler gets them from the frame's text, not from this `Value`.
 pub fn admit<H>(
     tool: Option<Arc<RegisteredTool<H>>>,
     params: &CallToolParams,
@@ -112,10 +112,8 @@ pub fn admit<H>(
     if !is_allowed(allow, &tool.original_name) {
         return Admission::Reject(outcome::not_allowed(&params.name));
     }
-    let arguments = params
-        .arguments
-        .clone()
-        .unwrap_or_else(|| Value::Object(Default::default()));
+    let no_arguments = Value::Object(Default::default());
+    let arguments = params.arguments.as_ref().unwrap_or(&no_arguments);
 
     let call_schema = |key: &str| -> Result<Option<Arc<CompiledSchema>>, CallToolResult> {
         match params.meta_value(key) {
@@ -143,7 +141,7 @@ pub fn admit<H>(
     let input_schema = input_for_call.as_deref().or(tool.input.as_ref());
 
     if let Some(schema) = input_schema {
-        if let Err(errors) = schema.validate(&arguments) {
+        if let Err(errors) = schema.validate(arguments) {
             return Admission::Reject(outcome::invalid_input(&errors));
         }
     }
@@ -175,7 +173,6 @@ pub fn admit<H>(
     Admission::Run(PreparedCall {
         tool,
         call_input: input_for_call,
-        arguments,
         timeout_ms,
         require_confirmation,
         output,
@@ -217,10 +214,11 @@ impl ConfirmDecision {
     }
 }
 
-/// After a confirmation: run the handler on these arguments, or end the call.
+/// After a confirmation: run the handler (on the call's own arguments, or on the input the user
+/// modified), or end the call.
 #[derive(Debug, PartialEq)]
 pub enum Confirmed {
-    Run { arguments: Value, modified: bool },
+    Run { modified_input: Option<Value> },
     End(CallToolResult),
 }
 
@@ -228,8 +226,7 @@ pub enum Confirmed {
 pub fn apply_decision<H>(prepared: &PreparedCall<H>, decision: ConfirmDecision) -> Confirmed {
     match decision {
         ConfirmDecision::Approve => Confirmed::Run {
-            arguments: prepared.arguments.clone(),
-            modified: false,
+            modified_input: None,
         },
         ConfirmDecision::Reject { reason } => Confirmed::End(outcome::rejected(reason.as_deref())),
         ConfirmDecision::Modify { input } => {
@@ -237,8 +234,7 @@ pub fn apply_decision<H>(prepared: &PreparedCall<H>, decision: ConfirmDecision) 
                 return Confirmed::End(outcome::invalid_input(&errors));
             }
             Confirmed::Run {
-                arguments: input,
-                modified: true,
+                modified_input: Some(input),
             }
         }
     }
@@ -566,8 +562,7 @@ mod tests {
         assert_eq!(
             apply_decision(&prepared, approve),
             Confirmed::Run {
-                arguments: json!({"boardId": "b1"}),
-                modified: false
+                modified_input: None
             }
         );
         let modify =
@@ -576,8 +571,7 @@ mod tests {
         assert_eq!(
             apply_decision(&prepared, modify),
             Confirmed::Run {
-                arguments: json!({"boardId": "b2"}),
-                modified: true
+                modified_input: Some(json!({"boardId": "b2"}))
             }
         );
         let bad_modify =

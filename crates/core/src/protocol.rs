@@ -369,6 +369,85 @@ impl CallToolParams {
     }
 }
 
+/// The `params.arguments` of a `tools/call` frame as they stand in its text, so the page can hand
+/// them to a handler without serializing the decoded `Value` again. `frame` is one [`decode`]
+/// accepted (valid JSON). `None` when absent or `null`, or when a key on the way is written twice or
+/// with escapes (then only the decoded `Value` says which one counts).
+///
+/// A scan, not a parse: serde_json's `raw_value` feature would do it too, but costs the browser
+/// package 4 KB gzip (it adds a path to every `Value` map it parses).
+pub fn call_arguments_text(frame: &str) -> Option<&str> {
+    let params = object_member(frame, "params")?;
+    let arguments = object_member(params, "arguments")?;
+    (arguments != "null").then_some(arguments)
+}
+
+/// The text of member `key` of `object`, a JSON object (valid JSON, whitespace around allowed).
+fn object_member<'a>(object: &'a str, key: &str) -> Option<&'a str> {
+    let bytes = object.as_bytes();
+    let mut at = skip_whitespace(bytes, 0);
+    if bytes.get(at) != Some(&b'{') {
+        return None;
+    }
+    let mut found = None;
+    loop {
+        at = skip_whitespace(bytes, at + 1);
+        if bytes.get(at) != Some(&b'"') {
+            return found; // `}` (or `{}`): the end
+        }
+        let name_end = value_end(bytes, at)?;
+        let name = bytes.get(at + 1..name_end - 1)?;
+        if name.contains(&b'\\') {
+            return None;
+        }
+        // Past the `:`.
+        let value_start = skip_whitespace(bytes, skip_whitespace(bytes, name_end) + 1);
+        at = value_end(bytes, value_start)?;
+        if name == key.as_bytes() {
+            if found.is_some() {
+                return None;
+            }
+            found = object.get(value_start..at);
+        }
+        // At the `,` or `}`.
+        at = skip_whitespace(bytes, at);
+    }
+}
+
+fn skip_whitespace(bytes: &[u8], mut at: usize) -> usize {
+    while matches!(bytes.get(at), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+        at += 1;
+    }
+    at
+}
+
+/// The index after the JSON value that starts at `start` (brackets inside strings ignored).
+fn value_end(bytes: &[u8], start: usize) -> Option<usize> {
+    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+    for (offset, &byte) in bytes.get(start..)?.iter().enumerate() {
+        let at = start + offset;
+        if in_string {
+            match byte {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' if depth == 0 => return Some(at + 1),
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match byte {
+            b'"' => in_string = true,
+            b'[' | b'{' => depth += 1,
+            b']' | b'}' if depth == 1 => return Some(at + 1),
+            b']' | b'}' if depth > 1 => depth -= 1,
+            b',' | b']' | b'}' | b' ' | b'\t' | b'\n' | b'\r' if depth == 0 => return Some(at),
+            _ => {}
+        }
+    }
+    (depth == 0 && !in_string).then_some(bytes.len())
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "lowercase")]
 pub enum Content {
@@ -592,6 +671,35 @@ mod tests {
         assert!(check_outgoing(&format!(r#"{{"s":"{}\"["}}"#, "[".repeat(500))).is_ok());
         let big = format!(r#"{{"s":"{}"}}"#, "a".repeat(MAX_FRAME_BYTES));
         assert!(matches!(check_outgoing(&big), Err(FrameLimit::TooLarge(_))));
+    }
+
+    #[test]
+    fn call_arguments_are_found_in_the_frame_text() {
+        let frame = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{},"arguments": {"a" : [1, 2.0]},"name":"t"}}"#;
+        assert_eq!(call_arguments_text(frame), Some(r#"{"a" : [1, 2.0]}"#));
+        let absent = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t"}}"#;
+        assert_eq!(call_arguments_text(absent), None);
+        let null = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":null}}"#;
+        assert_eq!(call_arguments_text(null), None);
+        let twice = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{},"arguments":[]}}"#;
+        assert_eq!(call_arguments_text(twice), None);
+        let escaped =
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"\u0061rguments":[]}}"#;
+        assert_eq!(call_arguments_text(escaped), None);
+        let tricky = r#"{"jsonrpc":"2.0","method":"x","params" : {"name":"t}\"{","arguments":["]\\",{"x":"}"}] ,"_meta":{}}, "id":1}"#;
+        assert_eq!(call_arguments_text(tricky), Some(r#"["]\\",{"x":"}"}]"#));
+        assert_eq!(
+            call_arguments_text(r#"{"params":{"arguments":7}}"#),
+            Some("7")
+        );
+        // Whatever it finds is what `decode` read.
+        for frame in [frame, tricky] {
+            let Message::Request { params, .. } = decode(frame).unwrap() else {
+                panic!("{frame} is a request");
+            };
+            let found: Value = serde_json::from_str(call_arguments_text(frame).unwrap()).unwrap();
+            assert_eq!(Some(&found), params.get("arguments"));
+        }
     }
 
     #[test]

@@ -36,7 +36,8 @@ fn frame() -> impl Strategy<Value = String> {
 }
 
 /// Decoding never panics; every failure carries a JSON-RPC code and encodes to a valid frame;
-/// every success round-trips through the encoders.
+/// every success round-trips through the encoders, and a request's arguments found in its text are
+/// the decoded ones.
 fn check_frame(text: &str) -> Result<(), TestCaseError> {
     match protocol::decode(text) {
         Err(error) => {
@@ -53,6 +54,11 @@ fn check_frame(text: &str) -> Result<(), TestCaseError> {
             }
         }
         Ok(Message::Request { id, method, params }) => {
+            // The arguments the page hands a handler from the frame text are the decoded ones.
+            if let Some(text) = protocol::call_arguments_text(text) {
+                let found: serde_json::Value = serde_json::from_str(text).unwrap();
+                prop_assert_eq!(Some(&found), params.get("arguments"));
+            }
             let again = protocol::decode(&protocol::encode_request(&id, &method, &params)).unwrap();
             prop_assert_eq!(again, Message::Request { id, method, params });
         }
