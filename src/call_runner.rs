@@ -100,7 +100,13 @@ async fn admit_and_run(
     let waiting = CallState::waiting_for_handler(&PageClock);
     let prepared = loop {
         let tool = page.registry.borrow().get(&params.name);
-        match call::admit(tool, params, allow, waiting.expired(&PageClock)) {
+        match call::admit_text(
+            tool,
+            params,
+            &arguments_text,
+            allow,
+            waiting.expired(&PageClock),
+        ) {
             Admission::Run(prepared) => break prepared,
             Admission::Reject(result) => return Some(result),
             Admission::WaitForHandler => {
@@ -186,10 +192,10 @@ async fn run_prepared(
         HandlerEnd::Returned(Ok(value)) if value.is_undefined() => {
             call::complete(Value::Null, prepared.output.as_deref())
         }
-        HandlerEnd::Returned(Ok(value)) => match js::to_json(&value) {
+        HandlerEnd::Returned(Ok(value)) => match js::to_json_text(&value) {
             Err(why) => outcome::not_serializable(&why),
-            Ok(value) => {
-                let result = call::complete(value, prepared.output.as_deref());
+            Ok(text) => {
+                let result = call::complete_text(&text, prepared.output.as_deref());
                 if result.is_error {
                     page.events
                         .warn("output_invalid", result.text(), Some(&tool.name));

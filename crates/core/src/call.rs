@@ -90,11 +90,27 @@ pub enum Admission<H> {
     Reject(CallToolResult),
 }
 
-/// Decides what a call may do: allow-list, handler presence, input validation, timeout policy.
-/// The arguments are only read: the handler gets them from the frame's text, not from this `Value`.
+/// [`admit_text`] with the arguments serialized from `params` (no arguments: `{}`).
 pub fn admit<H>(
     tool: Option<Arc<RegisteredTool<H>>>,
     params: &CallToolParams,
+    allow: &[String],
+    grace_over: bool,
+) -> Admission<H> {
+    let text = params
+        .arguments
+        .as_ref()
+        .map_or_else(|| "{}".to_owned(), Value::to_string);
+    admit_text(tool, params, &text, allow, grace_over)
+}
+
+/// Decides what a call may do: allow-list, handler presence, input validation, timeout policy.
+/// The arguments are validated as `arguments_text`, their JSON text as it stood in the frame (read
+/// in place: no `Value` is built for them); the handler gets them from the same text.
+pub fn admit_text<H>(
+    tool: Option<Arc<RegisteredTool<H>>>,
+    params: &CallToolParams,
+    arguments_text: &str,
     allow: &[String],
     grace_over: bool,
 ) -> Admission<H> {
@@ -112,8 +128,6 @@ pub fn admit<H>(
     if !is_allowed(allow, &tool.original_name) {
         return Admission::Reject(outcome::not_allowed(&params.name));
     }
-    let no_arguments = Value::Object(Default::default());
-    let arguments = params.arguments.as_ref().unwrap_or(&no_arguments);
 
     let call_schema = |key: &str| -> Result<Option<Arc<CompiledSchema>>, CallToolResult> {
         match params.meta_value(key) {
@@ -141,7 +155,7 @@ pub fn admit<H>(
     let input_schema = input_for_call.as_deref().or(tool.input.as_ref());
 
     if let Some(schema) = input_schema {
-        if let Err(errors) = schema.validate(arguments) {
+        if let Err(errors) = schema.validate_text(arguments_text) {
             return Admission::Reject(outcome::invalid_input(&errors));
         }
     }
@@ -256,6 +270,20 @@ pub fn complete(value: Value, output: Option<&CompiledSchema>) -> CallToolResult
         }
     }
     CallToolResult::success(value)
+}
+
+/// [`complete`] for a result that is JSON text (the handler's value as `JSON.stringify` gave it):
+/// checked as text, parsed once for the answer.
+pub fn complete_text(text: &str, output: Option<&CompiledSchema>) -> CallToolResult {
+    if let Some(schema) = output {
+        if let Err(errors) = schema.validate_text(text) {
+            return outcome::invalid_output(&errors);
+        }
+    }
+    match serde_json::from_str(text) {
+        Ok(value) => CallToolResult::success(value),
+        Err(error) => outcome::not_serializable(&error.to_string()),
+    }
 }
 
 /// Where a call is in its life.
