@@ -19,6 +19,11 @@ use crate::outgoing::{self, Kind};
 use crate::page::{Page, Stop};
 
 pub fn handle_frame(page: &Rc<Page>, text: &str) {
+    // The hot frame first, read without a `Value` for its arguments (they are validated and handed
+    // to the handler as text); anything else through the full decoder.
+    if let Some((id, params, arguments)) = protocol::decode_call(text) {
+        return start_call(page, id, IncomingCall::new(params, arguments));
+    }
     match protocol::decode(text) {
         Err(error) => {
             // `None` for a malformed response: answering it could start an error ping-pong.

@@ -369,6 +369,47 @@ impl CallToolParams {
     }
 }
 
+/// A well-formed `tools/call` request read without building its arguments: its id, its params
+/// (`arguments: None`) and the arguments' text as it stands in the frame (`None`: absent or
+/// `null`). The fast path of the page's hot frame; `None` sends the frame through [`decode`] (any
+/// frame that is not exactly this shape, or whose arguments [`call_arguments_text`] cannot find),
+/// which reads it the same way with a `Value` for the arguments, or reports what is wrong.
+pub fn decode_call(frame: &str) -> Option<(RequestId, CallToolParams, Option<&str>)> {
+    #[derive(Deserialize)]
+    struct Request {
+        jsonrpc: String,
+        id: RequestId,
+        method: String,
+        params: Params,
+    }
+    #[derive(Deserialize)]
+    struct Params {
+        name: String,
+        /// Skipped without building anything; the text is found by `call_arguments_text`.
+        #[serde(default)]
+        arguments: Option<serde::de::IgnoredAny>,
+        #[serde(rename = "_meta", default)]
+        meta: Option<Map<String, Value>>,
+    }
+    if frame.len() > MAX_FRAME_BYTES {
+        return None;
+    }
+    let request: Request = serde_json::from_str(frame).ok()?;
+    if request.jsonrpc != "2.0" || request.method != method::TOOLS_CALL {
+        return None;
+    }
+    let arguments = match request.params.arguments {
+        None => None,
+        Some(_) => Some(call_arguments_text(frame)?),
+    };
+    let params = CallToolParams {
+        name: request.params.name,
+        arguments: None,
+        meta: request.params.meta,
+    };
+    Some((request.id, params, arguments))
+}
+
 /// The `params.arguments` of a `tools/call` frame as they stand in its text, so the page can hand
 /// them to a handler without serializing the decoded `Value` again. `frame` is one [`decode`]
 /// accepted (valid JSON). `None` when absent or `null`, or when a key on the way is written twice or
@@ -671,6 +712,49 @@ mod tests {
         assert!(check_outgoing(&format!(r#"{{"s":"{}\"["}}"#, "[".repeat(500))).is_ok());
         let big = format!(r#"{{"s":"{}"}}"#, "a".repeat(MAX_FRAME_BYTES));
         assert!(matches!(check_outgoing(&big), Err(FrameLimit::TooLarge(_))));
+    }
+
+    #[test]
+    fn a_call_read_without_its_arguments_is_the_call_decode_reads() {
+        let frames = [
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"a":[1,{"b":"}"}]},"_meta":{"progressToken":3}}}"#,
+            r#"{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":"t"}}"#,
+            r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"t","arguments":null}}"#,
+            r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"t","arguments":7},"extra":1}"#,
+        ];
+        for frame in frames {
+            let (id, params, arguments) = decode_call(frame).expect(frame);
+            let Ok(Message::Request {
+                id: slow_id,
+                method,
+                params: slow,
+            }) = decode(frame)
+            else {
+                panic!("{frame} is a request");
+            };
+            assert_eq!((id, method.as_str()), (slow_id, method::TOOLS_CALL));
+            let slow: CallToolParams = serde_json::from_value(slow).unwrap();
+            assert_eq!(
+                (params.name, params.meta),
+                (slow.name, slow.meta),
+                "{frame}"
+            );
+            let arguments = arguments.map(|text| serde_json::from_str::<Value>(text).unwrap());
+            assert_eq!(arguments, slow.arguments, "{frame}");
+        }
+        // Anything else takes the full path, which reads it or says what is wrong.
+        for frame in [
+            r#"{"jsonrpc":"1.0","id":1,"method":"tools/call","params":{"name":"t"}}"#,
+            r#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"t"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
+            r#"{"jsonrpc":"2.0","id":1.5,"method":"tools/call","params":{"name":"t"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","name":"u"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{},"arguments":[]}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{}}}"#,
+            "not json",
+        ] {
+            assert!(decode_call(frame).is_none(), "{frame}");
+        }
     }
 
     #[test]
