@@ -39,6 +39,27 @@ fn frame() -> impl Strategy<Value = String> {
 /// every success round-trips through the encoders, and a request's arguments found in its text are
 /// the decoded ones.
 fn check_frame(text: &str) -> Result<(), TestCaseError> {
+    // The page's fast path for calls reads exactly what the full decoder reads, or steps aside.
+    if let Some((id, params, arguments)) = protocol::decode_call(text) {
+        let Ok(Message::Request {
+            id: full_id,
+            method,
+            params: full,
+        }) = protocol::decode(text)
+        else {
+            return Err(TestCaseError::fail(format!(
+                "decode_call took {text:?}, decode did not"
+            )));
+        };
+        prop_assert_eq!((id, method.as_str()), (full_id, "tools/call"));
+        let full: protocol::CallToolParams = serde_json::from_value(full).unwrap();
+        let arguments =
+            arguments.map(|found| serde_json::from_str::<serde_json::Value>(found).unwrap());
+        prop_assert_eq!(
+            (params.name, params.meta, arguments),
+            (full.name, full.meta, full.arguments)
+        );
+    }
     match protocol::decode(text) {
         Err(error) => {
             prop_assert!([code::PARSE_ERROR, code::INVALID_REQUEST].contains(&error.error.code));
