@@ -140,8 +140,9 @@ fn collect_files(dir: &Path, found: &mut Vec<PathBuf>) {
 }
 
 /// The whole package may not grow past this (gzip, wasm + JS), or `cargo xtask test` fails. Lower it
-/// with every cut (BENCHMARKS.md, "Size history"); the goal is 300 KB.
-pub const SIZE_BUDGET_GZIP: usize = 710 * 1024;
+/// with every cut (BENCHMARKS.md, "Size history"); the goal is 300 KB. Now: the 411.9 KB of issue
+/// 10's package + 2 %.
+pub const SIZE_BUDGET_GZIP: usize = 420 * 1024;
 
 /// Every shipped file's size, then the total (named `total`).
 pub fn sizes_with_total(pkg: &Path) -> Result<Vec<(String, Size)>> {
