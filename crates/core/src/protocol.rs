@@ -400,7 +400,15 @@ pub fn decode_call(frame: &str) -> Option<(RequestId, CallToolParams, Option<&st
     }
     let arguments = match request.params.arguments {
         None => None,
-        Some(_) => Some(call_arguments_text(frame)?),
+        Some(_) => {
+            // `IgnoredAny` skips without the checks `decode` makes (nesting, lone surrogates,
+            // numbers beyond `f64`): the tape makes them, with the room the frame leaves.
+            let text = call_arguments_text(frame)?;
+            match crate::tape::Tape::parse_within(text, crate::tape::MAX_DEPTH - 2) {
+                Ok(_) | Err(crate::tape::TapeError::RepeatedNames) => Some(text),
+                Err(crate::tape::TapeError::Invalid(_)) => return None,
+            }
+        }
     };
     let params = CallToolParams {
         name: request.params.name,
@@ -751,9 +759,31 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","name":"u"}}"#,
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{},"arguments":[]}}"#,
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"a":"\ud800"}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"a":1e400}}}"#,
             "not json",
         ] {
             assert!(decode_call(frame).is_none(), "{frame}");
+            assert!(
+                decode(frame).is_err() || !frame.contains("arguments\":{\"a"),
+                "{frame}"
+            );
+        }
+        // Nesting: up to what `decode` takes, and no further.
+        let nested = |levels: usize| {
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"t","arguments":{}{}}}}}"#,
+                "[".repeat(levels),
+                "]".repeat(levels)
+            )
+        };
+        for levels in [124, 125, 126, 127] {
+            let frame = nested(levels);
+            assert_eq!(
+                decode_call(&frame).is_some(),
+                decode(&frame).is_ok(),
+                "{levels} levels"
+            );
         }
     }
 

@@ -13,9 +13,25 @@ use jsonschema::json::{Array, Json, JsonNumber, Node, NodeIdentity, Object};
 use jsonschema::JsonType;
 use serde_json::Value;
 
-/// The text is not JSON; where and why.
+/// Why a text has no tape.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TapeError(pub String);
+pub enum TapeError {
+    /// Not JSON (or nested deeper than allowed): where and why.
+    Invalid(String),
+    /// Valid JSON, but an object names a member twice (or with escapes, or has very many members,
+    /// where repeats are not looked for): `JSON.parse` and serde_json keep the last one, so the text
+    /// must be normalized first ([`crate::validate`] does) for the validator to see what they see.
+    RepeatedNames,
+}
+
+impl TapeError {
+    pub fn message(&self) -> String {
+        match self {
+            Self::Invalid(why) => why.clone(),
+            Self::RepeatedNames => "an object names a member twice".into(),
+        }
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -49,24 +65,50 @@ pub struct Tape<'t> {
     tokens: Vec<Token>,
 }
 
-/// How deep containers may nest (the same limit as the frames that carry them).
-const MAX_DEPTH: usize = 128;
+/// How deep containers may nest: serde_json's limit, so that every tape has a `Value`.
+pub const MAX_DEPTH: usize = 127;
+
+/// Members of one object checked against each other for repeats; an object with more is sent to be
+/// normalized (a quadratic check must stay small whatever the input).
+const REPEAT_CHECK_LIMIT: usize = 32;
 
 impl<'t> Tape<'t> {
     /// Reads one JSON value (with surrounding whitespace); anything else is an error.
     pub fn parse(text: &'t str) -> Result<Self, TapeError> {
+        Self::parse_within(text, MAX_DEPTH)
+    }
+
+    /// [`Self::parse`] with containers nested at most `max_depth` deep (a value inside a frame has
+    /// less room than the frame).
+    pub fn parse_within(text: &'t str, max_depth: usize) -> Result<Self, TapeError> {
+        Self::read(text, max_depth, true)
+    }
+
+    /// [`Self::parse`] for text known to name no member twice (serialized from a `Value`).
+    pub fn parse_normalized(text: &'t str) -> Result<Self, TapeError> {
+        Self::read(text, MAX_DEPTH, false)
+    }
+
+    fn read(text: &'t str, max_depth: usize, check_names: bool) -> Result<Self, TapeError> {
         if text.len() >= u32::MAX as usize {
-            return Err(TapeError("the JSON text is too long".into()));
+            return Err(TapeError::Invalid("the JSON text is too long".into()));
         }
         let mut parser = Parser {
             bytes: text.as_bytes(),
             at: 0,
             tokens: Vec::with_capacity(text.len() / 8 + 1),
+            names: Vec::new(),
+            repeated: false,
+            check_names,
+            max_depth,
         };
         parser.value(0)?;
         parser.skip_whitespace();
         if parser.at != parser.bytes.len() {
             return Err(parser.error("trailing characters"));
+        }
+        if parser.repeated {
+            return Err(TapeError::RepeatedNames);
         }
         Ok(Self {
             text,
@@ -91,11 +133,36 @@ struct Parser<'b> {
     bytes: &'b [u8],
     at: usize,
     tokens: Vec<Token>,
+    /// The member names of the objects being read, innermost last (byte ranges).
+    names: Vec<(usize, usize)>,
+    /// An object may name a member twice (see [`TapeError::RepeatedNames`]).
+    repeated: bool,
+    check_names: bool,
+    max_depth: usize,
 }
 
 impl Parser<'_> {
     fn error(&self, what: &str) -> TapeError {
-        TapeError(format!("{what} at byte {}", self.at))
+        TapeError::Invalid(format!("{what} at byte {}", self.at))
+    }
+
+    /// Records the member name just read (the last token) for the object whose names start at
+    /// `first`, noting whether it may repeat one.
+    fn note_name(&mut self, first: usize) {
+        if !self.check_names {
+            return;
+        }
+        let token = self.tokens[self.tokens.len() - 1];
+        let (start, end) = (token.start as usize, token.end as usize);
+        let name = &self.bytes[start..end];
+        let earlier = &self.names[first..];
+        if token.escaped
+            || earlier.len() >= REPEAT_CHECK_LIMIT
+            || earlier.iter().any(|&(s, e)| &self.bytes[s..e] == name)
+        {
+            self.repeated = true;
+        }
+        self.names.push((start, end));
     }
 
     fn skip_whitespace(&mut self) {
@@ -175,6 +242,12 @@ impl Parser<'_> {
                 return Err(self.error("invalid number"));
             }
         }
+        // serde_json refuses numbers beyond `f64`, and so does every reader of this tape.
+        let text = std::str::from_utf8(&self.bytes[start..self.at]).unwrap_or("");
+        let may_overflow = text.contains(['.', 'e', 'E']) || text.len() > 19;
+        if may_overflow && !text.parse::<f64>().is_ok_and(f64::is_finite) {
+            return Err(self.error("number out of range"));
+        }
         self.push(Kind::Number, start, self.at);
         Ok(())
     }
@@ -209,9 +282,10 @@ impl Parser<'_> {
     }
 
     fn container(&mut self, kind: Kind, depth: usize) -> Result<(), TapeError> {
-        if depth >= MAX_DEPTH {
+        if depth >= self.max_depth {
             return Err(self.error("nested too deep"));
         }
+        let first_name = self.names.len();
         let close = if kind == Kind::Object { b'}' } else { b']' };
         let start = self.at;
         self.at += 1;
@@ -228,6 +302,7 @@ impl Parser<'_> {
                         return Err(self.error("expected a member name"));
                     }
                     self.string()?;
+                    self.note_name(first_name);
                     self.skip_whitespace();
                     if self.bytes.get(self.at) != Some(&b':') {
                         return Err(self.error("expected `:`"));
@@ -247,6 +322,7 @@ impl Parser<'_> {
                 }
             }
         }
+        self.names.truncate(first_name);
         let next = self.tokens.len() as u32;
         let token = &mut self.tokens[index];
         token.end = self.at as u32;
@@ -610,8 +686,37 @@ mod tests {
         ] {
             assert!(Tape::parse(text).is_err(), "{text:?}");
         }
-        let deep = "[".repeat(200) + &"]".repeat(200);
-        assert!(Tape::parse(&deep).is_err());
+        let deep = |n: usize| "[".repeat(n) + &"]".repeat(n);
+        assert!(Tape::parse(&deep(MAX_DEPTH)).is_ok());
+        assert!(Tape::parse(&deep(MAX_DEPTH + 1)).is_err());
+        // serde_json agrees on both sides of the limit.
+        assert!(serde_json::from_str::<Value>(&deep(MAX_DEPTH)).is_ok());
+        assert!(serde_json::from_str::<Value>(&deep(MAX_DEPTH + 1)).is_err());
+        for out_of_range in ["1e400", "-1e400", &format!("1{}", "0".repeat(400))] {
+            assert!(Tape::parse(out_of_range).is_err(), "{out_of_range}");
+            assert!(serde_json::from_str::<Value>(out_of_range).is_err());
+        }
+        assert!(Tape::parse(r#""\ud800""#).is_err(), "a lone surrogate");
+    }
+
+    #[test]
+    fn repeated_member_names_are_sent_to_be_normalized() {
+        for text in [
+            r#"{"a": 1, "a": 2}"#,
+            r#"{"a": {"b": 1, "b": 1}}"#,
+            r#"[{"x": 1, "\u0078": 2}]"#,
+        ] {
+            assert_eq!(
+                Tape::parse(text).err(),
+                Some(TapeError::RepeatedNames),
+                "{text}"
+            );
+        }
+        let many: Vec<String> = (0..40).map(|i| format!("\"k{i}\": {i}")).collect();
+        let many = format!("{{{}}}", many.join(","));
+        assert_eq!(Tape::parse(&many).err(), Some(TapeError::RepeatedNames));
+        // The same names in different objects are not repeats.
+        assert!(Tape::parse(r#"{"a": {"a": 1}, "b": {"a": 2}}"#).is_ok());
     }
 
     #[test]
@@ -643,7 +748,7 @@ mod tests {
             r#"{"i\u0064": "t2"}"#,
             r#"[]"#,
         ] {
-            let tape = Tape::parse(text).unwrap();
+            let tape = Tape::parse_normalized(text).unwrap();
             let value: Value = serde_json::from_str(text).unwrap();
             assert_eq!(
                 tape_validator.is_valid(tape.root()),

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use jsonschema::{Draft, Validator};
 use serde_json::Value;
 
-use crate::tape::{Tape, TapeJson};
+use crate::tape::{Tape, TapeError, TapeJson};
 
 /// How many schemas brought by calls (agent-defined tools, SPEC §6 `_meta`) stay compiled.
 const CALL_SCHEMA_CACHE_LIMIT: usize = 64;
@@ -75,7 +75,7 @@ impl CompiledSchema {
             },
         };
         let text = schema.to_string();
-        let tape = Tape::parse(&text).map_err(|error| error.0)?;
+        let tape = Tape::parse_normalized(&text).map_err(|error| error.message())?;
         if let Some(error) = meta_schema(draft).iter_errors(tape.root()).next() {
             return Err(error_line(&error));
         }
@@ -122,8 +122,19 @@ impl CompiledSchema {
 
     /// [`Self::validate`] for JSON text, read in place; text that is not JSON is one error.
     pub fn validate_text(&self, instance: &str) -> Result<(), Vec<String>> {
-        let tape =
-            Tape::parse(instance).map_err(|error| vec![format!("/: not JSON: {}", error.0)])?;
+        let not_json = |error: TapeError| vec![format!("/: not JSON: {}", error.message())];
+        let normalized;
+        let tape = match Tape::parse(instance) {
+            Ok(tape) => tape,
+            // A member named twice: validate what `JSON.parse` gives the handler, the last one.
+            Err(TapeError::RepeatedNames) => {
+                let value: Value = serde_json::from_str(instance)
+                    .map_err(|error| vec![format!("/: not JSON: {error}")])?;
+                normalized = value.to_string();
+                Tape::parse_normalized(&normalized).map_err(not_json)?
+            }
+            Err(error) => return Err(not_json(error)),
+        };
         if self.validator.is_valid(tape.root()) {
             return Ok(());
         }
@@ -190,6 +201,24 @@ pub fn json_type_name(value: &Value) -> &'static str {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_member_named_twice_is_validated_as_json_parse_reads_it() {
+        let schema = CompiledSchema::compile(&json!({
+            "type": "object", "minProperties": 2, "properties": {"a": {"type": "integer"}}
+        }))
+        .unwrap();
+        // One member after `JSON.parse`: fewer than two.
+        assert!(schema.validate_text(r#"{"a": 1, "a": 2}"#).is_err());
+        // The last `a` counts: a string there is wrong, an integer right.
+        let one_of_each =
+            CompiledSchema::compile(&json!({"properties": {"a": {"type": "integer"}}})).unwrap();
+        assert!(one_of_each.validate_text(r#"{"a": 1, "a": "x"}"#).is_err());
+        assert!(one_of_each.validate_text(r#"{"a": "x", "a": 1}"#).is_ok());
+        assert!(one_of_each
+            .validate_text(r#"{"a": 1, "\u0061": 2}"#)
+            .is_ok());
+    }
 
     fn board_schema() -> Value {
         json!({

@@ -2040,7 +2040,7 @@ pub mod meta {
         // Under `macros`, native builds dispatch to compile-time generated validators; the cached
         // runtime validator is resolved lazily by draft only for the `evaluate` path (`AsRef`).
         enum MetaValidatorInner<'a> {
-            #[cfg(any(target_family = "wasm", not(feature = "macros")))] // client-tools patch: wasm too
+            #[cfg(all(not(feature = "macros"), not(target_family = "wasm")))]
             Borrowed(&'a Validator),
             Owned(Box<Validator>, PhantomData<&'a Validator>),
             #[cfg(all(feature = "macros", not(target_family = "wasm")))]
@@ -2058,7 +2058,7 @@ pub mod meta {
             allow(clippy::elidable_lifetime_names)
         )]
         impl<'a> MetaValidator<'a> {
-            #[cfg(any(target_family = "wasm", not(feature = "macros")))] // client-tools patch: wasm too
+            #[cfg(all(not(feature = "macros"), not(target_family = "wasm")))]
             pub(crate) fn borrowed(validator: &'a Validator) -> Self {
                 Self(MetaValidatorInner::Borrowed(validator))
             }
@@ -2114,7 +2114,7 @@ pub mod meta {
         impl AsRef<Validator> for MetaValidator<'_> {
             fn as_ref(&self) -> &Validator {
                 match &self.0 {
-                    #[cfg(any(target_family = "wasm", not(feature = "macros")))] // client-tools patch: wasm too
+                    #[cfg(all(not(feature = "macros"), not(target_family = "wasm")))]
                     MetaValidatorInner::Borrowed(validator) => validator,
                     MetaValidatorInner::Owned(validator, _) => validator,
                     // `evaluate` has no generated counterpart; fall back to the runtime validator.
@@ -2219,31 +2219,17 @@ pub mod meta {
                 _ => MetaValidator::borrowed(&validators::DRAFT202012_META_VALIDATOR),
             }
         }
-        // client-tools patch (vendor/README.md): built once per draft and kept, as the native
-        // `LazyLock`s do, instead of rebuilding the meta-schema validator for every schema compiled
-        // (about 1 ms in a browser). wasm32 has one thread, so a thread-local is the whole cache.
         #[cfg(target_family = "wasm")]
         {
-            type Build = fn() -> Validator;
-            std::thread_local! {
-                static BUILT: std::cell::RefCell<[Option<&'static Validator>; 5]> =
-                    const { std::cell::RefCell::new([None; 5]) };
-            }
-            let (slot, build): (usize, Build) = match draft {
-                Draft::Draft4 => (0, validators::draft4_meta_validator),
-                Draft::Draft6 => (1, validators::draft6_meta_validator),
-                Draft::Draft7 => (2, validators::draft7_meta_validator),
-                Draft::Draft201909 => (3, validators::draft201909_meta_validator),
+            let validator = match draft {
+                Draft::Draft4 => validators::draft4_meta_validator(),
+                Draft::Draft6 => validators::draft6_meta_validator(),
+                Draft::Draft7 => validators::draft7_meta_validator(),
+                Draft::Draft201909 => validators::draft201909_meta_validator(),
                 // Draft202012, Unknown, or any future draft variants
-                _ => (4, validators::draft202012_meta_validator),
+                _ => validators::draft202012_meta_validator(),
             };
-            let built = BUILT.with_borrow(|built| built[slot]);
-            let validator = built.unwrap_or_else(|| {
-                let validator: &'static Validator = Box::leak(Box::new(build()));
-                BUILT.with_borrow_mut(|built| built[slot] = Some(validator));
-                validator
-            });
-            MetaValidator::borrowed(validator)
+            MetaValidator::owned(validator)
         }
     }
 
