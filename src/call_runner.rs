@@ -190,7 +190,7 @@ async fn run_prepared(
         HandlerEnd::Returned(Err(message)) => outcome::handler_failed(&message),
         // Returning nothing is a success with a `null` result.
         HandlerEnd::Returned(Ok(value)) if value.is_undefined() => {
-            call::complete(Value::Null, prepared.output.as_deref())
+            call::complete_text("null", prepared.output.as_deref())
         }
         HandlerEnd::Returned(Ok(value)) => match js::to_json_text(&value) {
             Err(why) => outcome::not_serializable(&why),

@@ -90,20 +90,6 @@ pub enum Admission<H> {
     Reject(CallToolResult),
 }
 
-/// [`admit_text`] with the arguments serialized from `params` (no arguments: `{}`).
-pub fn admit<H>(
-    tool: Option<Arc<RegisteredTool<H>>>,
-    params: &CallToolParams,
-    allow: &[String],
-    grace_over: bool,
-) -> Admission<H> {
-    let text = params
-        .arguments
-        .as_ref()
-        .map_or_else(|| "{}".to_owned(), Value::to_string);
-    admit_text(tool, params, &text, allow, grace_over)
-}
-
 /// Decides what a call may do: allow-list, handler presence, input validation, timeout policy.
 /// The arguments are validated as `arguments_text`, their JSON text as it stood in the frame (read
 /// in place: no `Value` is built for them); the handler gets them from the same text.
@@ -262,18 +248,8 @@ pub fn mark_modified(result: &mut CallToolResult, input: Value) {
         .insert(meta::MODIFIED_INPUT.into(), input);
 }
 
-/// Checks a handler's JSON result against the output schema and builds the result to send.
-pub fn complete(value: Value, output: Option<&CompiledSchema>) -> CallToolResult {
-    if let Some(schema) = output {
-        if let Err(errors) = schema.validate(&value) {
-            return outcome::invalid_output(&errors);
-        }
-    }
-    CallToolResult::success(value)
-}
-
-/// [`complete`] for a result that is JSON text (the handler's value as `JSON.stringify` gave it):
-/// checked as text, parsed once for the answer.
+/// Checks a handler's result, JSON text (its value as `JSON.stringify` gave it), against the output
+/// schema as text, and parses it once for the answer.
 pub fn complete_text(text: &str, output: Option<&CompiledSchema>) -> CallToolResult {
     if let Some(schema) = output {
         if let Err(errors) = schema.validate_text(text) {
@@ -384,6 +360,20 @@ pub const DEFAULT_TIMEOUT_MS: u64 = registry::DEFAULT_TIMEOUT_MS;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// [`admit_text`] with the arguments serialized from `params` (no arguments: `{}`).
+    fn admit<H>(
+        tool: Option<Arc<RegisteredTool<H>>>,
+        params: &CallToolParams,
+        allow: &[String],
+        grace_over: bool,
+    ) -> Admission<H> {
+        let text = params
+            .arguments
+            .as_ref()
+            .map_or_else(|| "{}".to_owned(), Value::to_string);
+        admit_text(tool, params, &text, allow, grace_over)
+    }
     use crate::registry::{Declaration, Registry};
     use serde_json::json;
     use std::cell::Cell;
@@ -537,13 +527,13 @@ mod tests {
     fn output_schema_is_checked() {
         let registry = board_registry();
         let tool = registry.get("read_board_tasks").unwrap();
-        let bad = complete(json!({"nope": 1}), tool.output.as_deref());
+        let bad = complete_text(r#"{"nope": 1}"#, tool.output.as_deref());
         assert!(
             bad.is_error && bad.text().contains("tasks"),
             "{}",
             bad.text()
         );
-        let good = complete(json!({"tasks": []}), tool.output.as_deref());
+        let good = complete_text(r#"{"tasks": []}"#, tool.output.as_deref());
         assert!(!good.is_error);
     }
 
