@@ -25,6 +25,12 @@ pub mod meta {
     pub const REQUIRE_CONFIRMATION: &str = "clienttools/requireConfirmation";
     pub const TIMEOUT_MS: &str = "clienttools/timeoutMs";
     pub const MODIFIED_INPUT: &str = "clienttools/modifiedInput";
+    /// On a call for an agent-defined tool: what the page does when no handler answers it
+    /// (`"form"`: the result form, SPEC §7).
+    pub const FALLBACK: &str = "clienttools/fallback";
+    /// Set only by the runtime (the bridge strips it from what agents send): the person at the agent
+    /// already confirmed this call (`"agent"`), so the page does not ask again (SPEC §7).
+    pub const CONFIRMED_BY: &str = "clienttools/confirmedBy";
 }
 
 /// JSON-RPC method names used on the page connection.
