@@ -1,4 +1,4 @@
-//! `cargo xtask build | test | demo | bench`: everything the project needs, from a fresh machine.
+//! `cargo xtask build | test | demo | bench | pictures`: everything the project needs, from a fresh machine.
 //!
 //! Each command installs what is missing (idempotently, saying what it does) and then runs. See
 //! `docs/building.md` for the toolchain story this implements.
@@ -6,6 +6,7 @@
 mod bench;
 mod build;
 mod install;
+mod pictures;
 mod run;
 mod test;
 mod wasm;
@@ -19,6 +20,8 @@ commands:
   build   build the npm package into pkg/ (wasm-bindgen --target web, wasm-opt -Oz) and print its size
   test    fmt, clippy (host + wasm32), core and bridge tests, browser tests (Chromium + Firefox), end-to-end,
           size budget, a short benchmark run
+  pictures  build, then render the built-in dialog and result form (light and dark) to PNG in
+          docs/images/ (headless Chromium under WebDriver)
   demo    build, then run the bridge with the demo site on http://127.0.0.1:8787/
   bench   build, then measure the SDK in headless Chromium and Firefox against the JavaScript it
           replaces, the bridge's round trips and scale, and the size; writes BENCHMARKS.md and
@@ -30,6 +33,7 @@ fn main() -> ExitCode {
         Some("build") => build::build().map(|_| ()),
         Some("test") => test::test(),
         Some("demo") => run::demo(&args[1..]),
+        Some("pictures") => pictures::pictures(),
         Some("bench") => bench::bench(&args[1..]),
         _ => {
             eprintln!("{USAGE}");

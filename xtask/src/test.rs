@@ -2,7 +2,8 @@
 //!
 //! fmt → clippy on the host → clippy on wasm32 → core + bridge tests → browser tests
 //! (wasm-bindgen-test in headless Chromium, then Firefox) → package build → end-to-end tests
-//! (bridge + headless Chromium + the built package).
+//! (bridge + headless Chromium and Firefox + the built package) → the docs' pictures → a short
+//! benchmark run.
 
 use std::process::Command;
 
@@ -11,7 +12,7 @@ use crate::install::{
 };
 use crate::run::run;
 use crate::wasm::{self, WasmCargo};
-use crate::{bench, build, root, step, Result};
+use crate::{bench, build, pictures, root, step, Result};
 
 fn host_cargo() -> Command {
     let mut command = Command::new(env!("CARGO"));
@@ -98,12 +99,18 @@ pub fn test() -> Result {
         ])
         .env("CLIENT_TOOLS_PKG", &pkg)
         .env("CHROMIUM", &browsers.chromium)
+        .env("CHROMEDRIVER", &browsers.chromedriver)
+        .env("FIREFOX", browsers.firefox())
+        .env("GECKODRIVER", &browsers.geckodriver)
         .env("INTEROP_PYTHON", &python)
         .env("INTEROP_TS_DIR", &ts_dir)
         .env(
             "CLIENT_TOOLS_BRIDGE_BIN",
             root().join("target/debug/client-tools-bridge"),
         ))?;
+
+    step("The docs' pictures of the dialog still render (into target/pictures)");
+    pictures::render(&browsers, &pkg, &root().join("target/pictures"))?;
 
     // The benchmarks are not tests (no timing is asserted), but they must keep running: a short
     // run, written under target/ so the committed BENCHMARKS.md stays the full run's.

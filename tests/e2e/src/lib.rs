@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub mod raw_page;
+pub mod webdriver;
 
 use client_tools_bridge::{Bridge, BridgeConfig, PageSession};
 use tokio::net::TcpListener;
@@ -127,6 +128,16 @@ pub struct BridgeOnly {
 
 impl BridgeOnly {
     pub async fn start(config: BridgeConfig) -> BridgeOnly {
+        Self::start_serving(config, None).await
+    }
+
+    /// A bridge serving the e2e site and the built package, for pages a test opens itself (through
+    /// WebDriver, [`webdriver::Driven`]).
+    pub async fn serving_package(config: BridgeConfig) -> BridgeOnly {
+        Self::start_serving(config, Some(pkg_dir())).await
+    }
+
+    async fn start_serving(config: BridgeConfig, pkg: Option<PathBuf>) -> BridgeOnly {
         let listener = TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind a loopback port");
@@ -134,6 +145,7 @@ impl BridgeOnly {
         let bridge = Bridge::new(BridgeConfig {
             listen: address,
             www_dir: e2e_dir().join("www"),
+            pkg_dir: pkg.unwrap_or(config.pkg_dir.clone()),
             ..config
         });
         let server = spawn_server(&bridge, listener);

@@ -1,0 +1,56 @@
+//! Renders the built-in confirmation dialog and result form (light and dark) to PNG files for the
+//! docs: `cargo xtask pictures` (writes `docs/images/`). Real Chromium under WebDriver, real calls
+//! through the bridge, the built package.
+//!
+//! Usage: `pictures <output dir>`; needs `CLIENT_TOOLS_PKG` (or `pkg/`) and Chromium/chromedriver.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use client_tools_bridge::BridgeConfig;
+use client_tools_e2e::webdriver::{BrowserKind, Driven};
+use client_tools_e2e::BridgeOnly;
+use serde_json::json;
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let out = PathBuf::from(std::env::args().nth(1).unwrap_or_else(|| "docs/images".into()));
+    std::fs::create_dir_all(&out).expect("create the output directory");
+    for (dark, theme) in [(false, "light"), (true, "dark")] {
+        let served = BridgeOnly::serving_package(BridgeConfig::default()).await;
+        let driven = Driven::start_with(BrowserKind::Chromium, dark).await;
+        driven
+            .goto(&format!("{}/pictures.html", served.base_url))
+            .await;
+        let page = served
+            .bridge
+            .wait_for_page(Duration::from_secs(60))
+            .await
+            .expect("the pictures page connected");
+
+        let confirm = {
+            let page = page.clone();
+            tokio::spawn(async move {
+                let arguments = json!({
+                    "taskId": "t42", "column": "in-progress", "assignee": "ana@example.com",
+                    "due": "2026-12-14", "estimate": 3, "notify": true, "labels": ["backend", "urgent"],
+                });
+                page.call_tool("move_task", arguments, Duration::from_secs(60))
+                    .await
+            })
+        };
+        driven.wait_for_dialog("Move Task").await;
+        shoot(&driven, &out.join(format!("confirm-{theme}.png"))).await;
+        driven.press(&[fantoccini::key::Key::Escape]).await;
+        let _ = confirm.await;
+        driven.quit().await;
+    }
+}
+
+/// Saves a picture of the open dialog (just the dialog, with a margin the browser draws).
+async fn shoot(driven: &Driven, path: &std::path::Path) {
+    let dialog = driven.ui("dialog").await;
+    let png = dialog.screenshot().await.expect("screenshot the dialog");
+    std::fs::write(path, png).expect("write the picture");
+    println!("wrote {}", path.display());
+}

@@ -1,0 +1,333 @@
+//! Human in the loop (SPEC §7), as a person with a keyboard meets it: the built-in confirmation
+//! dialog in real Chromium and Firefox under WebDriver, keys pressed through WebDriver's actions,
+//! calls coming from the bridge.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use client_tools_bridge::{BridgeConfig, PageSession};
+use client_tools_core::protocol::CallToolResult;
+use client_tools_e2e::webdriver::{BrowserKind, Driven};
+use client_tools_e2e::BridgeOnly;
+use fantoccini::key::Key;
+use serde_json::{json, Value};
+use tokio::task::JoinHandle;
+
+/// The hitl page open in one browser, connected to its own bridge.
+struct Hitl {
+    driven: Driven,
+    page: Arc<PageSession>,
+    _served: BridgeOnly,
+}
+
+impl Hitl {
+    async fn open(kind: BrowserKind) -> Hitl {
+        let served = BridgeOnly::serving_package(BridgeConfig::default()).await;
+        let driven = Driven::start(kind).await;
+        driven.goto(&format!("{}/hitl.html", served.base_url)).await;
+        let page = served
+            .bridge
+            .wait_for_page(Duration::from_secs(60))
+            .await
+            .expect("the hitl page connected and listed its tools");
+        driven
+            .until("the page is ready", "return document.getElementById('status').textContent === 'ready'")
+            .await;
+        Hitl {
+            driven,
+            page,
+            _served: served,
+        }
+    }
+
+    /// Starts a call through the bridge; the dialog decides how it ends.
+    fn call(&self, name: &str, arguments: Value) -> JoinHandle<CallToolResult> {
+        let page = self.page.clone();
+        let name = name.to_owned();
+        tokio::spawn(async move {
+            page.call_tool(&name, arguments, Duration::from_secs(60))
+                .await
+        })
+    }
+
+    /// How often the page's handler for `tool` ran.
+    async fn runs(&self, tool: &str) -> u64 {
+        let value = self
+            .driven
+            .eval("return window.runs[arguments[0]] || 0", vec![json!(tool)])
+            .await;
+        value.as_u64().unwrap_or(0)
+    }
+
+    async fn focus_restored(&self) -> bool {
+        self.driven
+            .eval("return document.activeElement?.id === 'before'", vec![])
+            .await
+            == Value::Bool(true)
+    }
+
+    async fn quit(self) {
+        self.driven.quit().await;
+    }
+}
+
+async fn outcome(call: JoinHandle<CallToolResult>) -> CallToolResult {
+    tokio::time::timeout(Duration::from_secs(60), call)
+        .await
+        .expect("the call ended within 60 s")
+        .expect("the call task")
+}
+
+/// One test per browser for each scenario.
+macro_rules! in_both_browsers {
+    ($($scenario:ident),* $(,)?) => {
+        mod chromium {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $scenario() {
+                    super::$scenario(client_tools_e2e::webdriver::BrowserKind::Chromium).await;
+                }
+            )*
+        }
+        mod firefox {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $scenario() {
+                    super::$scenario(client_tools_e2e::webdriver::BrowserKind::Firefox).await;
+                }
+            )*
+        }
+    };
+}
+
+in_both_browsers!(
+    approve_with_the_keyboard,
+    edit_then_approve,
+    reject_with_a_reason,
+    escape_rejects,
+    focus_stays_in_the_dialog,
+    confirmations_queue,
+    human_time_is_not_handler_time,
+    hints_decide_who_asks,
+);
+
+async fn approve_with_the_keyboard(kind: BrowserKind) {
+    let hitl = Hitl::open(kind).await;
+    let call = hitl.call("delete_task", json!({"taskId": "t2"}));
+    hitl.driven.wait_for_dialog("Delete Task").await;
+    // The least destructive choice has focus first: an Enter pressed by habit rejects.
+    assert_eq!(hitl.driven.focused_in_ui().await, "reject");
+    assert!(hitl
+        .driven
+        .ui_text("[data-ct=\"description\"]")
+        .await
+        .contains("Delete a task from the board"));
+    // The proposed input is shown, read-only until the user chooses Edit.
+    let read_only = hitl
+        .driven
+        .eval(
+            "const c = document.querySelector('client-tools-ui').shadowRoot
+               .querySelector('[data-path=\"/taskId\"]');
+             return [c.value, c.readOnly || c.disabled];",
+            vec![],
+        )
+        .await;
+    assert_eq!(read_only, json!(["t2", true]));
+    assert_eq!(hitl.runs("delete_task").await, 0, "nothing runs before approval");
+
+    hitl.driven.tab_to("approve").await;
+    hitl.driven.press(&[Key::Enter]).await;
+    let result = outcome(call).await;
+    assert!(!result.is_error, "{result:?}");
+    assert_eq!(result.structured_content, Some(json!({"deleted": "t2"})));
+    assert_eq!(hitl.runs("delete_task").await, 1);
+    assert!(hitl.driven.dialog_closed().await);
+    assert!(hitl.focus_restored().await, "focus returns to the page");
+    hitl.quit().await;
+}
+
+async fn edit_then_approve(kind: BrowserKind) {
+    let hitl = Hitl::open(kind).await;
+    let call = hitl.call("delete_task", json!({"taskId": "t2"}));
+    hitl.driven.wait_for_dialog("Delete Task").await;
+    hitl.driven.tab_to("edit").await;
+    hitl.driven.press(&[Key::Enter]).await;
+    hitl.driven.tab_to("/taskId").await;
+    // An edit that breaks the schema is refused on the field, and the dialog stays open.
+    hitl.driven.replace_text("nope").await;
+    hitl.driven.tab_to("approve").await;
+    hitl.driven.press(&[Key::Enter]).await;
+    hitl.driven
+        .until(
+            "the edited field is marked invalid, with its error",
+            "const root = document.querySelector('client-tools-ui').shadowRoot;
+             const c = root.querySelector('[data-path=\"/taskId\"]');
+             const ids = (c.getAttribute('aria-describedby') || '').split(' ');
+             const described = ids.map((id) => root.getElementById(id)?.textContent || '').join(' ');
+             return c.getAttribute('aria-invalid') === 'true' && described.includes('^t[0-9]+$');",
+        )
+        .await;
+    assert!(!hitl.driven.dialog_closed().await);
+    assert!(hitl
+        .driven
+        .ui_text("[data-ct=\"live\"]")
+        .await
+        .contains("^t[0-9]+$"));
+    assert_eq!(hitl.runs("delete_task").await, 0);
+
+    hitl.driven.tab_to("/taskId").await;
+    hitl.driven.replace_text("t7").await;
+    hitl.driven.tab_to("approve").await;
+    hitl.driven.press(&[Key::Enter]).await;
+    let result = outcome(call).await;
+    assert!(!result.is_error, "{result:?}");
+    assert_eq!(result.structured_content, Some(json!({"deleted": "t7"})));
+    let modified = result
+        .meta
+        .as_ref()
+        .and_then(|m| m.get("clienttools/modifiedInput"))
+        .cloned();
+    assert_eq!(modified.as_ref().and_then(|m| m.get("taskId")), Some(&json!("t7")));
+    let ran_on = hitl
+        .driven
+        .eval("return window.inputs.delete_task[0].taskId", vec![])
+        .await;
+    assert_eq!(ran_on, json!("t7"), "the handler ran on the edited input");
+    hitl.quit().await;
+}
+
+async fn reject_with_a_reason(kind: BrowserKind) {
+    let hitl = Hitl::open(kind).await;
+    let call = hitl.call("delete_task", json!({"taskId": "t3"}));
+    hitl.driven.wait_for_dialog("Delete Task").await;
+    hitl.driven.tab_to("reason").await;
+    hitl.driven.type_text("not this one").await;
+    hitl.driven.tab_to("reject").await;
+    hitl.driven.press(&[Key::Enter]).await;
+    let result = outcome(call).await;
+    assert!(result.is_error);
+    assert!(result.text().contains("rejected by the user"), "{result:?}");
+    assert!(result.text().contains("not this one"), "{result:?}");
+    assert_eq!(hitl.runs("delete_task").await, 0);
+    assert!(hitl.focus_restored().await);
+    hitl.quit().await;
+}
+
+async fn escape_rejects(kind: BrowserKind) {
+    let hitl = Hitl::open(kind).await;
+    let call = hitl.call("delete_task", json!({"taskId": "t1"}));
+    hitl.driven.wait_for_dialog("Delete Task").await;
+    hitl.driven.press(&[Key::Escape]).await;
+    let result = outcome(call).await;
+    assert!(result.is_error);
+    assert!(result.text().contains("rejected by the user"), "{result:?}");
+    assert_eq!(hitl.runs("delete_task").await, 0);
+    assert!(hitl.driven.dialog_closed().await);
+    assert!(hitl.focus_restored().await);
+    hitl.quit().await;
+}
+
+async fn focus_stays_in_the_dialog(kind: BrowserKind) {
+    let hitl = Hitl::open(kind).await;
+    let call = hitl.call("delete_task", json!({"taskId": "t1"}));
+    hitl.driven.wait_for_dialog("Delete Task").await;
+    // Around the dialog more than once, both ways: focus never reaches the page behind it.
+    let mut seen = std::collections::BTreeSet::new();
+    for _ in 0..16 {
+        hitl.driven.press(&[Key::Tab]).await;
+        let focused = hitl.driven.focused_in_ui().await;
+        assert_ne!(focused, "outside", "Tab left the dialog in {kind:?}");
+        seen.insert(focused);
+    }
+    for _ in 0..16 {
+        hitl.driven.shift_tab().await;
+        let focused = hitl.driven.focused_in_ui().await;
+        assert_ne!(focused, "outside", "Shift+Tab left the dialog in {kind:?}");
+    }
+    for expected in ["approve", "reject", "edit", "reason"] {
+        assert!(seen.contains(expected), "Tab never reached {expected}: {seen:?}");
+    }
+    hitl.driven.tab_to("approve").await;
+    hitl.driven.press(&[Key::Enter]).await;
+    assert!(!outcome(call).await.is_error);
+    hitl.quit().await;
+}
+
+async fn confirmations_queue(kind: BrowserKind) {
+    let hitl = Hitl::open(kind).await;
+    let first = hitl.call("delete_task", json!({"taskId": "t1"}));
+    hitl.driven.wait_for_dialog("Delete Task").await;
+    let second = hitl.call("archive_board", json!({"boardId": "b1"}));
+    hitl.driven
+        .until(
+            "the dialog says one more confirmation waits",
+            "return document.querySelector('client-tools-ui').shadowRoot
+               .querySelector('[data-ct=\"queue\"]')?.textContent.includes('1')",
+        )
+        .await;
+    hitl.driven.tab_to("approve").await;
+    hitl.driven.press(&[Key::Enter]).await;
+    assert!(!outcome(first).await.is_error);
+
+    hitl.driven.wait_for_dialog("archive_board").await;
+    assert!(
+        !hitl
+            .driven
+            .ui_text("[data-ct=\"queue\"]")
+            .await
+            .contains('1'),
+        "nothing waits behind the last one"
+    );
+    hitl.driven.press(&[Key::Escape]).await;
+    let rejected = outcome(second).await;
+    assert!(rejected.text().contains("rejected by the user"));
+    assert_eq!(hitl.runs("delete_task").await, 1);
+    assert_eq!(hitl.runs("archive_board").await, 0);
+    hitl.quit().await;
+}
+
+async fn human_time_is_not_handler_time(kind: BrowserKind) {
+    let hitl = Hitl::open(kind).await;
+    let progress_before = hitl.page.progress_notifications();
+    let call = hitl.call("quick_confirmed", json!({}));
+    hitl.driven.wait_for_dialog("quick_confirmed").await;
+    // The person takes longer than the handler's 300 ms: the page reports progress every second
+    // while it waits, so two reports prove at least a second of human time went by.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while hitl.page.progress_notifications() < progress_before + 2 {
+        assert!(tokio::time::Instant::now() < deadline, "no progress while waiting");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    hitl.driven.tab_to("approve").await;
+    hitl.driven.press(&[Key::Enter]).await;
+    let result = outcome(call).await;
+    assert!(!result.is_error, "human time counted against the timeout: {result:?}");
+    assert_eq!(result.text(), "done in time");
+    hitl.quit().await;
+}
+
+async fn hints_decide_who_asks(kind: BrowserKind) {
+    let hitl = Hitl::open(kind).await;
+    // readOnlyHint: runs at once, no dialog.
+    let read = outcome(hitl.call("read_board", json!({"boardId": "b1"}))).await;
+    assert_eq!(read.text(), "read");
+    assert!(hitl.driven.dialog_closed().await);
+    // destructiveHint: asks. "Allow for this session" then lets the next call through unasked.
+    let first = hitl.call("archive_board", json!({"boardId": "b1"}));
+    hitl.driven.wait_for_dialog("archive_board").await;
+    hitl.driven.tab_to("allow-session").await;
+    hitl.driven.press(&[Key::Space]).await;
+    hitl.driven.tab_to("approve").await;
+    hitl.driven.press(&[Key::Enter]).await;
+    assert_eq!(outcome(first).await.text(), "archived");
+    let second = outcome(hitl.call("archive_board", json!({"boardId": "b2"}))).await;
+    assert_eq!(second.text(), "archived");
+    assert!(hitl.driven.dialog_closed().await);
+    assert_eq!(hitl.runs("archive_board").await, 2);
+    // The allowance is for that tool only.
+    let other = hitl.call("delete_task", json!({"taskId": "t1"}));
+    hitl.driven.wait_for_dialog("Delete Task").await;
+    hitl.driven.press(&[Key::Escape]).await;
+    assert!(outcome(other).await.is_error);
+    hitl.quit().await;
+}
