@@ -212,3 +212,78 @@ async fn api_calls_are_confirmed_by_the_page() {
     assert_eq!(response["isError"], false, "{response}");
     assert_eq!(page_was_asked(&stack).await, ["delete_task"]);
 }
+
+/// What the page receives, independent of the SDK: after the person at the agent accepted, the
+/// bridge's `tools/call` carries `_meta.clienttools/confirmedBy = "agent"`; an `/api` call of the
+/// same tool carries none (a raw page stands in for the browser).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_receives_confirmed_by_only_after_the_agent_accepted() {
+    use client_tools_core::connect::ConnectParams;
+    use client_tools_e2e::raw_page::RawPage;
+    use client_tools_e2e::BridgeOnly;
+
+    let bridge = BridgeOnly::start(BridgeConfig {
+        agent_token: Some(TOKEN.into()),
+        confirm_via: ConfirmVia::Agent,
+        ..BridgeConfig::default()
+    })
+    .await;
+    let tools = json!([{"name": "wipe", "description": "Wipes the board",
+        "inputSchema": {"type": "object"}, "annotations": {"destructiveHint": true}}]);
+    let mut page =
+        RawPage::connect_with_tools(&bridge.ws_url, &ConnectParams::default(), tools).await;
+    let id = page.id().to_owned();
+    for revision in ["2025-11-25", "2026-07-28"] {
+        let url = format!("{}/mcp?session={id}", bridge.base_url);
+        let steps = json!([{"call": "wipe", "arguments": {"all": true}}]);
+        let client = tokio::spawn(async move {
+            python_steps::run(&url, TOKEN, revision, Some("accept"), &steps).await
+        });
+        let call = tokio::time::timeout(TIMEOUT, page.next_method("tools/call"))
+            .await
+            .expect("the call reached the page")
+            .unwrap();
+        assert_eq!(
+            call["params"]["_meta"]["clienttools/confirmedBy"], "agent",
+            "{call}"
+        );
+        page.reply(
+            &call,
+            json!({"content": [{"type": "text", "text": "wiped"}]}),
+        )
+        .await;
+        let out = client.await.unwrap();
+        assert_eq!(out.last().unwrap()["text"], "wiped", "{revision}: {out:?}");
+    }
+    let api = tokio::spawn({
+        let url = format!("{}/api/sessions/{id}/call", bridge.base_url);
+        async move {
+            reqwest::Client::new()
+                .post(url)
+                .bearer_auth(TOKEN)
+                .json(&json!({"name": "wipe"}))
+                .send()
+                .await
+                .unwrap()
+                .json::<Value>()
+                .await
+                .unwrap()
+        }
+    });
+    let call = tokio::time::timeout(TIMEOUT, page.next_method("tools/call"))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        call["params"]["_meta"]
+            .get("clienttools/confirmedBy")
+            .is_none(),
+        "{call}"
+    );
+    page.reply(
+        &call,
+        json!({"content": [{"type": "text", "text": "wiped"}]}),
+    )
+    .await;
+    assert_eq!(api.await.unwrap()["isError"], false);
+}
