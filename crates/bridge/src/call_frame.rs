@@ -8,11 +8,18 @@
 
 use client_tools_core::protocol::{meta, method};
 use serde::ser::{Serialize, SerializeMap, Serializer};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
-/// The request `id` calling tool `name`; `_meta` carries the call's timeout (the page's handler
-/// budget) and the id as `progressToken`, so the page's progress reports name the call they extend.
-pub(crate) fn tool_call(id: &str, name: &str, arguments: &Value, timeout_ms: u64) -> String {
+/// The request `id` calling tool `name`; `_meta` carries `extensions` (the `clienttools/` keys of
+/// crate::call_meta), the call's timeout (the page's handler budget) and the id as `progressToken`,
+/// so the page's progress reports name the call they extend.
+pub(crate) fn tool_call(
+    id: &str,
+    name: &str,
+    arguments: &Value,
+    timeout_ms: u64,
+    extensions: &Map<String, Value>,
+) -> String {
     let frame = Frame {
         id,
         params: Params {
@@ -20,6 +27,7 @@ pub(crate) fn tool_call(id: &str, name: &str, arguments: &Value, timeout_ms: u64
             arguments,
             timeout_ms,
             progress_token: id,
+            extensions,
         },
     };
     serde_json::to_string(&frame).expect("strings, a number and a JSON value always print")
@@ -35,6 +43,7 @@ struct Params<'a> {
     arguments: &'a Value,
     timeout_ms: u64,
     progress_token: &'a str,
+    extensions: &'a Map<String, Value>,
 }
 
 struct Meta<'a>(&'a Params<'a>);
@@ -62,7 +71,12 @@ impl Serialize for Params<'_> {
 
 impl Serialize for Meta<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(Some(2))?;
+        let mut map = serializer.serialize_map(Some(2 + self.0.extensions.len()))?;
+        for (key, value) in self.0.extensions {
+            if key != meta::TIMEOUT_MS && key != "progressToken" {
+                map.serialize_entry(key, value)?;
+            }
+        }
         map.serialize_entry(meta::TIMEOUT_MS, &self.0.timeout_ms)?;
         map.serialize_entry("progressToken", self.0.progress_token)?;
         map.end()
@@ -72,7 +86,7 @@ impl Serialize for Meta<'_> {
 #[cfg(test)]
 mod tests {
     use client_tools_core::protocol::{encode_request, CallToolParams, RequestId};
-    use serde_json::{json, Map};
+    use serde_json::json;
 
     use super::*;
 
@@ -80,6 +94,8 @@ mod tests {
     fn the_same_request_as_the_generic_encoder_writes() {
         let arguments = json!({"text": "a \"quoted\" é", "n": [1, 2.5, null]});
         let mut extensions = Map::new();
+        extensions.insert(meta::INPUT_SCHEMA.into(), json!({"type": "object"}));
+        let written = tool_call("b1-7", "echo", &arguments, 1500, &extensions);
         extensions.insert(meta::TIMEOUT_MS.into(), 1500.into());
         extensions.insert("progressToken".into(), "b1-7".into());
         let params = CallToolParams {
@@ -92,7 +108,6 @@ mod tests {
             method::TOOLS_CALL,
             &params,
         );
-        let written = tool_call("b1-7", "echo", &arguments, 1500);
         let parse = |text: &str| serde_json::from_str::<Value>(text).unwrap();
         assert_eq!(parse(&written), parse(&expected));
     }

@@ -2,11 +2,24 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use client_tools_core::registry::{DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS};
 
+use crate::agent_tools::AgentTools;
 use crate::limits::Limits;
+
+/// Who is asked to confirm a call that needs it (SPEC §7, `--confirm-via`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum ConfirmVia {
+    /// The page's dialog (or its `confirm` callback) asks, as always.
+    #[default]
+    Page,
+    /// The person at the agent is asked through MCP elicitation when the agent's client declares
+    /// it; otherwise the page asks.
+    Agent,
+}
 
 /// `Debug` shows whether each token is set, never the token.
 #[derive(Clone)]
@@ -34,6 +47,10 @@ pub struct BridgeConfig {
     pub limits: Limits,
     /// Log tool arguments and results in the per-call trace (off: they may hold personal data).
     pub log_payloads: bool,
+    /// Agent-defined tools (`--tools FILE`, [`AgentTools::load`]).
+    pub tools: Arc<AgentTools>,
+    /// Who confirms calls that need it (`--confirm-via`).
+    pub confirm_via: ConfirmVia,
 }
 
 impl Default for BridgeConfig {
@@ -50,6 +67,8 @@ impl Default for BridgeConfig {
             timeout: Duration::from_millis(DEFAULT_TIMEOUT_MS),
             limits: Limits::default(),
             log_payloads: false,
+            tools: Arc::default(),
+            confirm_via: ConfirmVia::default(),
         }
     }
 }
@@ -69,6 +88,11 @@ impl std::fmt::Debug for BridgeConfig {
             .field("timeout", &self.timeout)
             .field("limits", &self.limits)
             .field("log_payloads", &self.log_payloads)
+            .field(
+                "tools",
+                &self.tools.iter().map(|t| &t.name).collect::<Vec<_>>(),
+            )
+            .field("confirm_via", &self.confirm_via)
             .finish()
     }
 }

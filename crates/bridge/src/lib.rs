@@ -9,9 +9,12 @@
 //! missing, gone or silent yields a text error result, never a failed request or a hang.
 //! Who may connect, and every bound, is in docs/security.md.
 
+pub mod agent_tools;
 mod auth;
 mod call_frame;
+pub mod call_meta;
 pub mod config;
+mod confirm;
 mod guard;
 pub mod limits;
 pub mod mcp;
@@ -23,8 +26,9 @@ mod server;
 pub mod session;
 mod sessions;
 
+pub use agent_tools::AgentTools;
 pub use client_tools_core::protocol::CallToolResult;
-pub use config::BridgeConfig;
+pub use config::{BridgeConfig, ConfirmVia};
 pub use limits::Limits;
 pub use server::Bridge;
 pub use session::PageSession;

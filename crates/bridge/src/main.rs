@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use client_tools_bridge::mcp::McpAgent;
-use client_tools_bridge::{Bridge, BridgeConfig, Limits};
+use client_tools_bridge::{AgentTools, Bridge, BridgeConfig, ConfirmVia, Limits};
 use rmcp::ServiceExt;
 
 /// Relays tool calls between AI agents and the client tools of web pages.
@@ -64,6 +64,15 @@ struct Cli {
     /// Log tool arguments and results (at debug level; off by default: they may hold personal data).
     #[arg(long)]
     log_payloads: bool,
+    /// Agent-defined tools: a JSON file, an array of {name, title?, description, inputSchema,
+    /// outputSchema?, requireConfirmation?, fallback?: "form", annotations?, timeoutMs?} (or
+    /// {"tools": [...]}). Listed to agents; pages answer them with `registerHandler`.
+    #[arg(long, value_name = "FILE")]
+    tools: Option<PathBuf>,
+    /// Who confirms calls that need it: the page's dialog, or the person at the agent (MCP
+    /// elicitation, when the agent's client declares it; else the page).
+    #[arg(long, value_enum, default_value_t = ConfirmVia::Page)]
+    confirm_via: ConfirmVia,
 }
 
 /// See Cargo.toml: small allocations dominate the bridge's hot path.
@@ -92,6 +101,13 @@ async fn main() -> std::io::Result<()> {
         );
         std::process::exit(2);
     }
+    let tools = match cli.tools.as_deref().map(AgentTools::load).transpose() {
+        Ok(tools) => tools.unwrap_or_default(),
+        Err(error) => {
+            eprintln!("client-tools-bridge: {error}");
+            std::process::exit(2);
+        }
+    };
     let config = BridgeConfig {
         listen: cli.listen,
         www_dir: cli.www,
@@ -113,6 +129,8 @@ async fn main() -> std::io::Result<()> {
             ..Limits::default()
         },
         log_payloads: cli.log_payloads,
+        tools: std::sync::Arc::new(tools),
+        confirm_via: cli.confirm_via,
     };
     let listener = tokio::net::TcpListener::bind(config.listen).await?;
     let address = listener.local_addr()?;

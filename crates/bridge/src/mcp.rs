@@ -8,17 +8,19 @@ use std::time::Duration;
 
 use client_tools_core::protocol::{self, ProgressParams};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    InitializeRequestParams, InitializeResult, ListToolsResult, PaginatedRequestParams,
-    ProgressNotificationParam, ProgressToken, ResultType, ServerCapabilities, ServerConfig,
-    SubscriptionFilter, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitResult,
+    Implementation, InitializeRequestParams, InitializeResult, InputRequests, InputRequiredResult,
+    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ResultType,
+    ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use crate::config::clamp_timeout;
+use crate::call_meta::PreparedCall;
+use crate::config::ConfirmVia;
+use crate::confirm::{self, Binding, Decision};
 use crate::server::Bridge;
 use crate::session::PageSession;
 
@@ -127,6 +129,174 @@ impl McpAgent {
     }
 }
 
+/// What the agent-side confirmation decided for a call (crate::confirm).
+enum Confirmation {
+    /// The call goes to the page (confirmed by the agent's person, or the page asks).
+    Proceed,
+    /// 2026-07-28: the client must ask its person and retry with the answer.
+    Ask(InputRequiredResult),
+    /// The call ends with this result.
+    Refused(protocol::CallToolResult),
+}
+
+impl McpAgent {
+    /// Asks the person at the agent to confirm `call` when the bridge runs with
+    /// `--confirm-via agent`, the call needs confirmation, and the client declared form
+    /// elicitation; otherwise the page asks (SPEC §7). On 2025-11-25 the bridge sends
+    /// `elicitation/create` and waits; on 2026-07-28 (no server-to-client requests) the call
+    /// returns an `InputRequiredResult` and the client retries with the answer and the
+    /// `requestState`, which is checked and spent here.
+    async fn confirm(
+        &self,
+        page: &PageSession,
+        call: &mut PreparedCall,
+        request: &CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+    ) -> Confirmation {
+        let retried = request.request_state.is_some() || request.input_responses.is_some();
+        let asks_agent = self.bridge.config().confirm_via == ConfirmVia::Agent
+            && call.needs_confirmation
+            && can_elicit(context);
+        if !asks_agent {
+            return match retried {
+                true => Confirmation::Refused(protocol::CallToolResult::error(
+                    "this call carries requestState or inputResponses, but the bridge asked for \
+                     no input for it",
+                )),
+                false => Confirmation::Proceed,
+            };
+        }
+        let handshake_era = context
+            .protocol_version()
+            .is_none_or(|version| version.has_initialize());
+        let decision = if handshake_era {
+            if retried {
+                return Confirmation::Refused(protocol::CallToolResult::error(
+                    "requestState and inputResponses belong to protocol revision 2026-07-28; \
+                     this session speaks an earlier one",
+                ));
+            }
+            let asked = context.peer.create_elicitation_with_timeout(
+                confirm::question(call),
+                Some(Duration::from_millis(confirm::STATE_TTL_MS)),
+            );
+            let answer = tokio::select! {
+                answer = asked => answer,
+                () = context.ct.cancelled() => {
+                    return Confirmation::Refused(protocol::CallToolResult::error("cancelled"));
+                }
+            };
+            match answer {
+                Ok(answer) => Decision::from_answer(&answer),
+                Err(error) => {
+                    return Confirmation::Refused(protocol::CallToolResult::error(format!(
+                        "the agent's client did not answer the confirmation request: {error}"
+                    )))
+                }
+            }
+        } else {
+            let mcp_session = mcp_session_id(context);
+            let binding = Binding {
+                tool: &call.name,
+                arguments: &call.arguments,
+                page_session: page.id(),
+                mcp_session: mcp_session.as_deref(),
+            };
+            let states = self.bridge.request_states();
+            let now = unix_ms();
+            let Some(state) = request.request_state.as_deref() else {
+                if request.input_responses.is_some() {
+                    return Confirmation::Refused(protocol::CallToolResult::error(
+                        "inputResponses without requestState: send back the requestState the \
+                         bridge issued with the question",
+                    ));
+                }
+                let question = InputRequests::from([(
+                    confirm::INPUT_KEY.to_owned(),
+                    confirm::input_request(call),
+                )]);
+                let state = states.issue(&binding, now);
+                return Confirmation::Ask(InputRequiredResult::new(Some(question), Some(state)));
+            };
+            if let Err(refusal) = states.redeem(state, &binding, now) {
+                return Confirmation::Refused(protocol::CallToolResult::error(refusal));
+            }
+            let answer = request
+                .input_responses
+                .as_ref()
+                .and_then(|responses| responses.get(confirm::INPUT_KEY));
+            let Some(answer) = answer else {
+                return Confirmation::Refused(protocol::CallToolResult::error(format!(
+                    "the retried call carries no inputResponses['{}'] (the person's answer)",
+                    confirm::INPUT_KEY
+                )));
+            };
+            match serde_json::from_value::<ElicitResult>(answer.clone()) {
+                Ok(answer) => Decision::from_answer(&answer),
+                Err(error) => {
+                    return Confirmation::Refused(protocol::CallToolResult::error(format!(
+                        "inputResponses['{}'] is not an elicitation result: {error}",
+                        confirm::INPUT_KEY
+                    )))
+                }
+            }
+        };
+        match decision.refusal() {
+            Some(refusal) => Confirmation::Refused(refusal),
+            None => {
+                call.confirmed_by_agent();
+                Confirmation::Proceed
+            }
+        }
+    }
+
+    /// The tools as MCP lists them: the session's (page and `--tools FILE`), with the file's titles.
+    fn listed_tools(page: &PageSession) -> Vec<Tool> {
+        page.tools()
+            .iter()
+            .filter_map(|tool| {
+                let mut listed = to_mcp_tool(tool)?;
+                if let Some(file) = page.agent_tools().get(&tool.name) {
+                    if is_handler(tool) {
+                        listed.title = file.title.clone();
+                    }
+                }
+                Some(listed)
+            })
+            .collect()
+    }
+}
+
+fn is_handler(tool: &protocol::Tool) -> bool {
+    tool.meta
+        .as_ref()
+        .and_then(|m| m.get(protocol::meta::KIND))
+        .and_then(Value::as_str)
+        == Some("handler")
+}
+
+/// Whether the client declared form elicitation (in `initialize`, or on 2026-07-28 in the
+/// request's `_meta`); a bare `elicitation: {}` means form.
+fn can_elicit(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .client_capabilities()
+        .and_then(|capabilities| capabilities.elicitation)
+        .is_some_and(|e| e.form.is_some() || e.url.is_none())
+}
+
+/// The `Mcp-Session-Id` of the HTTP request that carried this MCP message, if any.
+fn mcp_session_id(context: &RequestContext<RoleServer>) -> Option<String> {
+    let parts = context.extensions.get::<http::request::Parts>()?;
+    let value = parts.headers.get("mcp-session-id")?;
+    value.to_str().ok().map(str::to_owned)
+}
+
+fn unix_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
 /// `?session=<id>` of the HTTP request that carried this MCP message.
 fn requested_session(context: &RequestContext<RoleServer>) -> Option<String> {
     let parts = context.extensions.get::<http::request::Parts>()?;
@@ -192,16 +362,14 @@ impl ServerHandler for McpAgent {
             .page_or_wait(Some(&context))
             .await
             .map_err(|message| McpError::invalid_params(message, None))?;
-        let tools = page.tools().iter().filter_map(to_mcp_tool).collect();
-        Ok(ListToolsResult::with_all_items(tools))
+        Ok(ListToolsResult::with_all_items(Self::listed_tools(&page)))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
         let page = self.page(None)?;
-        page.tools()
-            .iter()
+        Self::listed_tools(&page)
+            .into_iter()
             .find(|t| t.name == name)
-            .and_then(to_mcp_tool)
     }
 
     async fn call_tool(
@@ -213,8 +381,18 @@ impl ServerHandler for McpAgent {
             Ok(page) => page,
             Err(text) => return Ok(CallToolResult::error(vec![ContentBlock::text(text)]).into()),
         };
-        let timeout = clamp_timeout(None, self.bridge.config().timeout);
-        let arguments = Value::Object(request.arguments.unwrap_or_default());
+        let arguments = Value::Object(request.arguments.clone().unwrap_or_default());
+        // The agent's `_meta` is checked as on every route (crate::call_meta).
+        let prepared = page.prepare_call(&request.name, arguments, Some(&context.meta.0 .0), None);
+        let mut call = match prepared {
+            Ok(call) => call,
+            Err(refused) => return Ok(to_mcp_result(&refused).into()),
+        };
+        match self.confirm(&page, &mut call, &request, &context).await {
+            Confirmation::Proceed => {}
+            Confirmation::Ask(question) => return Ok(question.into()),
+            Confirmation::Refused(result) => return Ok(to_mcp_result(&result).into()),
+        }
         let cancelled = context.ct.clone();
         let cancel = async move {
             cancelled.cancelled().await;
@@ -225,9 +403,7 @@ impl ServerHandler for McpAgent {
             .meta
             .get_progress_token()
             .map(|token| tokio::spawn(forward_progress(context.peer.clone(), token, progress_rx)));
-        let result = page
-            .call_tool_observed(&request.name, arguments, timeout, cancel, Some(progress_tx))
-            .await;
+        let result = page.call_prepared(call, cancel, Some(progress_tx)).await;
         if let Some(forwarder) = forwarder {
             let _ = forwarder.await;
         }

@@ -10,6 +10,7 @@ use tokio::net::TcpListener;
 
 use crate::auth;
 use crate::config::BridgeConfig;
+use crate::confirm::RequestStates;
 use crate::guard::Guard;
 use crate::routes::{agent, api, page, site};
 use crate::session::PageSession;
@@ -24,6 +25,8 @@ pub struct Bridge {
 struct Inner {
     config: BridgeConfig,
     sessions: Arc<Sessions>,
+    /// The key and spent list of the agent-side confirmation's `requestState`s (2026-07-28).
+    request_states: RequestStates,
 }
 
 impl Bridge {
@@ -32,11 +35,13 @@ impl Bridge {
             config.limits.clone(),
             config.allow.clone(),
             config.log_payloads,
-        );
+        )
+        .with_agent_tools(config.tools.clone(), config.timeout);
         Self {
             inner: Arc::new(Inner {
                 config,
                 sessions: Arc::new(sessions),
+                request_states: RequestStates::default(),
             }),
         }
     }
@@ -86,6 +91,10 @@ impl Bridge {
             let _ = tcp.set_nodelay(true);
         });
         axum::serve(listener, self.router()).await
+    }
+
+    pub(crate) fn request_states(&self) -> &RequestStates {
+        &self.inner.request_states
     }
 
     pub(crate) fn table(&self) -> &Arc<Sessions> {

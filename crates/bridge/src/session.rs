@@ -18,7 +18,9 @@ use client_tools_core::registry::is_allowed;
 use serde_json::{Map, Value};
 use tokio::sync::{mpsc, oneshot, watch, Notify};
 
+use crate::agent_tools::AgentTools;
 use crate::call_frame;
+use crate::call_meta::{self, PreparedCall};
 use crate::limits::Limits;
 use crate::outgoing::OutgoingSender;
 use crate::request_engine::{Answer, Purpose, Request, RequestEngine, Settled};
@@ -56,6 +58,10 @@ pub struct PageSession {
     /// Bumped whenever the tool list or the connection changes (for waiters and MCP agents).
     changes: watch::Sender<u64>,
     allow: Vec<String>,
+    /// The tools of `--tools FILE`, listed with the page's and described in their calls' `_meta`.
+    agent_tools: Arc<AgentTools>,
+    /// A call's timeout when nobody asks for another (the bridge's `--timeout-ms`).
+    default_timeout: Duration,
     /// Tool arguments and results go to the trace (`debug`) only when the operator asked.
     log_payloads: bool,
 }
@@ -86,8 +92,21 @@ impl PageSession {
             progress_seen: AtomicU64::new(0),
             changes: watch::channel(0).0,
             allow,
+            agent_tools: Arc::default(),
+            default_timeout: Duration::from_millis(client_tools_core::registry::DEFAULT_TIMEOUT_MS),
             log_payloads,
         }
+    }
+
+    /// The bridge's `--tools FILE` tools and default timeout for this session's calls.
+    pub(crate) fn with_agent_tools(
+        mut self,
+        agent_tools: Arc<AgentTools>,
+        default_timeout: Duration,
+    ) -> Self {
+        self.agent_tools = agent_tools;
+        self.default_timeout = default_timeout;
+        self
     }
 
     pub fn id(&self) -> &str {
@@ -119,15 +138,73 @@ impl PageSession {
         self.lock().engine.disconnected_for(now)
     }
 
-    /// The page's tools an agent may see (the bridge allow-list applied).
+    /// The tools an agent may see: the page's, merged with the bridge's `--tools FILE` tools
+    /// (crate::agent_tools), the bridge allow-list applied.
     pub fn tools(&self) -> Vec<Tool> {
         let state = self.lock();
-        state
-            .tools
-            .iter()
-            .filter(|tool| is_allowed(&self.allow, tool.original_name()))
-            .cloned()
-            .collect()
+        let visible = |tool: &Tool| is_allowed(&self.allow, tool.original_name());
+        if self.agent_tools.is_empty() {
+            return state.tools.iter().filter(|t| visible(t)).cloned().collect();
+        }
+        let mut merged = self.agent_tools.merge(&state.tools);
+        merged.retain(visible);
+        merged
+    }
+
+    /// The `--tools FILE` tools of the bridge (for their titles in MCP listings).
+    pub fn agent_tools(&self) -> &AgentTools {
+        &self.agent_tools
+    }
+
+    /// Checks a call and decides what it carries (crate::call_meta): the allow-list, the caller's
+    /// `_meta` (`clienttools/confirmedBy` is refused), a `--tools` tool's schemas and policy, the
+    /// timeout (`requested`, else the tool's or the bridge's), whether it needs confirmation. A
+    /// refused call is the error result to answer with.
+    pub fn prepare_call(
+        &self,
+        name: &str,
+        arguments: Value,
+        caller_meta: Option<&Map<String, Value>>,
+        requested: Option<Duration>,
+    ) -> Result<PreparedCall, CallToolResult> {
+        let prepared = if self.may_call(name) {
+            let state = self.lock();
+            call_meta::prepare(
+                name,
+                arguments,
+                caller_meta,
+                requested,
+                self.default_timeout,
+                &self.agent_tools,
+                &state.tools,
+            )
+            .map_err(|refused| (refused, "refused"))
+        } else {
+            Err((outcome::not_allowed(name), "not_allowed"))
+        };
+        prepared.map_err(|(result, outcome)| {
+            tracing::info_span!("tool_call", session = %self.id, tool = ?name, outcome)
+                .in_scope(|| tracing::info!(reason = %result.text(), "tool call refused"));
+            result
+        })
+    }
+
+    /// Calls a tool with the `_meta` a caller sent (SPEC §9 `/api` `_meta`; checked as on every
+    /// route) and the timeout it asked for (else the tool's or the bridge's). Always a result.
+    pub async fn call_tool_meta(
+        &self,
+        name: &str,
+        arguments: Value,
+        caller_meta: Option<&Map<String, Value>>,
+        requested: Option<Duration>,
+    ) -> CallToolResult {
+        match self.prepare_call(name, arguments, caller_meta, requested) {
+            Ok(call) => self
+                .call_prepared(call, std::future::pending::<String>(), None)
+                .await
+                .unwrap_or_else(|| CallToolResult::error("cancelled")),
+            Err(refused) => refused,
+        }
     }
 
     pub fn info(&self) -> SessionInfo {
@@ -186,11 +263,24 @@ impl PageSession {
         cancel: impl Future<Output = String>,
         progress: Option<mpsc::Sender<ProgressParams>>,
     ) -> Option<CallToolResult> {
+        match self.prepare_call(name, arguments, None, Some(timeout)) {
+            Ok(call) => self.call_prepared(call, cancel, progress).await,
+            Err(refused) => Some(refused),
+        }
+    }
+
+    /// Runs a call [`Self::prepare_call`] accepted (and, when it needed confirmation at the agent's
+    /// side, the person approved: crate::confirm). `None` when `cancel` completed first.
+    pub async fn call_prepared(
+        &self,
+        call: PreparedCall,
+        cancel: impl Future<Output = String>,
+        progress: Option<mpsc::Sender<ProgressParams>>,
+    ) -> Option<CallToolResult> {
         let id = self.next_request_id();
         let started = tokio::time::Instant::now();
-        let (result, outcome) = self
-            .run_tool_call(&id, name, arguments, timeout, cancel, progress)
-            .await;
+        let name = call.name.clone();
+        let (result, outcome) = self.run_tool_call(&id, call, cancel, progress).await;
         // The call's span is made once it is over, with every field known: nothing is recorded
         // into it afterwards, and the call's future is not entered and left at every poll (made
         // up front, recorded into and instrumenting the future, it cost 4.5 % of the CPU per call).
@@ -216,21 +306,24 @@ impl PageSession {
     async fn run_tool_call(
         &self,
         id: &str,
-        name: &str,
-        arguments: Value,
-        timeout: Duration,
+        call: PreparedCall,
         cancel: impl Future<Output = String>,
         progress: Option<mpsc::Sender<ProgressParams>>,
     ) -> (Option<CallToolResult>, &'static str) {
-        if !self.may_call(name) {
-            return (Some(outcome::not_allowed(name)), "not_allowed");
-        }
+        let PreparedCall {
+            name,
+            arguments,
+            meta,
+            timeout,
+            ..
+        } = call;
+        let name = name.as_str();
         if self.log_payloads {
             // In a span like the call's (whose own span is made when it ends).
             tracing::info_span!("tool_call", session = %self.id, tool = ?name, call = %id)
                 .in_scope(|| tracing::debug!(%arguments, "tool call arguments"));
         }
-        let frame = call_frame::tool_call(id, name, &arguments, timeout.as_millis() as u64);
+        let frame = call_frame::tool_call(id, name, &arguments, timeout.as_millis() as u64, &meta);
         let request = Request {
             id: id.to_owned(),
             frame,

@@ -13,8 +13,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use client_tools_core::connect::{ConnectParams, ConnectResult};
+use client_tools_core::registry::DEFAULT_TIMEOUT_MS;
 use sha2::{Digest, Sha256};
 
+use crate::agent_tools::AgentTools;
 use crate::limits::Limits;
 use crate::session::PageSession;
 
@@ -29,6 +31,8 @@ pub struct Sessions {
     limits: Limits,
     allow: Vec<String>,
     log_payloads: bool,
+    agent_tools: Arc<AgentTools>,
+    default_timeout: Duration,
 }
 
 struct Table {
@@ -82,7 +86,20 @@ impl Sessions {
             limits,
             allow,
             log_payloads,
+            agent_tools: Arc::default(),
+            default_timeout: Duration::from_millis(DEFAULT_TIMEOUT_MS),
         }
+    }
+
+    /// The `--tools FILE` tools and the default call timeout every session's calls use.
+    pub fn with_agent_tools(
+        mut self,
+        agent_tools: Arc<AgentTools>,
+        default_timeout: Duration,
+    ) -> Self {
+        self.agent_tools = agent_tools;
+        self.default_timeout = default_timeout;
+        self
     }
 
     /// A slot for one more page connection, or `None` at `max_connections`.
@@ -157,12 +174,15 @@ impl Sessions {
             .by_id
             .entry(id.clone())
             .or_insert_with(|| {
-                Arc::new(PageSession::new(
-                    id.clone(),
-                    self.allow.clone(),
-                    self.limits.clone(),
-                    self.log_payloads,
-                ))
+                Arc::new(
+                    PageSession::new(
+                        id.clone(),
+                        self.allow.clone(),
+                        self.limits.clone(),
+                        self.log_payloads,
+                    )
+                    .with_agent_tools(self.agent_tools.clone(), self.default_timeout),
+                )
             })
             .clone();
         Ok(Claimed {

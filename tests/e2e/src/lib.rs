@@ -9,6 +9,7 @@ use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
+pub mod python_steps;
 pub mod raw_page;
 pub mod webdriver;
 

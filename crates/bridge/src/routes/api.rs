@@ -1,5 +1,6 @@
 //! The JSON API of the demo console and scripts (SPEC §9), behind the same access control as `/mcp`:
-//! `GET /api/sessions` and `POST /api/sessions/{id}/call {name, arguments, timeoutMs?}`.
+//! `GET /api/sessions` and `POST /api/sessions/{id}/call {name, arguments, timeoutMs?, _meta?}`.
+//! `_meta` is checked as on `/mcp` (crate::call_meta): a refused key is an error result.
 //!
 //! A call answers `200` with the MCP result in every case the page is at fault or absent; only a
 //! malformed request body is the client's `4xx` (axum's `Json` rejection: `400`/`415`/`422` with
@@ -15,7 +16,6 @@ use client_tools_core::protocol::CallToolResult;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use crate::config::clamp_timeout;
 use crate::server::Bridge;
 use crate::session::SessionInfo;
 
@@ -31,6 +31,8 @@ pub struct CallRequest {
     arguments: Option<Map<String, Value>>,
     #[serde(default)]
     timeout_ms: Option<u64>,
+    #[serde(rename = "_meta", default)]
+    meta: Option<Map<String, Value>>,
 }
 
 pub async fn call_tool(
@@ -43,7 +45,7 @@ pub async fn call_tool(
         Err(rejection) => {
             let message = format!(
                 "{}: the body must be {{\"name\": string, \"arguments\"?: object, \"timeoutMs\"?: \
-                 number}}",
+                 number, \"_meta\"?: object}}",
                 rejection.body_text()
             );
             return (rejection.status(), message).into_response();
@@ -62,10 +64,10 @@ pub async fn call_tool(
         };
         return (StatusCode::OK, Json(CallToolResult::error(message))).into_response();
     };
-    let timeout = clamp_timeout(
-        request.timeout_ms.map(Duration::from_millis),
-        bridge.config().timeout,
-    );
+    let requested = request.timeout_ms.map(Duration::from_millis);
     let arguments = Value::Object(request.arguments.unwrap_or_default());
-    Json(session.call_tool(&request.name, arguments, timeout).await).into_response()
+    let result = session
+        .call_tool_meta(&request.name, arguments, request.meta.as_ref(), requested)
+        .await;
+    Json(result).into_response()
 }

@@ -1,0 +1,465 @@
+//! Confirmation at the agent's side (SPEC §7, `--confirm-via agent`): the question put to the
+//! person at the agent through MCP elicitation, what their answer means for the call, and the
+//! integrity-protected, single-use `requestState` of the 2026-07-28 multi-round-trip flow.
+//!
+//! Pure logic: time is a parameter (unix milliseconds), the transport is crate::mcp's.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use client_tools_core::call::{outcome, HUMAN_WAIT_MAX_MS};
+use client_tools_core::protocol::CallToolResult;
+use hmac::{Hmac, KeyInit, Mac};
+use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction, InputRequest};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+use crate::call_meta::PreparedCall;
+
+/// The key of the one input request in an `InputRequiredResult`.
+pub const INPUT_KEY: &str = "confirm";
+/// How long a `requestState` stays valid: the longest wait for a human (SPEC §5).
+pub const STATE_TTL_MS: u64 = HUMAN_WAIT_MAX_MS;
+/// Spent states remembered at once (each until it expires): a bound on memory, not a rate.
+pub const MAX_SPENT: usize = 100_000;
+/// The result of a confirmation the person cancelled (SPEC §7 words it so for the result form).
+pub const CANCELLED: &str = "the user cancelled";
+/// How much of the proposed arguments the question shows.
+const MAX_SHOWN_ARGUMENTS: usize = 4_000;
+
+/// What the person at the agent decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    Approve,
+    Reject(Option<String>),
+    Cancel,
+}
+
+impl Decision {
+    /// Reads an elicitation answer: `accept` approves, unless its form says `approve: false`;
+    /// `decline` rejects (with the form's `reason`, if any); `cancel` cancels.
+    pub fn from_answer(answer: &ElicitResult) -> Self {
+        let field = |name: &str| answer.content.as_ref().and_then(|c| c.get(name));
+        let reason = field("reason")
+            .and_then(Value::as_str)
+            .map(str::trim)
+            .filter(|r| !r.is_empty())
+            .map(str::to_owned);
+        match answer.action {
+            ElicitationAction::Accept if field("approve") == Some(&Value::Bool(false)) => {
+                Decision::Reject(reason)
+            }
+            ElicitationAction::Accept => Decision::Approve,
+            ElicitationAction::Decline => Decision::Reject(reason),
+            // Cancel, and any action a later revision adds: the call does not run.
+            _ => Decision::Cancel,
+        }
+    }
+
+    /// The call's result when it does not run (`None`: approved, it runs).
+    pub fn refusal(&self) -> Option<CallToolResult> {
+        match self {
+            Decision::Approve => None,
+            Decision::Reject(reason) => Some(outcome::rejected(reason.as_deref())),
+            Decision::Cancel => Some(CallToolResult::error(CANCELLED)),
+        }
+    }
+}
+
+/// The question (form mode): the tool, its description and the proposed arguments; the form
+/// offers `approve` (default true) and an optional `reason` for the agent.
+pub fn question(call: &PreparedCall) -> ElicitRequestParams {
+    let mut message = match &call.title {
+        Some(title) => format!("The agent wants to run the tool '{}' ({title})", call.name),
+        None => format!("The agent wants to run the tool '{}'", call.name),
+    };
+    if let Some(description) = call.description.as_deref().filter(|d| !d.is_empty()) {
+        message.push_str(&format!(": {description}"));
+    }
+    let mut arguments =
+        serde_json::to_string_pretty(&call.arguments).unwrap_or_else(|_| "{}".into());
+    if let Some((cut, _)) = arguments.char_indices().nth(MAX_SHOWN_ARGUMENTS) {
+        arguments.truncate(cut);
+        arguments.push_str("\n… (cut short)");
+    }
+    message.push_str(&format!(
+        "\n\nProposed arguments:\n{arguments}\n\nAllow it?"
+    ));
+    let params = json!({
+        "mode": "form",
+        "message": message,
+        "requestedSchema": {
+            "type": "object",
+            "properties": {
+                "approve": {
+                    "type": "boolean",
+                    "title": "Run the tool",
+                    "description": "Leave on to run it; turn off (or decline) to reject it",
+                    "default": true,
+                },
+                "reason": {
+                    "type": "string",
+                    "title": "Reason",
+                    "description": "Optional: why, told to the agent",
+                },
+            },
+        },
+    });
+    serde_json::from_value(params).expect("a form elicitation with two primitive fields")
+}
+
+/// The question as the one input request of an `InputRequiredResult` (2026-07-28).
+pub fn input_request(call: &PreparedCall) -> InputRequest {
+    let request = json!({"method": "elicitation/create", "params": question(call)});
+    serde_json::from_value(request).expect("an elicitation/create request")
+}
+
+/// What a `requestState` is bound to: the call it was issued for, on which sessions.
+#[derive(Debug, Clone, Copy)]
+pub struct Binding<'a> {
+    pub tool: &'a str,
+    pub arguments: &'a Value,
+    /// The page session the agent's calls go to.
+    pub page_session: &'a str,
+    /// The MCP session (`Mcp-Session-Id`), when the transport has one.
+    pub mcp_session: Option<&'a str>,
+}
+
+impl Binding<'_> {
+    fn arguments_hash(&self) -> String {
+        let mut canonical = String::new();
+        write_canonical(self.arguments, &mut canonical);
+        hex(&Sha256::digest(canonical.as_bytes()))
+    }
+
+    fn sessions_hash(&self) -> String {
+        let mut hash = Sha256::new();
+        hash.update(self.page_session.as_bytes());
+        hash.update([0]);
+        hash.update(self.mcp_session.unwrap_or("").as_bytes());
+        hex(&hash.finalize()[..16])
+    }
+}
+
+/// What a `requestState` says, in the clear (integrity-protected, not secret: it names no session,
+/// only hashes).
+#[derive(Serialize, Deserialize)]
+struct Claims {
+    /// Tool name.
+    t: String,
+    /// SHA-256 of the canonical arguments.
+    a: String,
+    /// Hash of the page and MCP session ids.
+    s: String,
+    /// Expiry, unix milliseconds.
+    e: u64,
+    /// Nonce: what makes a state single-use.
+    n: String,
+}
+
+/// Issues and redeems `requestState`s under a per-bridge random key.
+pub struct RequestStates {
+    key: [u8; 32],
+    /// Nonces already redeemed, with their expiry (forgotten once expired: they are refused then
+    /// anyway).
+    spent: Mutex<HashMap<String, u64>>,
+}
+
+impl Default for RequestStates {
+    fn default() -> Self {
+        let mut key = [0u8; 32];
+        getrandom::fill(&mut key).expect("the operating system's random source");
+        Self::with_key(key)
+    }
+}
+
+impl RequestStates {
+    pub fn with_key(key: [u8; 32]) -> Self {
+        Self {
+            key,
+            spent: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// A state for the call of `binding`, valid until `now_ms` + [`STATE_TTL_MS`].
+    pub fn issue(&self, binding: &Binding, now_ms: u64) -> String {
+        let mut nonce = [0u8; 16];
+        getrandom::fill(&mut nonce).expect("the operating system's random source");
+        let claims = Claims {
+            t: binding.tool.to_owned(),
+            a: binding.arguments_hash(),
+            s: binding.sessions_hash(),
+            e: now_ms + STATE_TTL_MS,
+            n: hex(&nonce),
+        };
+        let payload = serde_json::to_vec(&claims).expect("strings and a number");
+        format!("v1.{}.{}", hex(&payload), hex(&self.tag(&payload)))
+    }
+
+    /// Checks a state a client sent back for the call of `binding`, and spends it. Every refusal
+    /// says what was wrong.
+    pub fn redeem(&self, state: &str, binding: &Binding, now_ms: u64) -> Result<(), String> {
+        let forged = || {
+            "requestState was not issued by this bridge, or was altered (or the bridge restarted \
+             since): call the tool again"
+                .to_owned()
+        };
+        let mut parts = state.split('.');
+        let (Some("v1"), Some(payload), Some(tag), None) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return Err(forged());
+        };
+        let (Some(payload), Some(tag)) = (unhex(payload), unhex(tag)) else {
+            return Err(forged());
+        };
+        let mut mac = self.mac();
+        mac.update(&payload);
+        mac.verify_slice(&tag).map_err(|_| forged())?;
+        let claims: Claims = serde_json::from_slice(&payload).map_err(|_| forged())?;
+        if claims.t != binding.tool {
+            return Err(format!(
+                "requestState was issued for tool '{}', not '{}'",
+                claims.t, binding.tool
+            ));
+        }
+        if claims.a != binding.arguments_hash() {
+            return Err(
+                "requestState was issued for other arguments: the retried call must send the \
+                 arguments it was issued for"
+                    .to_owned(),
+            );
+        }
+        if claims.s != binding.sessions_hash() {
+            return Err("requestState was issued in another session".to_owned());
+        }
+        if now_ms >= claims.e {
+            return Err(format!(
+                "requestState expired (it is valid for {} s): call the tool again",
+                STATE_TTL_MS / 1000
+            ));
+        }
+        let mut spent = self.spent.lock().unwrap_or_else(|p| p.into_inner());
+        spent.retain(|_, expiry| *expiry > now_ms);
+        if spent.contains_key(&claims.n) {
+            return Err("requestState was already used: call the tool again".to_owned());
+        }
+        if spent.len() >= MAX_SPENT {
+            return Err("too many confirmations at once on this bridge: try again later".into());
+        }
+        spent.insert(claims.n, claims.e);
+        Ok(())
+    }
+
+    fn mac(&self) -> Hmac<Sha256> {
+        let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(&self.key)
+            .expect("HMAC takes a key of any length");
+        mac.update(b"client-tools requestState v1\0");
+        mac
+    }
+
+    fn tag(&self, payload: &[u8]) -> Vec<u8> {
+        let mut mac = self.mac();
+        mac.update(payload);
+        mac.finalize().into_bytes().to_vec()
+    }
+}
+
+/// JSON with object members sorted by name (whatever order they arrived in), numbers as
+/// serde_json prints them: the same arguments always hash the same.
+fn write_canonical(value: &Value, out: &mut String) {
+    match value {
+        Value::Object(object) => {
+            let mut members: Vec<_> = object.iter().collect();
+            members.sort_by(|a, b| a.0.cmp(b.0));
+            out.push('{');
+            for (i, (name, member)) in members.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String(name.clone()).to_string());
+                out.push(':');
+                write_canonical(member, out);
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_canonical(item, out);
+            }
+            out.push(']');
+        }
+        other => out.push_str(&other.to_string()),
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn unhex(text: &str) -> Option<Vec<u8>> {
+    if !text.len().is_multiple_of(2) || text.len() > 8_192 {
+        return None;
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use serde_json::Map;
+
+    use super::*;
+
+    const NOW: u64 = 1_800_000_000_000;
+
+    fn binding<'a>(tool: &'a str, arguments: &'a Value, page: &'a str) -> Binding<'a> {
+        Binding {
+            tool,
+            arguments,
+            page_session: page,
+            mcp_session: Some("m1"),
+        }
+    }
+
+    #[test]
+    fn a_state_is_accepted_once_for_its_own_call() {
+        let states = RequestStates::default();
+        let arguments = json!({"id": "c1", "n": [1, 2]});
+        let state = states.issue(&binding("delete_car", &arguments, "p1"), NOW);
+        // Members in another order are the same arguments.
+        let reordered = json!({"n": [1, 2], "id": "c1"});
+        assert_eq!(
+            states.redeem(&state, &binding("delete_car", &reordered, "p1"), NOW + 1),
+            Ok(())
+        );
+        let again = states.redeem(&state, &binding("delete_car", &arguments, "p1"), NOW + 2);
+        assert!(again.unwrap_err().contains("already used"));
+    }
+
+    #[test]
+    fn every_mismatch_is_refused_with_its_reason() {
+        let states = RequestStates::default();
+        let arguments = json!({"id": "c1"});
+        let state = states.issue(&binding("delete_car", &arguments, "p1"), NOW);
+        let refused =
+            |state: &str, b: Binding, now: u64| states.redeem(state, &b, now).unwrap_err();
+        let other = json!({"id": "c2"});
+        assert!(
+            refused(&state, binding("wipe", &arguments, "p1"), NOW).contains("tool 'delete_car'")
+        );
+        assert!(
+            refused(&state, binding("delete_car", &other, "p1"), NOW).contains("other arguments")
+        );
+        assert!(
+            refused(&state, binding("delete_car", &arguments, "p2"), NOW)
+                .contains("another session")
+        );
+        let other_mcp = Binding {
+            mcp_session: None,
+            ..binding("delete_car", &arguments, "p1")
+        };
+        assert!(refused(&state, other_mcp, NOW).contains("another session"));
+        assert!(refused(
+            &state,
+            binding("delete_car", &arguments, "p1"),
+            NOW + STATE_TTL_MS
+        )
+        .contains("expired"));
+        // Altered: a flipped digit in the payload or the tag, another key, garbage.
+        let mut altered = state.clone().into_bytes();
+        let at = 10;
+        altered[at] = if altered[at] == b'0' { b'1' } else { b'0' };
+        let altered = String::from_utf8(altered).unwrap();
+        assert!(
+            refused(&altered, binding("delete_car", &arguments, "p1"), NOW).contains("not issued")
+        );
+        let foreign =
+            RequestStates::with_key([7; 32]).issue(&binding("delete_car", &arguments, "p1"), NOW);
+        assert!(
+            refused(&foreign, binding("delete_car", &arguments, "p1"), NOW).contains("not issued")
+        );
+        for garbage in ["", "v1", "v1..", "v2.00.00", "v1.zz.00", "v1.00.00.00"] {
+            assert!(
+                refused(garbage, binding("delete_car", &arguments, "p1"), NOW)
+                    .contains("not issued")
+            );
+        }
+        // None of these spent it.
+        assert_eq!(
+            states.redeem(&state, &binding("delete_car", &arguments, "p1"), NOW),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn answers_map_to_outcomes() {
+        let answer = |action, content: Option<Value>| {
+            let mut result = ElicitResult::new(action);
+            result.content = content;
+            Decision::from_answer(&result)
+        };
+        assert_eq!(answer(ElicitationAction::Accept, None), Decision::Approve);
+        assert_eq!(
+            answer(ElicitationAction::Accept, Some(json!({"approve": true}))),
+            Decision::Approve
+        );
+        assert_eq!(
+            answer(
+                ElicitationAction::Accept,
+                Some(json!({"approve": false, "reason": "no"}))
+            ),
+            Decision::Reject(Some("no".into()))
+        );
+        assert_eq!(
+            answer(ElicitationAction::Decline, None),
+            Decision::Reject(None)
+        );
+        assert_eq!(answer(ElicitationAction::Cancel, None), Decision::Cancel);
+        let rejected = answer(
+            ElicitationAction::Decline,
+            Some(json!({"reason": "too risky"})),
+        );
+        assert_eq!(
+            rejected.refusal().unwrap().text(),
+            "rejected by the user: too risky"
+        );
+        assert_eq!(Decision::Cancel.refusal().unwrap().text(), CANCELLED);
+        assert!(Decision::Approve.refusal().is_none());
+    }
+
+    #[test]
+    fn the_question_names_the_tool_and_shows_the_arguments() {
+        let call = PreparedCall {
+            name: "delete_car".into(),
+            arguments: json!({"id": "c1"}),
+            meta: Map::new(),
+            timeout: Duration::from_secs(1),
+            needs_confirmation: true,
+            title: Some("Delete a car".into()),
+            description: Some("Deletes a car for good".into()),
+        };
+        let question = serde_json::to_value(question(&call)).unwrap();
+        let message = question["message"].as_str().unwrap();
+        assert!(
+            message.contains("'delete_car' (Delete a car): Deletes a car for good"),
+            "{message}"
+        );
+        assert!(message.contains("\"id\": \"c1\""), "{message}");
+        assert_eq!(
+            question["requestedSchema"]["properties"]["reason"]["type"],
+            "string"
+        );
+        let request = serde_json::to_value(input_request(&call)).unwrap();
+        assert_eq!(request["method"], "elicitation/create");
+    }
+}

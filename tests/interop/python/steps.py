@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""Runs tool-call steps through the official Python SDK client (mcp 2.x) and prints one JSON line
+per step on stdout, for the Rust tests to judge (tests/e2e/tests/agent_tools.rs, elicitation.rs).
+
+Steps (a JSON array in --steps):
+  {"list": true}                                   -> {"tools": [tools/list entries as the SDK read them]}
+  {"call": NAME, "arguments"?: {...}, "meta"?: {...}}
+                                                   -> {"isError", "text", "structured"} (input rounds driven by the SDK)
+  {"mrtr": NAME, "arguments"?: {...}}              -> drives the 2026-07-28 rounds by hand (see mrtr())
+With --answer, the client declares elicitation and answers every question so:
+  accept | accept-reject (accept with approve=false and a reason) | decline | cancel.
+Every question asked is printed as {"elicited": message}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from contextlib import AsyncExitStack
+from typing import Any
+
+import anyio
+import httpx2
+import mcp_types as types
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+
+def log(*a: Any) -> None:
+    print(*a, file=sys.stderr, flush=True)
+
+
+def emit(obj: Any) -> None:
+    print(json.dumps(obj), flush=True)
+
+
+def text_of(r: types.CallToolResult) -> str:
+    return "\n".join(c.text for c in r.content if isinstance(c, types.TextContent))
+
+
+def outcome(r: Any) -> dict[str, Any]:
+    if isinstance(r, types.CallToolResult):
+        return {"isError": bool(r.is_error), "text": text_of(r), "structured": r.structured_content}
+    return {"other": r.model_dump(mode="json", by_alias=True, exclude_none=True)}
+
+
+def answer_for(mode: str) -> types.ElicitResult:
+    if mode == "accept":
+        return types.ElicitResult(action="accept", content={"approve": True})
+    if mode == "accept-reject":
+        return types.ElicitResult(action="accept", content={"approve": False, "reason": "not this one"})
+    if mode == "decline":
+        return types.ElicitResult(action="decline")
+    return types.ElicitResult(action="cancel")
+
+
+async def mrtr(c: Client, name: str, arguments: dict[str, Any], answer: types.ElicitResult) -> dict[str, Any]:
+    """The 2026-07-28 rounds by hand: the question, then retries with the state as issued, altered,
+    replayed, and for other arguments. Each retry's outcome is reported."""
+    first = await c.session.call_tool(name, arguments, allow_input_required=True)
+    if not isinstance(first, types.InputRequiredResult):
+        return {"first": outcome(first)}
+    state = first.request_state or ""
+    responses = {"confirm": answer.model_dump(mode="json", by_alias=True, exclude_none=True)}
+    keys = sorted((first.input_requests or {}).keys())
+
+    async def retry(args: dict[str, Any], s: str | None, r: Any) -> dict[str, Any]:
+        try:
+            return outcome(await c.session.call_tool(name, args, input_responses=r, request_state=s,
+                                                     allow_input_required=True))
+        except Exception as e:  # noqa: BLE001 - a protocol error is an outcome here
+            return {"exception": f"{type(e).__name__}: {e}"}
+
+    flipped = state[:-1] + ("0" if state[-1:] != "0" else "1")
+    other_args = dict(arguments, id="someone-else")
+    return {
+        "inputRequestKeys": keys,
+        "tampered": await retry(arguments, flipped, responses),
+        "otherArguments": await retry(other_args, state, responses),
+        "noResponses": await retry(arguments, state, None),
+        # The state was spent by the retry before: even the right answer is refused now.
+        "replayed": await retry(arguments, state, responses),
+        "fresh": await fresh(c, name, arguments, responses),
+    }
+
+
+async def fresh(c: Client, name: str, arguments: dict[str, Any], responses: Any) -> dict[str, Any]:
+    first = await c.session.call_tool(name, arguments, allow_input_required=True)
+    if not isinstance(first, types.InputRequiredResult):
+        return {"first": outcome(first)}
+    ok = outcome(await c.session.call_tool(name, arguments, input_responses=responses,
+                                           request_state=first.request_state, allow_input_required=True))
+    again = outcome(await c.session.call_tool(name, arguments, input_responses=responses,
+                                              request_state=first.request_state, allow_input_required=True))
+    return {"answered": ok, "replayed": again}
+
+
+async def main(a: argparse.Namespace) -> None:
+    mode = {"2025-11-25": "legacy", "2026-07-28": "auto"}[a.protocol_version]
+    callback = None
+    if a.answer:
+        async def callback(_ctx: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+            emit({"elicited": getattr(params, "message", "")})
+            return answer_for(a.answer)
+
+    async with AsyncExitStack() as stack:
+        headers = {"Authorization": f"Bearer {a.token}"} if a.token else None
+        http = await stack.enter_async_context(
+            httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30.0, read=300.0)))
+        client = Client(
+            streamable_http_client(a.url, http_client=http),
+            mode=mode,
+            elicitation_callback=callback,
+            read_timeout_seconds=60,
+            client_info=types.Implementation(name="interop-python-steps", version="0.1.0"),
+        )
+        c = await stack.enter_async_context(client)
+        if c.protocol_version != a.protocol_version:
+            raise SystemExit(f"asked for {a.protocol_version}, negotiated {c.protocol_version}")
+        log(f"negotiated {c.protocol_version}")
+        for step in json.loads(a.steps):
+            if "list" in step:
+                tools = (await c.list_tools(cache_mode="refresh")).tools
+                emit({"tools": [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools]})
+            elif "call" in step:
+                try:
+                    r = await c.call_tool(step["call"], step.get("arguments", {}), meta=step.get("meta"))
+                    emit(outcome(r))
+                except Exception as e:  # noqa: BLE001 - reported, judged by the Rust test
+                    emit({"exception": f"{type(e).__name__}: {e}"})
+            elif "mrtr" in step:
+                emit(await mrtr(c, step["mrtr"], step.get("arguments", {}), answer_for(a.answer or "accept")))
+
+
+if __name__ == "__main__":
+    p = argparse.ArgumentParser()
+    p.add_argument("--url", required=True)
+    p.add_argument("--token")
+    p.add_argument("--protocol-version", choices=["2025-11-25", "2026-07-28"], required=True)
+    p.add_argument("--answer", choices=["accept", "accept-reject", "decline", "cancel"])
+    p.add_argument("--steps", required=True)
+    anyio.run(main, p.parse_args())
