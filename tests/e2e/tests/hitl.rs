@@ -2,13 +2,14 @@
 //! dialog in real Chromium and Firefox under WebDriver, keys pressed through WebDriver's actions,
 //! calls coming from the bridge.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use client_tools_bridge::{BridgeConfig, PageSession};
+use client_tools_bridge::{AgentTools, BridgeConfig, PageSession};
 use client_tools_core::protocol::CallToolResult;
 use client_tools_e2e::webdriver::{BrowserKind, Driven};
-use client_tools_e2e::BridgeOnly;
+use client_tools_e2e::{python_steps, BridgeOnly};
 use fantoccini::key::Key;
 use serde_json::{json, Value};
 use tokio::task::JoinHandle;
@@ -17,12 +18,25 @@ use tokio::task::JoinHandle;
 struct Hitl {
     driven: Driven,
     page: Arc<PageSession>,
-    _served: BridgeOnly,
+    served: BridgeOnly,
 }
+
+/// The agent-defined tools of these tests (`pick_slot`: no handler, the result form answers).
+fn hitl_tools() -> AgentTools {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tools/hitl-tools.json");
+    AgentTools::load(&path).expect("tools/hitl-tools.json")
+}
+
+const AGENT_TOKEN: &str = "hitl-agent-token";
 
 impl Hitl {
     async fn open(kind: BrowserKind) -> Hitl {
-        let served = BridgeOnly::serving_package(BridgeConfig::default()).await;
+        let config = BridgeConfig {
+            tools: hitl_tools().into(),
+            agent_token: Some(AGENT_TOKEN.into()),
+            ..BridgeConfig::default()
+        };
+        let served = BridgeOnly::serving_package(config).await;
         let driven = Driven::start(kind).await;
         driven.goto(&format!("{}/hitl.html", served.base_url)).await;
         let page = served
@@ -36,7 +50,7 @@ impl Hitl {
         Hitl {
             driven,
             page,
-            _served: served,
+            served,
         }
     }
 
@@ -109,6 +123,9 @@ in_both_browsers!(
     confirmations_queue,
     human_time_is_not_handler_time,
     hints_decide_who_asks,
+    result_form_submit,
+    result_form_cancel,
+    an_mcp_client_waits_for_the_person,
 );
 
 async fn approve_with_the_keyboard(kind: BrowserKind) {
@@ -329,5 +346,98 @@ async fn hints_decide_who_asks(kind: BrowserKind) {
     hitl.driven.wait_for_dialog("Delete Task").await;
     hitl.driven.press(&[Key::Escape]).await;
     assert!(outcome(other).await.is_error);
+    hitl.quit().await;
+}
+
+async fn result_form_submit(kind: BrowserKind) {
+    let hitl = Hitl::open(kind).await;
+    // An agent-defined tool the page has no handler for: after the grace for a late handler, the
+    // person answers through a form built from the output schema.
+    let call = hitl.call("pick_slot", json!({"order": "o-17"}));
+    hitl.driven.wait_for_dialog("pick_slot").await;
+    assert_eq!(hitl.driven.focused_in_ui().await, "/date", "the first field has focus");
+    // A date input takes the digits in the locale's order (en-US, both browsers: month, day, year).
+    hitl.driven.type_text("12142026").await;
+    hitl.driven.tab_to("/window").await;
+    // A select follows typed letters: "a" picks "afternoon".
+    hitl.driven.type_text("a").await;
+    hitl.driven.tab_to("/floor").await;
+    // Out of range first: refused on the field, the form stays open.
+    hitl.driven.replace_text("120").await;
+    hitl.driven.tab_to("submit").await;
+    hitl.driven.press(&[Key::Enter]).await;
+    hitl.driven
+        .until(
+            "the out-of-range floor is marked invalid",
+            "return document.querySelector('client-tools-ui').shadowRoot
+               .querySelector('[data-path=\"/floor\"]').getAttribute('aria-invalid') === 'true'",
+        )
+        .await;
+    assert!(!hitl.driven.dialog_closed().await);
+    hitl.driven.tab_to("/floor").await;
+    hitl.driven.replace_text("3").await;
+    hitl.driven.tab_to("submit").await;
+    hitl.driven.press(&[Key::Enter]).await;
+    let result = outcome(call).await;
+    assert!(!result.is_error, "{result:?}");
+    let answer = result.structured_content.expect("the form's answer");
+    assert_eq!(answer["window"], "afternoon", "{answer}");
+    assert_eq!(answer["floor"], 3, "{answer}");
+    assert_eq!(answer["date"], "2026-12-14", "{answer}");
+    assert_eq!(answer["leaveAtDoor"], false, "the default is kept: {answer}");
+    assert!(hitl.driven.dialog_closed().await);
+    assert!(hitl.focus_restored().await);
+    hitl.quit().await;
+}
+
+async fn result_form_cancel(kind: BrowserKind) {
+    let hitl = Hitl::open(kind).await;
+    let call = hitl.call("pick_slot", json!({}));
+    hitl.driven.wait_for_dialog("pick_slot").await;
+    hitl.driven.tab_to("cancel").await;
+    hitl.driven.press(&[Key::Enter]).await;
+    let result = outcome(call).await;
+    assert!(result.is_error);
+    assert!(result.text().contains("the user cancelled"), "{result:?}");
+    // Esc cancels as well.
+    let call = hitl.call("pick_slot", json!({}));
+    hitl.driven.wait_for_dialog("pick_slot").await;
+    hitl.driven.press(&[Key::Escape]).await;
+    let result = outcome(call).await;
+    assert!(result.text().contains("the user cancelled"), "{result:?}");
+    hitl.quit().await;
+}
+
+async fn an_mcp_client_waits_for_the_person(kind: BrowserKind) {
+    let hitl = Hitl::open(kind).await;
+    // The official Python SDK client (no elicitation: the page's dialog asks) calls a confirming
+    // tool and the agent-defined form tool; the person answers both with the keyboard.
+    let url = format!(
+        "{}/mcp?session={}",
+        hitl.served.base_url,
+        hitl.page.id()
+    );
+    let steps = json!([
+        {"call": "delete_task", "arguments": {"taskId": "t5"}},
+        {"call": "pick_slot", "arguments": {}},
+    ]);
+    let client = tokio::spawn(async move {
+        python_steps::run(&url, AGENT_TOKEN, "2025-11-25", None, &steps).await
+    });
+    hitl.driven.wait_for_dialog("Delete Task").await;
+    hitl.driven.tab_to("approve").await;
+    hitl.driven.press(&[Key::Enter]).await;
+    hitl.driven.wait_for_dialog("pick_slot").await;
+    hitl.driven.press(&[Key::Escape]).await;
+    let out = tokio::time::timeout(Duration::from_secs(60), client)
+        .await
+        .expect("the client ended")
+        .expect("the client task");
+    assert_eq!(out.len(), 2, "{out:?}");
+    assert_eq!(out[0]["isError"], false, "{}", out[0]);
+    assert_eq!(out[0]["structured"]["deleted"], "t5", "{}", out[0]);
+    assert_eq!(out[1]["isError"], true, "{}", out[1]);
+    assert!(out[1].to_string().contains("the user cancelled"), "{}", out[1]);
+    assert_eq!(hitl.runs("delete_task").await, 1);
     hitl.quit().await;
 }
