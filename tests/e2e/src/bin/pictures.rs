@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use client_tools_bridge::BridgeConfig;
+use client_tools_bridge::{AgentTools, BridgeConfig};
 use client_tools_e2e::webdriver::{BrowserKind, Driven};
 use client_tools_e2e::BridgeOnly;
 use serde_json::json;
@@ -17,7 +17,12 @@ async fn main() {
     let out = PathBuf::from(std::env::args().nth(1).unwrap_or_else(|| "docs/images".into()));
     std::fs::create_dir_all(&out).expect("create the output directory");
     for (dark, theme) in [(false, "light"), (true, "dark")] {
-        let served = BridgeOnly::serving_package(BridgeConfig::default()).await;
+        let tools = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tools/hitl-tools.json");
+        let config = BridgeConfig {
+            tools: AgentTools::load(&tools).expect("tools/hitl-tools.json").into(),
+            ..BridgeConfig::default()
+        };
+        let served = BridgeOnly::serving_package(config).await;
         let driven = Driven::start_with(BrowserKind::Chromium, dark).await;
         driven
             .goto(&format!("{}/pictures.html", served.base_url))
@@ -43,6 +48,32 @@ async fn main() {
         shoot(&driven, &out.join(format!("confirm-{theme}.png"))).await;
         driven.press(&[fantoccini::key::Key::Escape]).await;
         let _ = confirm.await;
+
+        // The result form of an agent-defined tool the page has no handler for, half filled in.
+        let form = {
+            let page = page.clone();
+            tokio::spawn(async move {
+                page.call_tool("pick_slot", json!({"order": "o-17"}), Duration::from_secs(60))
+                    .await
+            })
+        };
+        driven.wait_for_dialog("pick_slot").await;
+        driven
+            .eval(
+                "const root = document.querySelector('client-tools-ui').shadowRoot;
+                 const set = (path, value) => {
+                   const c = root.querySelector(`[data-path=\"${path}\"]`);
+                   c.value = value;
+                   c.dispatchEvent(new Event('input', { bubbles: true }));
+                 };
+                 set('/date', '2026-12-14');
+                 set('/window', 'afternoon');",
+                vec![],
+            )
+            .await;
+        shoot(&driven, &out.join(format!("result-form-{theme}.png"))).await;
+        driven.press(&[fantoccini::key::Key::Escape]).await;
+        let _ = form.await;
         driven.quit().await;
     }
 }
