@@ -1,21 +1,23 @@
 //! What a call carries to the page besides its arguments (SPEC §6 `_meta`), decided in one place
-//! for every route (`/mcp`, `/api`, the Rust API): the agent's own `clienttools/` keys, checked;
+//! for every route (`/mcp`, `/api`, the Rust API): which tool the name means (a normalized or an
+//! original name, the page's rule), the allow-list, the agent's own `clienttools/` keys, checked;
 //! the schemas and policy of a `--tools FILE` tool, which no call may override; the timeout; and
 //! whether the call needs a person's confirmation.
 //!
 //! `clienttools/confirmedBy` is never taken from a caller: only the bridge sets it, after the
-//! person at the agent approved the call (crate::confirm).
+//! person at the agent approved the call (crate::confirm). A [`PreparedCall`] is made only here and
+//! its fields are read-only outside this crate: a caller of the Rust API cannot forge one.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use client_tools_core::call::outcome;
 use client_tools_core::protocol::{meta, CallToolResult, Tool};
+use client_tools_core::registry::{is_allowed, MAX_TIMEOUT_MS};
 use client_tools_core::validate::{self, CompiledSchema};
 use serde_json::{Map, Value};
 
 use crate::agent_tools::{annotations_ask, AgentTool, AgentTools, FALLBACK_FORM};
-use crate::config::clamp_timeout;
 
 /// The `_meta` keys a caller may set on a call (for tools it defines itself, SPEC §3).
 const CALLER_KEYS: [&str; 5] = [
@@ -26,47 +28,187 @@ const CALLER_KEYS: [&str; 5] = [
     meta::FALLBACK,
 ];
 
-/// A call ready to go to the page: everything checked.
-#[derive(Debug, Clone)]
+/// A call ready to go to the page: everything checked. Made only by
+/// [`PageSession::prepare_call`](crate::PageSession::prepare_call), run (once) by
+/// [`PageSession::call_prepared`](crate::PageSession::call_prepared) of the same session.
+///
+/// Its fields cannot be set from outside the bridge, and only the bridge marks it confirmed:
+///
+/// ```compile_fail
+/// fn forge(call: &mut client_tools_bridge::PreparedCall) {
+///     call.meta.insert("clienttools/confirmedBy".into(), "agent".into());
+/// }
+/// ```
+///
+/// ```compile_fail
+/// fn forge(call: &mut client_tools_bridge::PreparedCall) {
+///     call.confirmed_by_agent();
+/// }
+/// ```
+#[derive(Debug)]
 pub struct PreparedCall {
-    pub name: String,
-    pub arguments: Value,
-    /// The `clienttools/` keys sent to the page (the timeout and progress token are added when the
-    /// frame is written).
-    pub meta: Map<String, Value>,
-    pub timeout: Duration,
-    /// Whether a person must approve the call (SPEC §7): the page's entry asks for it
-    /// (`_meta.clienttools/requireConfirmation`, `destructiveHint`, `consequentialHint`), the
-    /// `--tools` tool does, or the caller did.
-    pub needs_confirmation: bool,
-    /// The tool's title and description, for a confirmation asked at the agent's side.
-    pub title: Option<String>,
-    pub description: Option<String>,
+    session: String,
+    name: String,
+    /// The original name the allow-list matched (the listed entry's `clienttools/originalName`).
+    original_name: String,
+    arguments: Value,
+    meta: Map<String, Value>,
+    timeout: Duration,
+    needs_confirmation: bool,
+    title: Option<String>,
+    description: Option<String>,
 }
 
 impl PreparedCall {
-    /// The person at the agent approved: the page skips its own dialog (SPEC §7).
+    /// The page session the call was prepared for (only that session runs it).
+    pub fn session(&self) -> &str {
+        &self.session
+    }
+
+    /// The tool's name as listed (a call by its original name is sent under this one).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The original name the bridge's `--allow` list was matched against.
+    pub fn original_name(&self) -> &str {
+        &self.original_name
+    }
+
+    pub fn arguments(&self) -> &Value {
+        &self.arguments
+    }
+
+    /// The `clienttools/` keys sent to the page (the timeout and progress token are added when the
+    /// frame is written).
+    pub fn meta(&self) -> &Map<String, Value> {
+        &self.meta
+    }
+
+    /// The call's timeout (sent as `clienttools/timeoutMs`).
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// Whether a person must approve the call (SPEC §7): the page's entry asks for it
+    /// (`_meta.clienttools/requireConfirmation: true`; absent, `destructiveHint` or
+    /// `consequentialHint`), the `--tools` tool does, or the caller did.
+    pub fn needs_confirmation(&self) -> bool {
+        self.needs_confirmation
+    }
+
+    /// The tool's title, for a confirmation asked at the agent's side.
+    pub fn title(&self) -> Option<&str> {
+        self.title.as_deref()
+    }
+
+    /// The tool's description, for a confirmation asked at the agent's side.
+    pub fn description(&self) -> Option<&str> {
+        self.description.as_deref()
+    }
+
+    /// Whether the person at the agent approved it (the bridge set `clienttools/confirmedBy`).
+    pub fn is_confirmed_by_agent(&self) -> bool {
+        self.meta.contains_key(meta::CONFIRMED_BY)
+    }
+
+    /// The person at the agent approved: the page skips its own dialog (SPEC §7). Only the bridge
+    /// calls this, once the answer came (crate::mcp).
     pub(crate) fn confirmed_by_agent(&mut self) {
         self.meta
             .insert(meta::CONFIRMED_BY.into(), CONFIRMED_BY_AGENT.into());
+    }
+
+    /// A call as [`prepare`] would make it, for other modules' tests.
+    #[cfg(test)]
+    pub(crate) fn for_test(name: &str, arguments: Value, meta: Map<String, Value>) -> Self {
+        Self {
+            session: "s1".into(),
+            name: name.into(),
+            original_name: name.into(),
+            arguments,
+            meta,
+            timeout: Duration::from_secs(1),
+            needs_confirmation: true,
+            title: Some("Delete a car".into()),
+            description: Some("Deletes a car for good".into()),
+        }
+    }
+
+    /// Parts for the frame (crate::session).
+    pub(crate) fn into_parts(self) -> (String, Value, Map<String, Value>, Duration) {
+        (self.name, self.arguments, self.meta, self.timeout)
     }
 }
 
 /// The value of `clienttools/confirmedBy` the bridge sets.
 pub const CONFIRMED_BY_AGENT: &str = "agent";
 
+/// A timeout a caller asked for outside `_meta`, and the name of the field it came in (for errors):
+/// `/api`'s `timeoutMs`, the Rust API's `timeout`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RequestedTimeout {
+    pub timeout: Duration,
+    pub field: &'static str,
+}
+
+/// What [`prepare`] needs from the session, copied out of its lock.
+pub(crate) struct Context<'a> {
+    pub session: &'a str,
+    pub allow: &'a [String],
+    pub default_timeout: Duration,
+    pub agent_tools: &'a AgentTools,
+    /// The page's own `tools/list` entries (before the `--tools` merge).
+    pub page_tools: &'a [Tool],
+}
+
+/// The tool a call's `name` means, by the page's rule (core registry `get`): a listed name first,
+/// else a page tool's original name (`clienttools/originalName`); else the name as given (a tool
+/// the page has not listed yet). Returns the canonical name.
+pub(crate) fn resolve_name(name: &str, agent_tools: &AgentTools, page_tools: &[Tool]) -> String {
+    if page_tools.iter().any(|t| t.name == name) || agent_tools.get(name).is_some() {
+        return name.to_owned();
+    }
+    page_tools
+        .iter()
+        .find(|t| t.original_name() == name)
+        .map_or_else(|| name.to_owned(), |t| t.name.clone())
+}
+
+/// The original name the allow-list matches for the canonical `name`: the listed entry's (a
+/// `--tools` tool's is its name; a page tool's its `clienttools/originalName`), else `name`.
+pub(crate) fn listed_original(name: &str, agent_tools: &AgentTools, page_tools: &[Tool]) -> String {
+    if agent_tools.for_call(name, page_tools).is_some() {
+        return name.to_owned();
+    }
+    page_tools
+        .iter()
+        .find(|t| t.name == name)
+        .map_or(name, Tool::original_name)
+        .to_owned()
+}
+
 /// Checks a call and decides what it carries. `caller_meta` is the `_meta` the agent sent (keys
 /// outside `clienttools/` are the transport's and are not forwarded); `requested` a timeout the
-/// caller asked for outside `_meta` (`/api`'s `timeoutMs`).
-pub fn prepare(
+/// caller asked for outside `_meta`.
+pub(crate) fn prepare(
+    context: &Context,
     name: &str,
     arguments: Value,
     caller_meta: Option<&Map<String, Value>>,
-    requested: Option<Duration>,
-    default_timeout: Duration,
-    agent_tools: &AgentTools,
-    page_tools: &[Tool],
+    requested: Option<RequestedTimeout>,
 ) -> Result<PreparedCall, CallToolResult> {
+    let Context {
+        agent_tools,
+        page_tools,
+        ..
+    } = *context;
+    let canonical = resolve_name(name, agent_tools, page_tools);
+    let original_name = listed_original(&canonical, agent_tools, page_tools);
+    if !is_allowed(context.allow, &original_name) {
+        return Err(outcome::not_allowed(name));
+    }
+    let name = canonical.as_str();
     let file_tool = agent_tools.for_call(name, page_tools);
     let mut forwarded = Map::new();
     let mut requested = requested;
@@ -88,17 +230,22 @@ pub fn prepare(
             )));
         }
         if key == meta::TIMEOUT_MS {
-            if requested.is_some() {
+            if let Some(other) = requested {
                 return Err(CallToolResult::error(format!(
-                    "the call gives its timeout twice (timeoutMs and _meta '{key}'): give it once"
+                    "the call gives its timeout twice ({} and _meta '{key}'): give it once",
+                    other.field
                 )));
             }
             let ms = value.as_f64().filter(|ms| *ms > 0.0).ok_or_else(|| {
                 CallToolResult::error(format!(
-                    "_meta '{key}' must be a positive number of milliseconds, not {value}"
+                    "_meta '{key}' must be a positive number of milliseconds, not {}",
+                    short(value)
                 ))
             })?;
-            requested = Some(Duration::from_millis(ms.ceil() as u64));
+            requested = Some(RequestedTimeout {
+                timeout: Duration::from_millis(ms.ceil().min(u64::MAX as f64) as u64),
+                field: "_meta 'clienttools/timeoutMs'",
+            });
             continue;
         }
         if let Some(tool) = file_tool {
@@ -117,13 +264,10 @@ pub fn prepare(
     let page_entry = page_tools.iter().find(|t| t.name == name);
     let (timeout, needs_confirmation, title, description) = match file_tool {
         Some(tool) => {
+            let budget = tool.timeout_ms.map(Duration::from_millis);
+            let timeout = call_timeout(requested, budget, context.default_timeout)?;
             check_arguments(tool, &arguments)?;
             forwarded.extend(tool.call_meta());
-            // The tool's own timeout is its budget: a call may ask for less, not more.
-            let timeout = match tool.timeout_ms.map(Duration::from_millis) {
-                Some(budget) => clamp_timeout(requested, budget).min(budget),
-                None => clamp_timeout(requested, default_timeout),
-            };
             (
                 timeout,
                 tool.require_confirmation,
@@ -134,7 +278,7 @@ pub fn prepare(
         None => {
             let asks = page_entry.is_some_and(page_entry_asks);
             (
-                clamp_timeout(requested, default_timeout),
+                call_timeout(requested, None, context.default_timeout)?,
                 asks || caller_asks,
                 page_entry
                     .and_then(|t| t.annotations.as_ref())
@@ -146,7 +290,9 @@ pub fn prepare(
         }
     };
     Ok(PreparedCall {
-        name: name.to_owned(),
+        session: context.session.to_owned(),
+        name: canonical,
+        original_name,
         arguments,
         meta: forwarded,
         timeout,
@@ -156,16 +302,48 @@ pub fn prepare(
     })
 }
 
-/// A page's `tools/list` entry asks for confirmation (SPEC §7; the page sets the `_meta` flag from
-/// its definition's policy, and the annotations count as well).
+/// The one timeout rule of every route (docs/api.md *Timeouts*): none asked → the tool's budget
+/// (its `timeoutMs` in `--tools`), else the bridge's default; asked → it must be positive and at
+/// most the budget, else at most 300 s. Anything else is an error naming the field and the limit,
+/// never silently changed.
+pub(crate) fn call_timeout(
+    requested: Option<RequestedTimeout>,
+    budget: Option<Duration>,
+    default: Duration,
+) -> Result<Duration, CallToolResult> {
+    let max = Duration::from_millis(MAX_TIMEOUT_MS);
+    let Some(RequestedTimeout { timeout, field }) = requested else {
+        return Ok(budget.unwrap_or(default).min(max));
+    };
+    if timeout.is_zero() {
+        return Err(CallToolResult::error(format!(
+            "{field} must be a positive number of milliseconds, not 0"
+        )));
+    }
+    let asked = timeout.as_millis();
+    match budget {
+        Some(budget) if timeout > budget => Err(CallToolResult::error(format!(
+            "{field} {asked} ms is above the tool's timeout of {} ms (its timeoutMs in --tools): \
+             ask for at most that",
+            budget.as_millis()
+        ))),
+        _ if timeout > max => Err(CallToolResult::error(format!(
+            "{field} {asked} ms is above the maximum of {MAX_TIMEOUT_MS} ms"
+        ))),
+        _ => Ok(timeout),
+    }
+}
+
+/// Whether a page's `tools/list` entry asks for confirmation (SPEC §7): its
+/// `_meta.clienttools/requireConfirmation` decides both ways when present (`false`: the page opted
+/// out, whatever the annotations say); absent, `destructiveHint` or `consequentialHint` do.
 fn page_entry_asks(tool: &Tool) -> bool {
-    let flagged = tool
+    let flag = tool
         .meta
         .as_ref()
         .and_then(|m| m.get(meta::REQUIRE_CONFIRMATION))
-        .and_then(Value::as_bool)
-        == Some(true);
-    flagged || annotations_ask(tool.annotations.as_ref().and_then(Value::as_object))
+        .and_then(Value::as_bool);
+    flag.unwrap_or_else(|| annotations_ask(tool.annotations.as_ref().and_then(Value::as_object)))
 }
 
 fn check_caller_value(key: &str, value: &Value) -> Result<(), CallToolResult> {
@@ -238,8 +416,8 @@ mod tests {
         }
     }
 
-    fn call(name: &str, caller: Value) -> Result<PreparedCall, String> {
-        let page = [
+    fn page() -> Vec<Tool> {
+        vec![
             page_tool("echo", None, None),
             page_tool("wipe", Some(json!({"destructiveHint": true})), None),
             page_tool(
@@ -248,17 +426,73 @@ mod tests {
                 Some(json!({"clienttools/requireConfirmation": true})),
             ),
             page_tool("look", Some(json!({"readOnlyHint": true})), None),
-        ];
-        prepare(
+            // The page opted out: its flag decides, whatever the hints say.
+            page_tool(
+                "tidy",
+                Some(json!({"destructiveHint": true, "consequentialHint": true})),
+                Some(json!({"clienttools/requireConfirmation": false})),
+            ),
+            // What `registerHandler("Delete-Car")` lists: a handler entry under its normalized name.
+            page_tool(
+                "delete-car",
+                None,
+                Some(
+                    json!({"clienttools/originalName": "Delete-Car", "clienttools/kind": "handler"}),
+                ),
+            ),
+            // A page's own confirming tool defined as "Wipe All".
+            page_tool(
+                "wipe_all",
+                Some(json!({"destructiveHint": true})),
+                Some(json!({"clienttools/originalName": "Wipe All"})),
+            ),
+            // `registerHandler("Delete_Car")`: the file's `delete_car` replaces this entry.
+            page_tool(
+                "delete_car",
+                None,
+                Some(
+                    json!({"clienttools/originalName": "Delete_Car", "clienttools/kind": "handler"}),
+                ),
+            ),
+        ]
+    }
+
+    fn prepare_with(
+        allow: &[String],
+        tools: &AgentTools,
+        name: &str,
+        arguments: Value,
+        caller: Option<&Map<String, Value>>,
+        requested: Option<RequestedTimeout>,
+    ) -> Result<PreparedCall, CallToolResult> {
+        let page = page();
+        let context = Context {
+            session: "s1",
+            allow,
+            default_timeout: DEFAULT,
+            agent_tools: tools,
+            page_tools: &page,
+        };
+        prepare(&context, name, arguments, caller, requested)
+    }
+
+    fn call(name: &str, caller: Value) -> Result<PreparedCall, String> {
+        prepare_with(
+            &[],
+            &file(),
             name,
             json!({"id": "c1"}),
             caller.as_object(),
             None,
-            DEFAULT,
-            &file(),
-            &page,
         )
         .map_err(|result| result.text().to_owned())
+    }
+
+    fn api_timeout(ms: u64) -> Option<RequestedTimeout> {
+        Some(RequestedTimeout {
+            timeout: Duration::from_millis(ms),
+            field: "timeoutMs",
+        })
     }
 
     #[test]
@@ -272,11 +506,13 @@ mod tests {
     #[test]
     fn file_tools_carry_their_schemas_and_policy_and_refuse_overrides() {
         let prepared = call("delete_car", json!({"progressToken": 3})).unwrap();
-        assert!(prepared.needs_confirmation);
-        assert_eq!(prepared.meta[meta::REQUIRE_CONFIRMATION], true);
-        assert!(prepared.meta.contains_key(meta::INPUT_SCHEMA));
-        assert_eq!(prepared.timeout, Duration::from_millis(5000));
-        assert_eq!(prepared.title.as_deref(), Some("Delete a car"));
+        assert!(prepared.needs_confirmation());
+        assert!(!prepared.is_confirmed_by_agent());
+        assert_eq!(prepared.meta()[meta::REQUIRE_CONFIRMATION], true);
+        assert!(prepared.meta().contains_key(meta::INPUT_SCHEMA));
+        assert_eq!(prepared.timeout(), Duration::from_millis(5000));
+        assert_eq!(prepared.title(), Some("Delete a car"));
+        assert_eq!(prepared.session(), "s1");
         for key in [
             "inputSchema",
             "outputSchema",
@@ -287,13 +523,61 @@ mod tests {
                 call("delete_car", json!({format!("clienttools/{key}"): false})).unwrap_err();
             assert!(error.contains("defined by the bridge"), "{key}: {error}");
         }
-        // A shorter timeout may be asked for, not a longer one.
-        let shorter = call("delete_car", json!({"clienttools/timeoutMs": 100})).unwrap();
-        assert_eq!(shorter.timeout, Duration::from_millis(100));
-        let longer = call("delete_car", json!({"clienttools/timeoutMs": 60_000})).unwrap();
-        assert_eq!(longer.timeout, Duration::from_millis(5000));
-        let bad = prepare("delete_car", json!({}), None, None, DEFAULT, &file(), &[]).unwrap_err();
+        let bad = prepare_with(&[], &file(), "delete_car", json!({}), None, None).unwrap_err();
         assert!(bad.text().contains("invalid input"), "{}", bad.text());
+    }
+
+    #[test]
+    fn one_timeout_rule_with_errors_naming_the_field_and_the_limit() {
+        // A shorter timeout than the file tool's budget may be asked for, not a longer one.
+        let shorter = call("delete_car", json!({"clienttools/timeoutMs": 100})).unwrap();
+        assert_eq!(shorter.timeout(), Duration::from_millis(100));
+        let longer = call("delete_car", json!({"clienttools/timeoutMs": 60_000})).unwrap_err();
+        assert!(
+            longer.contains(
+                "_meta 'clienttools/timeoutMs' 60000 ms is above the tool's timeout of 5000 ms"
+            ),
+            "{longer}"
+        );
+        let api = |name: &str, ms: u64| {
+            prepare_with(
+                &[],
+                &file(),
+                name,
+                json!({"id": "c1"}),
+                None,
+                api_timeout(ms),
+            )
+            .map(|call| call.timeout())
+            .map_err(|result| result.text().to_owned())
+        };
+        assert_eq!(api("delete_car", 5000), Ok(Duration::from_millis(5000)));
+        let error = api("delete_car", 5001).unwrap_err();
+        assert!(
+            error.starts_with("timeoutMs 5001 ms is above the tool's timeout of 5000 ms"),
+            "{error}"
+        );
+        // Zero is an error on every route, not "the default".
+        let error = api("echo", 0).unwrap_err();
+        assert_eq!(
+            error,
+            "timeoutMs must be a positive number of milliseconds, not 0"
+        );
+        let error = call("echo", json!({"clienttools/timeoutMs": 0})).unwrap_err();
+        assert!(error.contains("must be a positive number"), "{error}");
+        // Above the maximum: an error, not cut to 300 s.
+        let error = api("echo", MAX_TIMEOUT_MS + 1).unwrap_err();
+        assert!(error.contains("above the maximum of 300000 ms"), "{error}");
+        assert_eq!(
+            api("echo", MAX_TIMEOUT_MS),
+            Ok(Duration::from_millis(MAX_TIMEOUT_MS))
+        );
+        // None asked: the tool's budget, else the bridge's default.
+        assert_eq!(
+            call("delete_car", json!({})).unwrap().timeout(),
+            Duration::from_millis(5000)
+        );
+        assert_eq!(call("echo", json!({})).unwrap().timeout(), DEFAULT);
     }
 
     #[test]
@@ -305,10 +589,10 @@ mod tests {
                    "io.modelcontextprotocol/protocolVersion": "2025-11-25"}),
         )
         .unwrap();
-        assert_eq!(prepared.meta[meta::INPUT_SCHEMA], schema);
-        assert_eq!(prepared.meta[meta::FALLBACK], "form");
-        assert_eq!(prepared.meta.len(), 2);
-        assert!(!prepared.needs_confirmation);
+        assert_eq!(prepared.meta()[meta::INPUT_SCHEMA], schema);
+        assert_eq!(prepared.meta()[meta::FALLBACK], "form");
+        assert_eq!(prepared.meta().len(), 2);
+        assert!(!prepared.needs_confirmation());
         for (caller, says) in [
             (
                 json!({"clienttools/inputSchema": {"type": "string"}}),
@@ -332,26 +616,92 @@ mod tests {
             let error = call("echo", caller.clone()).unwrap_err();
             assert!(error.contains(says), "{caller}: {error}");
         }
-        let twice = prepare(
+        let twice = prepare_with(
+            &[],
+            &file(),
             "echo",
             json!({}),
             json!({"clienttools/timeoutMs": 5}).as_object(),
-            Some(Duration::from_millis(5)),
-            DEFAULT,
-            &file(),
-            &[],
+            api_timeout(5),
         )
         .unwrap_err();
-        assert!(twice.text().contains("twice"), "{}", twice.text());
+        assert!(
+            twice.text().contains("twice (timeoutMs and _meta"),
+            "{}",
+            twice.text()
+        );
     }
 
     #[test]
     fn who_needs_confirmation() {
-        assert!(call("wipe", json!({})).unwrap().needs_confirmation);
-        assert!(call("pay", json!({})).unwrap().needs_confirmation);
-        assert!(!call("look", json!({})).unwrap().needs_confirmation);
-        assert!(!call("echo", json!({})).unwrap().needs_confirmation);
+        assert!(call("wipe", json!({})).unwrap().needs_confirmation());
+        assert!(call("pay", json!({})).unwrap().needs_confirmation());
+        assert!(!call("look", json!({})).unwrap().needs_confirmation());
+        assert!(!call("echo", json!({})).unwrap().needs_confirmation());
+        // `requireConfirmation: false` in the page's entry is the page's decision.
+        assert!(!call("tidy", json!({})).unwrap().needs_confirmation());
         let asked = call("echo", json!({"clienttools/requireConfirmation": true})).unwrap();
-        assert!(asked.needs_confirmation);
+        assert!(asked.needs_confirmation());
+    }
+
+    /// Defect: a call by the ORIGINAL name skipped the file's `_meta`, its argument check and the
+    /// confirmation, because only exact names were matched while the page resolves both.
+    #[test]
+    fn a_call_by_original_name_is_the_listed_tool_under_its_listed_name() {
+        // A page tool: "Wipe All" is `wipe_all`, and asks for confirmation.
+        let wipe = call("Wipe All", json!({})).unwrap();
+        assert_eq!(wipe.name(), "wipe_all");
+        assert!(wipe.needs_confirmation());
+        // A `--tools` tool whose page handler was registered under another spelling.
+        let delete = call("Delete_Car", json!({})).unwrap();
+        assert_eq!(delete.name(), "delete_car");
+        assert!(delete.needs_confirmation());
+        assert!(delete.meta().contains_key(meta::INPUT_SCHEMA));
+        let error = call(
+            "Delete_Car",
+            json!({"clienttools/requireConfirmation": false}),
+        )
+        .unwrap_err();
+        assert!(error.contains("defined by the bridge"), "{error}");
+        let invalid =
+            prepare_with(&[], &file(), "Delete_Car", json!({"id": 3}), None, None).unwrap_err();
+        assert!(
+            invalid.text().contains("invalid input"),
+            "{}",
+            invalid.text()
+        );
+        // A file tool defined as `delete-car` and a page handler "Delete-Car".
+        let dashed = AgentTools::parse(
+            &json!([{"name": "delete-car", "description": "Deletes", "requireConfirmation": true,
+                     "inputSchema": {"type": "object"}}])
+            .to_string(),
+        )
+        .unwrap();
+        let delete = prepare_with(&[], &dashed, "Delete-Car", json!({}), None, None).unwrap();
+        assert_eq!(delete.name(), "delete-car");
+        assert!(delete.needs_confirmation());
+        assert!(delete.meta().contains_key(meta::INPUT_SCHEMA));
+        // An exact listed name wins over an original name (the page's order); unknown names go as
+        // they are.
+        assert_eq!(call("echo", json!({})).unwrap().name(), "echo");
+        assert_eq!(call("Not Listed", json!({})).unwrap().name(), "Not Listed");
+    }
+
+    #[test]
+    fn the_allow_list_matches_original_names_whichever_name_is_called() {
+        let allow = ["Wipe All".to_owned()];
+        for name in ["Wipe All", "wipe_all"] {
+            let call = prepare_with(&allow, &file(), name, json!({}), None, None).unwrap();
+            assert_eq!(call.original_name(), "Wipe All");
+        }
+        for name in ["wipe", "echo", "delete_car", "Delete_Car", "unlisted"] {
+            let refused = prepare_with(&allow, &file(), name, json!({}), None, None).unwrap_err();
+            assert_eq!(refused.text(), format!("tool '{name}' is not allowed"));
+        }
+        // A `--tools` tool is listed under its own name (its original name).
+        let allow = ["delete_car".to_owned()];
+        for name in ["delete_car", "Delete_Car"] {
+            prepare_with(&allow, &file(), name, json!({"id": "c"}), None, None).unwrap();
+        }
     }
 }

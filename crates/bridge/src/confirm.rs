@@ -4,7 +4,7 @@
 //!
 //! Pure logic: time is a parameter (unix milliseconds), the transport is crate::mcp's.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Mutex;
 
 use client_tools_core::call::{outcome, HUMAN_WAIT_MAX_MS};
@@ -21,12 +21,16 @@ use crate::call_meta::PreparedCall;
 pub const INPUT_KEY: &str = "confirm";
 /// How long a `requestState` stays valid: the longest wait for a human (SPEC §5).
 pub const STATE_TTL_MS: u64 = HUMAN_WAIT_MAX_MS;
-/// Spent states remembered at once (each until it expires): a bound on memory, not a rate.
+/// Spent states remembered at once on the bridge (each until it expires): a bound on memory.
 pub const MAX_SPENT: usize = 100_000;
+/// Spent states remembered at once for one page session: one page's agents cannot use up
+/// [`MAX_SPENT`] and block confirmations on every other page.
+pub const MAX_SPENT_PER_SESSION: usize = 1_000;
 /// The result of a confirmation the person cancelled (SPEC §7 words it so for the result form).
 pub const CANCELLED: &str = "the user cancelled";
-/// How much of the proposed arguments the question shows.
-const MAX_SHOWN_ARGUMENTS: usize = 4_000;
+/// The longest proposed arguments (pretty JSON, in characters) the question shows. A confirmation
+/// covers all of them, so longer ones are never shown cut: the page asks instead ([`question`]).
+pub const MAX_SHOWN_ARGUMENTS: usize = 4_000;
 
 /// What the person at the agent decided.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,24 +41,39 @@ pub enum Decision {
 }
 
 impl Decision {
-    /// Reads an elicitation answer: `accept` approves, unless its form says `approve: false`;
-    /// `decline` rejects (with the form's `reason`, if any); `cancel` cancels.
-    pub fn from_answer(answer: &ElicitResult) -> Self {
+    /// Reads an elicitation answer: `accept` approves when its form's `approve` is absent or
+    /// `true`, rejects when it is `false`; `decline` rejects (with the form's `reason`, if any);
+    /// `cancel` cancels. A wrongly-typed field (`approve: "false"`, `reason: 3`) is an error naming
+    /// it: an answer that does not clearly approve never approves.
+    pub fn from_answer(answer: &ElicitResult) -> Result<Self, String> {
         let field = |name: &str| answer.content.as_ref().and_then(|c| c.get(name));
-        let reason = field("reason")
-            .and_then(Value::as_str)
-            .map(str::trim)
-            .filter(|r| !r.is_empty())
-            .map(str::to_owned);
-        match answer.action {
-            ElicitationAction::Accept if field("approve") == Some(&Value::Bool(false)) => {
-                Decision::Reject(reason)
+        let reason = match field("reason") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(reason)) => Some(reason.trim())
+                .filter(|r| !r.is_empty())
+                .map(str::to_owned),
+            Some(other) => {
+                return Err(format!(
+                    "the answer's 'reason' must be a string, not {}",
+                    client_tools_core::validate::json_type_name(other)
+                ))
             }
-            ElicitationAction::Accept => Decision::Approve,
+        };
+        Ok(match answer.action {
+            ElicitationAction::Accept => match field("approve") {
+                None | Some(Value::Bool(true)) => Decision::Approve,
+                Some(Value::Bool(false)) => Decision::Reject(reason),
+                Some(other) => {
+                    return Err(format!(
+                    "the answer's 'approve' must be true or false, not {}: the call was not run",
+                    client_tools_core::validate::json_type_name(other)
+                ))
+                }
+            },
             ElicitationAction::Decline => Decision::Reject(reason),
             // Cancel, and any action a later revision adds: the call does not run.
             _ => Decision::Cancel,
-        }
+        })
     }
 
     /// The call's result when it does not run (`None`: approved, it runs).
@@ -67,21 +86,24 @@ impl Decision {
     }
 }
 
-/// The question (form mode): the tool, its description and the proposed arguments; the form
-/// offers `approve` (default true) and an optional `reason` for the agent.
-pub fn question(call: &PreparedCall) -> ElicitRequestParams {
-    let mut message = match &call.title {
-        Some(title) => format!("The agent wants to run the tool '{}' ({title})", call.name),
-        None => format!("The agent wants to run the tool '{}'", call.name),
+/// The question (form mode): the tool, its description and all the proposed arguments; the form
+/// offers `approve` (default true) and an optional `reason` for the agent. `None` when the
+/// arguments are longer than [`MAX_SHOWN_ARGUMENTS`]: the person would approve what they cannot
+/// see, so the page asks instead (it shows them whole).
+pub fn question(call: &PreparedCall) -> Option<ElicitRequestParams> {
+    let mut message = match call.title() {
+        Some(title) => format!(
+            "The agent wants to run the tool '{}' ({title})",
+            call.name()
+        ),
+        None => format!("The agent wants to run the tool '{}'", call.name()),
     };
-    if let Some(description) = call.description.as_deref().filter(|d| !d.is_empty()) {
+    if let Some(description) = call.description().filter(|d| !d.is_empty()) {
         message.push_str(&format!(": {description}"));
     }
-    let mut arguments =
-        serde_json::to_string_pretty(&call.arguments).unwrap_or_else(|_| "{}".into());
-    if let Some((cut, _)) = arguments.char_indices().nth(MAX_SHOWN_ARGUMENTS) {
-        arguments.truncate(cut);
-        arguments.push_str("\n… (cut short)");
+    let arguments = serde_json::to_string_pretty(call.arguments()).unwrap_or_else(|_| "{}".into());
+    if arguments.chars().nth(MAX_SHOWN_ARGUMENTS).is_some() {
+        return None;
     }
     message.push_str(&format!(
         "\n\nProposed arguments:\n{arguments}\n\nAllow it?"
@@ -106,13 +128,29 @@ pub fn question(call: &PreparedCall) -> ElicitRequestParams {
             },
         },
     });
-    serde_json::from_value(params).expect("a form elicitation with two primitive fields")
+    Some(serde_json::from_value(params).expect("a form elicitation with two primitive fields"))
 }
 
-/// The question as the one input request of an `InputRequiredResult` (2026-07-28).
-pub fn input_request(call: &PreparedCall) -> InputRequest {
-    let request = json!({"method": "elicitation/create", "params": question(call)});
+/// A [`question`] as the one input request of an `InputRequiredResult` (2026-07-28).
+pub fn input_request(question: &ElicitRequestParams) -> InputRequest {
+    let request = json!({"method": "elicitation/create", "params": question});
     serde_json::from_value(request).expect("an elicitation/create request")
+}
+
+/// SHA-256 of what a call forwards besides its arguments: the tool name, the `clienttools/` keys of
+/// its `_meta` (schemas, policy, fallback; canonical JSON) and its timeout. A confirmation covers
+/// exactly this: a `requestState` binds it, and a call prepared again after the person answered
+/// must hash the same.
+pub fn forwarded_digest(call: &PreparedCall) -> String {
+    let mut canonical = String::new();
+    write_canonical(&Value::Object(call.meta().clone()), &mut canonical);
+    let mut hash = Sha256::new();
+    hash.update(call.name().as_bytes());
+    hash.update([0]);
+    hash.update(canonical.as_bytes());
+    hash.update([0]);
+    hash.update(call.timeout().as_millis().to_string().as_bytes());
+    hex(&hash.finalize())
 }
 
 /// What a `requestState` is bound to: the call it was issued for, on which sessions.
@@ -120,13 +158,35 @@ pub fn input_request(call: &PreparedCall) -> InputRequest {
 pub struct Binding<'a> {
     pub tool: &'a str,
     pub arguments: &'a Value,
+    /// [`forwarded_digest`] of the call.
+    pub forwarded: &'a str,
     /// The page session the agent's calls go to.
     pub page_session: &'a str,
     /// The MCP session (`Mcp-Session-Id`), when the transport has one.
     pub mcp_session: Option<&'a str>,
 }
 
-impl Binding<'_> {
+impl<'a> Binding<'a> {
+    /// The binding of `call` (`forwarded`: its [`forwarded_digest`]).
+    pub fn of(
+        call: &'a PreparedCall,
+        forwarded: &'a str,
+        page_session: &'a str,
+        mcp_session: Option<&'a str>,
+    ) -> Self {
+        Self {
+            tool: call.name(),
+            arguments: call.arguments(),
+            forwarded,
+            page_session,
+            mcp_session,
+        }
+    }
+
+    fn page_hash(&self) -> String {
+        hex(&Sha256::digest(self.page_session.as_bytes())[..16])
+    }
+
     fn arguments_hash(&self) -> String {
         let mut canonical = String::new();
         write_canonical(self.arguments, &mut canonical);
@@ -150,8 +210,12 @@ struct Claims {
     t: String,
     /// SHA-256 of the canonical arguments.
     a: String,
+    /// [`forwarded_digest`]: the `_meta` and timeout the call carries.
+    f: String,
     /// Hash of the page and MCP session ids.
     s: String,
+    /// Hash of the page session id alone (the per-session bound on spent states).
+    p: String,
     /// Expiry, unix milliseconds.
     e: u64,
     /// Nonce: what makes a state single-use.
@@ -161,9 +225,70 @@ struct Claims {
 /// Issues and redeems `requestState`s under a per-bridge random key.
 pub struct RequestStates {
     key: [u8; 32],
-    /// Nonces already redeemed, with their expiry (forgotten once expired: they are refused then
-    /// anyway).
-    spent: Mutex<HashMap<String, u64>>,
+    /// Nonces already redeemed, until they expire (then they are refused anyway).
+    spent: Mutex<Spent>,
+}
+
+/// The spent nonces, by expiry (forgetting the expired ones is a walk from the front, not a scan),
+/// by nonce, and counted by page session.
+#[derive(Default)]
+struct Spent {
+    by_expiry: BTreeSet<(u64, String)>,
+    /// Nonce → its page session hash.
+    nonces: HashMap<String, String>,
+    per_session: HashMap<String, usize>,
+}
+
+impl Spent {
+    fn forget_expired(&mut self, now_ms: u64) {
+        while let Some(first) = self.by_expiry.first() {
+            if first.0 > now_ms {
+                return;
+            }
+            let (_, nonce) = self.by_expiry.pop_first().expect("there is a first");
+            if let Some(session) = self.nonces.remove(&nonce) {
+                if let Some(count) = self.per_session.get_mut(&session) {
+                    *count -= 1;
+                    if *count == 0 {
+                        self.per_session.remove(&session);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Spends `nonce` (valid until `expiry`) of the page session hashed `session`.
+    fn spend(
+        &mut self,
+        nonce: String,
+        session: String,
+        expiry: u64,
+        now_ms: u64,
+    ) -> Result<(), String> {
+        self.forget_expired(now_ms);
+        if self.nonces.contains_key(&nonce) {
+            return Err("requestState was already used: call the tool again".to_owned());
+        }
+        let in_session = self.per_session.get(&session).copied().unwrap_or(0);
+        if in_session >= MAX_SPENT_PER_SESSION {
+            return Err(format!(
+                "too many confirmations in this page session: at most {MAX_SPENT_PER_SESSION} \
+                 within {} s; try again later",
+                STATE_TTL_MS / 1000
+            ));
+        }
+        if self.nonces.len() >= MAX_SPENT {
+            return Err(format!(
+                "too many confirmations on this bridge: at most {MAX_SPENT} within {} s; try \
+                 again later",
+                STATE_TTL_MS / 1000
+            ));
+        }
+        self.by_expiry.insert((expiry, nonce.clone()));
+        self.nonces.insert(nonce, session.clone());
+        *self.per_session.entry(session).or_insert(0) += 1;
+        Ok(())
+    }
 }
 
 impl Default for RequestStates {
@@ -178,7 +303,7 @@ impl RequestStates {
     pub fn with_key(key: [u8; 32]) -> Self {
         Self {
             key,
-            spent: Mutex::new(HashMap::new()),
+            spent: Mutex::new(Spent::default()),
         }
     }
 
@@ -189,7 +314,9 @@ impl RequestStates {
         let claims = Claims {
             t: binding.tool.to_owned(),
             a: binding.arguments_hash(),
+            f: binding.forwarded.to_owned(),
             s: binding.sessions_hash(),
+            p: binding.page_hash(),
             e: now_ms + STATE_TTL_MS,
             n: hex(&nonce),
         };
@@ -231,6 +358,13 @@ impl RequestStates {
                     .to_owned(),
             );
         }
+        if claims.f != binding.forwarded {
+            return Err(format!(
+                "requestState was issued for another definition of tool '{}' (its schemas, \
+                 policy or timeout changed since the question): call the tool again",
+                binding.tool
+            ));
+        }
         if claims.s != binding.sessions_hash() {
             return Err("requestState was issued in another session".to_owned());
         }
@@ -241,15 +375,7 @@ impl RequestStates {
             ));
         }
         let mut spent = self.spent.lock().unwrap_or_else(|p| p.into_inner());
-        spent.retain(|_, expiry| *expiry > now_ms);
-        if spent.contains_key(&claims.n) {
-            return Err("requestState was already used: call the tool again".to_owned());
-        }
-        if spent.len() >= MAX_SPENT {
-            return Err("too many confirmations at once on this bridge: try again later".into());
-        }
-        spent.insert(claims.n, claims.e);
-        Ok(())
+        spent.spend(claims.n, claims.p, claims.e, now_ms)
     }
 
     fn mac(&self) -> Hmac<Sha256> {
@@ -314,8 +440,6 @@ fn unhex(text: &str) -> Option<Vec<u8>> {
 
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
-
     use serde_json::Map;
 
     use super::*;
@@ -326,6 +450,7 @@ mod tests {
         Binding {
             tool,
             arguments,
+            forwarded: "f1",
             page_session: page,
             mcp_session: Some("m1"),
         }
@@ -369,6 +494,11 @@ mod tests {
             ..binding("delete_car", &arguments, "p1")
         };
         assert!(refused(&state, other_mcp, NOW).contains("another session"));
+        let redefined = Binding {
+            forwarded: "f2",
+            ..binding("delete_car", &arguments, "p1")
+        };
+        assert!(refused(&state, redefined, NOW).contains("another definition of tool 'delete_car'"));
         assert!(refused(
             &state,
             binding("delete_car", &arguments, "p1"),
@@ -402,11 +532,93 @@ mod tests {
     }
 
     #[test]
+    fn the_forwarded_meta_is_bound() {
+        let call = |meta: Value| {
+            PreparedCall::for_test(
+                "delete_car",
+                json!({"id": "c1"}),
+                meta.as_object().unwrap().clone(),
+            )
+        };
+        let schema = call(json!({"clienttools/inputSchema": {"type": "object"}}));
+        let same = call(json!({"clienttools/inputSchema": {"type": "object"}}));
+        let other =
+            call(json!({"clienttools/inputSchema": {"type": "object", "required": ["id"]}}));
+        let form = call(
+            json!({"clienttools/inputSchema": {"type": "object"}, "clienttools/fallback": "form"}),
+        );
+        assert_eq!(forwarded_digest(&schema), forwarded_digest(&same));
+        assert_ne!(forwarded_digest(&schema), forwarded_digest(&other));
+        assert_ne!(forwarded_digest(&schema), forwarded_digest(&form));
+        let states = RequestStates::default();
+        let digest = forwarded_digest(&schema);
+        let state = states.issue(&Binding::of(&schema, &digest, "p1", None), NOW);
+        let changed = forwarded_digest(&other);
+        let refused = states.redeem(&state, &Binding::of(&other, &changed, "p1", None), NOW);
+        assert!(refused.unwrap_err().contains("another definition"));
+        assert_eq!(
+            states.redeem(&state, &Binding::of(&same, &digest, "p1", None), NOW),
+            Ok(())
+        );
+    }
+
+    /// Defect: a global cap with a scan of all spent nonces on each redemption let one agent block
+    /// every confirmation on the bridge.
+    #[test]
+    fn spent_states_are_bounded_per_page_session_and_forgotten_when_they_expire() {
+        let states = RequestStates::default();
+        let arguments = json!({});
+        let spend = |page: &str, now: u64| {
+            let state = states.issue(&binding("t", &arguments, page), now);
+            states.redeem(&state, &binding("t", &arguments, page), now)
+        };
+        for _ in 0..MAX_SPENT_PER_SESSION {
+            assert_eq!(spend("greedy", NOW), Ok(()));
+        }
+        let refused = spend("greedy", NOW).unwrap_err();
+        assert!(
+            refused
+                .contains("too many confirmations in this page session: at most 1000 within 300 s"),
+            "{refused}"
+        );
+        // Another page session is not blocked.
+        assert_eq!(spend("other", NOW), Ok(()));
+        // Once they expire, the greedy session may confirm again, and the expired are forgotten.
+        assert_eq!(spend("greedy", NOW + STATE_TTL_MS), Ok(()));
+        let spent = states.spent.lock().unwrap();
+        assert_eq!(spent.nonces.len(), 1);
+        assert_eq!(spent.by_expiry.len(), 1);
+        assert_eq!(spent.per_session.len(), 1);
+    }
+
+    #[test]
+    fn the_bridge_wide_bound_refuses_with_a_clear_error() {
+        let mut spent = Spent::default();
+        for n in 0..MAX_SPENT {
+            spent
+                .spend(n.to_string(), format!("page{}", n % 200), NOW + 1, NOW)
+                .unwrap();
+        }
+        let refused = spent
+            .spend("last".into(), "new".into(), NOW + 1, NOW)
+            .unwrap_err();
+        assert!(
+            refused.contains("too many confirmations on this bridge"),
+            "{refused}"
+        );
+        assert_eq!(
+            spent.spend("last".into(), "new".into(), NOW + 2, NOW + 1),
+            Ok(())
+        );
+        assert_eq!(spent.nonces.len(), 1);
+    }
+
+    #[test]
     fn answers_map_to_outcomes() {
         let answer = |action, content: Option<Value>| {
             let mut result = ElicitResult::new(action);
             result.content = content;
-            Decision::from_answer(&result)
+            Decision::from_answer(&result).unwrap()
         };
         assert_eq!(answer(ElicitationAction::Accept, None), Decision::Approve);
         assert_eq!(
@@ -437,18 +649,39 @@ mod tests {
         assert!(Decision::Approve.refusal().is_none());
     }
 
+    /// Defect: `accept` with `approve: "false"` or `0` approved.
+    #[test]
+    fn only_an_absent_or_true_approve_approves() {
+        let answer = |content: Value| {
+            let mut result = ElicitResult::new(ElicitationAction::Accept);
+            result.content = Some(content);
+            Decision::from_answer(&result)
+        };
+        for approve in [
+            json!("false"),
+            json!(0),
+            json!("true"),
+            json!(null),
+            json!({}),
+        ] {
+            let error = answer(json!({ "approve": approve })).unwrap_err();
+            assert!(
+                error.contains("'approve' must be true or false"),
+                "{approve}: {error}"
+            );
+        }
+        let error = answer(json!({"approve": false, "reason": 3})).unwrap_err();
+        assert!(error.contains("'reason' must be a string"), "{error}");
+        assert_eq!(answer(json!({})), Ok(Decision::Approve));
+        assert_eq!(answer(json!({"approve": true})), Ok(Decision::Approve));
+    }
+
     #[test]
     fn the_question_names_the_tool_and_shows_the_arguments() {
-        let call = PreparedCall {
-            name: "delete_car".into(),
-            arguments: json!({"id": "c1"}),
-            meta: Map::new(),
-            timeout: Duration::from_secs(1),
-            needs_confirmation: true,
-            title: Some("Delete a car".into()),
-            description: Some("Deletes a car for good".into()),
-        };
-        let question = serde_json::to_value(question(&call)).unwrap();
+        let call = PreparedCall::for_test("delete_car", json!({"id": "c1"}), Map::new());
+        let question = question(&call).unwrap();
+        let request = serde_json::to_value(input_request(&question)).unwrap();
+        let question = serde_json::to_value(question).unwrap();
         let message = question["message"].as_str().unwrap();
         assert!(
             message.contains("'delete_car' (Delete a car): Deletes a car for good"),
@@ -459,7 +692,19 @@ mod tests {
             question["requestedSchema"]["properties"]["reason"]["type"],
             "string"
         );
-        let request = serde_json::to_value(input_request(&call)).unwrap();
         assert_eq!(request["method"], "elicitation/create");
+    }
+
+    /// Defect: the question cut the arguments at 4 000 characters while the approval covered all.
+    #[test]
+    fn arguments_too_long_to_show_whole_are_not_asked_about() {
+        let fits = "x".repeat(MAX_SHOWN_ARGUMENTS - 20);
+        let call = PreparedCall::for_test("t", json!({ "text": fits }), Map::new());
+        let shown = serde_json::to_value(question(&call).unwrap()).unwrap();
+        assert!(shown["message"].as_str().unwrap().contains(&fits));
+        assert!(!shown["message"].as_str().unwrap().contains("cut short"));
+        let long = "x".repeat(MAX_SHOWN_ARGUMENTS);
+        let call = PreparedCall::for_test("t", json!({ "text": long }), Map::new());
+        assert!(question(&call).is_none());
     }
 }

@@ -12,7 +12,7 @@
 pub mod agent_tools;
 mod auth;
 mod call_frame;
-pub mod call_meta;
+mod call_meta;
 pub mod config;
 mod confirm;
 mod guard;
@@ -27,6 +27,7 @@ pub mod session;
 mod sessions;
 
 pub use agent_tools::AgentTools;
+pub use call_meta::{PreparedCall, CONFIRMED_BY_AGENT};
 pub use client_tools_core::protocol::CallToolResult;
 pub use config::{BridgeConfig, ConfirmVia};
 pub use limits::Limits;

@@ -29,6 +29,8 @@ use crate::session::PageSession;
 const UNBOUND_POLL: Duration = Duration::from_millis(500);
 /// How long `tools/list` and `tools/call` wait for a first page to connect.
 const FIRST_PAGE_WAIT: Duration = Duration::from_secs(10);
+/// How often progress is reported while the person at the agent decides.
+const WAITING_PROGRESS: Duration = Duration::from_secs(1);
 
 /// One agent's MCP session: which page session it is bound to.
 #[derive(Clone)]
@@ -141,23 +143,33 @@ enum Confirmation {
 
 impl McpAgent {
     /// Asks the person at the agent to confirm `call` when the bridge runs with
-    /// `--confirm-via agent`, the call needs confirmation, and the client declared form
-    /// elicitation; otherwise the page asks (SPEC §7). On 2025-11-25 the bridge sends
-    /// `elicitation/create` and waits; on 2026-07-28 (no server-to-client requests) the call
-    /// returns an `InputRequiredResult` and the client retries with the answer and the
-    /// `requestState`, which is checked and spent here.
+    /// `--confirm-via agent`, the call needs confirmation, the client declared form elicitation,
+    /// and the arguments fit in the question whole; otherwise the page asks (SPEC §7). On
+    /// 2025-11-25 the bridge sends `elicitation/create` and waits (sending progress meanwhile when
+    /// the call has a progress token), then prepares the call again and refuses it if what would
+    /// be forwarded changed; on 2026-07-28 (no server-to-client requests) the call returns an
+    /// `InputRequiredResult` and the client retries with the answer and the `requestState`, which
+    /// is checked (it binds the forwarded `_meta`) and spent here.
     async fn confirm(
         &self,
         page: &PageSession,
         call: &mut PreparedCall,
         request: &CallToolRequestParams,
         context: &RequestContext<RoleServer>,
+        waited: &mut f64,
     ) -> Confirmation {
         let retried = request.request_state.is_some() || request.input_responses.is_some();
-        let asks_agent = self.bridge.config().confirm_via == ConfirmVia::Agent
-            && call.needs_confirmation
+        let wanted = self.bridge.config().confirm_via == ConfirmVia::Agent
+            && call.needs_confirmation()
             && can_elicit(context);
-        if !asks_agent {
+        let question = wanted.then(|| confirm::question(call)).flatten();
+        if wanted && question.is_none() {
+            tracing::info!(
+                tool = call.name(),
+                "arguments too long to show whole at the agent: the page confirms this call"
+            );
+        }
+        let Some(question) = question else {
             return match retried {
                 true => Confirmation::Refused(protocol::CallToolResult::error(
                     "this call carries requestState or inputResponses, but the bridge asked for \
@@ -165,10 +177,11 @@ impl McpAgent {
                 )),
                 false => Confirmation::Proceed,
             };
-        }
+        };
         let handshake_era = context
             .protocol_version()
             .is_none_or(|version| version.has_initialize());
+        let forwarded = confirm::forwarded_digest(call);
         let decision = if handshake_era {
             if retried {
                 return Confirmation::Refused(protocol::CallToolResult::error(
@@ -177,31 +190,47 @@ impl McpAgent {
                 ));
             }
             let asked = context.peer.create_elicitation_with_timeout(
-                confirm::question(call),
+                question,
                 Some(Duration::from_millis(confirm::STATE_TTL_MS)),
             );
+            let ticking = progress_while_waiting(context, waited);
             let answer = tokio::select! {
                 answer = asked => answer,
+                () = ticking => unreachable!("progress_while_waiting never ends"),
                 () = context.ct.cancelled() => {
                     return Confirmation::Refused(protocol::CallToolResult::error("cancelled"));
                 }
             };
-            match answer {
+            let decision = match answer {
                 Ok(answer) => Decision::from_answer(&answer),
                 Err(error) => {
                     return Confirmation::Refused(protocol::CallToolResult::error(format!(
                         "the agent's client did not answer the confirmation request: {error}"
                     )))
                 }
+            };
+            if decision == Ok(Decision::Approve) {
+                // The page may have redefined the tool while the person decided: what they
+                // approved must be what goes.
+                let arguments = call.arguments().clone();
+                let again =
+                    page.prepare_call(&request.name, arguments, Some(&context.meta.0 .0), None);
+                match again {
+                    Ok(again) if confirm::forwarded_digest(&again) == forwarded => *call = again,
+                    Ok(_) => {
+                        return Confirmation::Refused(protocol::CallToolResult::error(format!(
+                            "tool '{}' changed while the person at the agent decided (its \
+                             schemas, policy or timeout): not run; call it again",
+                            call.name()
+                        )))
+                    }
+                    Err(refused) => return Confirmation::Refused(refused),
+                }
             }
+            decision
         } else {
             let mcp_session = mcp_session_id(context);
-            let binding = Binding {
-                tool: &call.name,
-                arguments: &call.arguments,
-                page_session: page.id(),
-                mcp_session: mcp_session.as_deref(),
-            };
+            let binding = Binding::of(call, &forwarded, page.id(), mcp_session.as_deref());
             let states = self.bridge.request_states();
             let now = unix_ms();
             let Some(state) = request.request_state.as_deref() else {
@@ -213,7 +242,7 @@ impl McpAgent {
                 }
                 let question = InputRequests::from([(
                     confirm::INPUT_KEY.to_owned(),
-                    confirm::input_request(call),
+                    confirm::input_request(&question),
                 )]);
                 let state = states.issue(&binding, now);
                 return Confirmation::Ask(InputRequiredResult::new(Some(question), Some(state)));
@@ -240,6 +269,10 @@ impl McpAgent {
                     )))
                 }
             }
+        };
+        let decision = match decision {
+            Ok(decision) => decision,
+            Err(error) => return Confirmation::Refused(protocol::CallToolResult::error(error)),
         };
         match decision.refusal() {
             Some(refusal) => Confirmation::Refused(refusal),
@@ -388,7 +421,11 @@ impl ServerHandler for McpAgent {
             Ok(call) => call,
             Err(refused) => return Ok(to_mcp_result(&refused).into()),
         };
-        match self.confirm(&page, &mut call, &request, &context).await {
+        let mut waited = 0.0;
+        match self
+            .confirm(&page, &mut call, &request, &context, &mut waited)
+            .await
+        {
             Confirmation::Proceed => {}
             Confirmation::Ask(question) => return Ok(question.into()),
             Confirmation::Refused(result) => return Ok(to_mcp_result(&result).into()),
@@ -399,10 +436,10 @@ impl ServerHandler for McpAgent {
             "cancelled by the agent".to_owned()
         };
         let (progress_tx, progress_rx) = mpsc::channel(self.bridge.config().limits.progress_buffer);
-        let forwarder = context
-            .meta
-            .get_progress_token()
-            .map(|token| tokio::spawn(forward_progress(context.peer.clone(), token, progress_rx)));
+        let forwarder = context.meta.get_progress_token().map(|token| {
+            let peer = context.peer.clone();
+            tokio::spawn(forward_progress(peer, token, progress_rx, waited))
+        });
         let result = page.call_prepared(call, cancel, Some(progress_tx)).await;
         if let Some(forwarder) = forwarder {
             let _ = forwarder.await;
@@ -447,16 +484,40 @@ impl ServerHandler for McpAgent {
     }
 }
 
+/// While the person at the agent decides (2025-11-25): `notifications/progress` every
+/// [`WAITING_PROGRESS`] under the call's progress token, if it has one, so the client extends its
+/// deadline (SPEC §5). Never ends (the caller stops polling it); `waited` is the last progress sent.
+async fn progress_while_waiting(context: &RequestContext<RoleServer>, waited: &mut f64) {
+    let Some(token) = context.meta.get_progress_token() else {
+        return std::future::pending().await;
+    };
+    let mut ticks = tokio::time::interval_at(
+        tokio::time::Instant::now() + WAITING_PROGRESS,
+        WAITING_PROGRESS,
+    );
+    loop {
+        ticks.tick().await;
+        *waited += 1.0;
+        let param = ProgressNotificationParam::new(token.clone(), *waited)
+            .with_message("waiting for the person at the agent to confirm the call");
+        // A client that stopped reading does not stop the wait: its answer (or the timeout) does.
+        let _ = context.peer.notify_progress(param).await;
+    }
+}
+
 /// Relays the page's progress on one call to the agent, under the agent's progress token.
+/// `after`: the progress already sent while the person at the agent decided; the page's values
+/// (and total) are reported above it, so the values the agent sees keep increasing.
 async fn forward_progress(
     peer: Peer<RoleServer>,
     token: ProgressToken,
     mut progress: mpsc::Receiver<ProgressParams>,
+    after: f64,
 ) {
     while let Some(update) = progress.recv().await {
-        let mut param = ProgressNotificationParam::new(token.clone(), update.progress);
+        let mut param = ProgressNotificationParam::new(token.clone(), after + update.progress);
         if let Some(total) = update.total {
-            param = param.with_total(total);
+            param = param.with_total(after + total);
         }
         if let Some(message) = update.message {
             param = param.with_message(message);

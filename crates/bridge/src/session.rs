@@ -20,7 +20,7 @@ use tokio::sync::{mpsc, oneshot, watch, Notify};
 
 use crate::agent_tools::AgentTools;
 use crate::call_frame;
-use crate::call_meta::{self, PreparedCall};
+use crate::call_meta::{self, PreparedCall, RequestedTimeout};
 use crate::limits::Limits;
 use crate::outgoing::OutgoingSender;
 use crate::request_engine::{Answer, Purpose, Request, RequestEngine, Settled};
@@ -41,7 +41,8 @@ struct Connection {
 struct State {
     connection: Option<Connection>,
     engine: RequestEngine,
-    tools: Vec<Tool>,
+    /// The page's own `tools/list` (shared: a call copies the `Arc` out of the lock).
+    tools: Arc<[Tool]>,
     generations: u64,
     /// The page has answered `tools/list` at least once (its handshake is done).
     tools_listed: bool,
@@ -83,7 +84,7 @@ impl PageSession {
             state: Mutex::new(State {
                 connection: None,
                 engine: RequestEngine::new(limits.max_pending_per_session, now()),
-                tools: Vec::new(),
+                tools: Arc::from(Vec::new()),
                 generations: 0,
                 tools_listed: false,
             }),
@@ -156,10 +157,12 @@ impl PageSession {
         &self.agent_tools
     }
 
-    /// Checks a call and decides what it carries (crate::call_meta): the allow-list, the caller's
-    /// `_meta` (`clienttools/confirmedBy` is refused), a `--tools` tool's schemas and policy, the
-    /// timeout (`requested`, else the tool's or the bridge's), whether it needs confirmation. A
-    /// refused call is the error result to answer with.
+    /// Checks a call and decides what it carries (crate::call_meta): which tool `name` means (a
+    /// listed or an original name: the call goes under the listed one), the allow-list (by original
+    /// name), the caller's `_meta` (`clienttools/confirmedBy` is refused), a `--tools` tool's
+    /// schemas, policy and input, the timeout (`requested`: `/api`'s `timeoutMs` — else the
+    /// `_meta`'s, the tool's or the bridge's), whether it needs confirmation. A refused call is the
+    /// error result to answer with.
     pub fn prepare_call(
         &self,
         name: &str,
@@ -167,25 +170,33 @@ impl PageSession {
         caller_meta: Option<&Map<String, Value>>,
         requested: Option<Duration>,
     ) -> Result<PreparedCall, CallToolResult> {
-        let prepared = if self.may_call(name) {
-            let state = self.lock();
-            call_meta::prepare(
-                name,
-                arguments,
-                caller_meta,
-                requested,
-                self.default_timeout,
-                &self.agent_tools,
-                &state.tools,
-            )
-            .map_err(|refused| (refused, "refused"))
-        } else {
-            Err((outcome::not_allowed(name), "not_allowed"))
+        let requested = requested.map(|timeout| RequestedTimeout {
+            timeout,
+            field: "timeoutMs",
+        });
+        self.prepare(name, arguments, caller_meta, requested)
+    }
+
+    fn prepare(
+        &self,
+        name: &str,
+        arguments: Value,
+        caller_meta: Option<&Map<String, Value>>,
+        requested: Option<RequestedTimeout>,
+    ) -> Result<PreparedCall, CallToolResult> {
+        // Only the `Arc` is copied under the lock: schemas compile and arguments are checked
+        // without holding it.
+        let page_tools = self.lock().tools.clone();
+        let context = call_meta::Context {
+            session: &self.id,
+            allow: &self.allow,
+            default_timeout: self.default_timeout,
+            agent_tools: &self.agent_tools,
+            page_tools: &page_tools,
         };
-        prepared.map_err(|(result, outcome)| {
-            tracing::info_span!("tool_call", session = %self.id, tool = ?name, outcome)
+        call_meta::prepare(&context, name, arguments, caller_meta, requested).inspect_err(|result| {
+            tracing::info_span!("tool_call", session = %self.id, tool = ?name, outcome = "refused")
                 .in_scope(|| tracing::info!(reason = %result.text(), "tool call refused"));
-            result
         })
     }
 
@@ -263,23 +274,34 @@ impl PageSession {
         cancel: impl Future<Output = String>,
         progress: Option<mpsc::Sender<ProgressParams>>,
     ) -> Option<CallToolResult> {
-        match self.prepare_call(name, arguments, None, Some(timeout)) {
+        let requested = RequestedTimeout {
+            timeout,
+            field: "timeout",
+        };
+        match self.prepare(name, arguments, None, Some(requested)) {
             Ok(call) => self.call_prepared(call, cancel, progress).await,
             Err(refused) => Some(refused),
         }
     }
 
-    /// Runs a call [`Self::prepare_call`] accepted (and, when it needed confirmation at the agent's
-    /// side, the person approved: crate::confirm). `None` when `cancel` completed first.
+    /// Runs a call [`Self::prepare_call`] of this session accepted (and, when it needed
+    /// confirmation at the agent's side, the person approved: crate::confirm). `None` when `cancel`
+    /// completed first. A call prepared by another session, or whose tool the allow-list does not
+    /// allow (now), is refused here too: this is the Rust API's route as much as a helper.
     pub async fn call_prepared(
         &self,
         call: PreparedCall,
         cancel: impl Future<Output = String>,
         progress: Option<mpsc::Sender<ProgressParams>>,
     ) -> Option<CallToolResult> {
+        if let Err(refused) = self.may_run(&call) {
+            tracing::info_span!("tool_call", session = %self.id, tool = ?call.name(), outcome = "refused")
+                .in_scope(|| tracing::info!(reason = %refused.text(), "tool call refused"));
+            return Some(refused);
+        }
         let id = self.next_request_id();
         let started = tokio::time::Instant::now();
-        let name = call.name.clone();
+        let name = call.name().to_owned();
         let (result, outcome) = self.run_tool_call(&id, call, cancel, progress).await;
         // The call's span is made once it is over, with every field known: nothing is recorded
         // into it afterwards, and the call's future is not entered and left at every poll (made
@@ -310,13 +332,7 @@ impl PageSession {
         cancel: impl Future<Output = String>,
         progress: Option<mpsc::Sender<ProgressParams>>,
     ) -> (Option<CallToolResult>, &'static str) {
-        let PreparedCall {
-            name,
-            arguments,
-            meta,
-            timeout,
-            ..
-        } = call;
+        let (name, arguments, meta, timeout) = call.into_parts();
         let name = name.as_str();
         if self.log_payloads {
             // In a span like the call's (whose own span is made when it ends).
@@ -360,12 +376,23 @@ impl PageSession {
         }
     }
 
-    /// The bridge allow-list, by original name (for a tool the page has not listed: by its name).
-    fn may_call(&self, name: &str) -> bool {
-        match self.lock().tools.iter().find(|t| t.name == name) {
-            Some(tool) => is_allowed(&self.allow, tool.original_name()),
-            None => is_allowed(&self.allow, name),
+    /// The checks of [`Self::prepare_call`] that [`Self::call_prepared`] makes again: the call was
+    /// prepared by this session, and the allow-list allows its tool as the page lists it now.
+    fn may_run(&self, call: &PreparedCall) -> Result<(), CallToolResult> {
+        if call.session() != self.id {
+            return Err(CallToolResult::error(format!(
+                "this call was prepared for page session '{}', not '{}': prepare it on the \
+                 session that runs it",
+                call.session(),
+                self.id
+            )));
         }
+        let page_tools = self.lock().tools.clone();
+        let original = call_meta::listed_original(call.name(), &self.agent_tools, &page_tools);
+        if !is_allowed(&self.allow, &original) {
+            return Err(outcome::not_allowed(call.name()));
+        }
+        Ok(())
     }
 
     /// A request of the bridge's own (`initialize`, `tools/list`) and the page's answer.
@@ -550,7 +577,7 @@ impl PageSession {
 
     pub(crate) fn set_tools(&self, tools: Vec<Tool>) {
         let mut state = self.lock();
-        state.tools = tools;
+        state.tools = tools.into();
         state.tools_listed = true;
         drop(state);
         self.changes.send_modify(|n| *n += 1);
@@ -679,6 +706,77 @@ mod tests {
             page.answer_call(&id, "allowed");
             assert_eq!(call.await.unwrap().text(), "allowed");
         }
+    }
+
+    /// Defect: `call_prepared` trusted its argument (the allow-list was checked in `prepare_call`
+    /// only), so the Rust API could run a call prepared elsewhere or no longer allowed.
+    #[tokio::test(start_paused = true)]
+    async fn call_prepared_checks_the_session_and_the_allow_list_again() {
+        let allowed = Arc::new(PageSession::new(
+            "s1".into(),
+            vec!["Echo".into()],
+            Limits::default(),
+            false,
+        ));
+        let other = Arc::new(PageSession::new(
+            "s2".into(),
+            Vec::new(),
+            Limits::default(),
+            false,
+        ));
+        let mut page = FakePage::connect(&allowed);
+        let _other_page = FakePage::connect(&other);
+        let listed = |original: &str| {
+            serde_json::from_value::<Vec<Tool>>(json!([{"name": "echo", "inputSchema": {},
+                "_meta": {"clienttools/originalName": original}}]))
+            .unwrap()
+        };
+        allowed.set_tools(listed("Echo"));
+        // By either name: allowed (the allow-list matches the original name), sent as `echo`.
+        for name in ["Echo", "echo"] {
+            let call = allowed.prepare_call(name, json!({}), None, None).unwrap();
+            assert_eq!(call.name(), "echo");
+            assert_eq!(call.original_name(), "Echo");
+        }
+        let elsewhere = allowed.prepare_call("echo", json!({}), None, None).unwrap();
+        let refused = other
+            .call_prepared(elsewhere, std::future::pending(), None)
+            .await;
+        let refused = refused.unwrap();
+        assert!(
+            refused.is_error
+                && refused
+                    .text()
+                    .contains("prepared for page session 's1', not 's2'"),
+            "{}",
+            refused.text()
+        );
+        // The page redefines `echo` as another tool the allow-list does not allow.
+        let stale = allowed.prepare_call("echo", json!({}), None, None).unwrap();
+        allowed.set_tools(listed("Echo Everything"));
+        let refused = allowed
+            .call_prepared(stale, std::future::pending(), None)
+            .await;
+        assert_eq!(refused.unwrap().text(), "tool 'echo' is not allowed");
+        assert!(page.has_nothing_queued());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_rust_api_timeout_follows_the_rule_of_every_route() {
+        let session = session();
+        let _page = FakePage::connect(&session);
+        let zero = session.call_tool("echo", json!({}), Duration::ZERO).await;
+        assert_eq!(
+            zero.text(),
+            "timeout must be a positive number of milliseconds, not 0"
+        );
+        let long = session
+            .call_tool("echo", json!({}), Duration::from_secs(301))
+            .await;
+        assert_eq!(
+            long.text(),
+            "timeout 301000 ms is above the maximum of 300000 ms"
+        );
     }
 
     #[tokio::test(start_paused = true)]
