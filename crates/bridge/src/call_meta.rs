@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use client_tools_core::call::outcome;
+use client_tools_core::names;
 use client_tools_core::protocol::{meta, CallToolResult, Tool};
 use client_tools_core::registry::{is_allowed, MAX_TIMEOUT_MS};
 use client_tools_core::validate::{self, CompiledSchema};
@@ -163,16 +164,21 @@ pub(crate) struct Context<'a> {
 }
 
 /// The tool a call's `name` means, by the page's rule (core registry `get`): a listed name first,
-/// else a page tool's original name (`clienttools/originalName`); else the name as given (a tool
-/// the page has not listed yet). Returns the canonical name.
+/// else a page tool's original name (`clienttools/originalName`). A name the page has not listed
+/// (yet: a call may come before its `tools/list`) that normalizes to a `--tools` tool's name is that
+/// tool — the page would resolve it to its handler for it, which must not run without the file's
+/// schemas and policy. Else the name as given. Returns the canonical name.
 pub(crate) fn resolve_name(name: &str, agent_tools: &AgentTools, page_tools: &[Tool]) -> String {
     if page_tools.iter().any(|t| t.name == name) || agent_tools.get(name).is_some() {
         return name.to_owned();
     }
-    page_tools
-        .iter()
-        .find(|t| t.original_name() == name)
-        .map_or_else(|| name.to_owned(), |t| t.name.clone())
+    if let Some(listed) = page_tools.iter().find(|t| t.original_name() == name) {
+        return listed.name.clone();
+    }
+    match names::normalize(name) {
+        Ok(normalized) if agent_tools.get(&normalized).is_some() => normalized,
+        _ => name.to_owned(),
+    }
 }
 
 /// The original name the allow-list matches for the canonical `name`: the listed entry's (a
@@ -681,6 +687,10 @@ mod tests {
         assert_eq!(delete.name(), "delete-car");
         assert!(delete.needs_confirmation());
         assert!(delete.meta().contains_key(meta::INPUT_SCHEMA));
+        // Not listed by the page (yet), but it normalizes to a file tool: that tool.
+        let unlisted = prepare_with(&[], &dashed, "DELETE-CAR", json!({}), None, None).unwrap();
+        assert_eq!(unlisted.name(), "delete-car");
+        assert!(unlisted.needs_confirmation());
         // An exact listed name wins over an original name (the page's order); unknown names go as
         // they are.
         assert_eq!(call("echo", json!({})).unwrap().name(), "echo");
