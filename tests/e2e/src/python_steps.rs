@@ -19,6 +19,19 @@ pub async fn run(
     answer: Answer,
     steps: &Value,
 ) -> Vec<Value> {
+    run_gated(url, token, revision, answer, steps, None).await
+}
+
+/// [`run`], the client answering each question only once `gate/answer` exists (it creates
+/// `gate/asked` when asked): the test acts while the person "decides".
+pub async fn run_gated(
+    url: &str,
+    token: &str,
+    revision: &str,
+    answer: Answer,
+    steps: &Value,
+    gate: Option<&std::path::Path>,
+) -> Vec<Value> {
     let python = std::env::var_os("INTEROP_PYTHON")
         .map(PathBuf::from)
         .expect("INTEROP_PYTHON is not set: run these through `cargo xtask test`");
@@ -37,6 +50,9 @@ pub async fn run(
         .args(["--steps", &steps.to_string()]);
     if let Some(answer) = answer {
         command.args(["--answer", answer]);
+    }
+    if let Some(gate) = gate {
+        command.arg("--gate").arg(gate);
     }
     let output = command
         .stdin(Stdio::null())

@@ -5,7 +5,9 @@
 //!
 //! The assertions that the page was NOT asked after the person at the agent approved depend on the
 //! page honouring `_meta.clienttools/confirmedBy = "agent"` (the SDK side of issue 11); they are
-//! marked `PAGE HONOURS confirmedBy`.
+//! marked `PAGE HONOURS confirmedBy`; the one that the page's own `requireConfirmation` (without
+//! hints) is asked at the agent depends on the page listing `_meta["clienttools/requireConfirmation"]`
+//! and is marked `PAGE EMITS requireConfirmation`. Both fail today, until the SDK side merges.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -31,18 +33,43 @@ async fn stack() -> Stack {
     Stack::start(&format!("agent-tools.html#token={PAGE_TOKEN}"), config).await
 }
 
-async fn page_was_asked(stack: &Stack) -> Vec<String> {
+/// What the page recorded: the calls its `confirm` callback was asked about, and the handlers
+/// that ran (tool names).
+async fn page_record(stack: &Stack) -> (Vec<String>, Vec<String>) {
     let result = stack
         .page
         .call_tool("confirmations", json!({}), TIMEOUT)
         .await;
     assert!(!result.is_error, "{}", result.text());
-    result.structured_content.unwrap()["asked"]
-        .as_array()
-        .unwrap()
+    let record = result.structured_content.unwrap();
+    let names = |key: &str| {
+        record[key]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a["toolName"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    (names("asked"), names("ran"))
+}
+
+async fn page_was_asked(stack: &Stack) -> Vec<String> {
+    page_record(stack).await.0
+}
+
+fn mcp_url(stack: &Stack) -> String {
+    format!("{}/mcp?session={}", stack.base_url, stack.page.id())
+}
+
+/// Splits a client's output into the questions it was asked and the steps' outcomes.
+fn questions_and_outcomes(out: Vec<Value>) -> (Vec<String>, Vec<Value>) {
+    let (asked, outcomes): (Vec<_>, Vec<_>) =
+        out.into_iter().partition(|v| v.get("elicited").is_some());
+    let asked = asked
         .iter()
-        .map(|a| a["toolName"].as_str().unwrap().to_owned())
-        .collect()
+        .map(|v| v["elicited"].as_str().unwrap().to_owned())
+        .collect();
+    (asked, outcomes)
 }
 
 /// Calls the page's own confirming tool and a `--tools` one; returns the questions the client was
@@ -97,8 +124,11 @@ async fn refused(revision: &str, answer: &'static str, expected: &str) {
         assert_eq!(outcome["isError"], true, "{outcome}");
         assert_eq!(outcome["text"], expected);
     }
-    // Neither call reached the page (its confirm callback would have recorded it).
-    assert_eq!(page_was_asked(&stack).await, Vec::<String>::new());
+    // Neither call reached the page: no dialog, no handler (only the read-only search ran).
+    assert_eq!(
+        page_record(&stack).await,
+        (vec![], vec!["search_cars".to_owned()])
+    );
 }
 
 async fn no_elicitation_falls_back_to_the_page(revision: &str) {
@@ -286,4 +316,303 @@ async fn the_page_receives_confirmed_by_only_after_the_agent_accepted() {
     )
     .await;
     assert_eq!(api.await.unwrap()["isError"], false);
+}
+
+/// Defect: `accept` with a non-boolean `approve` ("false") approved.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_non_boolean_approve_runs_nothing_2025_11_25() {
+    refused(
+        "2025-11-25",
+        "accept-string",
+        "the answer's 'approve' must be true or false, not string: the call was not run",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_non_boolean_approve_runs_nothing_2026_07_28() {
+    refused(
+        "2026-07-28",
+        "accept-string",
+        "the answer's 'approve' must be true or false, not string: the call was not run",
+    )
+    .await;
+}
+
+/// Defect: a call by the ORIGINAL name ("Wipe Board" for `wipe_board`, "Delete_Car" for the file's
+/// `delete_car`) was not asked at the agent (nor given the file's `_meta`).
+async fn original_names_are_confirmed_at_the_agent(revision: &str) {
+    let stack = stack().await;
+    let steps = json!([
+        {"call": "Wipe Board", "arguments": {}},
+        {"call": "Delete_Car", "arguments": {"id": "c1"}},
+    ]);
+    let out = python_steps::run(&mcp_url(&stack), TOKEN, revision, Some("decline"), &steps).await;
+    let (asked, outcomes) = questions_and_outcomes(out);
+    assert_eq!(asked.len(), 2, "{asked:?}");
+    assert!(asked[0].contains("'wipe_board'"), "{}", asked[0]);
+    assert!(
+        asked[1].contains("'delete_car' (Delete a car)"),
+        "{}",
+        asked[1]
+    );
+    for outcome in &outcomes {
+        assert_eq!(outcome["text"], "rejected by the user", "{outcome}");
+    }
+    assert_eq!(page_record(&stack).await, (vec![], vec![]));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn original_names_are_confirmed_at_the_agent_2025_11_25() {
+    original_names_are_confirmed_at_the_agent("2025-11-25").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn original_names_are_confirmed_at_the_agent_2026_07_28() {
+    original_names_are_confirmed_at_the_agent("2026-07-28").await;
+}
+
+/// Defect: the question cut the arguments at 4 000 characters while the approval covered them
+/// all. Longer arguments are not asked about at the agent: the page asks (it shows them whole).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn arguments_too_long_for_the_question_are_confirmed_by_the_page() {
+    let stack = stack().await;
+    let id = "x".repeat(5_000);
+    let steps = json!([{"call": "delete_task", "arguments": {"id": id}}]);
+    let out = python_steps::run(
+        &mcp_url(&stack),
+        TOKEN,
+        "2025-11-25",
+        Some("accept"),
+        &steps,
+    )
+    .await;
+    let (asked, outcomes) = questions_and_outcomes(out);
+    assert!(asked.is_empty(), "{asked:?}");
+    assert_eq!(outcomes[0]["isError"], false, "{}", outcomes[0]);
+    assert_eq!(
+        page_record(&stack).await,
+        (
+            vec!["delete_task".to_owned()],
+            vec!["delete_task".to_owned()]
+        )
+    );
+}
+
+/// Waits for the gated client to be asked.
+async fn until_asked(gate: &std::path::Path) {
+    let asked = gate.join("asked");
+    client_tools_e2e::eventually("the client was asked", || asked.exists()).await;
+}
+
+fn gate_dir(label: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "client-tools-gate-{label}-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Defect: no progress while the person at the agent decided (SPEC §5). With a progress token, the
+/// bridge reports progress every second while the elicitation waits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_while_the_person_at_the_agent_decides_2025_11_25() {
+    let stack = stack().await;
+    let gate = gate_dir("progress");
+    let client = tokio::spawn({
+        let (url, gate) = (mcp_url(&stack), gate.clone());
+        async move {
+            let steps =
+                json!([{"call": "delete_task", "arguments": {"id": "t1"}, "progress": true}]);
+            python_steps::run_gated(
+                &url,
+                TOKEN,
+                "2025-11-25",
+                Some("decline"),
+                &steps,
+                Some(&gate),
+            )
+            .await
+        }
+    });
+    until_asked(&gate).await;
+    tokio::time::sleep(Duration::from_millis(2_600)).await;
+    std::fs::write(gate.join("answer"), "").unwrap();
+    let (_, outcomes) = questions_and_outcomes(client.await.unwrap());
+    let _ = std::fs::remove_dir_all(&gate);
+    assert_eq!(
+        outcomes[0]["text"], "rejected by the user",
+        "{}",
+        outcomes[0]
+    );
+    let progress = outcomes[0]["progress"].as_array().unwrap();
+    assert!(progress.len() >= 2, "{progress:?}");
+    for (n, report) in progress.iter().enumerate() {
+        assert_eq!(report["progress"], (n + 1) as f64, "{report}");
+        assert!(
+            report["message"]
+                .as_str()
+                .unwrap()
+                .contains("waiting for the person at the agent"),
+            "{report}"
+        );
+    }
+}
+
+/// Defect: the confirmation did not cover the forwarded `_meta`. When the page redefines a
+/// `--tools` tool as its own while the person decides (its calls would no longer carry the file's
+/// schemas and policy), the approved call is not run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_redefined_while_the_person_decides_is_not_run_2025_11_25() {
+    use client_tools_core::connect::ConnectParams;
+    use client_tools_e2e::raw_page::RawPage;
+    use client_tools_e2e::BridgeOnly;
+
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tools/agent-tools.json");
+    let bridge = BridgeOnly::start(BridgeConfig {
+        agent_token: Some(TOKEN.into()),
+        tools: AgentTools::load(&path).unwrap().into(),
+        confirm_via: ConfirmVia::Agent,
+        ..BridgeConfig::default()
+    })
+    .await;
+    let entry = |kind: &str| {
+        json!([{"name": "delete_car", "description": "page's", "inputSchema": {"type": "object"},
+            "_meta": {"clienttools/kind": kind, "clienttools/originalName": "delete_car"}}])
+    };
+    let mut page =
+        RawPage::connect_with_tools(&bridge.ws_url, &ConnectParams::default(), entry("handler"))
+            .await;
+    let id = page.id().to_owned();
+    let gate = gate_dir("redefined");
+    let client = tokio::spawn({
+        let url = format!("{}/mcp?session={id}", bridge.base_url);
+        let gate = gate.clone();
+        async move {
+            let steps = json!([{"call": "delete_car", "arguments": {"id": "c1"}}]);
+            python_steps::run_gated(
+                &url,
+                TOKEN,
+                "2025-11-25",
+                Some("accept"),
+                &steps,
+                Some(&gate),
+            )
+            .await
+        }
+    });
+    until_asked(&gate).await;
+    // The page now defines `delete_car` itself (a function): the file's definition is hidden.
+    page.send_json(&json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}))
+        .await;
+    let list = page.next_method("tools/list").await.unwrap();
+    page.reply(&list, json!({ "tools": entry("function") }))
+        .await;
+    let session = bridge.bridge.session(&id).unwrap();
+    client_tools_e2e::eventually("the bridge saw the new definition", || {
+        session
+            .tools()
+            .iter()
+            .any(|t| t.name == "delete_car" && t.description.as_deref() == Some("page's"))
+    })
+    .await;
+    std::fs::write(gate.join("answer"), "").unwrap();
+    let (asked, outcomes) = questions_and_outcomes(client.await.unwrap());
+    let _ = std::fs::remove_dir_all(&gate);
+    assert_eq!(asked.len(), 1);
+    assert_eq!(outcomes[0]["isError"], true, "{}", outcomes[0]);
+    assert!(
+        outcomes[0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("tool 'delete_car' changed while the person at the agent decided"),
+        "{}",
+        outcomes[0]
+    );
+    // Nothing reached the page but pings.
+    let frames = page.frames_before_pong("after-refusal").await;
+    assert!(
+        frames.iter().all(|f| f["method"] != "tools/call"),
+        "{frames:?}"
+    );
+}
+
+/// The page's `tools/list` flag decides both ways: `requireConfirmation: false` is the page opting
+/// out (not asked at the agent, whatever the hints); `true` without hints asks (raw page).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_pages_require_confirmation_flag_decides_both_ways() {
+    use client_tools_core::connect::ConnectParams;
+    use client_tools_e2e::raw_page::RawPage;
+    use client_tools_e2e::BridgeOnly;
+
+    let bridge = BridgeOnly::start(BridgeConfig {
+        agent_token: Some(TOKEN.into()),
+        confirm_via: ConfirmVia::Agent,
+        ..BridgeConfig::default()
+    })
+    .await;
+    let tools = json!([
+        {"name": "tidy", "inputSchema": {"type": "object"},
+            "annotations": {"destructiveHint": true, "consequentialHint": true},
+            "_meta": {"clienttools/requireConfirmation": false}},
+        {"name": "archive", "inputSchema": {"type": "object"},
+            "_meta": {"clienttools/requireConfirmation": true}},
+    ]);
+    let mut page =
+        RawPage::connect_with_tools(&bridge.ws_url, &ConnectParams::default(), tools).await;
+    let id = page.id().to_owned();
+    let client = tokio::spawn({
+        let url = format!("{}/mcp?session={id}", bridge.base_url);
+        async move {
+            let steps = json!([{"call": "tidy"}, {"call": "archive"}]);
+            python_steps::run(&url, TOKEN, "2025-11-25", Some("accept"), &steps).await
+        }
+    });
+    for (tool, confirmed) in [("tidy", false), ("archive", true)] {
+        let call = tokio::time::timeout(TIMEOUT, page.next_method("tools/call"))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(call["params"]["name"], tool);
+        assert_eq!(
+            call["params"]["_meta"]
+                .get("clienttools/confirmedBy")
+                .is_some(),
+            confirmed,
+            "{call}"
+        );
+        page.reply(&call, json!({"content": [{"type": "text", "text": tool}]}))
+            .await;
+    }
+    let (asked, outcomes) = questions_and_outcomes(client.await.unwrap());
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert!(asked[0].contains("'archive'"), "{}", asked[0]);
+    assert_eq!(outcomes.len(), 2);
+}
+
+/// The page's own tool that requires confirmation by its definition only (no hints) is asked at
+/// the agent. PAGE EMITS requireConfirmation: passes once the SDK lists the flag (fails today: the
+/// page asks instead).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_tool_requiring_confirmation_without_hints_is_asked_at_the_agent() {
+    let stack = stack().await;
+    let steps = json!([{"call": "archive_task", "arguments": {"id": "t3"}}]);
+    let out = python_steps::run(
+        &mcp_url(&stack),
+        TOKEN,
+        "2025-11-25",
+        Some("decline"),
+        &steps,
+    )
+    .await;
+    let (asked, outcomes) = questions_and_outcomes(out);
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert!(asked[0].contains("'archive_task'"), "{}", asked[0]);
+    assert_eq!(outcomes[0]["text"], "rejected by the user");
+    assert_eq!(page_record(&stack).await, (vec![], vec![]));
 }

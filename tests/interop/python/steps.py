@@ -4,18 +4,22 @@ per step on stdout, for the Rust tests to judge (tests/e2e/tests/agent_tools.rs,
 
 Steps (a JSON array in --steps):
   {"list": true}                                   -> {"tools": [tools/list entries as the SDK read them]}
-  {"call": NAME, "arguments"?: {...}, "meta"?: {...}}
+  {"call": NAME, "arguments"?: {...}, "meta"?: {...}, "progress"?: true}
                                                    -> {"isError", "text", "structured"} (input rounds driven by the SDK)
+                                                      (+ "progress": [{progress, total, message}] when asked)
   {"mrtr": NAME, "arguments"?: {...}}              -> drives the 2026-07-28 rounds by hand (see mrtr())
 With --answer, the client declares elicitation and answers every question so:
-  accept | accept-reject (accept with approve=false and a reason) | decline | cancel.
-Every question asked is printed as {"elicited": message}.
+  accept | accept-reject (accept with approve=false and a reason) | decline | cancel |
+  accept-string (accept with approve="false": a malformed answer).
+Every question asked is printed as {"elicited": message}. With --gate DIR, the client creates
+DIR/asked when asked, and answers only once DIR/answer exists (the test decides when).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from contextlib import AsyncExitStack
 from typing import Any
@@ -50,6 +54,8 @@ def answer_for(mode: str) -> types.ElicitResult:
         return types.ElicitResult(action="accept", content={"approve": True})
     if mode == "accept-reject":
         return types.ElicitResult(action="accept", content={"approve": False, "reason": "not this one"})
+    if mode == "accept-string":
+        return types.ElicitResult(action="accept", content={"approve": "false"})
     if mode == "decline":
         return types.ElicitResult(action="decline")
     return types.ElicitResult(action="cancel")
@@ -102,6 +108,11 @@ async def main(a: argparse.Namespace) -> None:
     if a.answer:
         async def callback(_ctx: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
             emit({"elicited": getattr(params, "message", "")})
+            if a.gate:
+                open(os.path.join(a.gate, "asked"), "w").close()
+                with anyio.fail_after(60):
+                    while not os.path.exists(os.path.join(a.gate, "answer")):
+                        await anyio.sleep(0.05)
             return answer_for(a.answer)
 
     async with AsyncExitStack() as stack:
@@ -124,9 +135,18 @@ async def main(a: argparse.Namespace) -> None:
                 tools = (await c.list_tools(cache_mode="refresh")).tools
                 emit({"tools": [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools]})
             elif "call" in step:
+                progress: list[dict[str, Any]] = []
+
+                async def on_progress(value: float, total: float | None, message: str | None) -> None:
+                    progress.append({"progress": value, "total": total, "message": message})
+
                 try:
-                    r = await c.call_tool(step["call"], step.get("arguments", {}), meta=step.get("meta"))
-                    emit(outcome(r))
+                    r = await c.call_tool(step["call"], step.get("arguments", {}), meta=step.get("meta"),
+                                          progress_callback=on_progress if step.get("progress") else None)
+                    out = outcome(r)
+                    if step.get("progress"):
+                        out["progress"] = progress
+                    emit(out)
                 except Exception as e:  # noqa: BLE001 - reported, judged by the Rust test
                     emit({"exception": f"{type(e).__name__}: {e}"})
             elif "mrtr" in step:
@@ -138,6 +158,7 @@ if __name__ == "__main__":
     p.add_argument("--url", required=True)
     p.add_argument("--token")
     p.add_argument("--protocol-version", choices=["2025-11-25", "2026-07-28"], required=True)
-    p.add_argument("--answer", choices=["accept", "accept-reject", "decline", "cancel"])
+    p.add_argument("--answer", choices=["accept", "accept-reject", "decline", "cancel", "accept-string"])
+    p.add_argument("--gate")
     p.add_argument("--steps", required=True)
     anyio.run(main, p.parse_args())
