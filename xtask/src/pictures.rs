@@ -16,10 +16,21 @@ pub fn pictures() -> Result {
 
 /// Renders the pictures into `out`.
 pub fn render(browsers: &Browsers, pkg: &Path, out: &Path) -> Result {
-    step(&format!("Rendering the dialog pictures into {}", out.display()));
+    step(&format!(
+        "Rendering the dialog pictures into {}",
+        out.display()
+    ));
     run(Command::new(env!("CARGO"))
         .current_dir(root())
-        .args(["run", "-q", "-p", "client-tools-e2e", "--bin", "pictures", "--"])
+        .args([
+            "run",
+            "-q",
+            "-p",
+            "client-tools-e2e",
+            "--bin",
+            "pictures",
+            "--",
+        ])
         .arg(out)
         .env("CLIENT_TOOLS_PKG", pkg)
         .env("CHROMIUM", &browsers.chromium)

@@ -307,13 +307,20 @@ impl Driven {
     pub async fn tab_to(&self, target: &str) {
         for _ in 0..30 {
             let focused = self.focused_in_ui().await;
-            assert_ne!(focused, "outside", "focus left the dialog ({:?})", self.kind);
+            assert_ne!(
+                focused, "outside",
+                "focus left the dialog ({:?})",
+                self.kind
+            );
             if focused == target {
                 return;
             }
             self.press(&[Key::Tab]).await;
         }
-        panic!("Tab never reached '{target}' in the dialog ({:?})", self.kind);
+        panic!(
+            "Tab never reached '{target}' in the dialog ({:?})",
+            self.kind
+        );
     }
 }
 

@@ -45,7 +45,10 @@ impl Hitl {
             .await
             .expect("the hitl page connected and listed its tools");
         driven
-            .until("the page is ready", "return document.getElementById('status').textContent === 'ready'")
+            .until(
+                "the page is ready",
+                "return document.getElementById('status').textContent === 'ready'",
+            )
             .await;
         Hitl {
             driven,
@@ -150,7 +153,11 @@ async fn approve_with_the_keyboard(kind: BrowserKind) {
         )
         .await;
     assert_eq!(read_only, json!(["t2", true]));
-    assert_eq!(hitl.runs("delete_task").await, 0, "nothing runs before approval");
+    assert_eq!(
+        hitl.runs("delete_task").await,
+        0,
+        "nothing runs before approval"
+    );
 
     hitl.driven.tab_to("approve").await;
     hitl.driven.press(&[Key::Enter]).await;
@@ -204,7 +211,10 @@ async fn edit_then_approve(kind: BrowserKind) {
         .as_ref()
         .and_then(|m| m.get("clienttools/modifiedInput"))
         .cloned();
-    assert_eq!(modified.as_ref().and_then(|m| m.get("taskId")), Some(&json!("t7")));
+    assert_eq!(
+        modified.as_ref().and_then(|m| m.get("taskId")),
+        Some(&json!("t7"))
+    );
     let ran_on = hitl
         .driven
         .eval("return window.inputs.delete_task[0].taskId", vec![])
@@ -262,7 +272,10 @@ async fn focus_stays_in_the_dialog(kind: BrowserKind) {
         assert_ne!(focused, "outside", "Shift+Tab left the dialog in {kind:?}");
     }
     for expected in ["approve", "reject", "edit", "reason"] {
-        assert!(seen.contains(expected), "Tab never reached {expected}: {seen:?}");
+        assert!(
+            seen.contains(expected),
+            "Tab never reached {expected}: {seen:?}"
+        );
     }
     hitl.driven.tab_to("approve").await;
     hitl.driven.press(&[Key::Enter]).await;
@@ -312,13 +325,19 @@ async fn human_time_is_not_handler_time(kind: BrowserKind) {
     // while it waits, so two reports prove at least a second of human time went by.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
     while hitl.page.progress_notifications() < progress_before + 2 {
-        assert!(tokio::time::Instant::now() < deadline, "no progress while waiting");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no progress while waiting"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     hitl.driven.tab_to("approve").await;
     hitl.driven.press(&[Key::Enter]).await;
     let result = outcome(call).await;
-    assert!(!result.is_error, "human time counted against the timeout: {result:?}");
+    assert!(
+        !result.is_error,
+        "human time counted against the timeout: {result:?}"
+    );
     assert_eq!(result.text(), "done in time");
     hitl.quit().await;
 }
@@ -355,7 +374,11 @@ async fn result_form_submit(kind: BrowserKind) {
     // person answers through a form built from the output schema.
     let call = hitl.call("pick_slot", json!({"order": "o-17"}));
     hitl.driven.wait_for_dialog("pick_slot").await;
-    assert_eq!(hitl.driven.focused_in_ui().await, "/date", "the first field has focus");
+    assert_eq!(
+        hitl.driven.focused_in_ui().await,
+        "/date",
+        "the first field has focus"
+    );
     // A date input takes the digits in the locale's order (en-US, both browsers: month, day, year).
     hitl.driven.type_text("12142026").await;
     hitl.driven.tab_to("/window").await;
@@ -384,7 +407,10 @@ async fn result_form_submit(kind: BrowserKind) {
     assert_eq!(answer["window"], "afternoon", "{answer}");
     assert_eq!(answer["floor"], 3, "{answer}");
     assert_eq!(answer["date"], "2026-12-14", "{answer}");
-    assert_eq!(answer["leaveAtDoor"], false, "the default is kept: {answer}");
+    assert_eq!(
+        answer["leaveAtDoor"], false,
+        "the default is kept: {answer}"
+    );
     assert!(hitl.driven.dialog_closed().await);
     assert!(hitl.focus_restored().await);
     hitl.quit().await;
@@ -412,11 +438,7 @@ async fn an_mcp_client_waits_for_the_person(kind: BrowserKind) {
     let hitl = Hitl::open(kind).await;
     // The official Python SDK client (no elicitation: the page's dialog asks) calls a confirming
     // tool and the agent-defined form tool; the person answers both with the keyboard.
-    let url = format!(
-        "{}/mcp?session={}",
-        hitl.served.base_url,
-        hitl.page.id()
-    );
+    let url = format!("{}/mcp?session={}", hitl.served.base_url, hitl.page.id());
     let steps = json!([
         {"call": "delete_task", "arguments": {"taskId": "t5"}},
         {"call": "pick_slot", "arguments": {}},
@@ -437,7 +459,11 @@ async fn an_mcp_client_waits_for_the_person(kind: BrowserKind) {
     assert_eq!(out[0]["isError"], false, "{}", out[0]);
     assert_eq!(out[0]["structured"]["deleted"], "t5", "{}", out[0]);
     assert_eq!(out[1]["isError"], true, "{}", out[1]);
-    assert!(out[1].to_string().contains("the user cancelled"), "{}", out[1]);
+    assert!(
+        out[1].to_string().contains("the user cancelled"),
+        "{}",
+        out[1]
+    );
     assert_eq!(hitl.runs("delete_task").await, 1);
     hitl.quit().await;
 }

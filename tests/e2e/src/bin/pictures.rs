@@ -14,12 +14,18 @@ use serde_json::json;
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
-    let out = PathBuf::from(std::env::args().nth(1).unwrap_or_else(|| "docs/images".into()));
+    let out = PathBuf::from(
+        std::env::args()
+            .nth(1)
+            .unwrap_or_else(|| "docs/images".into()),
+    );
     std::fs::create_dir_all(&out).expect("create the output directory");
     for (dark, theme) in [(false, "light"), (true, "dark")] {
         let tools = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tools/hitl-tools.json");
         let config = BridgeConfig {
-            tools: AgentTools::load(&tools).expect("tools/hitl-tools.json").into(),
+            tools: AgentTools::load(&tools)
+                .expect("tools/hitl-tools.json")
+                .into(),
             ..BridgeConfig::default()
         };
         let served = BridgeOnly::serving_package(config).await;
@@ -53,8 +59,12 @@ async fn main() {
         let form = {
             let page = page.clone();
             tokio::spawn(async move {
-                page.call_tool("pick_slot", json!({"order": "o-17"}), Duration::from_secs(60))
-                    .await
+                page.call_tool(
+                    "pick_slot",
+                    json!({"order": "o-17"}),
+                    Duration::from_secs(60),
+                )
+                .await
             })
         };
         driven.wait_for_dialog("pick_slot").await;
