@@ -493,6 +493,8 @@ struct CallRequest {
     arguments: Option<Map<String, Value>>,
     #[serde(default)]
     timeout_ms: Option<u64>,
+    #[serde(rename = "_meta", default)]
+    meta: Option<Map<String, Value>>,
 }
 
 /// The path segment for a session id: unreserved bytes as they are, the rest percent-encoded
