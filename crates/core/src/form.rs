@@ -38,6 +38,8 @@ const ANNOTATIONS: &[&str] = &[
     "$comment",
     "$schema",
     "$id",
+    "$defs",
+    "definitions",
     "deprecated",
     "readOnly",
     "writeOnly",
