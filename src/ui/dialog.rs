@@ -7,7 +7,6 @@
 //! `[data-ct=…]`, `[data-action=…]` and `[data-path=…]`.
 
 use std::cell::{Cell, RefCell};
-use std::collections::VecDeque;
 use std::rc::Rc;
 use std::sync::Arc;
 
@@ -66,7 +65,7 @@ struct Ui {
     host: Element,
     dialog: HtmlDialogElement,
     /// The request shown first; the others wait.
-    queue: VecDeque<Pending>,
+    queue: Vec<Pending>,
     /// The form is editable (always for a result form; after Edit for a confirmation).
     editing: bool,
     /// Where focus was before the dialog opened: it goes back there when the dialog closes.
@@ -93,7 +92,7 @@ pub fn ask(request: Request) -> Result<(u32, oneshot::Receiver<Answer>), String>
         let ui = ui
             .as_mut()
             .ok_or("this page has no document body to show the dialog in")?;
-        ui.queue.push_back(Pending { id, request, reply });
+        ui.queue.push(Pending { id, request, reply });
         if ui.queue.len() == 1 {
             ui.show();
         } else {
@@ -144,7 +143,7 @@ fn create() -> Option<Ui> {
     Some(Ui {
         host,
         dialog,
-        queue: VecDeque::new(),
+        queue: Vec::new(),
         editing: false,
         restore: None,
     })
@@ -156,7 +155,7 @@ fn on_event(kind: &str, event: &Event) {
             return;
         };
         let Some(ui) = ui.as_mut() else { return };
-        let Some(current) = ui.queue.front() else {
+        let Some(current) = ui.queue.first() else {
             return;
         };
         let confirm = matches!(current.request.kind, Kind::Confirm { .. });
@@ -203,7 +202,7 @@ impl Ui {
 
     /// Shows the first request, or closes the dialog when none waits.
     fn show(&mut self) {
-        let Some(current) = self.queue.front() else {
+        let Some(current) = self.queue.first() else {
             self.dialog.close();
             if let Some(element) = self.restore.take() {
                 let _ = element.focus();
@@ -347,14 +346,14 @@ impl Ui {
     fn schema(&self) -> &Value {
         const ANY: &Value = &Value::Bool(true);
         self.queue
-            .front()
+            .first()
             .and_then(|p| p.request.schema.as_deref())
             .map_or(ANY, CompiledSchema::schema)
     }
 
     /// "N more waiting", hidden when none waits.
     fn count_waiting(&self) {
-        let (Some(counter), Some(current)) = (self.find("[data-ct=queue]"), self.queue.front())
+        let (Some(counter), Some(current)) = (self.find("[data-ct=queue]"), self.queue.first())
         else {
             return;
         };
@@ -371,7 +370,7 @@ impl Ui {
 
     fn act(&mut self, action: &str, path: &str) {
         let Some(form) = self.form() else { return };
-        let Some(current) = self.queue.front() else {
+        let Some(current) = self.queue.first() else {
             return;
         };
         let strings = current.request.strings.clone();
@@ -428,8 +427,8 @@ impl Ui {
             }
             _ => return,
         };
-        if let Some(done) = self.queue.pop_front() {
-            let _ = done.reply.send(answer);
+        if !self.queue.is_empty() {
+            let _ = self.queue.remove(0).reply.send(answer);
         }
         self.show();
     }

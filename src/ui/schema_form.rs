@@ -6,8 +6,6 @@
 //! Every text shown comes from `textContent` or an attribute: nothing supplied by an agent or a page
 //! is ever parsed as markup.
 
-use std::collections::HashMap;
-
 use client_tools_core::form::{classify, initial_value, pointer_step, Field};
 use serde_json::{Map, Number, Value};
 use wasm_bindgen::JsCast;
@@ -266,28 +264,37 @@ fn group_error(group: &Element, help: &str) -> String {
     described
 }
 
+/// Elements by JSON Pointer (a list: forms are small, and a map costs code size on wasm).
+struct ByPath(Vec<(String, Element)>);
+
+impl ByPath {
+    fn get(&self, path: &str) -> Option<&Element> {
+        self.0.iter().find(|(p, _)| p == path).map(|(_, e)| e)
+    }
+}
+
 /// The form's controls and groups by JSON Pointer.
 struct Controls {
-    controls: HashMap<String, Element>,
-    groups: HashMap<String, Element>,
+    controls: ByPath,
+    groups: ByPath,
 }
 
 impl Controls {
     fn of(form: &Element) -> Self {
         let by_path = |selector: &str, attribute: &str| {
-            let mut found = HashMap::new();
+            let mut found = Vec::new();
             if let Ok(list) = form.query_selector_all(selector) {
                 for node in (0..list.length()).filter_map(|i| list.get(i)) {
                     let element: Element = node.unchecked_into();
                     if let Some(path) = element.get_attribute(attribute) {
-                        found.insert(path, element);
+                        found.push((path, element));
                     }
                 }
             }
-            found
+            ByPath(found)
         };
         let mut groups = by_path("[data-group]", "data-group");
-        groups.insert(String::new(), form.clone());
+        groups.0.push((String::new(), form.clone()));
         Self {
             controls: by_path(CONTROLS, "data-path"),
             groups,
@@ -400,7 +407,7 @@ fn read_field(
 /// group (the form itself at the top). Returns the first invalid control, to focus.
 pub fn show_errors(form: &Element, errors: &FieldErrors) -> Option<HtmlElement> {
     let found = Controls::of(form);
-    for control in found.controls.values() {
+    for (_, control) in &found.controls.0 {
         let _ = control.remove_attribute("aria-invalid");
     }
     if let Ok(list) = form.query_selector_all("[data-ct=error]") {

@@ -159,13 +159,17 @@ pub fn initial_value(schema: &Value) -> Value {
     match classify(schema) {
         Field::Boolean => false.into(),
         Field::Array(_) => Value::Array(Vec::new()),
-        Field::Object(properties) => Value::Object(
-            properties
-                .into_iter()
-                .map(|(name, schema, _)| (name.to_owned(), initial_value(schema)))
-                .filter(|(_, value)| !value.is_null())
-                .collect(),
-        ),
+        Field::Object(properties) => {
+            // Inserted one by one: collecting into a map would sort (code size on wasm).
+            let mut object = Map::new();
+            for (name, schema, _) in properties {
+                let value = initial_value(schema);
+                if !value.is_null() {
+                    object.insert(name.to_owned(), value);
+                }
+            }
+            Value::Object(object)
+        }
         _ => Value::Null,
     }
 }
