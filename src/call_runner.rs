@@ -18,6 +18,7 @@ use crate::confirmation::{self, Asked};
 use crate::context::HandlerContext;
 use crate::js::{self, PageClock};
 use crate::page::{Page, RunningCall, Stop};
+use crate::ui::result_form;
 
 /// How often a call waiting for a late handler looks again (within the 2 s grace).
 const HANDLER_POLL_MS: u32 = 25;
@@ -109,6 +110,10 @@ async fn admit_and_run(
         ) {
             Admission::Run(prepared) => break prepared,
             Admission::Reject(result) => return Some(result),
+            Admission::ResultForm { output } => {
+                return run_result_form(page, call_id, params, &arguments_text, output, stop_rx)
+                    .await
+            }
             Admission::WaitForHandler => {
                 TimeoutFuture::new(HANDLER_POLL_MS).await;
                 if let Ok(Some(_reason)) = stop_rx.try_recv() {
@@ -118,6 +123,31 @@ async fn admit_and_run(
         }
     };
     run_prepared(page, call_id, prepared, arguments_text, stop_rx).await
+}
+
+/// The user supplies the result (SPEC §7): the call has the events of a handler's run.
+async fn run_result_form(
+    page: &Rc<Page>,
+    call_id: &str,
+    params: &CallToolParams,
+    arguments_text: &str,
+    output: std::sync::Arc<client_tools_core::validate::CompiledSchema>,
+    stop_rx: &mut oneshot::Receiver<Stop>,
+) -> Option<CallToolResult> {
+    let started = js::now_ms();
+    let identity = [
+        ("toolName", JsValue::from(params.name.as_str())),
+        ("callId", JsValue::from(call_id)),
+    ];
+    page.events.emit("toolactivated", &js::object(&identity));
+    let asked = result_form::ask(page, call_id, params, arguments_text, output, stop_rx);
+    match asked.await {
+        Ok(result) => Some(finish(page, &identity, started, result)),
+        Err(reason) => {
+            emit_cancel(page, &identity, &reason);
+            None
+        }
+    }
 }
 
 enum HandlerEnd {

@@ -70,7 +70,7 @@ pub fn parse(value: &JsValue) -> Result<(Declaration, js_sys::Function), CoreErr
         parameters: plain.parameters,
         output_schema: plain.output_schema,
         annotations: plain.annotations,
-        require_confirmation: plain.require_confirmation.unwrap_or(false),
+        require_confirmation: plain.require_confirmation,
         timeout_ms: plain.timeout_ms,
     };
     Ok((declaration, handler))

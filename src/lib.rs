@@ -7,6 +7,7 @@
 //! - [`page`]: the state one `ClientTools` instance shares with its transport and calls;
 //! - [`call_runner`]: what happens to one call, from arrival to its single result (SPEC §5);
 //! - [`transport::websocket`]: the connection to the agent runtime (SPEC §6);
+//! - [`ui`]: the confirmation dialog and the result form (SPEC §7);
 //! - [`outgoing`]: no frame leaves that the runtime would refuse (size, depth).
 
 pub mod api;
@@ -25,6 +26,7 @@ pub mod page;
 pub mod session;
 pub mod transport;
 pub mod typescript;
+pub mod ui;
 pub mod validator;
 
 pub use api::ClientTools;

@@ -6,7 +6,10 @@ use client_tools_core::CoreError;
 use serde::Deserialize;
 use wasm_bindgen::{JsCast, JsValue};
 
+use std::rc::Rc;
+
 use crate::js;
+use crate::ui::strings::Strings;
 
 /// The JSON-like part of the options; function-valued options are taken out first.
 #[derive(Debug, Deserialize)]
@@ -20,6 +23,7 @@ struct PlainOptions {
     expose_to_browser: bool,
     /// Connect as soon as the instance is created (when `endpoint` is set).
     auto_connect: bool,
+    allow_for_session: bool,
 }
 
 impl Default for PlainOptions {
@@ -32,6 +36,7 @@ impl Default for PlainOptions {
             forms: true,
             expose_to_browser: true,
             auto_connect: false,
+            allow_for_session: false,
         }
     }
 }
@@ -47,6 +52,10 @@ pub struct Options {
     pub forms: bool,
     pub expose_to_browser: bool,
     pub auto_connect: bool,
+    /// The built-in dialog offers "allow this tool for the rest of this session".
+    pub allow_for_session: bool,
+    /// The words of the built-in dialog and result form.
+    pub strings: Rc<Strings>,
 }
 
 /// Every option key (serde's `deny_unknown_fields` is not enforced by serde-wasm-bindgen).
@@ -59,6 +68,8 @@ const KNOWN_OPTIONS: &[&str] = &[
     "forms",
     "exposeToBrowser",
     "autoConnect",
+    "allowForSession",
+    "strings",
 ];
 
 /// The keys holding functions: serde cannot read those, so they are read by hand.
@@ -67,7 +78,7 @@ const FUNCTION_OPTIONS: &[&str] = &["confirm"];
 impl Options {
     pub fn parse(value: &JsValue) -> Result<Self, CoreError> {
         if value.is_undefined() || value.is_null() {
-            return Self::from_plain(PlainOptions::default(), None);
+            return Self::from_plain(PlainOptions::default(), None, Strings::default());
         }
         if !value.is_object() {
             return Err(CoreError::InvalidOptions(format!(
@@ -77,6 +88,9 @@ impl Options {
         }
         js::reject_unknown_keys(value, KNOWN_OPTIONS).map_err(CoreError::InvalidOptions)?;
         let copy = js_sys::Object::assign(&js_sys::Object::new(), value.unchecked_ref());
+        let strings =
+            Strings::parse(&js::get(&copy, "strings")).map_err(CoreError::InvalidOptions)?;
+        let _ = js_sys::Reflect::delete_property(&copy, &JsValue::from_str("strings"));
         let mut confirm = None;
         for key in FUNCTION_OPTIONS {
             let field = js::get(&copy, key);
@@ -96,12 +110,13 @@ impl Options {
         }
         let plain: PlainOptions = serde_wasm_bindgen::from_value(copy.into())
             .map_err(|e| CoreError::InvalidOptions(e.to_string()))?;
-        Self::from_plain(plain, confirm)
+        Self::from_plain(plain, confirm, strings)
     }
 
     fn from_plain(
         plain: PlainOptions,
         confirm: Option<js_sys::Function>,
+        strings: Strings,
     ) -> Result<Self, CoreError> {
         let default_timeout_ms = match plain.default_timeout_ms {
             None => DEFAULT_TIMEOUT_MS,
@@ -128,6 +143,8 @@ impl Options {
             forms: plain.forms,
             expose_to_browser: plain.expose_to_browser,
             auto_connect: plain.auto_connect,
+            allow_for_session: plain.allow_for_session,
+            strings: Rc::new(strings),
         })
     }
 }

@@ -100,6 +100,8 @@ pub struct Page {
     pub ledger: RefCell<CallLedger>,
     /// The handler timeouts of running calls (one page timer).
     pub deadlines: Deadlines,
+    /// Tools the user allowed for the rest of this page's life (`allowForSession`), by name.
+    pub allowed_for_session: RefCell<std::collections::HashSet<String>>,
     next_local_call: Cell<u64>,
     report_progress: ProgressCallback,
 }
@@ -139,6 +141,7 @@ impl Page {
                 session_id: RefCell::new(None),
                 resume_secret: RefCell::new(resume_secret),
                 session_epoch: Cell::new(0),
+                allowed_for_session: RefCell::default(),
                 next_local_call: Cell::new(1),
                 report_progress,
             }

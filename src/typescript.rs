@@ -11,6 +11,7 @@ export interface ConfirmRequest {
   toolName: string;
   originalName: string;
   description?: string;
+  callId: string;
   input: unknown;
   inputSchema: JsonSchema;
 }
@@ -19,6 +20,12 @@ export interface ConfirmDecision {
   input?: unknown;
   reason?: string;
 }
+
+/** Keys of the `strings` option; `{tool}` and `{n}` are filled in. */
+export type UiStringKey =
+  | "approve" | "reject" | "edit" | "submit" | "cancel" | "add" | "remove" | "reason"
+  | "allowSession" | "queue" | "tool" | "confirmIntro" | "resultIntro" | "input" | "invalid"
+  | "invalidJson" | "item" | "none";
 
 export interface ClientToolsOptions {
   /** Agent runtime WebSocket URL (ws:// or wss://); omit for page-only use. */
@@ -29,8 +36,12 @@ export interface ClientToolsOptions {
   allow?: string[];
   /** Handler timeout when a tool sets none (default 30000, max 300000). */
   defaultTimeoutMs?: number;
-  /** Custom confirmation instead of the built-in dialog. */
+  /** Custom confirmation instead of the built-in dialog (the result form stays built in). */
   confirm?: (call: ConfirmRequest) => Promise<ConfirmDecision> | ConfirmDecision;
+  /** The built-in dialog offers "Allow <tool> for the rest of this session" (default false). */
+  allowForSession?: boolean;
+  /** Words of the built-in dialog and result form, for localization (unknown keys throw). */
+  strings?: Partial<Record<UiStringKey, string>>;
   /** Expose `<form toolname>` declarative tools (default true). */
   forms?: boolean;
   /** Also register with `document/navigator.modelContext` when present (default true). */
@@ -54,7 +65,9 @@ export interface FunctionDeclaration {
   description?: string;
   parameters?: JsonSchema;
   outputSchema?: JsonSchema;
-  annotations?: { readOnlyHint?: boolean; destructiveHint?: boolean; idempotentHint?: boolean; openWorldHint?: boolean; title?: string };
+  /** `destructiveHint` / `consequentialHint: true` ask the user first; `title` heads the dialog. */
+  annotations?: { readOnlyHint?: boolean; destructiveHint?: boolean; consequentialHint?: boolean; idempotentHint?: boolean; openWorldHint?: boolean; untrustedContentHint?: boolean; title?: string };
+  /** `true`: always ask the user first; `false`: never, whatever the annotations say (a call's `_meta` may still ask). */
   requireConfirmation?: boolean;
   timeoutMs?: number;
   handler: ToolHandler;

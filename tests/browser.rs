@@ -524,17 +524,18 @@ async fn confirmation_approve_modify_reject() {
 }
 
 #[wasm_bindgen_test]
-async fn confirmation_without_a_way_to_confirm_is_an_error_result() {
-    let tools = tools();
+async fn a_page_may_opt_out_of_the_confirmation_its_annotations_ask_for() {
+    // With `confirm` and without it (the built-in dialog, tests/ui.rs), nothing is asked.
+    let (tools, seen) = confirming_tools(r#"{"action": "reject"}"#);
     define(
         &tools,
         "wipe",
-        json(r#"{"annotations": {"destructiveHint": true}}"#),
+        json(r#"{"annotations": {"destructiveHint": true}, "requireConfirmation": false}"#),
     )
     .unwrap();
     let (is_error, text, _) = invoke(&tools, "wipe", r#"{"boardId": "b1"}"#).await;
-    assert!(is_error);
-    assert!(text.contains("requires confirmation"), "{text}");
+    assert!(!is_error, "{text}");
+    assert_eq!(js_sys::Array::from(&seen).length(), 0);
 }
 
 /// The next frame the page sent through a `frameRecorder` transport, parsed.

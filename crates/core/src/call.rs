@@ -54,6 +54,10 @@ pub mod outcome {
         }
     }
 
+    pub fn user_cancelled() -> CallToolResult {
+        CallToolResult::error("the user cancelled")
+    }
+
     pub fn invalid_output(errors: &[String]) -> CallToolResult {
         CallToolResult::error(format!(
             "the tool's result does not match its output schema:\n{}",
@@ -76,6 +80,9 @@ pub struct PreparedCall<H> {
     pub call_input: Option<Arc<CompiledSchema>>,
     pub timeout_ms: u64,
     pub require_confirmation: bool,
+    /// The call's own `_meta` asks for confirmation: the page's "allow for this session" does not
+    /// skip it.
+    pub confirmation_forced_by_call: bool,
     /// The output schema to check the result against (the tool's, or the call's for agent tools).
     pub output: Option<Arc<CompiledSchema>>,
 }
@@ -88,6 +95,11 @@ pub enum Admission<H> {
     WaitForHandler,
     /// The call ends now with this result; the handler never runs.
     Reject(CallToolResult),
+    /// No handler, but the call asks for the result form (`clienttools/fallback: "form"`, SPEC §7):
+    /// the user supplies the result, which must satisfy `output`.
+    ResultForm {
+        output: Arc<CompiledSchema>,
+    },
 }
 
 /// Decides what a call may do: allow-list, handler presence, input validation, timeout policy.
@@ -105,10 +117,12 @@ pub fn admit_text<H>(
         if !is_allowed(allow, &params.name) {
             return Admission::Reject(outcome::not_allowed(&params.name));
         }
-        return if grace_over {
-            Admission::Reject(outcome::no_handler(&params.name))
-        } else {
-            Admission::WaitForHandler
+        if !grace_over {
+            return Admission::WaitForHandler;
+        }
+        return match result_form(params, arguments_text) {
+            Some(admission) => admission,
+            None => Admission::Reject(outcome::no_handler(&params.name)),
         };
     };
     if !is_allowed(allow, &tool.original_name) {
@@ -138,7 +152,7 @@ pub fn admit_text<H>(
     } else {
         (None, None)
     };
-    let input_schema = input_for_call.as_deref().or(tool.input.as_ref());
+    let input_schema = input_for_call.as_deref().or(tool.input.as_deref());
 
     if let Some(schema) = input_schema {
         if let Err(errors) = schema.validate_text(arguments_text) {
@@ -159,30 +173,60 @@ pub fn admit_text<H>(
         (Some(runtime), _) => runtime.min(tool.timeout_ms),
         (None, _) => tool.timeout_ms,
     };
-    let require_confirmation = tool.require_confirmation
-        || params
-            .meta_value(meta::REQUIRE_CONFIRMATION)
-            .and_then(Value::as_bool)
-            == Some(true)
-        || tool
-            .annotations
-            .as_ref()
-            .and_then(|a| a.get("destructiveHint"))
-            .and_then(Value::as_bool)
-            == Some(true);
+    // The runtime sets `confirmedBy: "agent"` only once the person at the agent approved the call.
+    let confirmed_by_agent = params
+        .meta_value(meta::CONFIRMED_BY)
+        .and_then(Value::as_str)
+        == Some("agent");
+    let forced_by_call = params
+        .meta_value(meta::REQUIRE_CONFIRMATION)
+        .and_then(Value::as_bool)
+        == Some(true);
     Admission::Run(PreparedCall {
+        require_confirmation: (tool.require_confirmation || forced_by_call) && !confirmed_by_agent,
+        confirmation_forced_by_call: forced_by_call,
         tool,
         call_input: input_for_call,
         timeout_ms,
-        require_confirmation,
         output,
     })
+}
+
+/// A call without handler that asks for the result form: `Some` when it does and brings an output
+/// schema (the admission, or the error result when a schema is bad or the arguments fail theirs).
+fn result_form<H>(params: &CallToolParams, arguments_text: &str) -> Option<Admission<H>> {
+    if params.meta_value(meta::FALLBACK).and_then(Value::as_str) != Some("form") {
+        return None;
+    }
+    let compile = |key: &str, schema: &Value| {
+        CompiledSchema::compile_cached(schema).map_err(|message| {
+            Admission::Reject(CallToolResult::error(format!(
+                "the call's {key} is not a valid JSON Schema: {message}"
+            )))
+        })
+    };
+    let output = params.meta_value(meta::OUTPUT_SCHEMA)?;
+    let admission = (|| {
+        let output = compile(meta::OUTPUT_SCHEMA, output)?;
+        if let Some(input) = params.meta_value(meta::INPUT_SCHEMA) {
+            if let Err(errors) = compile(meta::INPUT_SCHEMA, input)?.validate_text(arguments_text) {
+                return Err(Admission::Reject(outcome::invalid_input(&errors)));
+            }
+        }
+        Ok(Admission::ResultForm { output })
+    })();
+    Some(admission.unwrap_or_else(|rejected| rejected))
 }
 
 impl<H> PreparedCall<H> {
     /// The schema the input must satisfy (the call's own, else the tool's).
     pub fn input_schema(&self) -> Option<&CompiledSchema> {
-        self.call_input.as_deref().or(self.tool.input.as_ref())
+        self.call_input.as_deref().or(self.tool.input.as_deref())
+    }
+
+    /// [`Self::input_schema`], shared (the dialog keeps it while the user edits).
+    pub fn input_schema_shared(&self) -> Option<Arc<CompiledSchema>> {
+        self.call_input.clone().or_else(|| self.tool.input.clone())
     }
 }
 
@@ -521,6 +565,73 @@ mod tests {
         };
         assert_eq!(prepared.timeout_ms, MAX_TIMEOUT_MS);
         assert!(prepared.require_confirmation);
+    }
+
+    #[test]
+    fn policy_confirmed_by_agent_and_forced_by_call() {
+        let mut registry = Registry::default();
+        let mut wipe = Declaration {
+            original_name: "wipe".into(),
+            annotations: Some(json!({"destructiveHint": true})),
+            ..Declaration::default()
+        };
+        registry
+            .define(wipe.clone(), ToolKind::Function, 1)
+            .unwrap();
+        wipe.original_name = "wipe_quietly".into();
+        wipe.require_confirmation = Some(false);
+        registry.define(wipe, ToolKind::Function, 2).unwrap();
+        let run = |name: &str, meta: Value| {
+            let mut call = params(name, json!({}));
+            call.meta = meta.as_object().cloned();
+            match admit(registry.get(name), &call, &[], false) {
+                Admission::Run(p) => (p.require_confirmation, p.confirmation_forced_by_call),
+                other => panic!("{other:?}"),
+            }
+        };
+        assert_eq!(run("wipe", json!(null)), (true, false));
+        assert_eq!(
+            run("wipe", json!({meta::CONFIRMED_BY: "agent"})),
+            (false, false)
+        );
+        assert_eq!(run("wipe_quietly", json!(null)), (false, false));
+        assert_eq!(
+            run("wipe_quietly", json!({meta::REQUIRE_CONFIRMATION: true})),
+            (true, true)
+        );
+    }
+
+    #[test]
+    fn result_form_for_a_call_without_handler_that_asks_for_it() {
+        let registry = Registry::<()>::default();
+        let mut call = params("pick_date", json!({"hint": 1}));
+        let output = json!({"type": "object", "properties": {"date": {"type": "string"}}});
+        call.meta = json!({meta::FALLBACK: "form", meta::OUTPUT_SCHEMA: output})
+            .as_object()
+            .cloned();
+        assert!(matches!(
+            admit(registry.get("pick_date"), &call, &[], false),
+            Admission::WaitForHandler
+        ));
+        let Admission::ResultForm { output: schema } =
+            admit(registry.get("pick_date"), &call, &[], true)
+        else {
+            panic!("expected the result form")
+        };
+        assert_eq!(schema.schema(), &output);
+        let meta = call.meta.as_mut().unwrap();
+        meta.insert(
+            meta::INPUT_SCHEMA.into(),
+            json!({"properties": {"hint": {"type": "string"}}}),
+        );
+        assert!(reject_text(admit(registry.get("pick_date"), &call, &[], true)).contains("/hint"));
+        let meta = call.meta.as_mut().unwrap();
+        meta.remove(meta::OUTPUT_SCHEMA);
+        assert!(
+            reject_text(admit(registry.get("pick_date"), &call, &[], true))
+                .starts_with("no handler")
+        );
+        assert_eq!(outcome::user_cancelled().text(), "the user cancelled");
     }
 
     #[test]

@@ -9,11 +9,13 @@
 //! - [`validate`]: JSON Schema compiled once per tool, errors as `instancePath: message`;
 //! - [`protocol`]: the JSON-RPC / MCP messages of SPEC §6;
 //! - [`connect`]: the page's first frame (credentials and session resumption, outside the URL);
+//! - [`form`]: which form field a schema becomes (the confirmation dialog, the result form);
 //! - [`call`]: the outcomes of SPEC §5 and the per-call state machine (injected clock).
 
 pub mod call;
 pub mod connect;
 pub mod error;
+pub mod form;
 pub mod ledger;
 pub mod names;
 pub mod protocol;

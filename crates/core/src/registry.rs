@@ -49,7 +49,8 @@ pub struct Declaration {
     pub parameters: Option<Value>,
     pub output_schema: Option<Value>,
     pub annotations: Option<Value>,
-    pub require_confirmation: bool,
+    /// `Some(false)`: the page opts out of the confirmation its annotations would ask for.
+    pub require_confirmation: Option<bool>,
     pub timeout_ms: Option<f64>,
 }
 
@@ -79,9 +80,10 @@ pub struct RegisteredTool<H> {
     pub kind: ToolKind,
     pub description: Option<String>,
     /// `None` for agent-defined tools, whose schemas come with each call.
-    pub input: Option<CompiledSchema>,
+    pub input: Option<Arc<CompiledSchema>>,
     pub output: Option<Arc<CompiledSchema>>,
     pub annotations: Option<Value>,
+    /// The tool's own policy ([`confirmation_policy`]); a call's `_meta` may still ask.
     pub require_confirmation: bool,
     pub timeout_ms: u64,
     pub handler: H,
@@ -108,6 +110,9 @@ impl<H> RegisteredTool<H> {
             self.original_name.clone().into(),
         );
         extensions.insert(meta::KIND.into(), self.kind.as_str().into());
+        if self.require_confirmation {
+            extensions.insert(meta::REQUIRE_CONFIRMATION.into(), true.into());
+        }
         protocol::Tool {
             name: self.name.clone(),
             description: self.description.clone(),
@@ -117,6 +122,17 @@ impl<H> RegisteredTool<H> {
             meta: Some(extensions),
         }
     }
+}
+
+/// Whether calls of a page tool ask the user first (SPEC §7): `requireConfirmation` when the page
+/// says it either way, else `annotations.destructiveHint` or WebMCP's `consequentialHint`.
+/// `readOnlyHint` alone never asks.
+pub fn confirmation_policy(explicit: Option<bool>, annotations: Option<&Value>) -> bool {
+    explicit.unwrap_or_else(|| {
+        ["destructiveHint", "consequentialHint"]
+            .iter()
+            .any(|hint| annotations.and_then(|a| a.get(hint)) == Some(&Value::Bool(true)))
+    })
 }
 
 /// Resolves a declared timeout: default when absent, error when not positive, clamped above the max.
@@ -205,7 +221,7 @@ impl<H> Registry<H> {
                 validate::empty_object_schema()
             }
         };
-        let input = compile(&original, "parameters", &input_schema)?;
+        let input = Arc::new(compile(&original, "parameters", &input_schema)?);
         let output = declaration
             .output_schema
             .as_ref()
@@ -227,8 +243,11 @@ impl<H> Registry<H> {
             description: declaration.description.filter(|d| !d.is_empty()),
             input: Some(input),
             output,
+            require_confirmation: confirmation_policy(
+                declaration.require_confirmation,
+                declaration.annotations.as_ref(),
+            ),
             annotations: declaration.annotations,
-            require_confirmation: declaration.require_confirmation,
             timeout_ms,
             handler,
         };
@@ -435,6 +454,42 @@ mod tests {
         assert!(registry.unregister("Search Cars"));
         assert!(registry.get("search_cars").is_none());
         assert!(!registry.unregister("search_cars"));
+    }
+
+    #[test]
+    fn confirmation_policy_and_its_list_entry() {
+        let destructive = json!({"destructiveHint": true});
+        assert!(confirmation_policy(None, Some(&destructive)));
+        assert!(confirmation_policy(
+            None,
+            Some(&json!({"consequentialHint": true}))
+        ));
+        assert!(!confirmation_policy(Some(false), Some(&destructive)));
+        assert!(confirmation_policy(Some(true), None));
+        assert!(!confirmation_policy(
+            None,
+            Some(&json!({"readOnlyHint": true}))
+        ));
+        assert!(!confirmation_policy(None, None));
+
+        let mut registry = Registry::default();
+        let mut wipe = board("wipe");
+        wipe.annotations = Some(destructive);
+        registry.define(wipe, ToolKind::Function, 1).unwrap();
+        registry
+            .define(board("read"), ToolKind::Function, 2)
+            .unwrap();
+        let listed = registry.to_mcp_tools(&[]);
+        let asks = |i: usize| {
+            listed[i]
+                .meta
+                .as_ref()
+                .unwrap()
+                .get(meta::REQUIRE_CONFIRMATION)
+                .cloned()
+        };
+        assert_eq!(asks(0), None, "read");
+        assert_eq!(asks(1), Some(json!(true)), "wipe");
     }
 
     #[test]

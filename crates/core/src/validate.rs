@@ -115,6 +115,28 @@ impl CompiledSchema {
         &self.schema
     }
 
+    /// The errors of `instance` for a form: each with the JSON Pointer of the field it belongs to
+    /// (a missing required property is its own field's error, not its parent's) and its message.
+    pub fn field_errors(&self, instance: &Value) -> Vec<(String, String)> {
+        let text = instance.to_string();
+        let Ok(tape) = Tape::parse_normalized(&text) else {
+            return vec![(String::new(), "not JSON".into())];
+        };
+        self.validator
+            .iter_errors(tape.root())
+            .map(|error| {
+                let path = error.instance_path().as_str();
+                let path = match error.kind() {
+                    jsonschema::error::ValidationErrorKind::Required {
+                        property: Value::String(name),
+                    } => crate::form::pointer_step(path, name),
+                    _ => path.to_owned(),
+                };
+                (path, error.to_string())
+            })
+            .collect()
+    }
+
     /// `Ok` when valid, else every error as `instancePath: message`.
     pub fn validate(&self, instance: &Value) -> Result<(), Vec<String>> {
         self.validate_text(&instance.to_string())
@@ -276,6 +298,18 @@ mod tests {
                 .any(|e| e.starts_with("/status: ") && e.contains("later")),
             "{errors:?}"
         );
+    }
+
+    #[test]
+    fn field_errors_point_at_the_field() {
+        let schema = CompiledSchema::compile(&board_schema()).unwrap();
+        let errors = schema.field_errors(&json!({"status": "later"}));
+        let paths: Vec<_> = errors.iter().map(|(p, _)| p.as_str()).collect();
+        assert!(
+            paths.contains(&"/boardId") && paths.contains(&"/status"),
+            "{errors:?}"
+        );
+        assert!(schema.field_errors(&json!({"boardId": "b"})).is_empty());
     }
 
     #[test]

@@ -1,0 +1,452 @@
+//! The dialog (SPEC §7): one `<client-tools-ui>` element appended to `document.body` on first use,
+//! with an open shadow root holding the styles and one native `<dialog>` opened with `showModal()`
+//! (the browser traps focus and makes the page inert). Requests wait in one queue — confirmations and
+//! result forms of every `ClientTools` on the page — and are shown one at a time.
+//!
+//! The DOM is a contract (docs/api.md, *The built-in dialog*): tests and screenshots select
+//! `[data-ct=…]`, `[data-action=…]` and `[data-path=…]`.
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::sync::Arc;
+
+use client_tools_core::validate::CompiledSchema;
+use futures::channel::oneshot;
+use serde_json::Value;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use web_sys::{Element, Event, HtmlDialogElement, HtmlElement, ShadowRootInit, ShadowRootMode};
+
+use super::el;
+use super::schema_form::{self, FieldErrors};
+use super::strings::{Strings, S};
+use crate::js;
+
+/// What the user is asked.
+pub enum Kind {
+    /// Approve or reject a call; `offer_session`: show "allow for the rest of this session".
+    Confirm { offer_session: bool },
+    /// Fill in the result of a call.
+    Result,
+}
+
+pub struct Request {
+    pub kind: Kind,
+    /// The heading (the tool's title, else its original name).
+    pub title: String,
+    pub description: Option<String>,
+    pub original_name: String,
+    /// What the form shows: the proposed input, or the result form's initial value.
+    pub value: Value,
+    /// The schema of the form: the input schema (confirmation), the output schema (result form).
+    pub schema: Option<Arc<CompiledSchema>>,
+    /// The call's arguments as JSON text, shown above a result form.
+    pub context: Option<String>,
+    pub strings: Rc<Strings>,
+}
+
+/// What the user decided.
+#[derive(Debug, PartialEq)]
+pub enum Answer {
+    Approve { allow_session: bool },
+    Modify(Value),
+    Reject(Option<String>),
+    Result(Value),
+    Cancelled,
+}
+
+struct Pending {
+    id: u32,
+    request: Request,
+    reply: oneshot::Sender<Answer>,
+}
+
+struct Ui {
+    host: Element,
+    dialog: HtmlDialogElement,
+    /// The request shown first; the others wait.
+    queue: Vec<Pending>,
+    /// The form is editable (always for a result form; after Edit for a confirmation).
+    editing: bool,
+    /// Where focus was before the dialog opened: it goes back there when the dialog closes.
+    restore: Option<HtmlElement>,
+}
+
+thread_local! {
+    static UI: RefCell<Option<Ui>> = const { RefCell::new(None) };
+    static NEXT_REQUEST: Cell<u32> = const { Cell::new(0) };
+}
+
+/// Shows `request` (now, or after those already waiting). The id withdraws it ([`withdraw`]); the
+/// receiver gets the answer. An error when the page has no `document.body` to show it in.
+pub fn ask(request: Request) -> Result<(u32, oneshot::Receiver<Answer>), String> {
+    let (reply, answer) = oneshot::channel();
+    let id = NEXT_REQUEST.with(|n| {
+        n.set(n.get() + 1);
+        n.get()
+    });
+    UI.with_borrow_mut(|ui| {
+        if ui.is_none() {
+            *ui = create();
+        }
+        let ui = ui
+            .as_mut()
+            .ok_or("this page has no document body to show the dialog in")?;
+        ui.queue.push(Pending { id, request, reply });
+        if ui.queue.len() == 1 {
+            ui.show();
+        } else {
+            ui.count_waiting();
+        }
+        Ok((id, answer))
+    })
+}
+
+/// Takes a request away unanswered (the runtime cancelled the call, or the wait ran out).
+pub fn withdraw(id: u32) {
+    UI.with_borrow_mut(|ui| {
+        let Some(ui) = ui else { return };
+        let Some(index) = ui.queue.iter().position(|p| p.id == id) else {
+            return;
+        };
+        ui.queue.remove(index);
+        if index == 0 {
+            ui.show();
+        } else {
+            ui.count_waiting();
+        }
+    });
+}
+
+fn create() -> Option<Ui> {
+    let document = js::window()?.document()?;
+    let body = document.body()?;
+    let host = document.create_element("client-tools-ui").ok()?;
+    let root = host
+        .attach_shadow(&ShadowRootInit::new(ShadowRootMode::Open))
+        .ok()?;
+    el(&root, "style", &[], Some(include_str!("styles.css")));
+    let dialog: HtmlDialogElement = el(
+        &root,
+        "dialog",
+        &[("aria-labelledby", "t"), ("aria-describedby", "d")],
+        None,
+    )
+    .unchecked_into();
+    body.append_child(&host).ok()?;
+    // The dialog lives as long as the page: its listeners do too.
+    for event in ["click", "cancel", "submit", "close"] {
+        let listener = Closure::<dyn Fn(Event)>::new(move |e: Event| on_event(event, &e));
+        let _ = dialog.add_event_listener_with_callback(event, listener.as_ref().unchecked_ref());
+        listener.forget();
+    }
+    Some(Ui {
+        host,
+        dialog,
+        queue: Vec::new(),
+        editing: false,
+        restore: None,
+    })
+}
+
+fn on_event(kind: &str, event: &Event) {
+    UI.with(|ui| {
+        let Ok(mut ui) = ui.try_borrow_mut() else {
+            return;
+        };
+        let Some(ui) = ui.as_mut() else { return };
+        let Some(current) = ui.queue.first() else {
+            return;
+        };
+        let confirm = matches!(current.request.kind, Kind::Confirm { .. });
+        let dismiss = if confirm { "reject" } else { "cancel" };
+        match kind {
+            "click" => {
+                let button = event
+                    .target()
+                    .and_then(|t| t.dyn_into::<Element>().ok())
+                    .and_then(|t| t.closest("button[data-action]").ok().flatten());
+                if let Some(button) = button {
+                    let action = button.get_attribute("data-action").unwrap_or_default();
+                    let path = button.get_attribute("data-path").unwrap_or_default();
+                    ui.act(&action, &path);
+                }
+            }
+            // Esc: the least consequential answer.
+            "cancel" => {
+                event.prevent_default();
+                ui.act(dismiss, "");
+            }
+            // Never a navigation; Enter in a result form submits it.
+            "submit" => {
+                event.prevent_default();
+                if !confirm {
+                    ui.act("submit", "");
+                }
+            }
+            // Closed by the browser with a request still shown: as Esc.
+            _ if !ui.dialog.open() => ui.act(dismiss, ""),
+            _ => {}
+        }
+    });
+}
+
+impl Ui {
+    fn form(&self) -> Option<Element> {
+        self.dialog.query_selector("form").ok().flatten()
+    }
+
+    fn find(&self, selector: &str) -> Option<Element> {
+        self.dialog.query_selector(selector).ok().flatten()
+    }
+
+    /// Shows the first request, or closes the dialog when none waits.
+    fn show(&mut self) {
+        let Some(current) = self.queue.first() else {
+            self.dialog.close();
+            if let Some(element) = self.restore.take() {
+                let _ = element.focus();
+            }
+            return;
+        };
+        let request = &current.request;
+        let strings = &request.strings;
+        let confirm = matches!(request.kind, Kind::Confirm { .. });
+        self.editing = !confirm;
+        let dialog = &self.dialog;
+        dialog.set_text_content(None);
+        el(
+            dialog,
+            "h2",
+            &[("id", "t"), ("data-ct", "title")],
+            Some(&request.title),
+        );
+        let intro = strings.get(if confirm {
+            S::ConfirmIntro
+        } else {
+            S::ResultIntro
+        });
+        if request.description.is_some() {
+            el(dialog, "p", &[("data-ct", "intro")], Some(intro));
+        }
+        let description = request.description.as_deref().unwrap_or(intro);
+        el(
+            dialog,
+            "p",
+            &[("id", "d"), ("data-ct", "description")],
+            Some(description),
+        );
+        let name = el(
+            dialog,
+            "p",
+            &[("class", "meta")],
+            Some(strings.get(S::Tool)),
+        );
+        el(
+            &name,
+            "code",
+            &[("data-ct", "original-name")],
+            Some(&request.original_name),
+        );
+        if let Some(context) = &request.context {
+            let input = el(
+                dialog,
+                "p",
+                &[("class", "meta")],
+                Some(strings.get(S::Input)),
+            );
+            el(&input, "code", &[("data-ct", "input")], Some(context));
+        }
+        let form = el(
+            dialog,
+            "form",
+            &[("data-ct", "form"), ("novalidate", "")],
+            None,
+        );
+        schema_form::render(&form, self.schema(), &request.value, self.editing, strings);
+        let mut buttons: Vec<(&str, S)> = vec![("cancel", S::Cancel), ("submit", S::Submit)];
+        if let Kind::Confirm { offer_session } = request.kind {
+            el(
+                dialog,
+                "label",
+                &[("for", "r")],
+                Some(strings.get(S::Reason)),
+            );
+            el(
+                dialog,
+                "textarea",
+                &[("id", "r"), ("data-ct", "reason"), ("rows", "2")],
+                None,
+            );
+            if offer_session {
+                let label = el(dialog, "label", &[("class", "check")], None);
+                el(
+                    &label,
+                    "input",
+                    &[("type", "checkbox"), ("data-ct", "allow-session")],
+                    None,
+                );
+                let text = strings.fill(S::AllowSession, "{tool}", &request.original_name);
+                el(&label, "span", &[], Some(&text));
+            }
+            buttons = vec![
+                ("edit", S::Edit),
+                ("reject", S::Reject),
+                ("approve", S::Approve),
+            ];
+        }
+        let actions = el(dialog, "div", &[("class", "actions")], None);
+        for (action, text) in buttons {
+            el(
+                &actions,
+                "button",
+                &[("type", "button"), ("data-action", action)],
+                Some(strings.get(text)),
+            );
+        }
+        el(dialog, "p", &[("data-ct", "queue")], None);
+        el(
+            dialog,
+            "div",
+            &[("data-ct", "live"), ("role", "status")],
+            None,
+        );
+        self.count_waiting();
+
+        if !self.dialog.open() {
+            let document = self.host.owner_document();
+            self.restore = document
+                .and_then(|d| d.active_element())
+                .map(JsCast::unchecked_into);
+            if !self.host.is_connected() {
+                if let Some(body) = js::window()
+                    .and_then(|w| w.document())
+                    .and_then(|d| d.body())
+                {
+                    let _ = body.append_child(&self.host);
+                }
+            }
+            let _ = self.dialog.show_modal();
+        }
+        // Confirmations start on Reject (least destructive), result forms on their first field.
+        let first = if confirm {
+            "[data-action=reject]"
+        } else {
+            "form [data-path],[data-action=submit]"
+        };
+        self.focus(first);
+    }
+
+    fn focus(&self, selector: &str) {
+        if let Some(element) = self.find(selector) {
+            let _ = element.unchecked_into::<HtmlElement>().focus();
+        }
+    }
+
+    fn schema(&self) -> &Value {
+        const ANY: &Value = &Value::Bool(true);
+        self.queue
+            .first()
+            .and_then(|p| p.request.schema.as_deref())
+            .map_or(ANY, CompiledSchema::schema)
+    }
+
+    /// "N more waiting", hidden when none waits.
+    fn count_waiting(&self) {
+        let (Some(counter), Some(current)) = (self.find("[data-ct=queue]"), self.queue.first())
+        else {
+            return;
+        };
+        let waiting = self.queue.len() - 1;
+        let text = current
+            .request
+            .strings
+            .fill(S::Queue, "{n}", &waiting.to_string());
+        counter.set_text_content(Some(if waiting == 0 { "" } else { &text }));
+        counter
+            .toggle_attribute_with_force("hidden", waiting == 0)
+            .ok();
+    }
+
+    fn act(&mut self, action: &str, path: &str) {
+        let Some(form) = self.form() else { return };
+        let Some(current) = self.queue.first() else {
+            return;
+        };
+        let strings = current.request.strings.clone();
+        let answer = match action {
+            "edit" => {
+                self.editing = true;
+                schema_form::render(&form, self.schema(), &current.request.value, true, &strings);
+                if let Some(edit) = self.find("[data-action=edit]") {
+                    edit.remove();
+                }
+                self.focus("form [data-path]");
+                return;
+            }
+            "add" | "remove" => {
+                let (array, remove) = match action {
+                    "add" => (path, None),
+                    _ => {
+                        let cut = path.rfind('/').unwrap_or(0);
+                        (&path[..cut], path[cut + 1..].parse().ok())
+                    }
+                };
+                let next = schema_form::change_rows(&form, self.schema(), array, remove, &strings);
+                if let Some(element) = next {
+                    let _ = element.focus();
+                }
+                return;
+            }
+            "reject" => {
+                let reason = self.find("[data-ct=reason]").map(|r| js::get(&r, "value"));
+                Answer::Reject(reason.and_then(|r| r.as_string()).filter(|r| !r.is_empty()))
+            }
+            "cancel" => Answer::Cancelled,
+            "approve" if !self.editing => Answer::Approve {
+                allow_session: self.allow_session(),
+            },
+            "approve" | "submit" => {
+                let (value, mut errors) = schema_form::read(&form, self.schema(), &strings);
+                if errors.is_empty() {
+                    if let Some(schema) = &current.request.schema {
+                        errors = schema.field_errors(&value);
+                    }
+                }
+                if !errors.is_empty() {
+                    self.invalid(&form, &errors, &strings);
+                    return;
+                }
+                match action {
+                    "submit" => Answer::Result(value),
+                    _ if value == current.request.value => Answer::Approve {
+                        allow_session: self.allow_session(),
+                    },
+                    _ => Answer::Modify(value),
+                }
+            }
+            _ => return,
+        };
+        if !self.queue.is_empty() {
+            let _ = self.queue.remove(0).reply.send(answer);
+        }
+        self.show();
+    }
+
+    fn allow_session(&self) -> bool {
+        self.find("[data-ct=allow-session]")
+            .is_some_and(|c| js::get(&c, "checked").as_bool() == Some(true))
+    }
+
+    /// Errors on their fields, announced in the live region; focus goes to the first invalid field.
+    fn invalid(&self, form: &Element, errors: &FieldErrors, strings: &Strings) {
+        let first = schema_form::show_errors(form, errors);
+        if let Some(live) = self.find("[data-ct=live]") {
+            live.set_text_content(None);
+            live.set_text_content(Some(strings.get(S::Invalid)));
+        }
+        if let Some(first) = first {
+            let _ = first.focus();
+        }
+    }
+}

@@ -1,0 +1,116 @@
+//! The words of the dialog and the result form, overridable for localization (the `strings` option).
+
+use wasm_bindgen::{JsCast, JsValue};
+
+use crate::js;
+
+/// Every string key with its English default, in [`S`] order. `{tool}` and `{n}` are filled in.
+const DEFAULTS: &[(&str, &str)] = &[
+    ("approve", "Approve"),
+    ("reject", "Reject"),
+    ("edit", "Edit"),
+    ("submit", "Submit"),
+    ("cancel", "Cancel"),
+    ("add", "Add"),
+    ("remove", "Remove"),
+    ("reason", "Reason (optional)"),
+    ("allowSession", "Allow {tool} for the rest of this session"),
+    ("queue", "{n} more waiting"),
+    ("tool", "Tool:"),
+    (
+        "confirmIntro",
+        "An AI agent wants to use this tool with the input below.",
+    ),
+    (
+        "resultIntro",
+        "An AI agent asks you for the result of this tool.",
+    ),
+    ("input", "Input:"),
+    ("invalid", "Please correct the highlighted fields."),
+    ("invalidJson", "Not valid JSON"),
+    ("item", "Item {n}"),
+    ("none", "—"),
+];
+
+/// A string key (an index into [`DEFAULTS`]).
+#[derive(Clone, Copy)]
+pub enum S {
+    Approve,
+    Reject,
+    Edit,
+    Submit,
+    Cancel,
+    Add,
+    Remove,
+    Reason,
+    AllowSession,
+    Queue,
+    Tool,
+    ConfirmIntro,
+    ResultIntro,
+    Input,
+    Invalid,
+    InvalidJson,
+    Item,
+    None,
+}
+
+/// The strings of one `ClientTools`: defaults, with the page's overrides.
+#[derive(Debug, Clone)]
+pub struct Strings(Vec<String>);
+
+impl Default for Strings {
+    fn default() -> Self {
+        Self(
+            DEFAULTS
+                .iter()
+                .map(|(_, text)| (*text).to_owned())
+                .collect(),
+        )
+    }
+}
+
+impl Strings {
+    pub fn get(&self, key: S) -> &str {
+        &self.0[key as usize]
+    }
+
+    /// The string with its `{placeholder}` filled in.
+    pub fn fill(&self, key: S, placeholder: &str, value: &str) -> String {
+        self.get(key).replace(placeholder, value)
+    }
+
+    /// Reads the `strings` option: an object of known keys to strings; anything else is an error
+    /// naming it (and, for an unknown key, listing the known ones).
+    pub fn parse(value: &JsValue) -> Result<Self, String> {
+        let mut strings = Self::default();
+        if value.is_undefined() || value.is_null() {
+            return Ok(strings);
+        }
+        if !value.is_object() {
+            return Err(format!(
+                "'strings' must be an object, got {}",
+                js::js_type_name(value)
+            ));
+        }
+        let keys = js_sys::Object::keys(value.unchecked_ref::<js_sys::Object>());
+        for key in keys.iter().filter_map(|k| k.as_string()) {
+            let Some(index) = DEFAULTS.iter().position(|(k, _)| *k == key) else {
+                let known: Vec<&str> = DEFAULTS.iter().map(|(k, _)| *k).collect();
+                return Err(format!(
+                    "unknown string `{key}` in 'strings', expected one of {}",
+                    known.join(", ")
+                ));
+            };
+            let text = js::get(value, &key);
+            let Some(text) = text.as_string() else {
+                return Err(format!(
+                    "'strings.{key}' must be a string, got {}",
+                    js::js_type_name(&text)
+                ));
+            };
+            strings.0[index] = text;
+        }
+        Ok(strings)
+    }
+}
