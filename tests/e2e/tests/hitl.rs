@@ -39,6 +39,14 @@ impl Hitl {
         let served = BridgeOnly::serving_package(config).await;
         let driven = Driven::start(kind).await;
         driven.goto(&format!("{}/hitl.html", served.base_url)).await;
+        let status = driven
+            .until(
+                "the page has started (or failed)",
+                "const s = document.getElementById('status').textContent;
+                 return s === 'loading' ? null : s;",
+            )
+            .await;
+        assert_eq!(status, "ready", "the hitl page did not start in {kind:?}");
         let page = served
             .bridge
             .wait_for_page(Duration::from_secs(60))
