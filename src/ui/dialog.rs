@@ -118,6 +118,10 @@ pub fn withdraw(id: u32) {
     });
 }
 
+/// What Tab can reach in the dialog.
+const FOCUSABLE: &str =
+    "button:not([disabled]),input:not([disabled]),select:not([disabled]),textarea:not([disabled])";
+
 fn create() -> Option<Ui> {
     let document = js::window()?.document()?;
     let body = document.body()?;
@@ -135,7 +139,7 @@ fn create() -> Option<Ui> {
     .unchecked_into();
     body.append_child(&host).ok()?;
     // The dialog lives as long as the page: its listeners do too.
-    for event in ["click", "cancel", "submit", "close"] {
+    for event in ["click", "cancel", "submit", "close", "keydown"] {
         let listener = Closure::<dyn Fn(Event)>::new(move |e: Event| on_event(event, &e));
         let _ = dialog.add_event_listener_with_callback(event, listener.as_ref().unchecked_ref());
         listener.forget();
@@ -184,6 +188,7 @@ fn on_event(kind: &str, event: &Event) {
                     ui.act("submit", "");
                 }
             }
+            "keydown" => ui.trap_focus(event),
             // Closed by the browser with a request still shown: as Esc.
             _ if !ui.dialog.open() => ui.act(dismiss, ""),
             _ => {}
@@ -335,6 +340,38 @@ impl Ui {
             "form [data-path],[data-action=submit]"
         };
         self.focus(first);
+    }
+
+    /// Keeps Tab and Shift+Tab inside the dialog: a modal `<dialog>` makes the page inert, but the
+    /// browsers still let Tab leave the last control (to the browser's own UI, or nowhere in a
+    /// headless one); from the last control Tab goes to the first, and Shift+Tab the other way.
+    fn trap_focus(&self, event: &Event) {
+        if js::get(event, "key").as_string().as_deref() != Some("Tab") {
+            return;
+        }
+        let Ok(focusable) = self.dialog.query_selector_all(FOCUSABLE) else {
+            return;
+        };
+        let count = focusable.length();
+        let (Some(first), Some(last)) = (
+            focusable.item(0),
+            count.checked_sub(1).and_then(|i| focusable.item(i)),
+        ) else {
+            return;
+        };
+        let active = js::get(&self.host, "shadowRoot");
+        let active = js::get(&active, "activeElement");
+        let backwards = js::get(event, "shiftKey").is_truthy();
+        let (edge, wrap_to) = if backwards {
+            (first, last)
+        } else {
+            (last, first)
+        };
+        let at_edge = JsValue::from(edge) == active || active.is_null() || active.is_undefined();
+        if at_edge {
+            event.prevent_default();
+            let _ = wrap_to.unchecked_into::<HtmlElement>().focus();
+        }
     }
 
     fn focus(&self, selector: &str) {

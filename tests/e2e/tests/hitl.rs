@@ -200,11 +200,13 @@ async fn edit_then_approve(kind: BrowserKind) {
         )
         .await;
     assert!(!hitl.driven.dialog_closed().await);
-    assert!(hitl
+    // Announced: the live region speaks, and focus moves to the field its error describes.
+    assert!(!hitl
         .driven
         .ui_text("[data-ct=\"live\"]")
         .await
-        .contains("^t[0-9]+$"));
+        .is_empty());
+    assert_eq!(hitl.driven.focused_in_ui().await, "/taskId");
     assert_eq!(hitl.runs("delete_task").await, 0);
 
     hitl.driven.tab_to("/taskId").await;
