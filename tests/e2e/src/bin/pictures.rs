@@ -30,6 +30,12 @@ async fn main() {
         };
         let served = BridgeOnly::serving_package(config).await;
         let driven = Driven::start_with(BrowserKind::Chromium, dark).await;
+        // Tall enough for the whole dialog: a picture of a scrolled dialog says less.
+        driven
+            .client
+            .set_window_size(900, 1600)
+            .await
+            .expect("resize the window");
         driven
             .goto(&format!("{}/pictures.html", served.base_url))
             .await;
@@ -91,6 +97,12 @@ async fn main() {
 /// Saves a picture of the open dialog (just the dialog, with a margin the browser draws).
 async fn shoot(driven: &Driven, path: &std::path::Path) {
     let dialog = driven.ui("dialog").await;
+    driven
+        .eval(
+            "document.querySelector('client-tools-ui').shadowRoot.querySelector('dialog').scrollTop = 0",
+            vec![],
+        )
+        .await;
     let png = dialog.screenshot().await.expect("screenshot the dialog");
     std::fs::write(path, png).expect("write the picture");
     println!("wrote {}", path.display());
