@@ -35,8 +35,13 @@ pub use validator::SchemaValidator;
 use wasm_bindgen::prelude::*;
 
 /// Runs once when the module is instantiated: Rust panics show up in the console with a message.
+///
+/// Not in the package `cargo xtask build` makes with the build-std toolchain: there a panic is
+/// `immediate-abort` (docs/building.md), it traps before any hook could run, and the hook would
+/// only be code. Builds that format panics (tests, a rustup wasm32 std) keep it.
 #[wasm_bindgen(start)]
 pub fn start() {
+    #[cfg(not(panic = "immediate-abort"))]
     console_error_panic_hook::set_once();
 }
 

@@ -226,6 +226,21 @@ fn the_renderer_reads_back_what_it_shows_and_what_is_typed() {
 }
 
 #[wasm_bindgen_test]
+fn fields_follow_the_schemas_property_order() {
+    // On wasm serde_json keeps members in the order written (`preserve_order`, Cargo.toml): the
+    // form shows a schema's properties in its own order, not sorted by name, and reads them back
+    // in that order.
+    let schema = json!({"type": "object", "properties": {
+        "zone": {"type": "string"}, "amount": {"type": "number"}, "memo": {"type": "string"}}});
+    let value = json!({"zone": "eu", "amount": 2.5, "memo": "m"});
+    let form = render(&schema, &value, true);
+    assert_eq!(texts(&form, "label"), "zone|amount|memo");
+    let (read, _) = schema_form::read(&form, &schema, &Strings::default());
+    assert_eq!(read.to_string(), r#"{"zone":"eu","amount":2.5,"memo":"m"}"#);
+    form.remove();
+}
+
+#[wasm_bindgen_test]
 fn array_rows_are_added_and_removed_keeping_the_others() {
     let schema = every_kind();
     let form = render(

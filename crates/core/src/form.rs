@@ -23,7 +23,8 @@ pub enum Field<'a> {
     Choice(Vec<(&'a Value, String)>),
     /// An array whose rows follow the `items` schema.
     Array(&'a Value),
-    /// An object's properties, in schema order, each with whether it is `required`.
+    /// An object's properties, in the schema's order (its map's: on wasm serde_json keeps the order
+    /// they are written in; native builds sort them by name), each with whether it is `required`.
     Object(Vec<(&'a str, &'a Value, bool)>),
     /// Anything else: the value as JSON text.
     Json,

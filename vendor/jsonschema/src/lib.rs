@@ -3473,6 +3473,23 @@ pub mod draft202012 {
     }
 }
 
+/// client-tools patch (vendor/README.md): the `multipleOf` check wasm uses and the published one,
+/// public so that client-tools can compare them natively (`crates/core/tests/multiple_of.rs`).
+#[doc(hidden)]
+pub mod client_tools_multiple_of {
+    /// The published check (`jsonschema_value`, with `fraction` / `num-bigint`).
+    #[must_use]
+    pub fn published(value: &serde_json::Number, multiple: f64) -> bool {
+        crate::numeric::is_multiple_of_float(value, multiple)
+    }
+
+    /// The check without big integers (`keywords::multiple_of`).
+    #[must_use]
+    pub fn small(value: &serde_json::Number, multiple: f64) -> bool {
+        crate::keywords::multiple_of::is_multiple_of_float_small(value, multiple)
+    }
+}
+
 #[cfg(feature = "macros")]
 #[doc(hidden)]
 pub mod __private {

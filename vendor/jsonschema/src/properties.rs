@@ -249,7 +249,13 @@ impl NameSet {
 }
 
 /// `properties` subschemas by declared name, for maps past `HASHMAP_THRESHOLD`.
+#[cfg(not(target_arch = "wasm32"))]
 pub(crate) type BigValidatorsMap<F = SerdeJson> = NameBuckets<SchemaNode<F>>;
+// client-tools patch (vendor/README.md): on wasm every `properties` map is the scanned one, so each
+// `additionalProperties` validator is compiled for one map type instead of two (code size). Same
+// lookups and results; a map of `HASHMAP_THRESHOLD` or more names is scanned instead of bucketed.
+#[cfg(target_arch = "wasm32")]
+pub(crate) type BigValidatorsMap<F = SerdeJson> = SmallValidatorsMap<F>;
 
 /// Declared names bucketed by a multiply-shift of their `KeyHead`, each with a `T`.
 pub(crate) struct NameBuckets<T> {
@@ -326,6 +332,7 @@ impl<T> NameBuckets<T> {
     }
 
     #[inline]
+    #[cfg(not(target_arch = "wasm32"))] // client-tools patch: only the bucketed `properties` map uses it
     pub(crate) fn find_index(&self, key: &str) -> Option<usize> {
         let head = KeyHead::of(key);
         let slot = slot(head.fold(), self.seed, self.shift);
@@ -368,6 +375,7 @@ impl<F: Json> PropertiesValidatorsMap<F> for SmallValidatorsMap<F> {
     }
 }
 
+#[cfg(not(target_arch = "wasm32"))] // client-tools patch: the same type as the small map on wasm
 impl<F: Json> PropertiesValidatorsMap<F> for BigValidatorsMap<F> {
     #[inline]
     fn get_validator(&self, property: &str) -> Option<&SchemaNode<F>> {
@@ -403,12 +411,16 @@ pub(crate) fn compile_small_map<'a, F: Json>(
     Ok(properties)
 }
 
+#[cfg(not(target_arch = "wasm32"))]
 pub(crate) fn compile_big_map<'a, F: Json>(
     ctx: &compiler::Context<F>,
     map: &'a Map<String, Value>,
 ) -> Result<BigValidatorsMap<F>, ValidationError<'a>> {
     Ok(BigValidatorsMap::new(compile_small_map(ctx, map)?))
 }
+// client-tools patch: see `BigValidatorsMap`.
+#[cfg(target_arch = "wasm32")]
+pub(crate) use compile_small_map as compile_big_map;
 
 pub(crate) fn are_properties_valid<'i, F, M, O, C>(
     prop_map: &M,

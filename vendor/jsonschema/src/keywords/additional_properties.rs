@@ -230,6 +230,8 @@ impl<F: Json> AdditionalPropertiesNotEmptyFalseValidator<SmallValidatorsMap<F>> 
         }))
     }
 }
+// client-tools patch: on wasm `BigValidatorsMap` is the small map, compiled by the impl above.
+#[cfg(not(target_arch = "wasm32"))]
 impl<F: Json> AdditionalPropertiesNotEmptyFalseValidator<BigValidatorsMap<F>> {
     #[inline]
     pub(crate) fn compile<'a>(
@@ -293,6 +295,8 @@ impl<F: Json> AdditionalPropertiesNotEmptyFalseWithRequiredValidator<SmallValida
     }
 }
 
+// client-tools patch: on wasm `BigValidatorsMap` is the small map, compiled by the impl above.
+#[cfg(not(target_arch = "wasm32"))]
 impl<F: Json> AdditionalPropertiesNotEmptyFalseWithRequiredValidator<BigValidatorsMap<F>> {
     pub(crate) fn compile<'a>(
         map: &'a Map<String, Value>,
@@ -539,6 +543,8 @@ impl<F: Json> AdditionalPropertiesNotEmptyFalseWithRequired1Validator<SmallValid
         ))
     }
 }
+// client-tools patch: on wasm `BigValidatorsMap` is the small map, compiled by the impl above.
+#[cfg(not(target_arch = "wasm32"))]
 impl<F: Json> AdditionalPropertiesNotEmptyFalseWithRequired1Validator<BigValidatorsMap<F>> {
     #[inline]
     pub(crate) fn compile<'a>(
@@ -767,6 +773,8 @@ impl<F: Json> AdditionalPropertiesNotEmptyValidator<SmallValidatorsMap<F>> {
         }))
     }
 }
+// client-tools patch: on wasm `BigValidatorsMap` is the small map, compiled by the impl above.
+#[cfg(not(target_arch = "wasm32"))]
 impl<F: Json> AdditionalPropertiesNotEmptyValidator<BigValidatorsMap<F>> {
     #[inline]
     pub(crate) fn compile<'a>(

@@ -39,6 +39,10 @@ impl MultipleOfFloatValidator {
 impl<F: Json> Validate<F> for MultipleOfFloatValidator {
     fn is_valid(&self, instance: &F::Node<'_>, _ctx: &mut ValidationContext) -> bool {
         if let Some(item) = instance.as_number() {
+            // client-tools patch (vendor/README.md): the same answers without big integers.
+            #[cfg(target_arch = "wasm32")]
+            return is_multiple_of_float_small(&item, self.multiple_of);
+            #[cfg(not(target_arch = "wasm32"))]
             numeric::is_multiple_of_float(&item, self.multiple_of)
         } else {
             true
@@ -76,6 +80,171 @@ impl<F: Json> Validate<F> for MultipleOfFloatValidator {
         }
         Ok(())
     }
+}
+
+// client-tools patch (vendor/README.md): `jsonschema_value::numeric::is_multiple_of_float`, as
+// built without `arbitrary-precision`, but without its `fraction` / `num-bigint` fallback, which was
+// most of the big-integer code in the wasm module. The answers are the same for every input:
+// `jsonschema::client_tools_multiple_of` exposes both, compared natively by client-tools-core's
+// `tests/multiple_of.rs`.
+
+/// Whether `value` is a multiple of the fractional `multiple` (> 0), as
+/// `jsonschema_value::numeric::is_multiple_of_float` answers.
+pub(crate) fn is_multiple_of_float_small<N: jsonschema_value::JsonNumber>(
+    value: &N,
+    multiple: f64,
+) -> bool {
+    let Some(value_f64) = value.as_f64() else {
+        return false;
+    };
+    // Zero is a multiple of any non-zero number, but a magnitude below the smallest subnormal
+    // reads as zero without being one.
+    if value_f64 == 0.0 {
+        return decimal_is_zero(&value.as_str());
+    }
+    if value_f64.abs() < multiple {
+        return false;
+    }
+    if let Some(answer) = divides_exactly(value_f64, multiple) {
+        return answer;
+    }
+    fraction_quotient_is_whole(value_f64, multiple)
+}
+
+/// Whether the number written in `text` is exactly zero: `0e5` is, `1e-400` is not.
+fn decimal_is_zero(text: &str) -> bool {
+    let mantissa = text.split(['e', 'E']).next().unwrap_or(text);
+    mantissa
+        .bytes()
+        .all(|byte| !byte.is_ascii_digit() || byte == b'0')
+}
+
+/// A finite `f64` as the decimal it prints as: `mantissa / 10^decimals` (`None` outside `i128`).
+fn decimal_parts(value: f64) -> Option<(i128, i32)> {
+    if !value.is_finite() {
+        return None;
+    }
+    let mut buffer = zmij::Buffer::new();
+    let mut mantissa: i128 = 0;
+    let mut decimals = 0;
+    let mut exponent = 0;
+    let mut negative = false;
+    let mut fractional = false;
+    let mut bytes = buffer.format_finite(value).bytes();
+    for byte in &mut bytes {
+        match byte {
+            b'-' => negative = true,
+            b'.' => fractional = true,
+            b'e' => {
+                exponent = parse_exponent(&mut bytes)?;
+                break;
+            }
+            _ => {
+                mantissa = mantissa
+                    .checked_mul(10)?
+                    .checked_add(i128::from(byte.checked_sub(b'0')?))?;
+                decimals += i32::from(fractional);
+            }
+        }
+    }
+    Some((
+        if negative { -mantissa } else { mantissa },
+        decimals - exponent,
+    ))
+}
+
+/// The signed exponent left in `bytes` after an `e`.
+fn parse_exponent(bytes: &mut impl Iterator<Item = u8>) -> Option<i32> {
+    let mut exponent = 0_i32;
+    let mut negative = false;
+    for byte in bytes {
+        match byte {
+            b'+' => {}
+            b'-' => negative = true,
+            _ => {
+                exponent = exponent
+                    .checked_mul(10)?
+                    .checked_add(i32::from(byte.checked_sub(b'0')?))?;
+            }
+        }
+    }
+    Some(if negative { -exponent } else { exponent })
+}
+
+/// Whether `value / multiple` is an integer, in the decimal reading both operands print as
+/// (`None` when either side leaves `i128`).
+fn divides_exactly(value: f64, multiple: f64) -> Option<bool> {
+    let (value_mantissa, value_decimals) = decimal_parts(value)?;
+    let (multiple_mantissa, multiple_decimals) = decimal_parts(multiple)?;
+    if multiple_mantissa == 0 {
+        return None;
+    }
+    let shared = value_decimals.min(multiple_decimals);
+    let scale = |mantissa: i128, decimals: i32| {
+        let places = u32::try_from(decimals - shared).ok()?;
+        mantissa.checked_mul(10_i128.checked_pow(places)?)
+    };
+    Some(scale(value_mantissa, multiple_decimals)? % scale(multiple_mantissa, value_decimals)? == 0)
+}
+
+/// What the original's fallback answers, `(BigFraction::from(value) / BigFraction::from(multiple))`
+/// having a denominator of one (or none: a quotient by zero is infinite or NaN, which counts as
+/// whole), for `|value| >= multiple > 0`.
+///
+/// `fraction` reads a float `x` as `trunc(|x * 10^p|) / 10^p`, the power being `10f64.powi(p)`, for
+/// the least `p` at which `x * 10^p` lies within `f64::EPSILON` of its floor ([`float_fraction`]).
+/// All four parts are then floats holding whole numbers, so each is `odd * 2^k`, and
+/// `(a / b) / (c / d)` is whole exactly when `b * c` divides `a * d`: the odd parts (below 2^53
+/// each, their products within `u128`) and the powers of two separately.
+fn fraction_quotient_is_whole(value: f64, multiple: f64) -> bool {
+    let Some((c, d)) = float_fraction(multiple) else {
+        return false;
+    };
+    if c == 0.0 {
+        // Below `f64::EPSILON` `fraction` reads the divisor as zero.
+        return true;
+    }
+    // `|value| >= multiple >= f64::EPSILON` from here: `value * 10^p` turns whole before it could
+    // overflow, so `fraction` never takes its decimal-string route for either operand.
+    let Some((a, b)) = float_fraction(value) else {
+        return false;
+    };
+    if a == 0.0 {
+        return true;
+    }
+    let (a, b, c, d) = (odd_part(a), odd_part(b), odd_part(c), odd_part(d));
+    let numerator = u128::from(a.0) * u128::from(d.0);
+    let denominator = u128::from(b.0) * u128::from(c.0);
+    numerator % denominator == 0 && b.1 + c.1 <= a.1 + d.1
+}
+
+/// `fraction`'s reading of a finite `value`: (numerator, denominator) as whole floats, or `None`
+/// where `fraction` would parse the decimal text instead (`value * 10^p` overflowing).
+fn float_fraction(value: f64) -> Option<(f64, f64)> {
+    let ten: f64 = 10.0;
+    let mut p: i32 = 0;
+    let mut scaled = value;
+    loop {
+        if (scaled.floor() - scaled).abs() < f64::EPSILON {
+            break;
+        }
+        p += 1;
+        scaled = value * ten.powi(p);
+        if scaled.is_infinite() {
+            return None;
+        }
+    }
+    Some((scaled.abs().trunc(), ten.powi(p)))
+}
+
+/// A whole, finite, positive float as `odd * 2^k`.
+fn odd_part(whole: f64) -> (u64, i32) {
+    let bits = whole.to_bits();
+    let exponent = ((bits >> 52) & 0x7ff) as i32;
+    let mantissa = (bits & ((1_u64 << 52) - 1)) | (1_u64 << 52);
+    // `whole >= 1`: normal, `whole = mantissa * 2^(exponent - 1075)`.
+    let zeros = mantissa.trailing_zeros();
+    (mantissa >> zeros, exponent - 1075 + zeros as i32)
 }
 
 pub(crate) struct MultipleOfIntegerValidator {

@@ -11,8 +11,7 @@ use crate::{
     node::SchemaNode,
     paths::{LazyLocation, Location, RefTracker},
     properties::{
-        compile_big_map, scan_members, BigValidatorsMap, KeyHead, NameLengths,
-        PropertiesValidatorsMap as _, PropertyName, HASHMAP_THRESHOLD,
+        scan_members, KeyHead, NameLengths, PropertyName, HASHMAP_THRESHOLD,
     },
     types::JsonType,
     validator::{EvaluationResult, Validate, ValidationContext},
@@ -23,12 +22,16 @@ use serde_json::{Map, Value};
 use std::sync::Arc;
 
 use super::all_of::ObjectPart;
+// client-tools patch: the bucketed validator is not compiled on wasm (see `compile` below).
+#[cfg(not(target_arch = "wasm32"))]
+use crate::properties::{compile_big_map, BigValidatorsMap, PropertiesValidatorsMap as _};
 
 pub(crate) struct SmallPropertiesValidator<F: Json = SerdeJson> {
     pub(crate) properties: Vec<(PropertyName, F::PreparedKey, SchemaNode<F>)>,
     lengths: NameLengths,
 }
 
+#[cfg(not(target_arch = "wasm32"))]
 pub(crate) struct BigPropertiesValidator<F: Json = SerdeJson> {
     pub(crate) properties: BigValidatorsMap<F>,
 }
@@ -68,6 +71,7 @@ impl SmallPropertiesValidator {
     }
 }
 
+#[cfg(not(target_arch = "wasm32"))]
 impl BigPropertiesValidator {
     #[inline]
     pub(crate) fn compile<'a, F: Json>(
@@ -532,6 +536,7 @@ impl<F: Json> Validate<F> for SmallPropertiesWithRequired2Validator<F> {
     }
 }
 
+#[cfg(not(target_arch = "wasm32"))]
 impl<F: Json> Validate<F> for BigPropertiesValidator<F> {
     fn collect_object_part<'a>(&'a self, part: &mut ObjectPart<'a, F>) -> bool {
         part.properties.extend(
@@ -683,7 +688,12 @@ pub(crate) fn compile<'a, F: Json>(
                         Some(SmallPropertiesValidator::compile(ctx, map))
                     }
                 } else {
-                    Some(BigPropertiesValidator::compile(ctx, map))
+                    // client-tools patch (vendor/README.md): on wasm the scanned validator takes
+                    // maps of any size, so the bucketed one is not compiled in (code size).
+                    #[cfg(not(target_arch = "wasm32"))]
+                    return Some(BigPropertiesValidator::compile(ctx, map));
+                    #[cfg(target_arch = "wasm32")]
+                    return Some(SmallPropertiesValidator::compile(ctx, map));
                 }
             } else {
                 let location = ctx.location().join("properties");
