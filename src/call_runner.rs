@@ -71,6 +71,7 @@ pub async fn run_call(
         RunningCall {
             stop: Some(stop_tx),
             progress_token,
+            progress_base: 0.0,
         },
     );
     let result = admit_and_run(

@@ -64,12 +64,7 @@ pub async fn wait_for_human<T>(
                 if waited_ms >= HUMAN_WAIT_MAX_MS {
                     return Waited::TimedOut;
                 }
-                page.report_progress(
-                    call_id,
-                    Some(waited_ms as f64),
-                    None,
-                    Some(waiting_for.into()),
-                );
+                page.report_waiting(call_id, waited_ms as f64, waiting_for);
             }
         }
     }

@@ -78,6 +78,9 @@ pub struct RunningCall {
     pub stop: Option<oneshot::Sender<Stop>>,
     /// Where `ctx.reportProgress` reports to, when the runtime asked for progress.
     pub progress_token: Option<Value>,
+    /// Progress already reported while a person decided (ms waited): the handler's own reports are
+    /// sent above it, because MCP progress must only increase.
+    pub progress_base: f64,
 }
 
 type ProgressCallback = Closure<dyn Fn(JsValue, JsValue, JsValue, JsValue)>;
@@ -153,7 +156,8 @@ impl Page {
         self.report_progress.as_ref().unchecked_ref()
     }
 
-    /// Sends `notifications/progress` for a running call that has a progress token.
+    /// Sends `notifications/progress` for a running call that has a progress token (the handler's
+    /// `ctx.reportProgress`): above what was reported while a person decided, `total` shifted alike.
     pub fn report_progress(
         &self,
         call_id: &str,
@@ -161,15 +165,38 @@ impl Page {
         total: Option<f64>,
         message: Option<String>,
     ) {
-        let token = self
-            .running
-            .borrow()
-            .get(call_id)
-            .and_then(|call| call.progress_token.clone());
+        let (token, base) = match self.running.borrow().get(call_id) {
+            Some(call) => (call.progress_token.clone(), call.progress_base),
+            None => return,
+        };
+        let progress = progress.unwrap_or(0.0) + base;
+        self.send_progress(call_id, token, progress, total.map(|t| t + base), message);
+    }
+
+    /// Progress while a person decides (`waited_ms` so far); the handler's reports go above it.
+    pub fn report_waiting(&self, call_id: &str, waited_ms: f64, message: &str) {
+        let token = match self.running.borrow_mut().get_mut(call_id) {
+            Some(call) => {
+                call.progress_base = waited_ms;
+                call.progress_token.clone()
+            }
+            None => return,
+        };
+        self.send_progress(call_id, token, waited_ms, None, Some(message.into()));
+    }
+
+    fn send_progress(
+        &self,
+        call_id: &str,
+        token: Option<Value>,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<String>,
+    ) {
         if let Some(progress_token) = token {
             let params = ProgressParams {
                 progress_token,
-                progress: progress.unwrap_or(0.0),
+                progress,
                 total,
                 message,
             };

@@ -70,7 +70,13 @@ struct Ui {
     editing: bool,
     /// Where focus was before the dialog opened: it goes back there when the dialog closes.
     restore: Option<HtmlElement>,
+    /// Activations before this time (page clock, ms) are ignored: see [`ARMING_MS`].
+    armed_until: f64,
 }
+
+/// How long the dialog ignores clicks, Enter and Esc after one request replaced another (and says
+/// `aria-busy` meanwhile), so an answer meant for the previous request cannot land on the next.
+const ARMING_MS: u32 = 400;
 
 thread_local! {
     static UI: RefCell<Option<Ui>> = const { RefCell::new(None) };
@@ -139,7 +145,9 @@ fn create() -> Option<Ui> {
     .unchecked_into();
     body.append_child(&host).ok()?;
     // The dialog lives as long as the page: its listeners do too.
-    for event in ["click", "cancel", "submit", "close", "keydown"] {
+    for event in [
+        "click", "cancel", "submit", "close", "keydown", "input", "change",
+    ] {
         let listener = Closure::<dyn Fn(Event)>::new(move |e: Event| on_event(event, &e));
         let _ = dialog.add_event_listener_with_callback(event, listener.as_ref().unchecked_ref());
         listener.forget();
@@ -150,6 +158,7 @@ fn create() -> Option<Ui> {
         queue: Vec::new(),
         editing: false,
         restore: None,
+        armed_until: 0.0,
     })
 }
 
@@ -164,7 +173,19 @@ fn on_event(kind: &str, event: &Event) {
         };
         let confirm = matches!(current.request.kind, Kind::Confirm { .. });
         let dismiss = if confirm { "reject" } else { "cancel" };
+        // Just after one request replaced another, activations are ignored: a double click or a
+        // held Enter meant for the previous request must not answer the new one unseen.
+        let arming = js::now_ms() < ui.armed_until;
         match kind {
+            "click" | "cancel" if arming => {
+                event.prevent_default();
+            }
+            // The person changed this field: it is read from the form (the rest stays as proposed).
+            "input" | "change" => {
+                if let Some(target) = event.target().and_then(|t| t.dyn_into::<Element>().ok()) {
+                    let _ = target.set_attribute("data-dirty", "");
+                }
+            }
             "click" => {
                 let button = event
                     .target()
@@ -177,7 +198,9 @@ fn on_event(kind: &str, event: &Event) {
                 }
             }
             // Esc: the least consequential answer.
-            "cancel" => {
+            // (A `cancel` the page cannot stop — Esc without a user activation in Chromium — is
+            // followed by the dialog closing: the `close` below answers then, once.)
+            "cancel" if event.cancelable() => {
                 event.prevent_default();
                 ui.act(dismiss, "");
             }
@@ -189,7 +212,12 @@ fn on_event(kind: &str, event: &Event) {
                 }
             }
             "keydown" => ui.trap_focus(event),
-            // Closed by the browser with a request still shown: as Esc.
+            // Closed by the browser with a request still shown: as Esc — unless that request was
+            // just put in front of the person (then it is shown again).
+            _ if !ui.dialog.open() && arming => {
+                let _ = ui.dialog.show_modal();
+                ui.focus("[data-action]");
+            }
             _ if !ui.dialog.open() => ui.act(dismiss, ""),
             _ => {}
         }
@@ -318,11 +346,31 @@ impl Ui {
         );
         self.count_waiting();
 
-        if !self.dialog.open() {
-            let document = self.host.owner_document();
-            self.restore = document
-                .and_then(|d| d.active_element())
-                .map(JsCast::unchecked_into);
+        if self.dialog.open() {
+            // One request replaced another under the person's eyes: arm after a moment.
+            self.armed_until = js::now_ms() + f64::from(ARMING_MS);
+            let _ = self.dialog.set_attribute("aria-busy", "true");
+            gloo_timers::callback::Timeout::new(ARMING_MS, || {
+                UI.with(|ui| {
+                    let Ok(ui) = ui.try_borrow() else { return };
+                    // Only the last replacement's timer disarms.
+                    if let Some(ui) = ui
+                        .as_ref()
+                        .filter(|ui| js::now_ms() + 1.0 >= ui.armed_until)
+                    {
+                        let _ = ui.dialog.remove_attribute("aria-busy");
+                    }
+                });
+            })
+            .forget();
+        } else {
+            // (Reopened after a forced close, it keeps where focus was before the first request.)
+            if self.restore.is_none() {
+                let document = self.host.owner_document();
+                self.restore = document
+                    .and_then(|d| d.active_element())
+                    .map(JsCast::unchecked_into);
+            }
             if !self.host.is_connected() {
                 if let Some(body) = js::window()
                     .and_then(|w| w.document())
@@ -443,8 +491,16 @@ impl Ui {
             "approve" if !self.editing => Answer::Approve {
                 allow_session: self.allow_session(),
             },
+            // Edit pressed but nothing touched: exactly the proposed input, approved.
+            "approve" if !schema_form::touched(&form) => Answer::Approve {
+                allow_session: self.allow_session(),
+            },
             "approve" | "submit" => {
-                let (value, mut errors) = schema_form::read(&form, self.schema(), &strings);
+                let base = match action {
+                    "approve" => schema_form::Base::Original(Some(&current.request.value)),
+                    _ => schema_form::Base::Fresh,
+                };
+                let (value, mut errors) = schema_form::read(&form, self.schema(), base, &strings);
                 if errors.is_empty() {
                     if let Some(schema) = &current.request.schema {
                         errors = schema.field_errors(&value);

@@ -7,7 +7,7 @@
 //! is ever parsed as markup.
 
 use client_tools_core::form::{classify, initial_value, pointer_step, Field};
-use serde_json::{Map, Number, Value};
+use serde_json::{Number, Value};
 use wasm_bindgen::JsCast;
 use web_sys::{Element, HtmlElement};
 
@@ -62,6 +62,12 @@ impl Render<'_> {
                 *required,
             );
         }
+        // What the value holds beyond the listed properties is shown too (as JSON text): a person
+        // never approves input they cannot see.
+        for (name, extra) in unlisted(properties, value) {
+            let path = pointer_step(path, name);
+            self.field(parent, &Value::Bool(true), extra, &path, name, false);
+        }
     }
 
     fn field(
@@ -111,10 +117,21 @@ impl Render<'_> {
         }
         let text = match value {
             Value::Null => String::new(),
-            Value::String(s) => s.clone(),
+            // A JSON field shows JSON text (a string in quotes), so it reads back as it was.
+            Value::String(s) if !matches!(kind, Field::Json) => s.clone(),
             other => other.to_string(),
         };
         let control = match &kind {
+            // Plain text that would not show whole in one line: a textarea keeps every line.
+            Field::Text("text") if text.contains('\n') || text.chars().count() > 60 => {
+                let rows = (text.lines().count() + text.chars().count() / 60).clamp(2, 12);
+                el(
+                    &wrap,
+                    "textarea",
+                    &[("rows", &rows.to_string())],
+                    Some(&text),
+                )
+            }
             Field::Text(input_type) => {
                 let shown = match *input_type {
                     "datetime-local" => super::iso_to_local(&text),
@@ -302,10 +319,31 @@ impl Controls {
     }
 }
 
+/// What a read starts from: nothing (a result form: every field is read), or the value the form
+/// was shown with (an edited confirmation: what the person did not touch stays exactly as it was —
+/// its text, its time zone, the keys the schema does not list — and only touched fields are read).
+#[derive(Clone, Copy)]
+pub enum Base<'a> {
+    Fresh,
+    Original(Option<&'a Value>),
+}
+
+impl<'a> Base<'a> {
+    fn at(self, key: &str) -> Self {
+        match self {
+            Base::Fresh => Base::Fresh,
+            Base::Original(value) => Base::Original(value.and_then(|v| match v {
+                Value::Array(items) => key.parse::<usize>().ok().and_then(|i| items.get(i)),
+                _ => v.get(key),
+            })),
+        }
+    }
+}
+
 /// The value the form shows for `schema`, and the fields whose text could not be read (JSON that
 /// does not parse). Empty optional fields are left out.
-pub fn read(form: &Element, schema: &Value, strings: &Strings) -> (Value, FieldErrors) {
-    read_at(form, schema, "", strings)
+pub fn read(form: &Element, schema: &Value, base: Base, strings: &Strings) -> (Value, FieldErrors) {
+    read_at(form, schema, "", base, strings)
 }
 
 /// [`read`] of the part of the form at `path` (`schema` being that part's schema).
@@ -313,52 +351,115 @@ pub fn read_at(
     form: &Element,
     schema: &Value,
     path: &str,
+    base: Base,
     strings: &Strings,
 ) -> (Value, FieldErrors) {
     let controls = Controls::of(form);
     let mut errors = Vec::new();
-    let value = read_field(&controls, schema, path, true, strings, &mut errors);
+    let value = read_field(&controls, schema, path, true, base, strings, &mut errors);
     (value.unwrap_or(Value::Null), errors)
 }
 
+/// Whether the person changed anything in the form (typed, picked, added or removed a row).
+pub fn touched(form: &Element) -> bool {
+    form.query_selector("[data-dirty]").ok().flatten().is_some()
+}
+
+/// The keys of `value` (an object) that `properties` does not list.
+fn unlisted<'v>(
+    properties: &[(&str, &Value, bool)],
+    value: &'v Value,
+) -> Vec<(&'v String, &'v Value)> {
+    value
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter(|(name, _)| {
+            !properties
+                .iter()
+                .any(|(listed, _, _)| *listed == name.as_str())
+        })
+        .collect()
+}
+
+#[allow(clippy::too_many_arguments)]
 fn read_field(
     controls: &Controls,
     schema: &Value,
     path: &str,
     required: bool,
+    base: Base,
     strings: &Strings,
     errors: &mut FieldErrors,
 ) -> Option<Value> {
     let kind = classify(schema);
     match kind {
         Field::Object(properties) => {
-            let mut object = Map::new();
-            for (name, schema, required) in properties {
+            let original = match base {
+                Base::Original(Some(value)) => value,
+                _ => &Value::Null,
+            };
+            let mut object = original.as_object().cloned().unwrap_or_default();
+            for (name, schema, required) in &properties {
                 let path = pointer_step(path, name);
-                if let Some(value) = read_field(controls, schema, &path, required, strings, errors)
-                {
-                    object.insert(name.to_owned(), value);
-                }
+                let base = base.at(name);
+                match read_field(controls, schema, &path, *required, base, strings, errors) {
+                    Some(value) => object.insert((*name).to_owned(), value),
+                    None => object.remove(*name),
+                };
+            }
+            let extras: Vec<String> = unlisted(&properties, original)
+                .into_iter()
+                .map(|(k, _)| k.clone())
+                .collect();
+            for name in extras {
+                let path = pointer_step(path, &name);
+                let base = base.at(&name);
+                match read_field(
+                    controls,
+                    &Value::Bool(true),
+                    &path,
+                    false,
+                    base,
+                    strings,
+                    errors,
+                ) {
+                    Some(value) => object.insert(name, value),
+                    None => object.remove(&name),
+                };
             }
             return Some(Value::Object(object));
         }
         Field::Array(items) => {
-            let count = controls
-                .groups
-                .get(path)
+            let group = controls.groups.get(path);
+            let count = group
                 .and_then(|g| g.query_selector(".rows").ok().flatten())
                 .and_then(|rows| rows.get_attribute("data-n"))
                 .and_then(|n| n.parse().ok())
                 .unwrap_or(0usize);
+            // Rows added or removed: their places moved, so every row is read as shown.
+            let moved = group.is_some_and(|g| g.has_attribute("data-dirty"));
             let values = (0..count).map(|index| {
                 let path = pointer_step(path, &index.to_string());
-                read_field(controls, items, &path, true, strings, errors).unwrap_or(Value::Null)
+                let base = if moved {
+                    Base::Fresh
+                } else {
+                    base.at(&index.to_string())
+                };
+                read_field(controls, items, &path, true, base, strings, errors)
+                    .unwrap_or(Value::Null)
             });
             return Some(Value::Array(values.collect()));
         }
         _ => {}
     }
-    let control = controls.controls.get(path)?;
+    let control = controls.controls.get(path);
+    if let (Base::Original(original), false) =
+        (base, control.is_some_and(|c| c.has_attribute("data-dirty")))
+    {
+        return original.cloned();
+    }
+    let control = control?;
     if let Field::Boolean = kind {
         return Some(
             js::get(control, "checked")
@@ -472,12 +573,11 @@ pub fn change_rows(
         return None;
     };
     let schema = schema_at(root, path)?;
-    let (mut value, _) = read_at(form, schema, path, strings);
-    let rows_of = Controls::of(form)
-        .groups
-        .get(path)?
-        .query_selector(".rows")
-        .ok()??;
+    let (mut value, _) = read_at(form, schema, path, Base::Fresh, strings);
+    let group = Controls::of(form).groups.get(path)?.clone();
+    // The rows moved: the whole array is read as shown from now on (see `read_field`).
+    let _ = group.set_attribute("data-dirty", "");
+    let rows_of = group.query_selector(".rows").ok()??;
     let list = value.as_array_mut()?;
     match remove {
         Some(index) if index < list.len() => {

@@ -110,8 +110,14 @@ impl<H> RegisteredTool<H> {
             self.original_name.clone().into(),
         );
         extensions.insert(meta::KIND.into(), self.kind.as_str().into());
-        if self.require_confirmation {
-            extensions.insert(meta::REQUIRE_CONFIRMATION.into(), true.into());
+        // Both ways for the page's own tools: `false` tells a runtime that asks at its side that
+        // the page opted out (its hints alone would ask). An agent-defined tool's policy is the
+        // agent's, so its entry says nothing.
+        if self.kind != ToolKind::Handler {
+            extensions.insert(
+                meta::REQUIRE_CONFIRMATION.into(),
+                self.require_confirmation.into(),
+            );
         }
         protocol::Tool {
             name: self.name.clone(),
@@ -488,8 +494,19 @@ mod tests {
                 .get(meta::REQUIRE_CONFIRMATION)
                 .cloned()
         };
-        assert_eq!(asks(0), None, "read");
+        assert_eq!(asks(0), Some(json!(false)), "read");
         assert_eq!(asks(1), Some(json!(true)), "wipe");
+        let mut opted_out = board("wipe quietly");
+        opted_out.annotations = Some(json!({"destructiveHint": true}));
+        opted_out.require_confirmation = Some(false);
+        registry.define(opted_out, ToolKind::Function, 3).unwrap();
+        let listed = registry.to_mcp_tools(&[]);
+        let entry = listed.iter().find(|t| t.name == "wipe_quietly").unwrap();
+        assert_eq!(
+            entry.meta.as_ref().unwrap().get(meta::REQUIRE_CONFIRMATION),
+            Some(&json!(false)),
+            "the page's opt-out is listed"
+        );
     }
 
     #[test]

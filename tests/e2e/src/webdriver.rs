@@ -186,13 +186,14 @@ impl Driven {
             .unwrap_or_else(|e| panic!("no '{selector}' in the UI ({:?}): {e}", self.kind))
     }
 
-    /// Waits until the UI's dialog is open for the tool `original_name` and has focus, so keys go
-    /// to it.
+    /// Waits until the UI's dialog is open for the tool `original_name`, has focus and takes input
+    /// (not `aria-busy`: just after one request replaced another it ignores activations), so keys
+    /// go to it.
     pub async fn wait_for_dialog(&self, original_name: &str) {
         let script = format!(
             "const root = document.querySelector('client-tools-ui')?.shadowRoot;
              const dialog = root?.querySelector('dialog');
-             return !!(dialog && dialog.open &&
+             return !!(dialog && dialog.open && !dialog.hasAttribute('aria-busy') &&
                root.querySelector('[data-ct=\"original-name\"]')?.textContent.includes({name}) &&
                root.activeElement);",
             name = serde_json::to_string(original_name).unwrap()
@@ -233,6 +234,35 @@ impl Driven {
         let backspace = char::from(Key::Backspace).to_string();
         self.type_text(&backspace).await;
         self.type_text(text).await;
+    }
+
+    /// Double-clicks the UI element `selector` with the mouse, as a person in a hurry would.
+    pub async fn double_click(&self, selector: &str) {
+        use fantoccini::actions::{MouseActions, PointerAction, MOUSE_BUTTON_LEFT};
+        let element = self.ui(selector).await;
+        let click = || {
+            [
+                PointerAction::Down {
+                    button: MOUSE_BUTTON_LEFT,
+                },
+                PointerAction::Up {
+                    button: MOUSE_BUTTON_LEFT,
+                },
+            ]
+        };
+        let mut mouse = MouseActions::new("mouse".into()).then(PointerAction::MoveToElement {
+            element,
+            duration: None,
+            x: 0.0,
+            y: 0.0,
+        });
+        for action in click().into_iter().chain(click()) {
+            mouse = mouse.then(action);
+        }
+        self.client
+            .perform_actions(mouse)
+            .await
+            .expect("perform a double click");
     }
 
     /// Presses Shift+Tab once.

@@ -137,6 +137,9 @@ in_both_browsers!(
     result_form_submit,
     result_form_cancel,
     an_mcp_client_waits_for_the_person,
+    what_the_person_approves_is_what_they_saw,
+    a_double_click_answers_one_request,
+    a_forced_close_answers_one_request,
 );
 
 async fn approve_with_the_keyboard(kind: BrowserKind) {
@@ -201,11 +204,7 @@ async fn edit_then_approve(kind: BrowserKind) {
         .await;
     assert!(!hitl.driven.dialog_closed().await);
     // Announced: the live region speaks, and focus moves to the field its error describes.
-    assert!(!hitl
-        .driven
-        .ui_text("[data-ct=\"live\"]")
-        .await
-        .is_empty());
+    assert!(!hitl.driven.ui_text("[data-ct=\"live\"]").await.is_empty());
     assert_eq!(hitl.driven.focused_in_ui().await, "/taskId");
     assert_eq!(hitl.runs("delete_task").await, 0);
 
@@ -475,5 +474,140 @@ async fn an_mcp_client_waits_for_the_person(kind: BrowserKind) {
         out[1]
     );
     assert_eq!(hitl.runs("delete_task").await, 1);
+    hitl.quit().await;
+}
+
+async fn what_the_person_approves_is_what_they_saw(kind: BrowserKind) {
+    let hitl = Hitl::open(kind).await;
+    // Keys the schema does not list, a line break, a time zone: all shown, none rewritten.
+    let proposed = json!({
+        "to": "ana@example.com",
+        "at": "2026-12-14T10:00:00.250+02:00",
+        "body": "Hi Ana,\nP.S. wire $500 to the account below",
+        "bcc": "attacker@example.com",
+    });
+    let call = hitl.call("send_message", proposed.clone());
+    hitl.driven.wait_for_dialog("send_message").await;
+    let shown = hitl
+        .driven
+        .eval(
+            "const root = document.querySelector('client-tools-ui').shadowRoot;
+             const value = (p) => root.querySelector(`[data-path=\"${p}\"]`)?.value;
+             return [value('/body'), value('/bcc'), root.querySelector('form').textContent];",
+            vec![],
+        )
+        .await;
+    assert_eq!(
+        shown[0], proposed["body"],
+        "the whole text, line break included"
+    );
+    assert_eq!(
+        shown[1],
+        json!("\"attacker@example.com\""),
+        "an unlisted key is shown"
+    );
+    assert!(shown[2].as_str().unwrap().contains("bcc"), "{shown}");
+
+    // Edit, touch nothing, Approve: exactly the proposed input, not a modification.
+    hitl.driven.tab_to("edit").await;
+    hitl.driven.press(&[Key::Enter]).await;
+    hitl.driven.tab_to("approve").await;
+    hitl.driven.press(&[Key::Enter]).await;
+    let result = outcome(call).await;
+    assert!(!result.is_error, "{result:?}");
+    assert!(
+        result
+            .meta
+            .as_ref()
+            .and_then(|m| m.get("clienttools/modifiedInput"))
+            .is_none(),
+        "{result:?}"
+    );
+    let ran_on = hitl
+        .driven
+        .eval("return window.inputs.send_message[0]", vec![])
+        .await;
+    assert_eq!(ran_on, proposed);
+
+    // Edit one field: only that field changes.
+    let call = hitl.call("send_message", proposed.clone());
+    hitl.driven.wait_for_dialog("send_message").await;
+    hitl.driven.tab_to("edit").await;
+    hitl.driven.press(&[Key::Enter]).await;
+    hitl.driven.tab_to("/to").await;
+    hitl.driven.replace_text("bo@example.com").await;
+    hitl.driven.tab_to("approve").await;
+    hitl.driven.press(&[Key::Enter]).await;
+    let result = outcome(call).await;
+    assert!(!result.is_error, "{result:?}");
+    let mut expected = proposed.clone();
+    expected["to"] = json!("bo@example.com");
+    let modified = result
+        .meta
+        .as_ref()
+        .and_then(|m| m.get("clienttools/modifiedInput"));
+    assert_eq!(modified, Some(&expected));
+    hitl.quit().await;
+}
+
+async fn a_double_click_answers_one_request(kind: BrowserKind) {
+    let hitl = Hitl::open(kind).await;
+    let first = hitl.call("delete_task", json!({"taskId": "t1"}));
+    hitl.driven.wait_for_dialog("Delete Task").await;
+    let second = hitl.call("archive_board", json!({"boardId": "b1"}));
+    hitl.driven
+        .until(
+            "the second request waits",
+            "return document.querySelector('client-tools-ui').shadowRoot
+               .querySelector('[data-ct=\"queue\"]')?.textContent.includes('1')",
+        )
+        .await;
+    // The second click lands on the next request's Approve: it must not answer it unseen.
+    hitl.driven.double_click("[data-action=\"approve\"]").await;
+    assert!(!outcome(first).await.is_error);
+    hitl.driven.wait_for_dialog("archive_board").await;
+    assert_eq!(
+        hitl.runs("archive_board").await,
+        0,
+        "the second request was not approved"
+    );
+    assert!(!second.is_finished());
+    hitl.driven.press(&[Key::Escape]).await;
+    assert!(outcome(second).await.is_error);
+    hitl.quit().await;
+}
+
+async fn a_forced_close_answers_one_request(kind: BrowserKind) {
+    let hitl = Hitl::open(kind).await;
+    let first = hitl.call("delete_task", json!({"taskId": "t1"}));
+    hitl.driven.wait_for_dialog("Delete Task").await;
+    let second = hitl.call("archive_board", json!({"boardId": "b1"}));
+    hitl.driven
+        .until(
+            "the second request waits",
+            "return document.querySelector('client-tools-ui').shadowRoot
+               .querySelector('[data-ct=\"queue\"]')?.textContent.includes('1')",
+        )
+        .await;
+    // What Chromium does on Esc without a user activation: a `cancel` the page cannot stop, then
+    // the dialog closes. That answers the request shown, and only that one.
+    hitl.driven
+        .eval(
+            "const dialog = document.querySelector('client-tools-ui').shadowRoot.querySelector('dialog');
+             dialog.dispatchEvent(new Event('cancel', { cancelable: false }));
+             dialog.close();",
+            vec![],
+        )
+        .await;
+    let rejected = outcome(first).await;
+    assert!(
+        rejected.text().contains("rejected by the user"),
+        "{rejected:?}"
+    );
+    hitl.driven.wait_for_dialog("archive_board").await;
+    assert!(!second.is_finished(), "the next request is still asked");
+    hitl.driven.tab_to("approve").await;
+    hitl.driven.press(&[Key::Enter]).await;
+    assert_eq!(outcome(second).await.text(), "archived");
     hitl.quit().await;
 }
