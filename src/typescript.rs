@@ -13,13 +13,14 @@ export interface ConfirmRequest {
   description?: string;
   callId: string;
   input: unknown;
-  inputSchema: JsonSchema;
+  /** The schema the input was checked against; absent when the tool has none. */
+  inputSchema?: JsonSchema;
 }
-export interface ConfirmDecision {
-  action: "approve" | "modify" | "reject";
-  input?: unknown;
-  reason?: string;
-}
+/** What a `confirm` callback decides; anything else is an error result naming what was wrong. */
+export type ConfirmDecision =
+  | { action: "approve" }
+  | { action: "modify"; input: unknown }
+  | { action: "reject"; reason?: string };
 
 /** Keys of the `strings` option; `{tool}` and `{n}` are filled in. */
 export type UiStringKey =

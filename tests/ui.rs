@@ -202,7 +202,7 @@ fn the_renderer_reads_back_what_it_shows_and_what_is_typed() {
     });
     let form = render(&schema, &value, true);
     let strings = Strings::default();
-    let (read, errors) = schema_form::read(&form, &schema, &strings);
+    let (read, errors) = schema_form::read(&form, &schema, schema_form::Base::Fresh, &strings);
     assert!(errors.is_empty(), "{errors:?}");
     assert_eq!(read, value);
 
@@ -212,7 +212,7 @@ fn the_renderer_reads_back_what_it_shows_and_what_is_typed() {
     type_in(scope, "[data-path='/email']", "");
     type_in(scope, "[data-path='/urgent']", "true");
     type_in(scope, "[data-path='/extra']", "{not json");
-    let (read, errors) = schema_form::read(&form, &schema, &strings);
+    let (read, errors) = schema_form::read(&form, &schema, schema_form::Base::Fresh, &strings);
     assert_eq!(read["count"], 7);
     assert_eq!(read["tags"], json!(["a", "c"]));
     assert_eq!(
@@ -235,7 +235,12 @@ fn fields_follow_the_schemas_property_order() {
     let value = json!({"zone": "eu", "amount": 2.5, "memo": "m"});
     let form = render(&schema, &value, true);
     assert_eq!(texts(&form, "label"), "zone|amount|memo");
-    let (read, _) = schema_form::read(&form, &schema, &Strings::default());
+    let (read, _) = schema_form::read(
+        &form,
+        &schema,
+        schema_form::Base::Fresh,
+        &Strings::default(),
+    );
     assert_eq!(read.to_string(), r#"{"zone":"eu","amount":2.5,"memo":"m"}"#);
     form.remove();
 }
@@ -254,7 +259,7 @@ fn array_rows_are_added_and_removed_keeping_the_others() {
     schema_form::change_rows(&form, &schema, "/lines", None, &strings);
     assert_eq!(count(scope, "[data-action=remove]"), 3);
     schema_form::change_rows(&form, &schema, "/lines", Some(0), &strings);
-    let (read, _) = schema_form::read(&form, &schema, &strings);
+    let (read, _) = schema_form::read(&form, &schema, schema_form::Base::Fresh, &strings);
     assert_eq!(read["lines"], json!([{"sku": "B"}, {}]));
     assert_eq!(
         attr(scope, "[data-action=remove]", "data-path").unwrap(),
@@ -270,7 +275,7 @@ fn errors_go_to_their_fields() {
     let form = render(&schema, &json!({"name": "A", "count": 1}), true);
     let scope: &JsValue = &form;
     let strings = Strings::default();
-    let (value, _) = schema_form::read(&form, &schema, &strings);
+    let (value, _) = schema_form::read(&form, &schema, schema_form::Base::Fresh, &strings);
     let mut value = value;
     value.as_object_mut().unwrap().remove("count");
     let mut errors = compiled.field_errors(&value);
@@ -352,6 +357,14 @@ async fn outcome(call: JsFuture) -> (bool, String, JsValue) {
 
 async fn opened() {
     wait("the dialog", is_open).await;
+}
+
+/// Waits until the dialog takes input again after a request replaced another (`aria-busy` gone).
+async fn armed() {
+    wait("the dialog to take input", || {
+        is_open() && attr(&DIALOG, "dialog", "aria-busy").is_none()
+    })
+    .await;
 }
 
 #[wasm_bindgen_test]
@@ -480,16 +493,21 @@ async fn confirmations_queue_one_at_a_time() {
     })
     .await;
     click("button[data-action=approve]");
+    // The click meant for the first request, repeated (a double click) on the next one: ignored
+    // while the dialog is busy showing it.
+    click("button[data-action=approve]");
     assert!(!outcome(first).await.0);
     assert!(is_open());
     assert_eq!(text(&DIALOG, "[data-ct=queue]"), "1 more waiting");
     assert_eq!(js_value(&DIALOG, "[data-path='/boardId']"), "b2");
+    armed().await;
     click("button[data-action=reject]");
     assert!(outcome(second).await.0);
     assert_eq!(
         attr(&DIALOG, "[data-ct=queue]", "hidden").as_deref(),
         Some("")
     );
+    armed().await;
     click("button[data-action=approve]");
     assert!(!outcome(third).await.0);
     assert!(!is_open());

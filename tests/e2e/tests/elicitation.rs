@@ -3,11 +3,9 @@
 //! 2025-11-25, an `InputRequiredResult` whose `requestState` is checked and spent on 2026-07-28.
 //! A client that declares no elicitation gets the page's confirmation instead.
 //!
-//! The assertions that the page was NOT asked after the person at the agent approved depend on the
-//! page honouring `_meta.clienttools/confirmedBy = "agent"` (the SDK side of issue 11); they are
-//! marked `PAGE HONOURS confirmedBy`; the one that the page's own `requireConfirmation` (without
-//! hints) is asked at the agent depends on the page listing `_meta["clienttools/requireConfirmation"]`
-//! and is marked `PAGE EMITS requireConfirmation`. Both fail today, until the SDK side merges.
+//! The assertions marked `PAGE HONOURS confirmedBy` check that the page did not ask again once the
+//! person at the agent approved (`_meta.clienttools/confirmedBy = "agent"`); those marked `PAGE EMITS
+//! requireConfirmation` check what the page lists as its policy (`_meta["clienttools/requireConfirmation"]`).
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -596,8 +594,8 @@ async fn the_pages_require_confirmation_flag_decides_both_ways() {
 }
 
 /// The page's own tool that requires confirmation by its definition only (no hints) is asked at
-/// the agent. PAGE EMITS requireConfirmation: passes once the SDK lists the flag (fails today: the
-/// page asks instead).
+/// the agent (PAGE EMITS requireConfirmation); one the page opted out of (destructive hint,
+/// `requireConfirmation: false`) is asked nowhere.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_page_tool_requiring_confirmation_without_hints_is_asked_at_the_agent() {
     let stack = stack().await;
@@ -615,4 +613,25 @@ async fn a_page_tool_requiring_confirmation_without_hints_is_asked_at_the_agent(
     assert!(asked[0].contains("'archive_task'"), "{}", asked[0]);
     assert_eq!(outcomes[0]["text"], "rejected by the user");
     assert_eq!(page_record(&stack).await, (vec![], vec![]));
+
+    let steps = json!([{"call": "quiet_wipe", "arguments": {}}]);
+    let out = python_steps::run(
+        &mcp_url(&stack),
+        TOKEN,
+        "2025-11-25",
+        Some("decline"),
+        &steps,
+    )
+    .await;
+    let (asked, outcomes) = questions_and_outcomes(out);
+    assert_eq!(
+        asked,
+        Vec::<String>::new(),
+        "the page's opt-out holds at the agent"
+    );
+    assert_eq!(outcomes[0]["isError"], false, "{}", outcomes[0]);
+    assert_eq!(
+        page_record(&stack).await,
+        (vec![], vec!["quiet_wipe".to_owned()])
+    );
 }
