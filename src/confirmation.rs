@@ -121,13 +121,17 @@ pub async fn ask(
                     .as_ref()
                     .and_then(|a| a.get("title"))
                     .and_then(|t| t.as_str())
+                    .or(prepared.call_title.as_deref())
                     .unwrap_or(&tool.original_name);
                 let request = Request {
                     kind: Kind::Confirm {
                         offer_session: own_policy && page.options.allow_for_session,
                     },
                     title: title.to_owned(),
-                    description: tool.description.clone(),
+                    description: tool
+                        .description
+                        .clone()
+                        .or_else(|| prepared.call_description.clone()),
                     original_name: tool.original_name.clone(),
                     value: serde_json::from_str(arguments_text).unwrap_or_default(),
                     schema: prepared.input_schema_shared(),

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use client_tools_core::call::{self, outcome, HUMAN_WAIT_MAX_MS};
 use client_tools_core::form::initial_value;
-use client_tools_core::protocol::{CallToolParams, CallToolResult};
+use client_tools_core::protocol::{meta, CallToolParams, CallToolResult};
 use client_tools_core::validate::CompiledSchema;
 use futures::channel::oneshot;
 use serde_json::Value;
@@ -26,12 +26,20 @@ pub async fn ask(
     stop_rx: &mut oneshot::Receiver<Stop>,
 ) -> Result<CallToolResult, String> {
     let schema = output.schema();
-    let text = |key: &str| schema.get(key).and_then(Value::as_str).map(str::to_owned);
+    // Who asks: the tool's title and description from the call (an agent-defined tool), else the
+    // output schema's.
+    let text = |key: &str, meta_key: &str| {
+        params
+            .meta_value(meta_key)
+            .or_else(|| schema.get(key))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    };
     let shows_arguments = !matches!(arguments_text.trim(), "" | "{}" | "null");
     let request = Request {
         kind: Kind::Result,
-        title: text("title").unwrap_or_else(|| params.name.clone()),
-        description: text("description"),
+        title: text("title", meta::TITLE).unwrap_or_else(|| params.name.clone()),
+        description: text("description", meta::DESCRIPTION),
         original_name: params.name.clone(),
         value: initial_value(schema),
         schema: Some(output.clone()),

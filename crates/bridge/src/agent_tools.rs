@@ -199,6 +199,10 @@ impl AgentTool {
         if self.fallback_form {
             extensions.insert(meta::FALLBACK.into(), FALLBACK_FORM.into());
         }
+        if let Some(title) = &self.title {
+            extensions.insert(meta::TITLE.into(), title.clone().into());
+        }
+        extensions.insert(meta::DESCRIPTION.into(), self.description.clone().into());
         extensions
     }
 }

@@ -85,6 +85,10 @@ pub struct PreparedCall<H> {
     pub confirmation_forced_by_call: bool,
     /// The output schema to check the result against (the tool's, or the call's for agent tools).
     pub output: Option<Arc<CompiledSchema>>,
+    /// An agent-defined tool's title and description, from the call's `_meta`: what the dialog
+    /// shows (a page-defined tool's own definition says it).
+    pub call_title: Option<String>,
+    pub call_description: Option<String>,
 }
 
 /// The decision for a call that just arrived (or is retried after waiting for a handler).
@@ -182,7 +186,19 @@ pub fn admit_text<H>(
         .meta_value(meta::REQUIRE_CONFIRMATION)
         .and_then(Value::as_bool)
         == Some(true);
+    let call_text = |key: &str| {
+        (tool.kind == ToolKind::Handler)
+            .then(|| {
+                params
+                    .meta_value(key)
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+            })
+            .flatten()
+    };
     Admission::Run(PreparedCall {
+        call_title: call_text(meta::TITLE),
+        call_description: call_text(meta::DESCRIPTION),
         require_confirmation: (tool.require_confirmation || forced_by_call) && !confirmed_by_agent,
         confirmation_forced_by_call: forced_by_call,
         tool,

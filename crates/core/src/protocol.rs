@@ -31,6 +31,10 @@ pub mod meta {
     /// Set only by the runtime (the bridge strips it from what agents send): the person at the agent
     /// already confirmed this call (`"agent"`), so the page does not ask again (SPEC §7).
     pub const CONFIRMED_BY: &str = "clienttools/confirmedBy";
+    /// On a call for an agent-defined tool: its title and description, so the page's dialog and
+    /// result form can say who asks (the page has no definition of its own for it).
+    pub const TITLE: &str = "clienttools/title";
+    pub const DESCRIPTION: &str = "clienttools/description";
 }
 
 /// JSON-RPC method names used on the page connection.

@@ -61,7 +61,8 @@ async fn main() {
         driven.press(&[fantoccini::key::Key::Escape]).await;
         let _ = confirm.await;
 
-        // The result form of an agent-defined tool the page has no handler for, half filled in.
+        // The result form of an agent-defined tool the page has no handler for, half filled in
+        // (a choice's option values are its index).
         let form = {
             let page = page.clone();
             tokio::spawn(async move {
@@ -83,7 +84,8 @@ async fn main() {
                    c.dispatchEvent(new Event('input', { bubbles: true }));
                  };
                  set('/date', '2026-12-14');
-                 set('/window', 'afternoon');",
+                 set('/window', '1');
+                 set('/floor', '3');",
                 vec![],
             )
             .await;
