@@ -16,6 +16,7 @@ use crate::options::Options;
 use crate::page::Page;
 use crate::transport::{self, custom, websocket};
 use crate::typescript::*;
+use crate::webmcp::forms::FormTools;
 use crate::{declaration, errors, js, session};
 
 /// Client tools of one page: define them, connect to the agent runtime, watch the calls.
@@ -55,6 +56,9 @@ impl ClientTools {
         };
         if tools.page.options.endpoint.is_some() {
             remember_running_calls_on_unload(&tools.page);
+        }
+        if tools.page.options.forms {
+            FormTools::start(&tools.page);
         }
         if tools.page.options.auto_connect && tools.page.options.endpoint.is_some() {
             let page = tools.page.clone();

@@ -6,6 +6,7 @@ use std::rc::Rc;
 
 use client_tools_core::call::{self, outcome, Admission, CallState, Confirmed, PreparedCall};
 use client_tools_core::protocol::{CallToolParams, CallToolResult};
+use client_tools_core::registry::ToolKind;
 use futures::channel::oneshot;
 use futures::future::{self, Either};
 use futures::FutureExt;
@@ -19,6 +20,7 @@ use crate::context::HandlerContext;
 use crate::js::{self, PageClock};
 use crate::page::{Page, RunningCall, Stop};
 use crate::ui::result_form;
+use crate::webmcp::form_call;
 
 /// How often a call waiting for a late handler looks again (within the 2 s grace).
 const HANDLER_POLL_MS: u32 = 25;
@@ -72,6 +74,7 @@ pub async fn run_call(
             stop: Some(stop_tx),
             progress_token,
             progress_base: 0.0,
+            withdrawn: None,
         },
     );
     let result = admit_and_run(
@@ -83,8 +86,16 @@ pub async fn run_call(
         &mut stop_rx,
     )
     .await;
-    page.running.borrow_mut().remove(&call_id);
-    result
+    let withdrawn = page
+        .running
+        .borrow_mut()
+        .remove(&call_id)
+        .and_then(|call| call.withdrawn);
+    match (result, withdrawn) {
+        // The page withdrew the call (its form was reset or removed): the agent still gets an end.
+        (None, Some(reason)) => Some(outcome::withdrawn(&reason)),
+        (result, _) => result,
+    }
 }
 
 async fn admit_and_run(
@@ -151,7 +162,8 @@ async fn run_result_form(
     }
 }
 
-enum HandlerEnd {
+/// How a handler's run (or a form tool's fill and submit) ended.
+pub enum HandlerEnd {
     Returned(Result<JsValue, String>),
     TimedOut,
     Cancelled(String),
@@ -192,29 +204,44 @@ async fn run_prepared(
 
     // The handler's clock starts now, after any time spent waiting for the user.
     let mut state = CallState::running(&PageClock, prepared.timeout_ms);
-    let context = HandlerContext::new(page, call_id, &tool.name, &tool.original_name);
-    let args = js_sys::Array::of2(&js::from_json_text(&arguments_text), &context.object);
-    drop(arguments_text);
-    let handler = call_function(&tool.handler, &args).fuse();
-    let _deadline = page.deadlines.start(call_id, prepared.timeout_ms);
-    let end = match future::select(Box::pin(handler), stop_rx).await {
-        Either::Left((returned, _)) => HandlerEnd::Returned(returned),
-        Either::Right((Ok(Stop::TimedOut), _)) => HandlerEnd::TimedOut,
-        Either::Right((stop, _)) => {
-            HandlerEnd::Cancelled(stop.map_or_else(|_| "cancelled".into(), Stop::reason))
+    let mut context = None;
+    let end = if tool.kind == ToolKind::Form {
+        form_call::run(page, call_id, tool, &arguments_text, stop_rx).await
+    } else {
+        let handler_context = HandlerContext::new(page, call_id, &tool.name, &tool.original_name);
+        let args = js_sys::Array::of2(
+            &js::from_json_text(&arguments_text),
+            &handler_context.object,
+        );
+        context = Some(handler_context);
+        drop(arguments_text);
+        let handler = call_function(&tool.handler, &args).fuse();
+        let _deadline = page.deadlines.start(call_id, prepared.timeout_ms);
+        let end = match future::select(Box::pin(handler), &mut *stop_rx).await {
+            Either::Left((returned, _)) => HandlerEnd::Returned(returned),
+            Either::Right((Ok(Stop::TimedOut), _)) => HandlerEnd::TimedOut,
+            Either::Right((stop, _)) => {
+                HandlerEnd::Cancelled(stop.map_or_else(|_| "cancelled".into(), Stop::reason))
+            }
+        };
+        end
+    };
+    let abort = |reason: &str| {
+        if let Some(context) = &context {
+            context.abort(reason);
         }
     };
 
     let mut result = match end {
         HandlerEnd::Cancelled(reason) => {
             state.cancel();
-            context.abort(&reason);
+            abort(&reason);
             emit_cancel(page, &identity, &reason);
             return None;
         }
         HandlerEnd::TimedOut => {
             let result = outcome::timed_out(prepared.timeout_ms);
-            context.abort(result.text());
+            abort(result.text());
             emit_cancel(page, &identity, &Stop::TimedOut.reason());
             result
         }
@@ -303,6 +330,17 @@ pub fn arguments_from_js(input: &JsValue) -> Result<(Option<Value>, Option<Strin
     let text = js::to_json_text(input)?;
     let value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
     Ok((Some(value), Some(text)))
+}
+
+/// The page cancels a running call (its form was reset or removed): unlike a runtime cancel, the
+/// agent gets an error result naming `reason`.
+pub fn withdraw(page: &Page, call_id: &str, reason: &str) {
+    if let Some(call) = page.running.borrow_mut().get_mut(call_id) {
+        if call.stop.is_some() {
+            call.withdrawn = Some(reason.to_owned());
+        }
+    }
+    stop(page, call_id, Stop::Cancelled(reason.to_owned()));
 }
 
 /// Stops a running call (a runtime cancel, a timeout); only the first stop counts.

@@ -28,6 +28,7 @@ pub mod transport;
 pub mod typescript;
 pub mod ui;
 pub mod validator;
+pub mod webmcp;
 
 pub use api::ClientTools;
 pub use validator::SchemaValidator;

@@ -19,6 +19,8 @@ use crate::deadlines::Deadlines;
 use crate::events::EventHub;
 use crate::options::Options;
 use crate::outgoing::{self, Kind};
+use crate::webmcp::browser_agent::BrowserAgent;
+use crate::webmcp::forms::FormTools;
 
 /// Connection states reported by `connectionchange` (SPEC §4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -81,6 +83,9 @@ pub struct RunningCall {
     /// Progress already reported while a person decided (ms waited): the handler's own reports are
     /// sent above it, because MCP progress must only increase.
     pub progress_base: f64,
+    /// Why the page withdrew the call ([`crate::call_runner::withdraw`]): it ends with an error
+    /// result, where a runtime cancel ends with none.
+    pub withdrawn: Option<String>,
 }
 
 type ProgressCallback = Closure<dyn Fn(JsValue, JsValue, JsValue, JsValue)>;
@@ -105,6 +110,12 @@ pub struct Page {
     pub deadlines: Deadlines,
     /// Tools the user allowed for the rest of this page's life (`allowForSession`), by name.
     pub allowed_for_session: RefCell<std::collections::HashSet<String>>,
+    /// The `<form toolname>` tools (SPEC §8).
+    pub forms: FormTools,
+    /// What is registered with the browser's `modelContext` (SPEC §8).
+    pub browser_agent: BrowserAgent,
+    /// This page itself, for what must hold it weakly (the browser agent's `execute`).
+    this: Weak<Page>,
     next_local_call: Cell<u64>,
     report_progress: ProgressCallback,
 }
@@ -119,6 +130,7 @@ impl Page {
     ) -> Rc<Self> {
         Rc::new_cyclic(|weak: &Weak<Page>| {
             let deadlines = Deadlines::new(weak.clone());
+            let this = weak.clone();
             let weak = weak.clone();
             let report_progress = Closure::new(
                 move |call_id: JsValue, progress: JsValue, total: JsValue, message: JsValue| {
@@ -145,6 +157,9 @@ impl Page {
                 resume_secret: RefCell::new(resume_secret),
                 session_epoch: Cell::new(0),
                 allowed_for_session: RefCell::default(),
+                forms: FormTools::default(),
+                browser_agent: BrowserAgent::default(),
+                this,
                 next_local_call: Cell::new(1),
                 report_progress,
             }
@@ -278,6 +293,9 @@ impl Page {
 
     /// The tool list changed: tell the page and the runtime.
     pub fn tools_changed(&self) {
+        if let Some(page) = self.this.upgrade() {
+            BrowserAgent::sync(&page);
+        }
         self.events.emit("toolschanged", &js_sys::Object::new());
         self.send(encode_notification(method::TOOLS_LIST_CHANGED, &json!({})));
     }

@@ -54,6 +54,11 @@ pub mod outcome {
         }
     }
 
+    /// The page cancelled the call (a form reset or removed while an agent filled it).
+    pub fn withdrawn(reason: &str) -> CallToolResult {
+        CallToolResult::error(format!("cancelled by the page: {reason}"))
+    }
+
     pub fn user_cancelled() -> CallToolResult {
         CallToolResult::error("the user cancelled")
     }

@@ -16,6 +16,7 @@ pub mod call;
 pub mod connect;
 pub mod error;
 pub mod form;
+pub mod form_tool;
 pub mod ledger;
 pub mod names;
 pub mod protocol;

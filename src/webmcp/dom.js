@@ -1,0 +1,180 @@
+// The DOM side of WebMCP (SPEC §8), kept to reading and writing: what the controls mean, and
+// every other decision, is made in Rust (client-tools-core, form_tool.rs).
+
+const NOT_PARAMETERS = new Set(["hidden", "file", "submit", "reset", "button", "image"]);
+const LABELABLE = "button,input,meter,output,progress,select,textarea";
+
+// An element's text without the controls nested in it (a label wrapping its input).
+function textOf(node) {
+  if (!node) return undefined;
+  const copy = node.cloneNode(true);
+  for (const nested of copy.querySelectorAll(LABELABLE)) nested.remove();
+  return copy.textContent.replace(/\s+/g, " ").trim() || undefined;
+}
+
+function attribute(element, name) {
+  const value = element.getAttribute(name);
+  return value === null || value.trim() === "" ? undefined : value.trim();
+}
+
+function groupOf(element, form) {
+  const fieldset = element.closest("fieldset");
+  if (!fieldset || !form.contains(fieldset)) return undefined;
+  const legend = Array.from(fieldset.children).find((child) => child.localName === "legend");
+  return attribute(fieldset, "toolparamdescription") || textOf(legend);
+}
+
+const INPUT_TYPES = new Set(["text", "search", "tel", "url", "email", "password", "date", "month",
+  "week", "time", "datetime-local", "number", "range", "color", "checkbox", "radio", "file", "hidden",
+  "submit", "image", "reset", "button"]);
+
+// The type the page wrote: a browser without a `month` or `week` input reports `text`, but the page
+// still expects that format.
+function typeOf(element) {
+  const written = (element.getAttribute("type") || "").trim().toLowerCase();
+  return element.localName === "input" && INPUT_TYPES.has(written) ? written : element.type;
+}
+
+// The form's submittable controls, in document order, as plain data.
+export function controlsOf(form) {
+  const found = [];
+  Array.from(form.elements).forEach((element, index) => {
+    if (!/^(input|select|textarea)$/.test(element.localName)) return;
+    const type = typeOf(element);
+    if (NOT_PARAMETERS.has(type) || element.disabled || !element.name) return;
+    found.push({
+      index,
+      name: element.name,
+      type,
+      required: element.required,
+      pattern: attribute(element, "pattern"),
+      min: attribute(element, "min"),
+      max: attribute(element, "max"),
+      step: attribute(element, "step"),
+      minlength: attribute(element, "minlength"),
+      maxlength: attribute(element, "maxlength"),
+      paramDescription: attribute(element, "toolparamdescription"),
+      label: textOf(element.labels && element.labels[0]),
+      ariaDescription: attribute(element, "aria-description"),
+      group: groupOf(element, form),
+      options: element.options
+        ? Array.from(element.options, (option) => ({ value: option.value, label: option.label }))
+        : [],
+      value: element.value,
+      checked: !!element.checked,
+      selected: element.selectedOptions ? Array.from(element.selectedOptions, (o) => o.value) : [],
+    });
+  });
+  return found;
+}
+
+// Sets a property through its prototype's setter: frameworks (React) watch the element's own
+// `value`, and only a change they did not make themselves reaches their `onChange`.
+function setProperty(element, property, value) {
+  let proto = Object.getPrototypeOf(element);
+  while (proto && !Object.getOwnPropertyDescriptor(proto, property)) proto = Object.getPrototypeOf(proto);
+  const descriptor = proto && Object.getOwnPropertyDescriptor(proto, property);
+  if (descriptor && descriptor.set) descriptor.set.call(element, value);
+  else element[property] = value;
+}
+
+// Applies `[{index, property, value}]` and fires `input` and `change` on each control changed.
+export function fill(form, assignments) {
+  const targets = assignments.map((a) => [form.elements[a.index], a]);
+  for (const [element, { property, value }] of targets) {
+    if (!element) continue;
+    if (property === "selected") {
+      for (const option of element.options) option.selected = value.includes(option.value);
+    } else {
+      setProperty(element, property, value);
+    }
+    element.dispatchEvent(new Event("input", { bubbles: true }));
+    element.dispatchEvent(new Event("change", { bubbles: true }));
+  }
+}
+
+// The form's first submit button (it may stand outside the form, with `form=`).
+export function submitButtonOf(form) {
+  return Array.from(form.elements).find((e) => e.type === "submit" || e.type === "image");
+}
+
+// Why the form would not submit (the browser's own messages), or undefined when it would.
+export function invalidReason(form) {
+  const invalid = Array.from(form.elements).filter((e) => e.willValidate && !e.checkValidity());
+  if (invalid.length === 0) return undefined;
+  return invalid.map((e) => `${e.name || e.type}: ${e.validationMessage}`).join("; ");
+}
+
+// Gives a `submit` event of a form an agent filled what WebMCP pages look for: `agentInvoked` and
+// `respondWith(promise)` (after `preventDefault()`). Once every listener has run, `done(response,
+// defaultPrevented)` reports what the page did.
+export function agentSubmit(event, done) {
+  let response;
+  Object.defineProperty(event, "agentInvoked", { value: true, configurable: true });
+  Object.defineProperty(event, "respondWith", {
+    configurable: true,
+    value(promise) {
+      if (!event.defaultPrevented) {
+        throw new DOMException("call preventDefault() before respondWith()", "InvalidStateError");
+      }
+      if (response) throw new DOMException("respondWith() was already called", "InvalidStateError");
+      response = Promise.resolve(promise);
+    },
+  });
+  setTimeout(() => done(response, event.defaultPrevented));
+}
+
+export function observe(target, options, callback) {
+  const observer = new MutationObserver(callback);
+  observer.observe(target, options);
+  return observer;
+}
+
+// Whether DOM changes may have changed a form tool: a form or its controls added, removed or edited.
+export function touchesForms(records) {
+  const within = (node) => node.nodeType === 1 && node.closest("form,label");
+  const holds = (node) =>
+    node.nodeType === 1 &&
+    (node.matches("form,input,select,textarea,label,fieldset,legend,option") ||
+      !!node.querySelector("form,input,select,textarea,label"));
+  return records.some(
+    (r) =>
+      r.type === "attributes" ||
+      within(r.target) ||
+      Array.from(r.addedNodes).some(holds) ||
+      Array.from(r.removedNodes).some(holds),
+  );
+}
+
+// Registers one tool with the browser's agent (`document.modelContext`); aborting the returned
+// controller unregisters it. A refusal (a duplicate name) is reported to `onError`, not thrown.
+export function registerWithBrowser(modelContext, tool, execute, onError) {
+  const controller = new AbortController();
+  tool.execute = (input, options) => execute(input, options && options.signal);
+  try {
+    const registered = modelContext.registerTool(tool, { signal: controller.signal });
+    if (registered && typeof registered.then === "function") registered.then(undefined, onError);
+  } catch (error) {
+    onError(error);
+  }
+  return controller;
+}
+
+// Calls `onAbort` when `signal` (if it is one) aborts.
+export function onAbort(signal, onAbort) {
+  if (signal instanceof AbortSignal) signal.addEventListener("abort", () => onAbort(), { once: true });
+}
+
+export function abortError(message) {
+  return new DOMException(message, "AbortError");
+}
+
+// Whether the browser implements declarative WebMCP itself (its submit events respond).
+export function browserHasWebMcp() {
+  return typeof SubmitEvent === "function" && "respondWith" in SubmitEvent.prototype;
+}
+
+// A form tool's handler in the registry: the function that gives its form.
+export function formHandle(form) {
+  return () => form;
+}

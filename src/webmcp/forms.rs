@@ -1,0 +1,367 @@
+//! Every `<form toolname>` of the document is a tool of kind `form` (SPEC §8): found at start,
+//! and kept in step with the DOM by a `MutationObserver` — a form added is defined, one whose
+//! controls or description change is redefined, one removed or renamed is unregistered and its
+//! call in flight is cancelled (the agent gets an error result).
+//!
+//! The registry keeps, as a form tool's handler, a function that returns its form
+//! ([`super::form_handle`]); [`super::form_call`] runs the calls.
+
+use std::cell::RefCell;
+use std::rc::{Rc, Weak};
+
+use client_tools_core::form_tool::{self, Control};
+use client_tools_core::registry::{Declaration, ToolKind, Warning};
+use futures::channel::oneshot;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+
+use crate::call_runner;
+use crate::js;
+use crate::page::Page;
+
+/// The attribute that marks a form an agent is filling (the stand-in for `:tool-form-active`).
+pub const FORM_ACTIVE: &str = "data-tool-form-active";
+/// The attribute on the submit button while the user is asked to submit (`:tool-submit-active`).
+pub const SUBMIT_ACTIVE: &str = "data-tool-submit-active";
+
+/// Attributes whose change can change a form tool (others, like our own marks, cannot).
+const WATCHED_ATTRIBUTES: &[&str] = &[
+    "toolname",
+    "tooldescription",
+    "toolparamdescription",
+    "name",
+    "type",
+    "required",
+    "pattern",
+    "min",
+    "max",
+    "step",
+    "minlength",
+    "maxlength",
+    "multiple",
+    "disabled",
+    "value",
+    "label",
+    "for",
+    "form",
+    "aria-description",
+];
+
+/// What the page did with the `submit` event of a form an agent filled.
+pub struct Submitted {
+    /// The promise the page gave `respondWith`.
+    pub response: Option<js_sys::Promise>,
+}
+
+#[derive(Default)]
+pub struct FormTools {
+    tools: RefCell<Vec<FormTool>>,
+    watching: RefCell<Option<Watching>>,
+}
+
+/// The observer and the window's capture listeners, for as long as the page lives.
+struct Watching {
+    observer: JsValue,
+    on_mutations: Closure<dyn FnMut(JsValue)>,
+    on_submit: Closure<dyn FnMut(JsValue)>,
+    on_reset: Closure<dyn FnMut(JsValue)>,
+}
+
+impl Drop for Watching {
+    fn drop(&mut self) {
+        let disconnect: js_sys::Function = js::get(&self.observer, "disconnect").unchecked_into();
+        let _ = disconnect.call0(&self.observer);
+        if let Some(window) = web_sys::window() {
+            for (event, listener) in [("submit", &self.on_submit), ("reset", &self.on_reset)] {
+                let listener = listener.as_ref().unchecked_ref();
+                let _ = window.remove_event_listener_with_callback_and_bool(event, listener, true);
+            }
+        }
+        let _ = &self.on_mutations;
+    }
+}
+
+struct FormTool {
+    form: JsValue,
+    original_name: String,
+    name: String,
+    /// Description and schema as last defined: a rescan redefines the tool only when they change.
+    signature: String,
+    call: Option<ActiveCall>,
+}
+
+struct ActiveCall {
+    call_id: String,
+    submitted: Option<oneshot::Sender<Submitted>>,
+}
+
+/// The controls of `form`, as the core reads them.
+pub fn controls(form: &JsValue) -> Vec<Control> {
+    js::to_json_text(&super::controls_of(form))
+        .ok()
+        .and_then(|text| serde_json::from_str(&text).ok())
+        .unwrap_or_default()
+}
+
+impl FormTools {
+    /// Defines the document's form tools and watches for changes (`forms: true`).
+    pub fn start(page: &Rc<Page>) {
+        let Some(window) = web_sys::window() else {
+            return;
+        };
+        let Some(document) = window.document() else {
+            return;
+        };
+        let weak = Rc::downgrade(page);
+        let on_mutations = listener(&weak, |page, records| {
+            if super::touches_forms(&records) {
+                rescan(&page);
+            }
+        });
+        let options = js::object(&[
+            ("childList", true.into()),
+            ("subtree", true.into()),
+            ("attributes", true.into()),
+            (
+                "attributeFilter",
+                WATCHED_ATTRIBUTES
+                    .iter()
+                    .map(|a| JsValue::from(*a))
+                    .collect::<js_sys::Array>()
+                    .into(),
+            ),
+        ]);
+        let observer = super::observe(
+            &document.into(),
+            &options,
+            on_mutations.as_ref().unchecked_ref(),
+        );
+        // Capture on the window: before any listener of the page sees the event.
+        let on_submit = listener(&weak, |page, event| page.forms.submitting(&event));
+        let on_reset = listener(&weak, |page, event| page.forms.reset(&page, &event));
+        for (event, listener) in [("submit", &on_submit), ("reset", &on_reset)] {
+            let _ = window.add_event_listener_with_callback_and_bool(
+                event,
+                listener.as_ref().unchecked_ref(),
+                true,
+            );
+        }
+        page.forms.watching.replace(Some(Watching {
+            observer,
+            on_mutations,
+            on_submit,
+            on_reset,
+        }));
+        rescan(page);
+    }
+
+    /// Marks the form busy with `call_id`; `None` when another call is filling it.
+    pub fn begin(&self, form: &JsValue, call_id: &str) -> Option<oneshot::Receiver<Submitted>> {
+        let mut tools = self.tools.borrow_mut();
+        let tool = tools.iter_mut().find(|t| &t.form == form)?;
+        if tool.call.is_some() {
+            return None;
+        }
+        let (sender, receiver) = oneshot::channel();
+        tool.call = Some(ActiveCall {
+            call_id: call_id.to_owned(),
+            submitted: Some(sender),
+        });
+        Some(receiver)
+    }
+
+    /// The call ended: the form is free again.
+    pub fn end(&self, call_id: &str) {
+        for tool in self.tools.borrow_mut().iter_mut() {
+            if tool.call.as_ref().is_some_and(|c| c.call_id == call_id) {
+                tool.call = None;
+            }
+        }
+    }
+
+    /// A `submit` event: when its form is being filled by a call, the event gets `agentInvoked` and
+    /// `respondWith`, and the call hears what the page did once the event is over.
+    fn submitting(&self, event: &JsValue) {
+        let form = js::get(event, "target");
+        let sender = self
+            .tools
+            .borrow_mut()
+            .iter_mut()
+            .find(|t| t.form == form)
+            .and_then(|t| t.call.as_mut())
+            .and_then(|c| c.submitted.take());
+        let Some(sender) = sender else {
+            return;
+        };
+        let done = Closure::once_into_js(move |response: JsValue, _prevented: JsValue| {
+            let response = response.dyn_into::<js_sys::Promise>().ok();
+            let _ = sender.send(Submitted { response });
+        });
+        super::agent_submit(event, &done);
+    }
+
+    /// A form reset cancels the call filling it (SPEC §8).
+    fn reset(&self, page: &Page, event: &JsValue) {
+        let form = js::get(event, "target");
+        let call_id = self
+            .tools
+            .borrow()
+            .iter()
+            .find(|t| t.form == form)
+            .and_then(|t| t.call.as_ref())
+            .map(|c| c.call_id.clone());
+        if let Some(call_id) = call_id {
+            call_runner::withdraw(page, &call_id, "the form was reset");
+        }
+    }
+}
+
+/// A listener that holds the page weakly (the page's own closures must not keep it alive).
+fn listener(
+    page: &Weak<Page>,
+    act: impl Fn(Rc<Page>, JsValue) + 'static,
+) -> Closure<dyn FnMut(JsValue)> {
+    let page = page.clone();
+    Closure::new(move |value: JsValue| {
+        if let Some(page) = page.upgrade() {
+            act(page, value);
+        }
+    })
+}
+
+/// Brings the form tools in step with the document.
+pub fn rescan(page: &Rc<Page>) {
+    let found = document_forms();
+    let mut warnings = Vec::new();
+    let mut withdrawn = Vec::new();
+    let mut changed = false;
+
+    // Forms removed or renamed: their tools go, and so do their calls.
+    let gone: Vec<FormTool> = {
+        let mut tools = page.forms.tools.borrow_mut();
+        let (kept, gone) = std::mem::take(&mut *tools).into_iter().partition(|t| {
+            found
+                .iter()
+                .any(|(f, n)| *f == t.form && *n == t.original_name)
+        });
+        *tools = kept;
+        gone
+    };
+    for tool in gone {
+        page.registry.borrow_mut().unregister(&tool.name);
+        changed = true;
+        if let Some(call) = tool.call {
+            let still_there = found.iter().any(|(f, _)| *f == tool.form);
+            let why = if still_there {
+                "the form's toolname changed"
+            } else {
+                "the form was removed"
+            };
+            withdrawn.push((call.call_id, why));
+        }
+    }
+
+    for (form, original_name) in found {
+        let description = attribute(&form, "tooldescription").filter(|d| !d.trim().is_empty());
+        let schema = form_tool::input_schema(&controls(&form));
+        let signature = format!("{description:?} {schema}");
+        let known = page
+            .forms
+            .tools
+            .borrow()
+            .iter()
+            .position(|t| t.form == form);
+        if known.is_some_and(|i| page.forms.tools.borrow()[i].signature == signature) {
+            continue;
+        }
+        if known.is_none() {
+            let taken = page.registry.borrow().get(&original_name);
+            if let Some(tool) = taken {
+                let whose = if tool.kind == ToolKind::Form {
+                    "another form"
+                } else {
+                    "a defined tool"
+                };
+                warnings.push(Warning {
+                    code: "form_tool_name_taken",
+                    message: format!(
+                        "<form toolname=\"{original_name}\"> is not a tool: {whose} has that name"
+                    ),
+                    tool_name: Some(tool.name.clone()),
+                });
+                continue;
+            }
+        }
+        let declaration = Declaration {
+            original_name: original_name.clone(),
+            description,
+            parameters: Some(schema),
+            ..Declaration::default()
+        };
+        let handler = super::form_handle(&form);
+        let defined = page
+            .registry
+            .borrow_mut()
+            .define(declaration, ToolKind::Form, handler);
+        match defined {
+            Ok((name, defined_warnings)) => {
+                changed = true;
+                // A redefinition replaces the form's own earlier tool: nothing to warn about.
+                warnings.extend(
+                    defined_warnings
+                        .into_iter()
+                        .filter(|w| w.code != "tool_replaced"),
+                );
+                let mut tools = page.forms.tools.borrow_mut();
+                match known {
+                    Some(i) => tools[i].signature = signature,
+                    None => tools.push(FormTool {
+                        form,
+                        original_name,
+                        name,
+                        signature,
+                        call: None,
+                    }),
+                }
+            }
+            Err(error) => warnings.push(Warning {
+                code: "form_tool_invalid",
+                message: format!("<form toolname=\"{original_name}\"> is not a tool: {error}"),
+                tool_name: None,
+            }),
+        }
+    }
+
+    for (call_id, why) in withdrawn {
+        call_runner::withdraw(page, &call_id, why);
+    }
+    page.report(&warnings);
+    if changed {
+        page.tools_changed();
+    }
+}
+
+/// `<form toolname>`s of the document in document order, with their tool names (trimmed; a form
+/// whose `toolname` is blank is not a tool).
+fn document_forms() -> Vec<(JsValue, String)> {
+    let Some(document) = web_sys::window().and_then(|w| w.document()) else {
+        return Vec::new();
+    };
+    let Ok(list) = document.query_selector_all("form[toolname]") else {
+        return Vec::new();
+    };
+    (0..list.length())
+        .filter_map(|i| list.get(i))
+        .filter_map(|form| {
+            let form: JsValue = form.into();
+            let name = attribute(&form, "toolname")?.trim().to_owned();
+            (!name.is_empty()).then_some((form, name))
+        })
+        .collect()
+}
+
+fn attribute(element: &JsValue, name: &str) -> Option<String> {
+    element
+        .unchecked_ref::<web_sys::Element>()
+        .get_attribute(name)
+}

@@ -1,0 +1,60 @@
+//! WebMCP (SPEC §8): declarative `<form toolname>` tools ([`forms`], each call run by
+//! [`form_call`]) and the browser's own agent at `document.modelContext` ([`browser_agent`]).
+//!
+//! The DOM reading and writing is a small JavaScript module (`dom.js`): it is what this layer does
+//! most, and there a few lines of JavaScript cost the package less than the same through `web-sys`.
+//! What a control means is decided natively in `client_tools_core::form_tool`.
+
+pub mod browser_agent;
+pub mod form_call;
+pub mod forms;
+
+use wasm_bindgen::prelude::*;
+
+#[wasm_bindgen(module = "/src/webmcp/dom.js")]
+extern "C" {
+    /// The form's submittable controls as `form_tool::Control`s.
+    #[wasm_bindgen(js_name = controlsOf)]
+    fn controls_of(form: &JsValue) -> JsValue;
+    /// Applies `form_tool::Assignment`s, firing `input` and `change`.
+    fn fill(form: &JsValue, assignments: &JsValue);
+    #[wasm_bindgen(js_name = submitButtonOf)]
+    fn submit_button_of(form: &JsValue) -> Option<web_sys::Element>;
+    #[wasm_bindgen(js_name = invalidReason)]
+    fn invalid_reason(form: &JsValue) -> Option<String>;
+    /// Adds `agentInvoked` and `respondWith` to a submit event; `done(response?, prevented)`.
+    #[wasm_bindgen(js_name = agentSubmit)]
+    fn agent_submit(event: &JsValue, done: &JsValue);
+    /// A `MutationObserver` calling `callback` for changes under `target`.
+    fn observe(target: &JsValue, options: &JsValue, callback: &js_sys::Function) -> JsValue;
+    #[wasm_bindgen(js_name = touchesForms)]
+    fn touches_forms(records: &JsValue) -> bool;
+    /// `modelContext.registerTool(tool, {signal})`; returns the `AbortController` that unregisters.
+    #[wasm_bindgen(js_name = registerWithBrowser)]
+    fn register_with_browser(
+        model_context: &JsValue,
+        tool: &JsValue,
+        execute: &JsValue,
+        on_error: &JsValue,
+    ) -> JsValue;
+    #[wasm_bindgen(js_name = onAbort)]
+    fn on_abort(signal: &JsValue, on_abort: &JsValue);
+    /// A `DOMException` named `AbortError`.
+    #[wasm_bindgen(js_name = abortError)]
+    fn abort_error(message: &str) -> JsValue;
+    #[wasm_bindgen(js_name = browserHasWebMcp)]
+    fn browser_has_webmcp() -> bool;
+    /// A form tool's registry handler: a function returning its form.
+    #[wasm_bindgen(js_name = formHandle)]
+    fn form_handle(form: &JsValue) -> js_sys::Function;
+}
+
+/// `document.modelContext`, else the deprecated `navigator.modelContext` (Chromium), when present.
+pub fn model_context() -> Option<JsValue> {
+    let window: JsValue = web_sys::window()?.into();
+    let found = [
+        crate::js::get(&crate::js::get(&window, "document"), "modelContext"),
+        crate::js::get(&crate::js::get(&window, "navigator"), "modelContext"),
+    ];
+    found.into_iter().find(|mc| mc.is_object())
+}
