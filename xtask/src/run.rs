@@ -17,6 +17,35 @@ pub fn run(command: &mut Command) -> Result {
     }
 }
 
+/// Runs `command` like [`run`], also keeping what it printed on stdout: `Err` carries it too.
+pub fn run_keeping_stdout(command: &mut Command) -> std::result::Result<String, (String, String)> {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+    eprintln!("    $ {}", describe(command));
+    let failed = |why: String| (why, String::new());
+    let mut child = command
+        .stdout(Stdio::piped())
+        .spawn()
+        .map_err(|e| failed(format!("could not start `{}`: {e}", describe(command))))?;
+    let mut kept = String::new();
+    if let Some(stdout) = child.stdout.take() {
+        for line in BufReader::new(stdout).lines().map_while(|l| l.ok()) {
+            println!("{line}");
+            let _ = std::io::stdout().flush();
+            kept.push_str(&line);
+            kept.push('\n');
+        }
+    }
+    let status = child
+        .wait()
+        .map_err(|e| failed(format!("`{}` did not finish: {e}", describe(command))))?;
+    if status.success() {
+        Ok(kept)
+    } else {
+        Err((format!("`{}` failed ({status})", describe(command)), kept))
+    }
+}
+
 /// Runs `command` quietly and returns its stdout, or `None` when it cannot run or fails.
 pub fn output(command: &mut Command) -> Option<String> {
     let out = command.output().ok()?;
