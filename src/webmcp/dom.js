@@ -132,15 +132,14 @@ export function observe(target, options, callback) {
 
 // Whether DOM changes may have changed a form tool: a form or its controls added, removed or edited.
 export function touchesForms(records) {
-  const within = (node) => node.nodeType === 1 && node.closest("form,label");
-  const holds = (node) =>
-    node.nodeType === 1 &&
-    (node.matches("form,input,select,textarea,label,fieldset,legend,option") ||
-      !!node.querySelector("form,input,select,textarea,label"));
+  const FORMISH = "form,input,select,textarea,label,fieldset,legend,option";
+  // The changed element is (in) a form, a label or a control.
+  const touched = (node) => node.nodeType === 1 && !!node.closest(FORMISH);
+  // An added or removed subtree has one in it.
+  const holds = (node) => node.nodeType === 1 && (node.matches(FORMISH) || !!node.querySelector(FORMISH));
   return records.some(
     (r) =>
-      r.type === "attributes" ||
-      within(r.target) ||
+      touched(r.target) ||
       Array.from(r.addedNodes).some(holds) ||
       Array.from(r.removedNodes).some(holds),
   );

@@ -135,7 +135,9 @@ fn run_browser_tests(command: &mut std::process::Command) -> Result {
                 "A test page never started its tests ({why}): the runner stalled serving it; \
                  running the browser tests once more"
             ));
-            run_keeping_stdout(command).map(drop).map_err(|(why, _)| why)
+            run_keeping_stdout(command)
+                .map(drop)
+                .map_err(|(why, _)| why)
         }
         Err((why, _)) => Err(why),
     }
@@ -143,6 +145,9 @@ fn run_browser_tests(command: &mut std::process::Command) -> Result {
 
 /// Whether the last test page the runner opened got as far as running its tests.
 fn page_started_its_tests(stdout: &str) -> bool {
-    let last_page = stdout.rsplit("Running headless tests in").next().unwrap_or(stdout);
+    let last_page = stdout
+        .rsplit("Running headless tests in")
+        .next()
+        .unwrap_or(stdout);
     last_page.contains("\nrunning ")
 }

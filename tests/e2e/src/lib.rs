@@ -138,14 +138,26 @@ impl BridgeOnly {
         Self::start_serving(config, Some(pkg_dir())).await
     }
 
+    /// A bridge serving the demo site (`www/`, what `cargo xtask demo` serves) and the package.
+    pub async fn serving_demo(config: BridgeConfig) -> BridgeOnly {
+        let www_dir = e2e_dir().join("../../www");
+        Self::start_serving(BridgeConfig { www_dir, ..config }, Some(pkg_dir())).await
+    }
+
     async fn start_serving(config: BridgeConfig, pkg: Option<PathBuf>) -> BridgeOnly {
         let listener = TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind a loopback port");
         let address = listener.local_addr().unwrap();
+        let default_www = BridgeConfig::default().www_dir;
+        let www_dir = if config.www_dir == default_www {
+            e2e_dir().join("www")
+        } else {
+            config.www_dir.clone()
+        };
         let bridge = Bridge::new(BridgeConfig {
             listen: address,
-            www_dir: e2e_dir().join("www"),
+            www_dir,
             pkg_dir: pkg.unwrap_or(config.pkg_dir.clone()),
             ..config
         });

@@ -37,7 +37,7 @@ impl BrowserKind {
         }
     }
 
-    fn capabilities(self, dark: bool) -> serde_json::Map<String, Value> {
+    fn capabilities(self, dark: bool, extra: &[&str]) -> serde_json::Map<String, Value> {
         let caps = match self {
             BrowserKind::Chromium => {
                 let binary =
@@ -56,6 +56,7 @@ impl BrowserKind {
                 if dark {
                     args.push("--force-dark-mode");
                 }
+                args.extend_from_slice(extra);
                 json!({
                     "browserName": "chrome",
                     "goog:chromeOptions": { "binary": binary, "args": args },
@@ -97,6 +98,11 @@ impl Driven {
 
     /// As [`Driven::start`], with the browser reporting `prefers-color-scheme: dark` when `dark`.
     pub async fn start_with(kind: BrowserKind, dark: bool) -> Driven {
+        Self::start_with_args(kind, dark, &[]).await
+    }
+
+    /// As [`Driven::start_with`], with more command-line arguments for Chromium (e.g. features).
+    pub async fn start_with_args(kind: BrowserKind, dark: bool, extra: &[&str]) -> Driven {
         let port = free_port().await;
         let driver_path = kind.driver();
         let mut command = Command::new(&driver_path);
@@ -116,7 +122,7 @@ impl Driven {
         let client = loop {
             let connector = hyper_util::client::legacy::connect::HttpConnector::new();
             match ClientBuilder::new(connector)
-                .capabilities(kind.capabilities(dark))
+                .capabilities(kind.capabilities(dark, extra))
                 .connect(&url)
                 .await
             {
@@ -145,6 +151,14 @@ impl Driven {
     pub async fn eval(&self, script: &str, args: Vec<Value>) -> Value {
         self.client
             .execute(script, args)
+            .await
+            .unwrap_or_else(|e| panic!("script failed in {:?}: {e}\n{script}", self.kind))
+    }
+
+    /// Runs `script` asynchronously: it ends by calling `arguments[arguments.length - 1](value)`.
+    pub async fn eval_async(&self, script: &str) -> Value {
+        self.client
+            .execute_async(script, vec![])
             .await
             .unwrap_or_else(|e| panic!("script failed in {:?}: {e}\n{script}", self.kind))
     }

@@ -1,0 +1,157 @@
+// The demo's agent console: what the bridge sees of this page, and calls through it
+// (`GET /api/sessions`, `POST /api/sessions/{id}/call`), as an agent or a script would.
+// Shared by the demo pages; each gives its ClientTools and the tool to preselect.
+
+const $ = (selector) => document.querySelector(selector);
+
+export async function startConsole(tools, preselect) {
+  // The console acts as an agent: `/api` wants the bridge's agent token (`Authorization: Bearer`).
+  // `cargo xtask demo` prints `http://127.0.0.1:8787/#agent-token=<token>`: the token rides in the
+  // URL fragment, which the browser never sends to a server. It is kept for this tab only (so a
+  // reload works) and removed from the visible URL (screenshots, history, bookmarks).
+
+  const AGENT_TOKEN_KEY = "taskboard-demo:agent-token";
+
+  function takeAgentToken() {
+    const fragment = new URLSearchParams(location.hash.slice(1));
+    const given = fragment.get("agent-token");
+    if (given === null) return sessionStorage.getItem(AGENT_TOKEN_KEY) || undefined;
+    fragment.delete("agent-token");
+    const rest = fragment.toString();
+    history.replaceState(history.state, "", `${location.pathname}${location.search}${rest ? `#${rest}` : ""}`);
+    if (given) sessionStorage.setItem(AGENT_TOKEN_KEY, given);
+    return given || undefined;
+  }
+  const agentToken = takeAgentToken();
+
+  const MISSING_TOKEN =
+    "The bridge wants its agent token (401). Open the link `cargo xtask demo` printed " +
+    "(http://127.0.0.1:8787/#agent-token=…); the token stays in this tab, never in a request URL.";
+
+  /** A `/api` request as an agent; resolves to the parsed JSON, or throws a readable Error. */
+  async function api(path, init = {}) {
+    const headers = new Headers(init.headers);
+    if (agentToken) headers.set("authorization", `Bearer ${agentToken}`);
+    const response = await fetch(path, { ...init, headers });
+    if (response.status === 401) {
+      throw new Error(agentToken ? `the bridge refused the agent token (401): ${await response.text()}` : MISSING_TOKEN);
+    }
+    if (!response.ok) throw new Error(`${response.status} ${response.statusText}: ${await response.text()}`);
+    return response.json();
+  }
+
+  const log = $("#log");
+  function logEntry(kind, title, body) {
+    const item = document.createElement("li");
+    item.className = `entry ${kind}`;
+    const head = document.createElement("div");
+    head.className = "entry-head";
+    head.textContent = title;
+    const pre = document.createElement("pre");
+    pre.textContent = body;
+    item.append(head, pre);
+    log.prepend(item);
+  }
+
+  function showAgentToken() {
+    const status = $("#agent-token");
+    status.dataset.state = agentToken ? "present" : "missing";
+    status.textContent = agentToken
+      ? "Agent token: from the demo link (kept in this tab only)."
+      : "Agent token: missing. If the bridge has one, open the link `cargo xtask demo` printed (…/#agent-token=…).";
+  }
+
+  function showSession() {
+    $("#session-id").textContent = tools.sessionId ?? "…";
+  }
+
+  tools.on("connectionchange", ({ state }) => {
+    $("#connection").dataset.state = state;
+    $("#connection-text").textContent = state;
+    showSession();
+    if (state === "connected") setTimeout(refreshTools, 150);
+  });
+  tools.on("toolschanged", () => setTimeout(refreshTools, 150));
+  tools.on("toolactivated", ({ toolName, callId }) => logEntry("activated", `▶ ${toolName} (call ${callId})`, "handler running in this tab"));
+  tools.on("toolresult", ({ toolName, isError, durationMs }) =>
+    logEntry(isError ? "error" : "ok", `${isError ? "✖" : "✔"} ${toolName}`, `${durationMs.toFixed(1)} ms in the page`));
+  tools.on("warning", ({ message }) => logEntry("warning", "warning", message));
+
+  let reportedApiError = "";
+  async function refreshTools() {
+    const list = $("#tools");
+    const select = $("#call-name");
+    let sessions;
+    try {
+      sessions = await api("/api/sessions");
+    } catch (error) {
+      list.replaceChildren(muted(error.message));
+      if (error.message !== reportedApiError) logEntry("error", "GET /api/sessions failed", error.message);
+      reportedApiError = error.message;
+      return;
+    }
+    reportedApiError = "";
+    const mine = tools.sessionId && sessions.find((s) => s.id === tools.sessionId);
+    list.replaceChildren();
+    select.replaceChildren();
+    if (!mine) {
+      list.append(muted("the bridge does not know this page yet"));
+      return;
+    }
+    for (const tool of mine.tools) {
+      const item = document.createElement("li");
+      const name = document.createElement("code");
+      name.textContent = tool.name;
+      const description = document.createElement("span");
+      description.textContent = tool.description || "";
+      item.append(name, description);
+      list.append(item);
+      select.append(new Option(tool.name, tool.name, false, tool.name === preselect));
+    }
+  }
+
+  function muted(text) {
+    const item = document.createElement("li");
+    item.className = "muted";
+    item.textContent = text;
+    return item;
+  }
+
+  $("#call-form").addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const name = $("#call-name").value;
+    let args;
+    try {
+      args = JSON.parse($("#call-args").value || "{}");
+    } catch (error) {
+      logEntry("error", "arguments are not JSON", String(error.message));
+      return;
+    }
+    const sessionId = tools.sessionId;
+    if (!sessionId) {
+      logEntry("error", "not connected", "this page has no session with the bridge yet");
+      return;
+    }
+    const path = `/api/sessions/${encodeURIComponent(sessionId)}/call`;
+    logEntry("request", `→ POST ${path}`, JSON.stringify({ name, arguments: args }, null, 2));
+    try {
+      const result = await api(path, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ name, arguments: args }),
+      });
+      logEntry(result.isError ? "error" : "result", `← result${result.isError ? " (isError)" : ""}`, JSON.stringify(result, null, 2));
+    } catch (error) {
+      logEntry("error", `← POST ${path} failed`, error.message);
+    }
+  });
+
+  showAgentToken();
+  showSession();
+  window.tools = tools;
+  try {
+    await tools.connect();
+  } catch (error) {
+    logEntry("error", "could not connect to the bridge", error.message);
+  }
+}
