@@ -97,10 +97,8 @@ struct ActiveCall {
 
 /// The controls of `form`, as the core reads them.
 pub fn controls(form: &JsValue) -> Vec<Control> {
-    js::to_json_text(&super::controls_of(form))
-        .ok()
-        .and_then(|text| serde_json::from_str(&text).ok())
-        .unwrap_or_default()
+    let list = js::to_json(&super::controls_of(form)).unwrap_or_default();
+    Control::list_from_json(&list)
 }
 
 impl FormTools {

@@ -11,18 +11,15 @@
 //! input is an integer unless its `step` is fractional or `any`; fields the input leaves out keep
 //! what the form has.
 
-use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 /// One submittable control, as the browser layer reads it.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[derive(Debug, Clone, Default)]
 pub struct Control {
     /// Its index in `form.elements` (where an [`Assignment`] goes).
     pub index: usize,
     pub name: String,
     /// The DOM `type`: an input's type, `select-one`, `select-multiple` or `textarea`.
-    #[serde(rename = "type")]
     pub kind: String,
     pub required: bool,
     pub pattern: Option<String>,
@@ -47,11 +44,70 @@ pub struct Control {
     pub selected: Vec<String>,
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
+#[derive(Debug, Clone, Default)]
 pub struct Choice {
     pub value: String,
     pub label: String,
+}
+
+impl Control {
+    /// Reads the controls the browser layer lists as JSON: an array of objects with the fields of
+    /// [`Control`] in camelCase (`type` for `kind`); what is missing or mistyped reads as empty.
+    /// (By hand rather than `serde::Deserialize`: the derived reader cost the package 4 KB.)
+    pub fn list_from_json(list: &Value) -> Vec<Control> {
+        let Some(list) = list.as_array() else {
+            return Vec::new();
+        };
+        list.iter().map(Control::from_json).collect()
+    }
+
+    fn from_json(c: &Value) -> Control {
+        let text = |key: &str| c.get(key).and_then(Value::as_str).map(str::to_owned);
+        let strings = |key: &str| -> Vec<String> {
+            let list = c.get(key).and_then(Value::as_array);
+            list.into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        };
+        let options = c.get("options").and_then(Value::as_array);
+        Control {
+            index: c.get("index").and_then(Value::as_u64).unwrap_or(u64::MAX) as usize,
+            name: text("name").unwrap_or_default(),
+            kind: text("type").unwrap_or_default(),
+            required: c.get("required") == Some(&Value::Bool(true)),
+            pattern: text("pattern"),
+            min: text("min"),
+            max: text("max"),
+            step: text("step"),
+            minlength: text("minlength"),
+            maxlength: text("maxlength"),
+            param_description: text("paramDescription"),
+            label: text("label"),
+            aria_description: text("ariaDescription"),
+            group: text("group"),
+            options: options
+                .into_iter()
+                .flatten()
+                .map(|o| Choice {
+                    value: o
+                        .get("value")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_owned(),
+                    label: o
+                        .get("label")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_owned(),
+                })
+                .collect(),
+            value: text("value").unwrap_or_default(),
+            checked: c.get("checked") == Some(&Value::Bool(true)),
+            selected: strings("selected"),
+        }
+    }
 }
 
 /// Input types that are not parameters (SPEC §8).

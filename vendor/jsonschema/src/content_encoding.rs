@@ -3,8 +3,97 @@
 
 use crate::error::ValidationError;
 use ahash::AHashMap;
+// client-tools patch (vendor/README.md): on wasm the decoders below replace `data-encoding`.
+#[cfg(target_arch = "wasm32")]
+use self::rfc4648::{BASE32, BASE32HEX, BASE64, BASE64URL, HEXUPPER};
+#[cfg(not(target_arch = "wasm32"))]
 use data_encoding::{BASE32, BASE32HEX, BASE64, BASE64URL, HEXUPPER};
 use std::sync::LazyLock;
+
+/// client-tools patch (vendor/README.md): strict RFC 4648 decoding as `data-encoding`'s constants
+/// do it (padding required where the encoding has it, no other characters, zero trailing bits),
+/// in a few lines: `data-encoding`'s general decoder was about 8 KB of the wasm package.
+pub mod rfc4648 {
+    /// One encoding: its alphabet (2^bits symbols) and whether it pads with `=`.
+    pub struct Encoding {
+        alphabet: &'static [u8],
+        bits: u32,
+        padded: bool,
+    }
+
+    pub const BASE64: Encoding = Encoding {
+        alphabet: b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/",
+        bits: 6,
+        padded: true,
+    };
+    pub const BASE64URL: Encoding = Encoding {
+        alphabet: b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_",
+        bits: 6,
+        padded: true,
+    };
+    pub const BASE32: Encoding = Encoding {
+        alphabet: b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567",
+        bits: 5,
+        padded: true,
+    };
+    pub const BASE32HEX: Encoding = Encoding {
+        alphabet: b"0123456789ABCDEFGHIJKLMNOPQRSTUV",
+        bits: 5,
+        padded: true,
+    };
+    pub const HEXUPPER: Encoding = Encoding {
+        alphabet: b"0123456789ABCDEF",
+        bits: 4,
+        padded: false,
+    };
+
+    /// Why a text does not decode (what `data-encoding` would call its error).
+    #[derive(Debug)]
+    pub struct DecodeError;
+
+    impl Encoding {
+        /// Decodes block by block, as `data-encoding` does: with padding, every block of 4 (base64)
+        /// or 8 (base32) characters may end in `=` (so padded blocks may follow each other).
+        pub fn decode(&self, input: &[u8]) -> Result<Vec<u8>, DecodeError> {
+            // Symbols per block: the fewest whose bits fill whole bytes (4, 8, 2).
+            let block = (8 / gcd(self.bits, 8)) as usize;
+            if self.padded && input.len() % block != 0 {
+                return Err(DecodeError);
+            }
+            let step = if self.padded { block } else { input.len().max(1) };
+            let mut out = Vec::with_capacity(input.len() * self.bits as usize / 8);
+            for chunk in input.chunks(step) {
+                let symbols = chunk.iter().position(|&c| c == b'=').unwrap_or(chunk.len());
+                let padding_ok = chunk[symbols..].iter().all(|&c| c == b'=')
+                    && (symbols == chunk.len() || (self.padded && symbols > 0));
+                // A last block of `tail` symbols must not hold a symbol's worth of unused bits.
+                let tail_ok = ((symbols % block) as u32 * self.bits) % 8 < self.bits;
+                if !padding_ok || !tail_ok {
+                    return Err(DecodeError);
+                }
+                let (mut acc, mut held) = (0u32, 0u32);
+                for &c in &chunk[..symbols] {
+                    let value = self.alphabet.iter().position(|&a| a == c).ok_or(DecodeError)?;
+                    acc = (acc << self.bits) | value as u32;
+                    held += self.bits;
+                    if held >= 8 {
+                        held -= 8;
+                        out.push((acc >> held) as u8);
+                        acc &= (1 << held) - 1;
+                    }
+                }
+                if acc != 0 {
+                    return Err(DecodeError);
+                }
+            }
+            Ok(out)
+        }
+    }
+
+    fn gcd(a: u32, b: u32) -> u32 {
+        if b == 0 { a } else { gcd(b, a % b) }
+    }
+}
 
 pub(crate) type ContentEncodingCheckType = fn(&str) -> bool;
 pub(crate) type ContentEncodingConverterType =

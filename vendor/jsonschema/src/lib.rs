@@ -3490,6 +3490,43 @@ pub mod client_tools_multiple_of {
     }
 }
 
+/// client-tools patch (vendor/README.md): the RFC 4648 decoding wasm uses and the published one,
+/// public so that client-tools can compare them natively (`crates/core/tests/content_encoding.rs`).
+#[doc(hidden)]
+pub mod client_tools_rfc4648 {
+    use crate::content_encoding::rfc4648;
+
+    /// The encodings by their `contentEncoding` names.
+    pub const NAMES: [&str; 5] = ["base64", "base64url", "base32", "base32hex", "base16"];
+
+    /// `data-encoding`'s answer: the decoded bytes, or `None`.
+    #[cfg(not(target_arch = "wasm32"))]
+    #[must_use]
+    pub fn published(name: &str, input: &[u8]) -> Option<Vec<u8>> {
+        let encoding = match name {
+            "base64" => data_encoding::BASE64,
+            "base64url" => data_encoding::BASE64URL,
+            "base32" => data_encoding::BASE32,
+            "base32hex" => data_encoding::BASE32HEX,
+            _ => data_encoding::HEXUPPER,
+        };
+        encoding.decode(input).ok()
+    }
+
+    /// The small decoder's answer.
+    #[must_use]
+    pub fn small(name: &str, input: &[u8]) -> Option<Vec<u8>> {
+        let encoding = match name {
+            "base64" => rfc4648::BASE64,
+            "base64url" => rfc4648::BASE64URL,
+            "base32" => rfc4648::BASE32,
+            "base32hex" => rfc4648::BASE32HEX,
+            _ => rfc4648::HEXUPPER,
+        };
+        encoding.decode(input).ok()
+    }
+}
+
 #[cfg(feature = "macros")]
 #[doc(hidden)]
 pub mod __private {
