@@ -11,7 +11,7 @@ use wasm_bindgen::{JsCast, JsValue};
 
 use crate::js;
 
-/// Every declaration key (checked by hand: serde-wasm-bindgen ignores `deny_unknown_fields`).
+/// Every declaration key (checked by hand, so that the error names the key as the page wrote it).
 const KNOWN_KEYS: &[&str] = &[
     "name",
     "description",
@@ -62,7 +62,7 @@ pub fn parse(value: &JsValue) -> Result<(Declaration, js_sys::Function), CoreErr
         .map_err(|e| CoreError::InvalidOptions(format!("declaration of tool '{name}': {e}")))?;
     let rest = js_sys::Object::assign(&js_sys::Object::new(), value.unchecked_ref());
     let _ = js_sys::Reflect::delete_property(&rest, &"handler".into());
-    let plain: PlainDeclaration = serde_wasm_bindgen::from_value(rest.into())
+    let plain: PlainDeclaration = js::read_plain(&rest)
         .map_err(|e| CoreError::InvalidOptions(format!("declaration of tool '{name}': {e}")))?;
     let declaration = Declaration {
         original_name: name,

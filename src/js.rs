@@ -95,6 +95,26 @@ pub fn to_json(value: &JsValue) -> Result<Value, String> {
     serde_json::from_str(&to_json_text(value)?).map_err(|e| e.to_string())
 }
 
+/// Reads a plain object (no functions left in it) as `T`, through its JSON text: numbers that JSON
+/// cannot hold (`NaN`, `Infinity`) are refused by name rather than read as `null`.
+pub fn read_plain<T: serde::de::DeserializeOwned>(object: &JsValue) -> Result<T, String> {
+    let keys = js_sys::Object::keys(object.unchecked_ref::<js_sys::Object>());
+    for key in keys.iter().filter_map(|k| k.as_string()) {
+        if let Some(n) = get(object, &key).as_f64().filter(|n| !n.is_finite()) {
+            return Err(format!("'{key}' must be a finite number, got {n}"));
+        }
+    }
+    let text = to_json_text(object)?;
+    serde_json::from_str(&text).map_err(|e| {
+        // serde_json's position ("at line 1 column 40") points into a text the page never wrote.
+        let message = e.to_string();
+        match message.rfind(" at line ") {
+            Some(cut) => message[..cut].to_owned(),
+            None => message,
+        }
+    })
+}
+
 /// A JSON value as a fresh JS value.
 pub fn from_json(value: &Value) -> JsValue {
     from_json_text(&value.to_string())

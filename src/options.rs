@@ -58,7 +58,7 @@ pub struct Options {
     pub strings: Rc<Strings>,
 }
 
-/// Every option key (serde's `deny_unknown_fields` is not enforced by serde-wasm-bindgen).
+/// Every option key (checked by hand, so that the error names the key as the page wrote it).
 const KNOWN_OPTIONS: &[&str] = &[
     "endpoint",
     "token",
@@ -108,8 +108,7 @@ impl Options {
                 }
             }
         }
-        let plain: PlainOptions = serde_wasm_bindgen::from_value(copy.into())
-            .map_err(|e| CoreError::InvalidOptions(e.to_string()))?;
+        let plain: PlainOptions = js::read_plain(&copy).map_err(CoreError::InvalidOptions)?;
         Self::from_plain(plain, confirm, strings)
     }
 

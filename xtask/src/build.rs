@@ -1,13 +1,14 @@
 //! `cargo xtask build`: the npm package in `pkg/` (SPEC §1, §4).
 //!
-//! cargo (profile `wasm-release`, wasm32) → wasm-bindgen `--target web` → wasm-opt -Oz → package.json, README and
-//! the script-tag loader from `pkg-template/` → sizes (raw / gzip / brotli).
+//! cargo (profile `wasm-release`, wasm32) → wasm-bindgen `--target web` → wasm-opt -Oz → terser
+//! (the generated JavaScript: bindings and snippets) → package.json, README and the script-tag
+//! loader from `pkg-template/` → sizes (raw / gzip / brotli).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::install::{ensure_wasm_bindgen, ensure_wasm_opt};
+use crate::install::{ensure_terser, ensure_wasm_bindgen, ensure_wasm_opt};
 use crate::run::run;
 use crate::wasm::{self, WasmCargo};
 use crate::{root, step, Result};
@@ -24,6 +25,7 @@ pub fn build() -> Result<PathBuf> {
 pub fn build_with(cargo: &WasmCargo) -> Result<PathBuf> {
     let wasm_bindgen = ensure_wasm_bindgen()?;
     let wasm_opt = ensure_wasm_opt()?;
+    let terser = ensure_terser()?;
     let pkg = root().join("pkg");
 
     step("Compiling the SDK for wasm32 (profile wasm-release: built for size)");
@@ -57,6 +59,19 @@ pub fn build_with(cargo: &WasmCargo) -> Result<PathBuf> {
         .args(WASM_FEATURES)
         .arg("-o")
         .arg(&bg))?;
+
+    step("Minifying the generated JavaScript (terser)");
+    let mut generated = vec![pkg.join("client_tools.js")];
+    collect_files(&pkg.join("snippets"), &mut generated);
+    for file in generated
+        .iter()
+        .filter(|f| f.extension().is_some_and(|e| e == "js"))
+    {
+        run(Command::new(&terser)
+            .arg(file)
+            .args(["--module", "--compress", "--mangle", "--output"])
+            .arg(file))?;
+    }
 
     step("Writing package files from pkg-template/");
     let version = env!("CARGO_PKG_VERSION");

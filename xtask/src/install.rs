@@ -12,6 +12,8 @@ use crate::{root, step, Result};
 
 /// The binaryen release whose npm package provides `wasm-opt` (Debian's is too old).
 const BINARYEN_VERSION: &str = "132.0.0";
+/// The terser release that minifies the package's JavaScript.
+const TERSER_VERSION: &str = "5.51.4";
 
 /// Installs the Debian packages that are not installed yet.
 pub fn ensure_apt(packages: &[&str]) -> Result {
@@ -178,6 +180,32 @@ pub fn ensure_wasm_opt() -> Result<PathBuf> {
         .arg(&prefix)
         .arg(format!("binaryen@{BINARYEN_VERSION}")))?;
     Ok(wasm_opt)
+}
+
+/// `terser` (npm), installed under `target/tools/`: it minifies the package's JavaScript.
+pub fn ensure_terser() -> Result<PathBuf> {
+    let prefix = root().join("target").join("tools");
+    let terser = prefix.join("node_modules").join(".bin").join("terser");
+    let installed = prefix
+        .join("node_modules")
+        .join("terser")
+        .join("package.json");
+    if terser.is_file() && file_contains(&installed, &format!("\"version\": \"{TERSER_VERSION}\""))
+    {
+        return Ok(terser);
+    }
+    if find_binary("npm").is_none() {
+        ensure_apt(&["nodejs", "npm"])?;
+    }
+    step(&format!(
+        "Installing the JavaScript minifier (npm terser@{TERSER_VERSION}) into target/tools"
+    ));
+    std::fs::create_dir_all(&prefix).map_err(|e| e.to_string())?;
+    run(Command::new("npm")
+        .args(["install", "--no-audit", "--no-fund", "--silent", "--prefix"])
+        .arg(&prefix)
+        .arg(format!("terser@{TERSER_VERSION}")))?;
+    Ok(terser)
 }
 
 fn file_contains(path: &Path, needle: &str) -> bool {
