@@ -12,8 +12,7 @@ use std::rc::{Rc, Weak};
 
 use client_tools_core::protocol::CallToolParams;
 use client_tools_core::registry::{self, ToolKind};
-use serde::Serialize;
-use serde_json::Value;
+use serde_json::json;
 use wasm_bindgen::prelude::*;
 
 use crate::call_runner::{self, Caller, IncomingCall};
@@ -31,19 +30,6 @@ struct Registration {
     /// The registered definition: a tool whose definition changed is registered again.
     definition: String,
     controller: JsValue,
-}
-
-/// The tool as `registerTool` takes it (without `execute`).
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct BrowserTool<'a> {
-    name: &'a str,
-    title: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    description: Option<&'a str>,
-    input_schema: Value,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    annotations: Option<&'a Value>,
 }
 
 impl BrowserAgent {
@@ -67,15 +53,21 @@ impl BrowserAgent {
             })
             .filter(|tool| registry::is_allowed(&page.options.allow, &tool.original_name))
             .map(|tool| {
-                let definition = BrowserTool {
-                    name: &tool.name,
-                    title: &tool.original_name,
-                    description: tool.description.as_deref(),
-                    input_schema: tool.input_schema(),
-                    annotations: tool.annotations.as_ref(),
-                };
-                let text = serde_json::to_string(&definition).unwrap_or_default();
-                (tool.name.clone(), text, js::to_plain(&definition))
+                // The tool as `registerTool` takes it (`execute` is added in JavaScript).
+                let mut definition = json!({
+                    "name": tool.name,
+                    "title": tool.original_name,
+                    "inputSchema": tool.input_schema(),
+                });
+                if let Some(description) = &tool.description {
+                    definition["description"] = description.as_str().into();
+                }
+                if let Some(annotations) = &tool.annotations {
+                    definition["annotations"] = annotations.clone();
+                }
+                let text = definition.to_string();
+                let object = js::from_json_text(&text);
+                (tool.name.clone(), text, object)
             })
             .collect();
 

@@ -1,7 +1,6 @@
 // The DOM side of WebMCP (SPEC §8), kept to reading and writing: what the controls mean, and
 // every other decision, is made in Rust (client-tools-core, form_tool.rs).
 
-const NOT_PARAMETERS = new Set(["hidden", "file", "submit", "reset", "button", "image"]);
 const LABELABLE = "button,input,meter,output,progress,select,textarea";
 
 // An element's text without the controls nested in it (a label wrapping its input).
@@ -24,28 +23,24 @@ function groupOf(element, form) {
   return attribute(fieldset, "toolparamdescription") || textOf(legend);
 }
 
-const INPUT_TYPES = new Set(["text", "search", "tel", "url", "email", "password", "date", "month",
-  "week", "time", "datetime-local", "number", "range", "color", "checkbox", "radio", "file", "hidden",
-  "submit", "image", "reset", "button"]);
-
-// The type the page wrote: a browser without a `month` or `week` input reports `text`, but the page
-// still expects that format.
+// The type the page wrote, for the formats a browser may not have (Firefox reports a `month` or
+// `week` input as `text`, but the page still expects that format).
 function typeOf(element) {
   const written = (element.getAttribute("type") || "").trim().toLowerCase();
-  return element.localName === "input" && INPUT_TYPES.has(written) ? written : element.type;
+  return /^(date|time|datetime-local|month|week|color)$/.test(written) ? written : element.type;
 }
 
-// The form's submittable controls, in document order, as plain data.
+// The form's enabled controls, in document order, as plain data (which are parameters is decided in
+// Rust: not the nameless, hidden, file and button-like ones).
 export function controlsOf(form) {
   const found = [];
   Array.from(form.elements).forEach((element, index) => {
     if (!/^(input|select|textarea)$/.test(element.localName)) return;
-    const type = typeOf(element);
-    if (NOT_PARAMETERS.has(type) || element.disabled || !element.name) return;
+    if (element.disabled) return;
     found.push({
       index,
       name: element.name,
-      type,
+      type: typeOf(element),
       required: element.required,
       pattern: attribute(element, "pattern"),
       min: attribute(element, "min"),
@@ -124,9 +119,14 @@ export function agentSubmit(event, done) {
   setTimeout(() => done(response, event.defaultPrevented));
 }
 
-export function observe(target, options, callback) {
+// Attributes whose change can change a form tool (the SDK's own data-tool-* marks are not here).
+const WATCHED_ATTRIBUTES = ["toolname", "tooldescription", "toolparamdescription", "name", "type",
+  "required", "pattern", "min", "max", "step", "minlength", "maxlength", "multiple", "disabled",
+  "value", "label", "for", "form", "aria-description"];
+
+export function observe(target, callback) {
   const observer = new MutationObserver(callback);
-  observer.observe(target, options);
+  observer.observe(target, { childList: true, subtree: true, attributes: true, attributeFilter: WATCHED_ATTRIBUTES });
   return observer;
 }
 

@@ -24,29 +24,6 @@ pub const FORM_ACTIVE: &str = "data-tool-form-active";
 /// The attribute on the submit button while the user is asked to submit (`:tool-submit-active`).
 pub const SUBMIT_ACTIVE: &str = "data-tool-submit-active";
 
-/// Attributes whose change can change a form tool (others, like our own marks, cannot).
-const WATCHED_ATTRIBUTES: &[&str] = &[
-    "toolname",
-    "tooldescription",
-    "toolparamdescription",
-    "name",
-    "type",
-    "required",
-    "pattern",
-    "min",
-    "max",
-    "step",
-    "minlength",
-    "maxlength",
-    "multiple",
-    "disabled",
-    "value",
-    "label",
-    "for",
-    "form",
-    "aria-description",
-];
-
 /// What the page did with the `submit` event of a form an agent filled.
 pub struct Submitted {
     /// The promise the page gave `respondWith`.
@@ -116,24 +93,7 @@ impl FormTools {
                 rescan(&page);
             }
         });
-        let options = js::object(&[
-            ("childList", true.into()),
-            ("subtree", true.into()),
-            ("attributes", true.into()),
-            (
-                "attributeFilter",
-                WATCHED_ATTRIBUTES
-                    .iter()
-                    .map(|a| JsValue::from(*a))
-                    .collect::<js_sys::Array>()
-                    .into(),
-            ),
-        ]);
-        let observer = super::observe(
-            &document.into(),
-            &options,
-            on_mutations.as_ref().unchecked_ref(),
-        );
+        let observer = super::observe(&document.into(), on_mutations.as_ref().unchecked_ref());
         // Capture on the window: before any listener of the page sees the event.
         let on_submit = listener(&weak, |page, event| page.forms.submitting(&event));
         let on_reset = listener(&weak, |page, event| page.forms.reset(&page, &event));

@@ -25,8 +25,9 @@ extern "C" {
     /// Adds `agentInvoked` and `respondWith` to a submit event; `done(response?, prevented)`.
     #[wasm_bindgen(js_name = agentSubmit)]
     fn agent_submit(event: &JsValue, done: &JsValue);
-    /// A `MutationObserver` calling `callback` for changes under `target`.
-    fn observe(target: &JsValue, options: &JsValue, callback: &js_sys::Function) -> JsValue;
+    /// A `MutationObserver` calling `callback` for the changes under `target` that can change a
+    /// form tool.
+    fn observe(target: &JsValue, callback: &js_sys::Function) -> JsValue;
     #[wasm_bindgen(js_name = touchesForms)]
     fn touches_forms(records: &JsValue) -> bool;
     /// `modelContext.registerTool(tool, {signal})`; returns the `AbortController` that unregisters.
