@@ -40,17 +40,19 @@ pub struct FormTools {
 struct Watching {
     observer: JsValue,
     on_mutations: Closure<dyn FnMut(JsValue)>,
-    on_submit: Closure<dyn FnMut(JsValue)>,
-    on_reset: Closure<dyn FnMut(JsValue)>,
+    on_form_event: Closure<dyn FnMut(JsValue)>,
 }
+
+/// The form events a call listens for, on the window in the capture phase.
+const FORM_EVENTS: [&str; 2] = ["submit", "reset"];
 
 impl Drop for Watching {
     fn drop(&mut self) {
         let disconnect: js_sys::Function = js::get(&self.observer, "disconnect").unchecked_into();
         let _ = disconnect.call0(&self.observer);
         if let Some(window) = web_sys::window() {
-            for (event, listener) in [("submit", &self.on_submit), ("reset", &self.on_reset)] {
-                let listener = listener.as_ref().unchecked_ref();
+            let listener = self.on_form_event.as_ref().unchecked_ref();
+            for event in FORM_EVENTS {
                 let _ = window.remove_event_listener_with_callback_and_bool(event, listener, true);
             }
         }
@@ -95,20 +97,20 @@ impl FormTools {
         });
         let observer = super::observe(&document.into(), on_mutations.as_ref().unchecked_ref());
         // Capture on the window: before any listener of the page sees the event.
-        let on_submit = listener(&weak, |page, event| page.forms.submitting(&event));
-        let on_reset = listener(&weak, |page, event| page.forms.reset(&page, &event));
-        for (event, listener) in [("submit", &on_submit), ("reset", &on_reset)] {
-            let _ = window.add_event_listener_with_callback_and_bool(
-                event,
-                listener.as_ref().unchecked_ref(),
-                true,
-            );
+        let on_form_event = listener(&weak, |page, event| {
+            match js::get(&event, "type").as_string().as_deref() {
+                Some("submit") => page.forms.submitting(&event),
+                _ => page.forms.reset(&page, &event),
+            }
+        });
+        for event in FORM_EVENTS {
+            let listener = on_form_event.as_ref().unchecked_ref();
+            let _ = window.add_event_listener_with_callback_and_bool(event, listener, true);
         }
         page.forms.watching.replace(Some(Watching {
             observer,
             on_mutations,
-            on_submit,
-            on_reset,
+            on_form_event,
         }));
         rescan(page);
     }

@@ -53,9 +53,9 @@ pub fn build_with(cargo: &WasmCargo) -> Result<PathBuf> {
 
     // `-Os` compresses better than `-Oz` here (gzip −1.7 KB, raw +9 KB: the budget is what is
     // downloaded); `--low-memory-unused` is sound for Rust's wasm32 layout (the stack fills the first
-    // MiB, data starts above it) and lets loads and stores fold their offsets (−3.2 KB gzip);
-    // `--ignore-implicit-traps` is too: compiled Rust never relies on a load, a division or a
-    // conversion trapping (it checks bounds and divisors explicitly), −0.4 KB gzip.
+    // MiB, data starts above it) and lets loads and stores fold their offsets (−3.2 KB gzip).
+    // Not `--ignore-implicit-traps` (−0.4 KB): the module it makes fails at once in the browser
+    // ("memory access out of bounds").
     step("Optimizing for size (wasm-opt -Os, see the flags below)");
     let bg = pkg.join("client_tools_bg.wasm");
     run(Command::new(&wasm_opt)
