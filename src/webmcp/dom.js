@@ -101,8 +101,8 @@ export function invalidReason(form) {
 }
 
 // Gives a `submit` event of a form an agent filled what WebMCP pages look for: `agentInvoked` and
-// `respondWith(promise)` (after `preventDefault()`). Once every listener has run, `done(response,
-// defaultPrevented)` reports what the page did.
+// `respondWith(promise)` (after `preventDefault()`). Once every listener has run, `done(response)`
+// reports what the page gave (undefined without `respondWith`).
 export function agentSubmit(event, done) {
   let response;
   Object.defineProperty(event, "agentInvoked", { value: true, configurable: true });
@@ -116,7 +116,7 @@ export function agentSubmit(event, done) {
       response = Promise.resolve(promise);
     },
   });
-  setTimeout(() => done(response, event.defaultPrevented));
+  setTimeout(() => done(response));
 }
 
 // Attributes whose change can change a form tool (the SDK's own data-tool-* marks are not here).

@@ -153,7 +153,7 @@ impl FormTools {
         let Some(sender) = sender else {
             return;
         };
-        let done = Closure::once_into_js(move |response: JsValue, _prevented: JsValue| {
+        let done = Closure::once_into_js(move |response: JsValue| {
             let response = response.dyn_into::<js_sys::Promise>().ok();
             let _ = sender.send(Submitted { response });
         });
@@ -224,7 +224,7 @@ pub fn rescan(page: &Rc<Page>) {
     for (form, original_name) in found {
         let description = attribute(&form, "tooldescription").filter(|d| !d.trim().is_empty());
         let schema = form_tool::input_schema(&controls(&form));
-        let signature = format!("{description:?} {schema}");
+        let signature = format!("{}\n{schema}", description.as_deref().unwrap_or_default());
         let known = page
             .forms
             .tools

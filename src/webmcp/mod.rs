@@ -22,7 +22,7 @@ extern "C" {
     fn submit_button_of(form: &JsValue) -> Option<web_sys::Element>;
     #[wasm_bindgen(js_name = invalidReason)]
     fn invalid_reason(form: &JsValue) -> Option<String>;
-    /// Adds `agentInvoked` and `respondWith` to a submit event; `done(response?, prevented)`.
+    /// Adds `agentInvoked` and `respondWith` to a submit event; `done(response?)` once it is over.
     #[wasm_bindgen(js_name = agentSubmit)]
     fn agent_submit(event: &JsValue, done: &JsValue);
     /// A `MutationObserver` calling `callback` for the changes under `target` that can change a
