@@ -147,11 +147,6 @@ fn execute(page: Weak<Page>, name: String, input: JsValue, signal: JsValue) -> j
         let page = page
             .upgrade()
             .ok_or_else(|| JsValue::from_str("the page's ClientTools is gone"))?;
-        let input = match input.as_string() {
-            // Chromium's agent passes the input as JSON text.
-            Some(text) => js::from_json_text(&text),
-            None => input,
-        };
         let (arguments, text) = call_runner::arguments_from_js(&input)
             .map_err(|why| JsValue::from_str(&format!("input of '{name}' is not JSON: {why}")))?;
         let call_id = page.next_local_call_id();

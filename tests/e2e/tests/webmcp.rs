@@ -264,7 +264,7 @@ mod chromium {
                 "const done = arguments[arguments.length - 1];
                  document.modelContext.getTools().then(async (tools) => {
                    const shout = tools.find((t) => t.name === 'shout');
-                   try { done(await document.modelContext.executeTool(shout, JSON.stringify({ text: 'hi' }))); }
+                   try { done(await document.modelContext.executeTool(shout, { text: 'hi' })); }
                    catch (e) { done('threw ' + e.name + ': ' + e.message); }
                  });",
             )
