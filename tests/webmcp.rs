@@ -222,6 +222,37 @@ async fn forms_added_renamed_changed_and_removed_follow_the_dom() {
 }
 
 #[wasm_bindgen_test]
+async fn a_form_that_cannot_be_a_tool_is_a_warning_and_the_others_stay() {
+    let watcher = new_tools(json!({}));
+    let watcher_warnings = events(&watcher, "warning");
+    let holder = add_html(
+        r#"<form toolname="Broken pattern"><input name="code" pattern="("></form>
+           <form toolname="Twice"><input name="a"></form>
+           <form toolname="Twice"><input name="b"></form>
+           <form toolname="   "><input name="c"></form>"#,
+    );
+    let probe = watcher.clone();
+    wait("the good form", move || listed(&probe, "Twice").is_some()).await;
+    let twice = listed(&watcher, "Twice").unwrap();
+    assert_eq!(
+        twice["inputSchema"]["properties"],
+        json!({ "a": { "type": "string" } }),
+        "the first form of a name wins"
+    );
+    assert!(listed(&watcher, "Broken pattern").is_none());
+    let seen: Vec<String> = watcher_warnings
+        .iter()
+        .filter_map(|w| w.as_string())
+        .collect();
+    assert!(seen.contains(&"form_tool_invalid".to_owned()), "{seen:?}");
+    assert!(
+        seen.contains(&"form_tool_name_taken".to_owned()),
+        "{seen:?}"
+    );
+    holder.remove();
+}
+
+#[wasm_bindgen_test]
 async fn an_autosubmit_call_fills_submits_and_gets_what_the_page_responds() {
     let holder = add_html(
         r#"<form toolname="Find cars" toolautosubmit>
