@@ -158,7 +158,7 @@ impl Page {
                 session_epoch: Cell::new(0),
                 allowed_for_session: RefCell::default(),
                 forms: FormTools::default(),
-                browser_agent: BrowserAgent::default(),
+                browser_agent: BrowserAgent::new(this.clone()),
                 this,
                 next_local_call: Cell::new(1),
                 report_progress,

@@ -50,6 +50,27 @@ export function respondSent(data) { return "sent: " + data.get("message"); }
 export function resetForm(form) { form.reset(); }
 export function nativeWebMcp() { return "respondWith" in SubmitEvent.prototype; }
 export function cartHandler() { return (input) => ({ items: input.max }); }
+// What the page does in its submit listener after an agent's submit (see the test of that name).
+export function afterSubmit(form, behaviour) {
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    if (behaviour.startsWith("respond")) event.respondWith(Promise.resolve({ ok: true }));
+    if (behaviour === "clear") form.querySelector("input").value = "";
+    if (behaviour.endsWith("reset")) form.reset();
+    if (behaviour.endsWith("remove")) form.remove();
+  });
+}
+export function setAsyncRefusals(context) {
+  const register = context.registerTool;
+  context.registerTool = (tool, options) => {
+    try { register(tool, options); return Promise.resolve(); } catch (error) { return Promise.reject(error); }
+  };
+}
+export function abortable() {
+  const controller = new AbortController();
+  return { options: { signal: controller.signal }, abort: () => controller.abort() };
+}
+export function neverEnding() { return () => new Promise(() => {}); }
 export function submitButton(form) { return form.querySelector("[type=submit],button:not([type])"); }
 export function hasAttr(element, name) { return !!element && element.hasAttribute(name); }
 export function recorder() {
@@ -87,6 +108,13 @@ extern "C" {
     fn reset_form(form: &web_sys::HtmlElement);
     #[wasm_bindgen(js_name = nativeWebMcp)]
     fn native_webmcp() -> bool;
+    #[wasm_bindgen(js_name = afterSubmit)]
+    fn after_submit(form: &web_sys::HtmlElement, behaviour: &str);
+    #[wasm_bindgen(js_name = setAsyncRefusals)]
+    fn set_async_refusals(context: &JsValue);
+    fn abortable() -> JsValue;
+    #[wasm_bindgen(js_name = neverEnding)]
+    fn never_ending() -> js_sys::Function;
     #[wasm_bindgen(js_name = submitButton)]
     fn submit_button(form: &web_sys::HtmlElement) -> web_sys::HtmlElement;
     #[wasm_bindgen(js_name = hasAttr)]
@@ -239,16 +267,38 @@ async fn a_form_that_cannot_be_a_tool_is_a_warning_and_the_others_stay() {
         json!({ "a": { "type": "string" } }),
         "the first form of a name wins"
     );
-    assert!(listed(&watcher, "Broken pattern").is_none());
-    let seen: Vec<String> = watcher_warnings
-        .iter()
-        .filter_map(|w| w.as_string())
-        .collect();
-    assert!(seen.contains(&"form_tool_invalid".to_owned()), "{seen:?}");
-    assert!(
-        seen.contains(&"form_tool_name_taken".to_owned()),
-        "{seen:?}"
+    // As the browser does, a pattern that does not compile is ignored (the form is still a tool).
+    let broken = listed(&watcher, "Broken pattern").expect("a tool without the pattern");
+    assert_eq!(
+        broken["inputSchema"]["properties"]["code"],
+        json!({ "type": "string" })
     );
+    let recorded = watcher_warnings.clone();
+    let taken = move || {
+        let seen: Vec<String> = recorded.iter().filter_map(|w| w.as_string()).collect();
+        seen.iter().filter(|w| *w == "form_tool_name_taken").count()
+    };
+    assert_eq!(taken(), 1);
+    // Changes to the refused form and to another one rescan: the warning is not repeated.
+    let forms = holder.query_selector_all("form").unwrap();
+    let input = web_sys::window()
+        .unwrap()
+        .document()
+        .unwrap()
+        .create_element("input")
+        .unwrap();
+    input.set_attribute("name", "z").unwrap();
+    forms.get(2).unwrap().append_child(&input).unwrap();
+    let first: web_sys::Element = forms.get(0).unwrap().unchecked_into();
+    first
+        .set_attribute("tooldescription", "now described")
+        .unwrap();
+    let probe = watcher.clone();
+    wait("the rescan", move || {
+        listed(&probe, "Broken pattern").is_some_and(|t| t["description"] == "now described")
+    })
+    .await;
+    assert_eq!(taken(), 1, "warned once");
     holder.remove();
 }
 
@@ -385,6 +435,7 @@ async fn a_reset_or_a_removal_cancels_the_call_with_an_error_result() {
         .await;
         match ending {
             "reset" => reset_form(&form),
+            "rename" => form.set_attribute("toolname", "Survey renamed").unwrap(),
             _ => holder.remove(),
         }
         let result = json_of(&call.await.unwrap());
@@ -483,6 +534,107 @@ async fn form_tools_are_offered_to_a_model_context_that_is_not_native() {
     let probe = context.clone();
     wait("the removed form's registration to go", move || {
         tool_of(&probe, "subscribe").is_undefined()
+    })
+    .await;
+    remove_model_context();
+}
+
+#[wasm_bindgen_test]
+async fn a_page_that_clears_resets_or_removes_its_form_after_the_submit_keeps_its_answer() {
+    let tools = new_tools(json!({}));
+    // The page answers, then resets (respondWith) — or clears the fields (plain submit), or
+    // removes the form: the agent still gets the answer, or the values as they were submitted.
+    for (behaviour, expected) in [
+        ("respond-then-reset", json!({ "ok": true })),
+        ("clear", json!({ "q": "tea" })),
+        ("respond-then-remove", json!({ "ok": true })),
+    ] {
+        let holder = add_html(r#"<form toolname="Ask" toolautosubmit><input name="q"></form>"#);
+        let form = form_in(&holder);
+        after_submit(&form, behaviour);
+        let probe = tools.clone();
+        wait("the form tool", move || listed(&probe, "Ask").is_some()).await;
+        let result = invoke(&tools, "ask", json!({ "q": "tea" })).await;
+        assert_eq!(result["isError"], false, "{behaviour}: {result}");
+        assert_eq!(result["structuredContent"], expected, "{behaviour}");
+        holder.remove();
+        let probe = tools.clone();
+        wait("the tool to go", move || listed(&probe, "Ask").is_none()).await;
+    }
+}
+
+#[wasm_bindgen_test]
+async fn controls_named_like_form_members_and_values_a_control_drops() {
+    let holder = add_html(
+        r#"<form toolname="Odd names" toolautosubmit>
+             <fieldset><legend>Group</legend><input name="contains"></fieldset>
+             <input name="elements"><input name="requestSubmit"><input name="day" type="date">
+           </form>"#,
+    );
+    let form = form_in(&holder);
+    let _seen = watch_form(&form, None);
+    let tools = new_tools(json!({}));
+    let tool = listed(&tools, "Odd names").expect("a tool despite the names");
+    let names: Vec<&String> = tool["inputSchema"]["properties"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .collect();
+    assert_eq!(names, ["contains", "elements", "requestSubmit", "day"]);
+    let input =
+        json!({ "contains": "a", "elements": "b", "requestSubmit": "c", "day": "2026-12-24" });
+    let result = invoke(&tools, "odd_names", input.clone()).await;
+    assert_eq!(result["structuredContent"], input, "{result}");
+    // A date that does not exist passes the pattern but the input drops it: an error, not a
+    // silently empty field.
+    let dropped = invoke(&tools, "odd_names", json!({ "day": "2026-02-31" })).await;
+    assert_eq!(dropped["isError"], true, "{dropped}");
+    let text = dropped["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.contains("did not take") && text.contains("day"),
+        "{text}"
+    );
+    holder.remove();
+}
+
+#[wasm_bindgen_test]
+async fn the_browser_agents_abort_and_an_asynchronous_refusal() {
+    let context = fake_model_context();
+    set_async_refusals(&context);
+    let tools = new_tools(json!({ "forms": false }));
+    let declaration = js_of(&json!({ "name": "Wait", "description": "never ends" }));
+    js_sys::Reflect::set(&declaration, &"handler".into(), &never_ending()).unwrap();
+    tools.define_function(declaration.unchecked_into()).unwrap();
+    let execute: js_sys::Function = get(&tool_of(&context, "wait"), "execute").unchecked_into();
+    let abortable = abortable();
+    let options = get(&abortable, "options");
+    let running: js_sys::Promise = execute
+        .call2(&JsValue::NULL, &js_of(&json!({})), &options)
+        .unwrap()
+        .unchecked_into();
+    let abort: js_sys::Function = get(&abortable, "abort").unchecked_into();
+    abort.call0(&JsValue::NULL).unwrap();
+    let rejected = JsFuture::from(running).await.unwrap_err();
+    assert_eq!(get(&rejected, "name"), "AbortError");
+    // A signal aborted before the call: it never starts.
+    let started: js_sys::Promise = execute
+        .call2(&JsValue::NULL, &js_of(&json!({})), &options)
+        .unwrap()
+        .unchecked_into();
+    assert_eq!(
+        get(&JsFuture::from(started).await.unwrap_err(), "name"),
+        "AbortError"
+    );
+
+    // Chromium refuses a duplicate asynchronously (a rejected promise): still a warning.
+    let other = new_tools(json!({ "forms": false }));
+    let warnings = events(&other, "warning");
+    let again = js_of(&json!({ "name": "Wait", "description": "again" }));
+    js_sys::Reflect::set(&again, &"handler".into(), &never_ending()).unwrap();
+    other.define_function(again.unchecked_into()).unwrap();
+    let probe = warnings.clone();
+    wait("the asynchronous refusal", move || {
+        probe.includes(&"browser_register_failed".into(), 0)
     })
     .await;
     remove_model_context();

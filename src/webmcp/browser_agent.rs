@@ -20,9 +20,10 @@ use crate::js;
 use crate::page::{Page, Stop};
 
 /// What this page registered with the browser, by tool name.
-#[derive(Default)]
 pub struct BrowserAgent {
     registered: RefCell<Vec<Registration>>,
+    /// `stop(callId)`: what an `execute` signal's abort calls (one closure for every call).
+    stop_call: Closure<dyn Fn(JsValue)>,
 }
 
 struct Registration {
@@ -33,6 +34,23 @@ struct Registration {
 }
 
 impl BrowserAgent {
+    pub fn new(page: Weak<Page>) -> Self {
+        let stop_call = Closure::new(move |call_id: JsValue| {
+            if let (Some(page), Some(call_id)) = (page.upgrade(), call_id.as_string()) {
+                let why = Stop::Cancelled("the browser's agent aborted the call".into());
+                call_runner::stop(&page, &call_id, why);
+            }
+        });
+        Self {
+            registered: RefCell::default(),
+            stop_call,
+        }
+    }
+
+    fn stop_call(&self) -> &js_sys::Function {
+        self.stop_call.as_ref().unchecked_ref()
+    }
+
     /// Brings the browser's registrations in step with the registry (after every tool change).
     pub fn sync(page: &Rc<Page>) {
         if !page.options.expose_to_browser {
@@ -150,17 +168,9 @@ fn execute(page: Weak<Page>, name: String, input: JsValue, signal: JsValue) -> j
         let (arguments, text) = call_runner::arguments_from_js(&input)
             .map_err(|why| JsValue::from_str(&format!("input of '{name}' is not JSON: {why}")))?;
         let call_id = page.next_local_call_id();
-        let weak = Rc::downgrade(&page);
-        let cancelled_id = call_id.clone();
-        super::on_abort(
-            &signal,
-            &Closure::once_into_js(move || {
-                if let Some(page) = weak.upgrade() {
-                    let why = Stop::Cancelled("the browser's agent aborted the call".into());
-                    call_runner::stop(&page, &cancelled_id, why);
-                }
-            }),
-        );
+        if super::aborted_or_watch(&signal, &call_id, page.browser_agent.stop_call()) {
+            return Err(super::abort_error("the call was aborted before it started"));
+        }
         let params = CallToolParams {
             name,
             arguments,

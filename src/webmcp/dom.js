@@ -11,6 +11,12 @@ function textOf(node) {
   return copy.textContent.replace(/\s+/g, " ").trim() || undefined;
 }
 
+// A form's own members, not the controls named like them (a control named `elements`, `contains`
+// or `requestSubmit` shadows that member on its form).
+const formElements = (form) =>
+  Object.getOwnPropertyDescriptor(HTMLFormElement.prototype, "elements").get.call(form);
+const contains = (node, other) => Node.prototype.contains.call(node, other);
+
 function attribute(element, name) {
   const value = element.getAttribute(name);
   return value === null || value.trim() === "" ? undefined : value.trim();
@@ -18,7 +24,7 @@ function attribute(element, name) {
 
 function groupOf(element, form) {
   const fieldset = element.closest("fieldset");
-  if (!fieldset || !form.contains(fieldset)) return undefined;
+  if (!fieldset || !contains(form, fieldset)) return undefined;
   const legend = Array.from(fieldset.children).find((child) => child.localName === "legend");
   return attribute(fieldset, "toolparamdescription") || textOf(legend);
 }
@@ -34,15 +40,16 @@ function typeOf(element) {
 // Rust: not the nameless, hidden, file and button-like ones).
 export function controlsOf(form) {
   const found = [];
-  Array.from(form.elements).forEach((element, index) => {
+  Array.from(formElements(form)).forEach((element, index) => {
     if (!/^(input|select|textarea)$/.test(element.localName)) return;
-    if (element.disabled) return;
+    // `:disabled` also holds inside a disabled fieldset: such a control is never submitted.
+    if (element.matches(":disabled")) return;
     found.push({
       index,
       name: element.name,
       type: typeOf(element),
       required: element.required,
-      pattern: attribute(element, "pattern"),
+      pattern: htmlPattern(element),
       min: attribute(element, "min"),
       max: attribute(element, "max"),
       step: attribute(element, "step"),
@@ -63,6 +70,19 @@ export function controlsOf(form) {
   return found;
 }
 
+// The `pattern` as the browser uses it: one that does not compile on its own (with the `v` flag, as
+// HTML compiles it) is ignored by the browser, and so here.
+function htmlPattern(element) {
+  const pattern = attribute(element, "pattern");
+  if (pattern === undefined) return undefined;
+  try {
+    new RegExp(pattern, "v");
+    return pattern;
+  } catch {
+    return undefined;
+  }
+}
+
 // Sets a property through its prototype's setter: frameworks (React) watch the element's own
 // `value`, and only a change they did not make themselves reaches their `onChange`.
 function setProperty(element, property, value) {
@@ -74,28 +94,42 @@ function setProperty(element, property, value) {
 }
 
 // Applies `[{index, property, value}]` and fires `input` and `change` on each control changed.
+// Returns the values a control dropped (a date that does not exist reads back as ""), as
+// "name: value" texts.
 export function fill(form, assignments) {
-  const targets = assignments.map((a) => [form.elements[a.index], a]);
+  const elements = formElements(form);
+  const targets = assignments.map((a) => [elements[a.index], a]);
+  const refused = [];
   for (const [element, { property, value }] of targets) {
     if (!element) continue;
     if (property === "selected") {
       for (const option of element.options) option.selected = value.includes(option.value);
     } else {
       setProperty(element, property, value);
+      // Dropped, not just normalized ("10:00:00" reads back as "10:00", "#FFF000" as "#fff000").
+      if (property === "value" && value !== "" && element.value === "") {
+        refused.push(`${element.name}: ${JSON.stringify(value)}`);
+      }
     }
     element.dispatchEvent(new Event("input", { bubbles: true }));
     element.dispatchEvent(new Event("change", { bubbles: true }));
   }
+  return refused;
+}
+
+// `form.requestSubmit()`, even when a control is named `requestSubmit`.
+export function requestSubmit(form) {
+  HTMLFormElement.prototype.requestSubmit.call(form);
 }
 
 // The form's first submit button (it may stand outside the form, with `form=`).
 export function submitButtonOf(form) {
-  return Array.from(form.elements).find((e) => e.type === "submit" || e.type === "image");
+  return Array.from(formElements(form)).find((e) => e.type === "submit" || e.type === "image");
 }
 
 // Why the form would not submit (the browser's own messages), or undefined when it would.
 export function invalidReason(form) {
-  const invalid = Array.from(form.elements).filter((e) => e.willValidate && !e.checkValidity());
+  const invalid = Array.from(formElements(form)).filter((e) => e.willValidate && !e.checkValidity());
   if (invalid.length === 0) return undefined;
   return invalid.map((e) => `${e.name || e.type}: ${e.validationMessage}`).join("; ");
 }
@@ -159,9 +193,12 @@ export function registerWithBrowser(modelContext, tool, execute, onError) {
   return controller;
 }
 
-// Calls `onAbort` when `signal` (if it is one) aborts.
-export function onAbort(signal, onAbort) {
-  if (signal instanceof AbortSignal) signal.addEventListener("abort", () => onAbort(), { once: true });
+// Whether `signal` (if it is one) has aborted already; else `stop(callId)` when it aborts.
+export function abortedOrWatch(signal, callId, stop) {
+  if (!(signal instanceof AbortSignal)) return false;
+  if (signal.aborted) return true;
+  signal.addEventListener("abort", () => stop(callId), { once: true });
+  return false;
 }
 
 export function abortError(message) {

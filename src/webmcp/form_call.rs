@@ -31,11 +31,11 @@ pub async fn run(
     stop_rx: &mut oneshot::Receiver<Stop>,
 ) -> HandlerEnd {
     let form = tool.handler.call0(&JsValue::UNDEFINED).unwrap_or_default();
-    let Some(submitted) = page.forms.begin(&form, call_id) else {
-        return HandlerEnd::Returned(Err(format!(
-            "the form of tool '{}' is busy with another call",
-            tool.name
-        )));
+    let submitted = match page.forms.begin(&form, call_id) {
+        Ok(submitted) => submitted,
+        Err(why) => {
+            return HandlerEnd::Returned(Err(format!("the form of tool '{}' {why}", tool.name)))
+        }
     };
     let element: &web_sys::Element = form.unchecked_ref();
     let _ = element.set_attribute(FORM_ACTIVE, "");
@@ -65,7 +65,13 @@ async fn fill_and_submit(
 ) -> HandlerEnd {
     let input: Value = serde_json::from_str(arguments_text).unwrap_or_default();
     let assignments = form_tool::assignments(&forms::controls(form), &input);
-    super::fill(form, &js::to_plain(&assignments));
+    let dropped = super::fill(form, &js::to_plain(&assignments));
+    if !dropped.is_empty() {
+        return HandlerEnd::Returned(Err(format!(
+            "the form did not take these values: {}",
+            dropped.join(", ")
+        )));
+    }
 
     let autosubmit = form
         .unchecked_ref::<web_sys::Element>()
@@ -76,8 +82,7 @@ async fn fill_and_submit(
         if let Some(why) = super::invalid_reason(form) {
             return HandlerEnd::Returned(Err(format!("the form cannot be submitted: {why}")));
         }
-        let request_submit: js_sys::Function = js::get(form, "requestSubmit").unchecked_into();
-        if let Err(thrown) = request_submit.call0(form) {
+        if let Err(thrown) = super::request_submit(form) {
             return HandlerEnd::Returned(Err(js::error_message(&thrown)));
         }
         match future::select(submitted, &mut *stop_rx).await {
@@ -110,7 +115,7 @@ async fn fill_and_submit(
             }
         }
     };
-    let Ok(Submitted { response }) = submitted else {
+    let Ok(Submitted { response, values }) = submitted else {
         // The form's tool went (removed, renamed): the stop that says why is already queued.
         return match stop_rx.try_recv() {
             Ok(Some(stop)) => stopped(Ok(stop)),
@@ -125,11 +130,9 @@ async fn fill_and_submit(
             }
             Either::Right((stop, _)) => stopped(stop),
         },
-        // No `respondWith`: the form's values are the result (sent before a navigation can start).
-        None => {
-            let values = form_tool::submitted_values(&forms::controls(form));
-            HandlerEnd::Returned(Ok(js::from_json(&values)))
-        }
+        // No `respondWith`: the values the form submitted (read before the page's listeners ran)
+        // are the result, sent before a navigation can start.
+        None => HandlerEnd::Returned(Ok(js::from_json(&values))),
     }
 }
 

@@ -28,12 +28,16 @@ pub const SUBMIT_ACTIVE: &str = "data-tool-submit-active";
 pub struct Submitted {
     /// The promise the page gave `respondWith`.
     pub response: Option<js_sys::Promise>,
+    /// The form's values as the event began (before the page's listeners could change them).
+    pub values: serde_json::Value,
 }
 
 #[derive(Default)]
 pub struct FormTools {
     tools: RefCell<Vec<FormTool>>,
     watching: RefCell<Option<Watching>>,
+    /// Forms already warned about (with the warning's text): a rescan does not repeat it.
+    warned: RefCell<Vec<(JsValue, String)>>,
 }
 
 /// The observer and the window's capture listeners, for as long as the page lives.
@@ -115,19 +119,26 @@ impl FormTools {
         rescan(page);
     }
 
-    /// Marks the form busy with `call_id`; `None` when another call is filling it.
-    pub fn begin(&self, form: &JsValue, call_id: &str) -> Option<oneshot::Receiver<Submitted>> {
+    /// Marks the form busy with `call_id`; the error says why it cannot be (to follow "the form of
+    /// tool 'x'").
+    pub fn begin(
+        &self,
+        form: &JsValue,
+        call_id: &str,
+    ) -> Result<oneshot::Receiver<Submitted>, &'static str> {
         let mut tools = self.tools.borrow_mut();
-        let tool = tools.iter_mut().find(|t| &t.form == form)?;
+        let Some(tool) = tools.iter_mut().find(|t| &t.form == form) else {
+            return Err("is no longer in the page");
+        };
         if tool.call.is_some() {
-            return None;
+            return Err("is busy with another call");
         }
         let (sender, receiver) = oneshot::channel();
         tool.call = Some(ActiveCall {
             call_id: call_id.to_owned(),
             submitted: Some(sender),
         });
-        Some(receiver)
+        Ok(receiver)
     }
 
     /// The call ended: the form is free again.
@@ -153,14 +164,16 @@ impl FormTools {
         let Some(sender) = sender else {
             return;
         };
+        let values = form_tool::submitted_values(&controls(&form));
         let done = Closure::once_into_js(move |response: JsValue| {
             let response = response.dyn_into::<js_sys::Promise>().ok();
-            let _ = sender.send(Submitted { response });
+            let _ = sender.send(Submitted { response, values });
         });
         super::agent_submit(event, &done);
     }
 
-    /// A form reset cancels the call filling it (SPEC §8).
+    /// A form reset cancels the call filling it (SPEC §8) — until it is submitted: a page that
+    /// resets its form after answering does not take its answer back.
     fn reset(&self, page: &Page, event: &JsValue) {
         let form = js::get(event, "target");
         let call_id = self
@@ -169,6 +182,7 @@ impl FormTools {
             .iter()
             .find(|t| t.form == form)
             .and_then(|t| t.call.as_ref())
+            .filter(|c| c.submitted.is_some())
             .map(|c| c.call_id.clone());
         if let Some(call_id) = call_id {
             call_runner::withdraw(page, &call_id, "the form was reset");
@@ -196,7 +210,23 @@ pub fn rescan(page: &Rc<Page>) {
     let mut withdrawn = Vec::new();
     let mut changed = false;
 
-    // Forms removed or renamed: their tools go, and so do their calls.
+    // Form tools the page itself replaced (`defineFunction` of the name) or unregistered are no
+    // longer the forms': forget them without touching the registry (a form still in the document
+    // is then defined again below, unless its name is taken).
+    let owned: Vec<bool> = page
+        .forms
+        .tools
+        .borrow()
+        .iter()
+        .map(|t| owns(page, t))
+        .collect();
+    let mut owned = owned.into_iter();
+    page.forms
+        .tools
+        .borrow_mut()
+        .retain(|_| owned.next().unwrap_or(false));
+    // Forms removed or renamed: their tools go, and so do their calls not yet submitted (a call
+    // already submitted ends with what the page answered).
     let gone: Vec<FormTool> = {
         let mut tools = page.forms.tools.borrow_mut();
         let (kept, gone) = std::mem::take(&mut *tools).into_iter().partition(|t| {
@@ -210,7 +240,7 @@ pub fn rescan(page: &Rc<Page>) {
     for tool in gone {
         page.registry.borrow_mut().unregister(&tool.name);
         changed = true;
-        if let Some(call) = tool.call {
+        if let Some(call) = tool.call.filter(|c| c.submitted.is_some()) {
             let still_there = found.iter().any(|(f, _)| *f == tool.form);
             let why = if still_there {
                 "the form's toolname changed"
@@ -221,6 +251,7 @@ pub fn rescan(page: &Rc<Page>) {
         }
     }
 
+    let found_forms: Vec<JsValue> = found.iter().map(|(f, _)| f.clone()).collect();
     for (form, original_name) in found {
         let description = attribute(&form, "tooldescription").filter(|d| !d.trim().is_empty());
         let schema = form_tool::input_schema(&controls(&form));
@@ -242,13 +273,14 @@ pub fn rescan(page: &Rc<Page>) {
                 } else {
                     "a defined tool"
                 };
-                warnings.push(Warning {
+                let warning = Warning {
                     code: "form_tool_name_taken",
                     message: format!(
                         "<form toolname=\"{original_name}\"> is not a tool: {whose} has that name"
                     ),
                     tool_name: Some(tool.name.clone()),
-                });
+                };
+                warnings.push((form, warning));
                 continue;
             }
         }
@@ -267,11 +299,10 @@ pub fn rescan(page: &Rc<Page>) {
             Ok((name, defined_warnings)) => {
                 changed = true;
                 // A redefinition replaces the form's own earlier tool: nothing to warn about.
-                warnings.extend(
-                    defined_warnings
-                        .into_iter()
-                        .filter(|w| w.code != "tool_replaced"),
-                );
+                let kept = defined_warnings
+                    .into_iter()
+                    .filter(|w| w.code != "tool_replaced");
+                warnings.extend(kept.map(|w| (form.clone(), w)));
                 let mut tools = page.forms.tools.borrow_mut();
                 match known {
                     Some(i) => tools[i].signature = signature,
@@ -284,21 +315,46 @@ pub fn rescan(page: &Rc<Page>) {
                     }),
                 }
             }
-            Err(error) => warnings.push(Warning {
-                code: "form_tool_invalid",
-                message: format!("<form toolname=\"{original_name}\"> is not a tool: {error}"),
-                tool_name: None,
-            }),
+            Err(error) => warnings.push((
+                form,
+                Warning {
+                    code: "form_tool_invalid",
+                    message: format!("<form toolname=\"{original_name}\"> is not a tool: {error}"),
+                    tool_name: None,
+                },
+            )),
         }
     }
 
     for (call_id, why) in withdrawn {
         call_runner::withdraw(page, &call_id, why);
     }
-    page.report(&warnings);
+    let fresh: Vec<Warning> = {
+        let mut warned = page.forms.warned.borrow_mut();
+        warned.retain(|(form, _)| found_forms.iter().any(|f| f == form));
+        warnings
+            .into_iter()
+            .filter(|(form, w)| {
+                let seen = warned.iter().any(|(f, m)| f == form && *m == w.message);
+                if !seen {
+                    warned.push((form.clone(), w.message.clone()));
+                }
+                !seen
+            })
+            .map(|(_, w)| w)
+            .collect()
+    };
+    page.report(&fresh);
     if changed {
         page.tools_changed();
     }
+}
+
+/// Whether the registry still holds `tool` as this form's tool (the page may have defined a
+/// function of that name, or unregistered it).
+fn owns(page: &Page, tool: &FormTool) -> bool {
+    let held = page.registry.borrow().get(&tool.name);
+    held.is_some_and(|t| t.kind == ToolKind::Form && t.original_name == tool.original_name)
 }
 
 /// `<form toolname>`s of the document in document order, with their tool names (trimmed; a form

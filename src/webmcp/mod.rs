@@ -16,8 +16,12 @@ extern "C" {
     /// The form's submittable controls as `form_tool::Control`s.
     #[wasm_bindgen(js_name = controlsOf)]
     fn controls_of(form: &JsValue) -> JsValue;
-    /// Applies `form_tool::Assignment`s, firing `input` and `change`.
-    fn fill(form: &JsValue, assignments: &JsValue);
+    /// Applies `form_tool::Assignment`s, firing `input` and `change`; returns the values a control
+    /// dropped ("name: value").
+    fn fill(form: &JsValue, assignments: &JsValue) -> Vec<String>;
+    /// `requestSubmit()` through the prototype (a control may be named like it).
+    #[wasm_bindgen(js_name = requestSubmit, catch)]
+    fn request_submit(form: &JsValue) -> Result<(), JsValue>;
     #[wasm_bindgen(js_name = submitButtonOf)]
     fn submit_button_of(form: &JsValue) -> Option<web_sys::Element>;
     #[wasm_bindgen(js_name = invalidReason)]
@@ -38,8 +42,9 @@ extern "C" {
         execute: &JsValue,
         on_error: &JsValue,
     ) -> JsValue;
-    #[wasm_bindgen(js_name = onAbort)]
-    fn on_abort(signal: &JsValue, on_abort: &JsValue);
+    /// Whether `signal` has aborted already; else `stop(callId)` is called when it aborts.
+    #[wasm_bindgen(js_name = abortedOrWatch)]
+    fn aborted_or_watch(signal: &JsValue, call_id: &str, stop: &js_sys::Function) -> bool;
     /// A `DOMException` named `AbortError`.
     #[wasm_bindgen(js_name = abortError)]
     fn abort_error(message: &str) -> JsValue;

@@ -8,7 +8,7 @@
 //! hidden / file / button-like inputs are not parameters; a second control of a name already taken
 //! is ignored, except radios (one enum) and checkboxes (one boolean, or an array of the checked
 //! values when several share the name); `<option value="">` is a placeholder, not a choice; a number
-//! input is an integer unless its `step` is fractional or `any`; fields the input leaves out keep
+//! input is an integer unless its `step` or `min` is fractional or the step `any`; fields the input leaves out keep
 //! what the form has.
 
 use serde_json::{json, Map, Value};
@@ -300,7 +300,8 @@ fn text_schema(control: &Control, kind: &str) -> Value {
     schema
 }
 
-/// `min`/`max` become bounds (a range defaults to 0–100); the step decides integer or number.
+/// `min`/`max` become bounds (a range defaults to 0–100); the step and its base decide integer or
+/// number.
 fn number_schema(control: &Control) -> Value {
     let number = |text: &Option<String>| {
         text.as_deref()
@@ -315,10 +316,14 @@ fn number_schema(control: &Control) -> Value {
         .as_deref()
         .is_some_and(|s| s.trim().eq_ignore_ascii_case("any"));
     let step = number(&control.step).filter(|s| *s > 0.0).unwrap_or(1.0);
-    let mut schema = if any_step || step.fract() != 0.0 {
-        json!({ "type": "number" })
-    } else {
+    // Steps count from `min` (HTML's step base; without one, from 0 here): the allowed values are
+    // whole only when the step and its base are.
+    let base = min.unwrap_or(0.0);
+    let whole = !any_step && step.fract() == 0.0 && base.fract() == 0.0;
+    let mut schema = if whole {
         json!({ "type": "integer" })
+    } else {
+        json!({ "type": "number" })
     };
     if let Some(min) = min {
         schema["minimum"] = json_number(min);
@@ -326,9 +331,9 @@ fn number_schema(control: &Control) -> Value {
     if let Some(max) = max {
         schema["maximum"] = json_number(max);
     }
-    // Steps count from `min`: only a step aligned with 0 is a `multipleOf`.
-    let aligned = min.is_none_or(|m| (m / step).fract() == 0.0);
-    if !any_step && step != 1.0 && aligned {
+    // Only a step counted from a multiple of it is a `multipleOf`; other steps (1, 3, 5… from
+    // `min="1" step="2"`) the form's own validation checks when it is submitted.
+    if !any_step && step != 1.0 && (base / step).fract() == 0.0 {
         schema["multipleOf"] = json_number(step);
     }
     schema
