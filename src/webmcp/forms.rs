@@ -96,7 +96,7 @@ impl FormTools {
         let weak = Rc::downgrade(page);
         let on_mutations = listener(&weak, |page, records| {
             if super::touches_forms(&records) {
-                rescan(&page);
+                rescan(&page, Report::Now);
             }
         });
         let observer = super::observe(&document.into(), on_mutations.as_ref().unchecked_ref());
@@ -116,7 +116,8 @@ impl FormTools {
             on_mutations,
             on_form_event,
         }));
-        rescan(page);
+        // The page subscribes to `warning` after the constructor returns: tell it then.
+        rescan(page, Report::Later);
     }
 
     /// Marks the form busy with `call_id`; the error says why it cannot be (to follow "the form of
@@ -204,7 +205,15 @@ fn listener(
 }
 
 /// Brings the form tools in step with the document.
-pub fn rescan(page: &Rc<Page>) {
+/// When a rescan's warnings are emitted.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Report {
+    Now,
+    /// After the current task (the first scan runs inside `new ClientTools()`).
+    Later,
+}
+
+pub fn rescan(page: &Rc<Page>, report: Report) {
     let found = document_forms();
     let mut warnings = Vec::new();
     let mut withdrawn = Vec::new();
@@ -344,7 +353,16 @@ pub fn rescan(page: &Rc<Page>) {
             .map(|(_, w)| w)
             .collect()
     };
-    page.report(&fresh);
+    if report == Report::Now {
+        page.report(&fresh);
+    } else if !fresh.is_empty() {
+        let page = Rc::downgrade(page);
+        wasm_bindgen_futures::spawn_local(async move {
+            if let Some(page) = page.upgrade() {
+                page.report(&fresh);
+            }
+        });
+    }
     if changed {
         page.tools_changed();
     }
