@@ -184,10 +184,10 @@ pub async fn ask(
             ))))
         }
     };
-    if allow_session {
+    if allow_session && !page.allowed_for_session.borrow().contains(&tool.name) {
         page.allowed_for_session
             .borrow_mut()
-            .insert(tool.name.clone());
+            .push(tool.name.clone());
     }
     Asked::Decided(apply_decision(prepared, decision))
 }

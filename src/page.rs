@@ -4,7 +4,6 @@
 //! never held across a call into page JavaScript (STYLE #7).
 
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
 use std::rc::{Rc, Weak};
 
 use client_tools_core::connect::ConnectResult;
@@ -74,6 +73,37 @@ impl Stop {
     }
 }
 
+/// The calls in progress, by call id. A page runs few at once: a scanned `Vec` costs the package
+/// less than a `HashMap` (this was the module's only `HashMap` of its own).
+#[derive(Default)]
+pub struct RunningCalls(Vec<(String, RunningCall)>);
+
+impl RunningCalls {
+    pub fn insert(&mut self, call_id: String, call: RunningCall) {
+        self.remove(&call_id);
+        self.0.push((call_id, call));
+    }
+
+    pub fn get(&self, call_id: &str) -> Option<&RunningCall> {
+        self.0
+            .iter()
+            .find(|(id, _)| id == call_id)
+            .map(|(_, call)| call)
+    }
+
+    pub fn get_mut(&mut self, call_id: &str) -> Option<&mut RunningCall> {
+        self.0
+            .iter_mut()
+            .find(|(id, _)| id == call_id)
+            .map(|(_, call)| call)
+    }
+
+    pub fn remove(&mut self, call_id: &str) -> Option<RunningCall> {
+        let at = self.0.iter().position(|(id, _)| id == call_id)?;
+        Some(self.0.swap_remove(at).1)
+    }
+}
+
 /// A call whose handler may still be running.
 pub struct RunningCall {
     /// Stops the call, once.
@@ -95,7 +125,7 @@ pub struct Page {
     pub registry: RefCell<Registry<js_sys::Function>>,
     pub events: EventHub,
     /// Calls in progress, by call id.
-    pub running: RefCell<HashMap<String, RunningCall>>,
+    pub running: RefCell<RunningCalls>,
     pub link: RefCell<Link>,
     pub state: Cell<ConnectionState>,
     /// The runtime's id for this page's session: unknown until the first successful connect.
@@ -109,7 +139,7 @@ pub struct Page {
     /// The handler timeouts of running calls (one page timer).
     pub deadlines: Deadlines,
     /// Tools the user allowed for the rest of this page's life (`allowForSession`), by name.
-    pub allowed_for_session: RefCell<std::collections::HashSet<String>>,
+    pub allowed_for_session: RefCell<Vec<String>>,
     /// The `<form toolname>` tools (SPEC §8).
     pub forms: FormTools,
     /// What is registered with the browser's `modelContext` (SPEC §8).
@@ -149,7 +179,7 @@ impl Page {
                 registry: RefCell::new(Registry::new(options.default_timeout_ms)),
                 options,
                 events: EventHub::default(),
-                running: RefCell::new(HashMap::new()),
+                running: RefCell::default(),
                 link: RefCell::new(Link::default()),
                 state: Cell::new(ConnectionState::Disconnected),
                 ledger: RefCell::new(CallLedger::default().with_interrupted(interrupted)),

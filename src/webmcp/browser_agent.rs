@@ -23,7 +23,7 @@ use crate::page::{Page, Stop};
 pub struct BrowserAgent {
     registered: RefCell<Vec<Registration>>,
     /// `stop(callId)`: what an `execute` signal's abort calls (one closure for every call).
-    stop_call: Closure<dyn Fn(JsValue)>,
+    stop_call: Closure<dyn FnMut(JsValue)>,
 }
 
 struct Registration {
@@ -169,7 +169,7 @@ fn execute(page: Weak<Page>, name: String, input: JsValue, signal: JsValue) -> j
             .map_err(|why| JsValue::from_str(&format!("input of '{name}' is not JSON: {why}")))?;
         let call_id = page.next_local_call_id();
         if super::aborted_or_watch(&signal, &call_id, page.browser_agent.stop_call()) {
-            return Err(super::abort_error("the call was aborted before it started"));
+            return Ok(JsValue::UNDEFINED);
         }
         let params = CallToolParams {
             name,
@@ -179,7 +179,8 @@ fn execute(page: Weak<Page>, name: String, input: JsValue, signal: JsValue) -> j
         let call = IncomingCall::new(params, text.as_deref());
         match call_runner::run_call(page, call_id, call, Caller::Agent).await {
             Some(result) => Ok(js::to_plain(&result)),
-            None => Err(super::abort_error("the call was cancelled")),
+            // Cancelled: `registerWithBrowser`'s wrapper rejects with an `AbortError`.
+            None => Ok(JsValue::UNDEFINED),
         }
     })
 }

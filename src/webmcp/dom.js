@@ -94,8 +94,8 @@ function setProperty(element, property, value) {
 }
 
 // Applies `[{index, property, value}]` and fires `input` and `change` on each control changed.
-// Returns the values a control dropped (a date that does not exist reads back as ""), as
-// "name: value" texts.
+// Returns the values a control dropped (a date that does not exist reads back as ""), as one
+// "name: value, …" text, or undefined.
 export function fill(form, assignments) {
   const elements = formElements(form);
   const targets = assignments.map((a) => [elements[a.index], a]);
@@ -114,7 +114,7 @@ export function fill(form, assignments) {
     element.dispatchEvent(new Event("input", { bubbles: true }));
     element.dispatchEvent(new Event("change", { bubbles: true }));
   }
-  return refused;
+  return refused.length ? refused.join(", ") : undefined;
 }
 
 // `form.requestSubmit()`, even when a control is named `requestSubmit`.
@@ -183,7 +183,12 @@ export function touchesForms(records) {
 // controller unregisters it. A refusal (a duplicate name) is reported to `onError`, not thrown.
 export function registerWithBrowser(modelContext, tool, execute, onError) {
   const controller = new AbortController();
-  tool.execute = (input, options) => execute(input, options && options.signal);
+  // `execute` resolves to the MCP result, or to nothing when the call was aborted or cancelled.
+  tool.execute = async (input, options) => {
+    const result = await execute(input, options && options.signal);
+    if (result === undefined) throw new DOMException("the call was cancelled", "AbortError");
+    return result;
+  };
   try {
     const registered = modelContext.registerTool(tool, { signal: controller.signal });
     if (registered && typeof registered.then === "function") registered.then(undefined, onError);
@@ -201,8 +206,9 @@ export function abortedOrWatch(signal, callId, stop) {
   return false;
 }
 
-export function abortError(message) {
-  return new DOMException(message, "AbortError");
+export function modelContext() {
+  const found = [globalThis.document && document.modelContext, globalThis.navigator && navigator.modelContext];
+  return found.find((context) => context && typeof context === "object") || undefined;
 }
 
 // Whether the browser implements declarative WebMCP itself (its submit events respond).

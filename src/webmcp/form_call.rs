@@ -65,11 +65,9 @@ async fn fill_and_submit(
 ) -> HandlerEnd {
     let input: Value = serde_json::from_str(arguments_text).unwrap_or_default();
     let assignments = form_tool::assignments(&forms::controls(form), &input);
-    let dropped = super::fill(form, &js::to_plain(&assignments));
-    if !dropped.is_empty() {
+    if let Some(dropped) = super::fill(form, &js::to_plain(&assignments)) {
         return HandlerEnd::Returned(Err(format!(
-            "the form did not take these values: {}",
-            dropped.join(", ")
+            "the form did not take these values: {dropped}"
         )));
     }
 

@@ -36,8 +36,8 @@ pub struct Submitted {
 pub struct FormTools {
     tools: RefCell<Vec<FormTool>>,
     watching: RefCell<Option<Watching>>,
-    /// Forms already warned about (with the warning's text): a rescan does not repeat it.
-    warned: RefCell<Vec<(JsValue, String)>>,
+    /// The last scan's warnings: a rescan does not repeat one (a refused form stays refused).
+    warned: RefCell<Vec<String>>,
 }
 
 /// The observer and the window's capture listeners, for as long as the page lives.
@@ -96,7 +96,7 @@ impl FormTools {
         let weak = Rc::downgrade(page);
         let on_mutations = listener(&weak, |page, records| {
             if super::touches_forms(&records) {
-                rescan(&page, Report::Now);
+                rescan(&page);
             }
         });
         let observer = super::observe(&document.into(), on_mutations.as_ref().unchecked_ref());
@@ -116,8 +116,9 @@ impl FormTools {
             on_mutations,
             on_form_event,
         }));
-        // The page subscribes to `warning` after the constructor returns: tell it then.
-        rescan(page, Report::Later);
+        // In the constructor no `warning` listener exists yet: this scan's warnings reach the
+        // console only (docs/webmcp.md).
+        rescan(page);
     }
 
     /// Marks the form busy with `call_id`; the error says why it cannot be (to follow "the form of
@@ -205,53 +206,33 @@ fn listener(
 }
 
 /// Brings the form tools in step with the document.
-/// When a rescan's warnings are emitted.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub enum Report {
-    Now,
-    /// After the current task (the first scan runs inside `new ClientTools()`).
-    Later,
-}
-
-pub fn rescan(page: &Rc<Page>, report: Report) {
+pub fn rescan(page: &Rc<Page>) {
     let found = document_forms();
     let mut warnings = Vec::new();
     let mut withdrawn = Vec::new();
     let mut changed = false;
 
-    // Form tools the page itself replaced (`defineFunction` of the name) or unregistered are no
-    // longer the forms': forget them without touching the registry (a form still in the document
-    // is then defined again below, unless its name is taken).
-    let owned: Vec<bool> = page
-        .forms
-        .tools
-        .borrow()
-        .iter()
-        .map(|t| owns(page, t))
-        .collect();
-    let mut owned = owned.into_iter();
-    page.forms
-        .tools
-        .borrow_mut()
-        .retain(|_| owned.next().unwrap_or(false));
-    // Forms removed or renamed: their tools go, and so do their calls not yet submitted (a call
-    // already submitted ends with what the page answered).
-    let gone: Vec<FormTool> = {
-        let mut tools = page.forms.tools.borrow_mut();
-        let (kept, gone) = std::mem::take(&mut *tools).into_iter().partition(|t| {
-            found
-                .iter()
-                .any(|(f, n)| *f == t.form && *n == t.original_name)
-        });
-        *tools = kept;
-        gone
-    };
-    for tool in gone {
+    // Each known form tool: kept while its form is there under its name; gone (unregistered, its
+    // call not yet submitted withdrawn) when the form was removed or renamed; forgotten without
+    // touching the registry when the page itself replaced (`defineFunction` of the name) or
+    // unregistered it (a form still in the document is then defined again below, unless its name
+    // is taken). A call already submitted ends with what the page answered.
+    let known_tools = std::mem::take(&mut *page.forms.tools.borrow_mut());
+    for tool in known_tools {
+        if !owns(page, &tool) {
+            continue;
+        }
+        if found
+            .iter()
+            .any(|(f, n)| *f == tool.form && *n == tool.original_name)
+        {
+            page.forms.tools.borrow_mut().push(tool);
+            continue;
+        }
         page.registry.borrow_mut().unregister(&tool.name);
         changed = true;
         if let Some(call) = tool.call.filter(|c| c.submitted.is_some()) {
-            let still_there = found.iter().any(|(f, _)| *f == tool.form);
-            let why = if still_there {
+            let why = if found.iter().any(|(f, _)| *f == tool.form) {
                 "the form's toolname changed"
             } else {
                 "the form was removed"
@@ -260,7 +241,6 @@ pub fn rescan(page: &Rc<Page>, report: Report) {
         }
     }
 
-    let found_forms: Vec<JsValue> = found.iter().map(|(f, _)| f.clone()).collect();
     for (form, original_name) in found {
         let description = attribute(&form, "tooldescription").filter(|d| !d.trim().is_empty());
         let schema = form_tool::input_schema(&controls(&form));
@@ -289,7 +269,7 @@ pub fn rescan(page: &Rc<Page>, report: Report) {
                     ),
                     tool_name: Some(tool.name.clone()),
                 };
-                warnings.push((form, warning));
+                warnings.push(warning);
                 continue;
             }
         }
@@ -311,7 +291,7 @@ pub fn rescan(page: &Rc<Page>, report: Report) {
                 let kept = defined_warnings
                     .into_iter()
                     .filter(|w| w.code != "tool_replaced");
-                warnings.extend(kept.map(|w| (form.clone(), w)));
+                warnings.extend(kept);
                 let mut tools = page.forms.tools.borrow_mut();
                 match known {
                     Some(i) => tools[i].signature = signature,
@@ -324,45 +304,21 @@ pub fn rescan(page: &Rc<Page>, report: Report) {
                     }),
                 }
             }
-            Err(error) => warnings.push((
-                form,
-                Warning {
-                    code: "form_tool_invalid",
-                    message: format!("<form toolname=\"{original_name}\"> is not a tool: {error}"),
-                    tool_name: None,
-                },
-            )),
+            Err(error) => warnings.push(Warning {
+                code: "form_tool_invalid",
+                message: format!("<form toolname=\"{original_name}\"> is not a tool: {error}"),
+                tool_name: None,
+            }),
         }
     }
 
     for (call_id, why) in withdrawn {
         call_runner::withdraw(page, &call_id, why);
     }
-    let fresh: Vec<Warning> = {
-        let mut warned = page.forms.warned.borrow_mut();
-        warned.retain(|(form, _)| found_forms.iter().any(|f| f == form));
-        warnings
-            .into_iter()
-            .filter(|(form, w)| {
-                let seen = warned.iter().any(|(f, m)| f == form && *m == w.message);
-                if !seen {
-                    warned.push((form.clone(), w.message.clone()));
-                }
-                !seen
-            })
-            .map(|(_, w)| w)
-            .collect()
-    };
-    if report == Report::Now {
-        page.report(&fresh);
-    } else if !fresh.is_empty() {
-        let page = Rc::downgrade(page);
-        wasm_bindgen_futures::spawn_local(async move {
-            if let Some(page) = page.upgrade() {
-                page.report(&fresh);
-            }
-        });
-    }
+    let messages: Vec<String> = warnings.iter().map(|w| w.message.clone()).collect();
+    let before = page.forms.warned.replace(messages);
+    warnings.retain(|w| !before.contains(&w.message));
+    page.report(&warnings);
     if changed {
         page.tools_changed();
     }

@@ -17,8 +17,8 @@ extern "C" {
     #[wasm_bindgen(js_name = controlsOf)]
     fn controls_of(form: &JsValue) -> JsValue;
     /// Applies `form_tool::Assignment`s, firing `input` and `change`; returns the values a control
-    /// dropped ("name: value").
-    fn fill(form: &JsValue, assignments: &JsValue) -> Vec<String>;
+    /// dropped ("name: value, …").
+    fn fill(form: &JsValue, assignments: &JsValue) -> Option<String>;
     /// `requestSubmit()` through the prototype (a control may be named like it).
     #[wasm_bindgen(js_name = requestSubmit, catch)]
     fn request_submit(form: &JsValue) -> Result<(), JsValue>;
@@ -45,22 +45,13 @@ extern "C" {
     /// Whether `signal` has aborted already; else `stop(callId)` is called when it aborts.
     #[wasm_bindgen(js_name = abortedOrWatch)]
     fn aborted_or_watch(signal: &JsValue, call_id: &str, stop: &js_sys::Function) -> bool;
-    /// A `DOMException` named `AbortError`.
-    #[wasm_bindgen(js_name = abortError)]
-    fn abort_error(message: &str) -> JsValue;
+    /// `document.modelContext`, else the deprecated `navigator.modelContext` (Chromium), when
+    /// present.
+    #[wasm_bindgen(js_name = modelContext)]
+    fn model_context() -> Option<js_sys::Object>;
     #[wasm_bindgen(js_name = browserHasWebMcp)]
     fn browser_has_webmcp() -> bool;
     /// A form tool's registry handler: a function returning its form.
     #[wasm_bindgen(js_name = formHandle)]
     fn form_handle(form: &JsValue) -> js_sys::Function;
-}
-
-/// `document.modelContext`, else the deprecated `navigator.modelContext` (Chromium), when present.
-pub fn model_context() -> Option<JsValue> {
-    let window: JsValue = web_sys::window()?.into();
-    let found = [
-        crate::js::get(&crate::js::get(&window, "document"), "modelContext"),
-        crate::js::get(&crate::js::get(&window, "navigator"), "modelContext"),
-    ];
-    found.into_iter().find(|mc| mc.is_object())
 }
