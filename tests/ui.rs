@@ -14,6 +14,9 @@ use wasm_bindgen_test::*;
 
 wasm_bindgen_test_configure!(run_in_browser);
 
+// One `inline_js` block per test file: each block is a file the test runner serves, and with more
+// than four in flight its server can stall a page's load for minutes (tiny_http's thread pool;
+// docs/building.md).
 #[wasm_bindgen(inline_js = r#"
 export function makeForm() {
   const form = document.createElement("form");
@@ -61,6 +64,13 @@ export function pageButton() {
   return b;
 }
 export function isActive(element) { return document.activeElement === element; }
+export function echoDeclaration(name, extra) {
+  return (Object.assign({
+    name, description: "Delete a <b>board</b>", parameters: JSON.parse(extra.schema),
+    handler: (input) => ({ got: input }),
+  }, extra.decl));
+}
+export function uiRoot() { return document.querySelector('client-tools-ui').shadowRoot; }
 "#)]
 extern "C" {
     #[wasm_bindgen(js_name = makeForm)]
@@ -83,6 +93,10 @@ extern "C" {
     fn page_button() -> JsValue;
     #[wasm_bindgen(js_name = isActive)]
     fn is_active(element: &JsValue) -> bool;
+    #[wasm_bindgen(js_name = echoDeclaration)]
+    fn echo_declaration(name: &str, extra: JsValue) -> JsValue;
+    #[wasm_bindgen(js_name = uiRoot)]
+    fn ui_root() -> JsValue;
 }
 
 const DIALOG: JsValue = JsValue::NULL;
@@ -322,19 +336,6 @@ fn with_options(options: Value) -> ClientTools {
 
 const BOARD: &str = r#"{"type": "object", "properties": {"boardId": {"type": "string", "minLength": 2}}, "required": ["boardId"]}"#;
 
-#[wasm_bindgen(inline_js = r#"
-export function echoDeclaration(name, extra) {
-  return (Object.assign({
-    name, description: "Delete a <b>board</b>", parameters: JSON.parse(extra.schema),
-    handler: (input) => ({ got: input }),
-  }, extra.decl));
-}
-"#)]
-extern "C" {
-    #[wasm_bindgen(js_name = echoDeclaration)]
-    fn echo_declaration(name: &str, extra: JsValue) -> JsValue;
-}
-
 fn define(tools: &ClientTools, name: &str, declaration: Value) {
     let extra = js(&json!({"schema": BOARD, "decl": declaration}));
     tools
@@ -523,14 +524,6 @@ fn js_value(scope: &JsValue, sel: &str) -> String {
     let element: js_sys::Function = element.unchecked_into();
     let found = element.call1(&root, &sel.into()).unwrap();
     get(&found, "value").as_string().unwrap_or_default()
-}
-
-#[wasm_bindgen(
-    inline_js = "export function uiRoot() { return document.querySelector('client-tools-ui').shadowRoot; }"
-)]
-extern "C" {
-    #[wasm_bindgen(js_name = uiRoot)]
-    fn ui_root() -> JsValue;
 }
 
 #[wasm_bindgen_test]

@@ -123,23 +123,25 @@ pub fn test() -> Result {
     Ok(())
 }
 
-/// Runs the browser tests; once more when a test page never started its tests. The test runner's
-/// small HTTP server sometimes stalls handing the page its scripts (seen on fresh CI machines: one
-/// 400-byte snippet took 100 s, another never came), and the page then waits out the 300 s driver
-/// timeout without running anything. A failure of any test that ran is never retried.
+/// Runs the browser tests; again (twice at most) when a test page never started its tests. The test
+/// runner's small HTTP server sometimes stalls handing the page its scripts (seen on fresh CI
+/// machines: one 400-byte snippet took 100 s, another never came); the page then waits out the page
+/// load timeout (`webdriver.json`: 90 s) without running anything. A failure of any test that ran
+/// is never retried.
 fn run_browser_tests(command: &mut std::process::Command) -> Result {
-    match run_keeping_stdout(command) {
-        Ok(_) => Ok(()),
-        Err((why, stdout)) if !page_started_its_tests(&stdout) => {
-            step(&format!(
-                "A test page never started its tests ({why}): the runner stalled serving it; \
-                 running the browser tests once more"
-            ));
-            run_keeping_stdout(command)
-                .map(drop)
-                .map_err(|(why, _)| why)
+    let mut attempt = 1;
+    loop {
+        match run_keeping_stdout(command) {
+            Ok(_) => return Ok(()),
+            Err((why, stdout)) if attempt < 3 && !page_started_its_tests(&stdout) => {
+                attempt += 1;
+                step(&format!(
+                    "A test page never started its tests ({why}): the runner stalled serving it; \
+                     running the browser tests again (attempt {attempt} of 3)"
+                ));
+            }
+            Err((why, _)) => return Err(why),
         }
-        Err((why, _)) => Err(why),
     }
 }
 
