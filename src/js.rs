@@ -108,10 +108,28 @@ pub fn read_plain<T: serde::de::DeserializeOwned>(object: &JsValue) -> Result<T,
     serde_json::from_str(&text).map_err(|e| {
         // serde_json's position ("at line 1 column 40") points into a text the page never wrote.
         let message = e.to_string();
-        match message.rfind(" at line ") {
+        let message = match message.rfind(" at line ") {
             Some(cut) => message[..cut].to_owned(),
             None => message,
+        };
+        match key_at_fault::<T>(&text) {
+            Some(key) => format!("'{key}': {message}"),
+            None => message,
         }
+    })
+}
+
+/// The key whose value `T` refused: the first one without which the object reads (serde names
+/// the wrong type, not where it was).
+fn key_at_fault<T: serde::de::DeserializeOwned>(text: &str) -> Option<String> {
+    let Ok(Value::Object(object)) = serde_json::from_str::<Value>(text) else {
+        return None;
+    };
+    object.keys().find_map(|key| {
+        let mut without = object.clone();
+        without.remove(key);
+        let text = Value::Object(without).to_string();
+        serde_json::from_str::<T>(&text).is_ok().then(|| key.clone())
     })
 }
 

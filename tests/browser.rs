@@ -52,6 +52,15 @@ export function domEvents(target) {
   on.addEventListener("toolactivated", listener);
   return { seen, stop() { on.removeEventListener("toolactivated", listener); delete document.modelContext; } };
 }
+export function contextRecorder() {
+  const seen = [];
+  const handler = (_input, ctx) => {
+    seen.push({ callId: ctx.callId, toolName: ctx.toolName, originalName: ctx.originalName,
+      signal: ctx.signal instanceof AbortSignal });
+    return "ok";
+  };
+  return { seen, handler };
+}
 export function selfCycle() { const a = {}; a.self = a; return a; }
 export function errorInfo(error) {
   return [error instanceof Error, error instanceof TypeError, error.code || "", error.message];
@@ -162,6 +171,8 @@ extern "C" {
     fn frame_recorder() -> JsValue;
     #[wasm_bindgen(js_name = domEvents)]
     fn dom_events(target: &str) -> JsValue;
+    #[wasm_bindgen(js_name = contextRecorder)]
+    fn context_recorder() -> JsValue;
     #[wasm_bindgen(js_name = selfCycle)]
     fn self_cycle() -> JsValue;
     #[wasm_bindgen(js_name = returningHuge)]
@@ -347,6 +358,162 @@ fn declaration_problems_that_are_not_fatal_warn() {
     assert_eq!(get(&schema, "type"), "object");
     let properties: js_sys::Object = get(&schema, "properties").unchecked_into();
     assert_eq!(js_sys::Object::keys(&properties).length(), 0);
+}
+
+/// SPEC §3 as pages write declarations: an invalid schema throws whatever its type; a schema with
+/// `properties` but no `type` is the object schema it was meant to be (with a warning), not a tool
+/// whose parameters are silently dropped.
+#[wasm_bindgen_test]
+async fn declarations_as_users_write_them() {
+    let tools = tools();
+    let record = recorder();
+    let listener: js_sys::Function = get(&record, "listener").unchecked_into();
+    let _off = tools
+        .on(
+            JsValue::from("warning").unchecked_into(),
+            listener.unchecked_into(),
+        )
+        .unwrap();
+
+    let misspelt = json(r#"{"parameters": {"type": "objekt"}}"#);
+    let (is_error, _, code, message) = thrown(define(&tools, "misspelt", misspelt).unwrap_err());
+    assert!(is_error);
+    assert_eq!(code, "INVALID_SCHEMA");
+    assert!(
+        message.contains("objekt") && message.contains("misspelt"),
+        "{message}"
+    );
+
+    // A value of the wrong type is named by its key.
+    let (_, _, code, message) =
+        thrown(define(&tools, "typed", json(r#"{"timeoutMs": "5 s"}"#)).unwrap_err());
+    assert_eq!(code, "INVALID_OPTIONS");
+    assert!(message.contains("'timeoutMs'") && message.contains("typed"), "{message}");
+
+    let untyped = json(
+        r#"{"parameters": {"properties": {"boardId": {"type": "string"}}, "required": ["boardId"]}}"#,
+    );
+    define(&tools, "untyped", untyped).unwrap();
+    let seen: Vec<String> = js_sys::Array::from(&get(&record, "seen"))
+        .iter()
+        .map(|v| v.as_string().unwrap())
+        .collect();
+    assert_eq!(seen, ["warning:parameters_type_assumed"]);
+    let listed: js_sys::Array = JsValue::from(tools.list()).unchecked_into();
+    let schema = get(&listed.get(0), "inputSchema");
+    assert_eq!(get(&schema, "type"), "object");
+    assert_eq!(get(&get(&schema, "required"), "0"), "boardId");
+    let (is_error, text, _) = invoke(&tools, "untyped", "{}").await;
+    assert!(is_error && text.contains("boardId"), "{text}");
+    let (is_error, text, result) = invoke(&tools, "untyped", r#"{"boardId": "b7"}"#).await;
+    assert!(!is_error, "{text}");
+    assert_eq!(first_task_board(&result), "b7");
+}
+
+/// `defaultTimeoutMs` applies to tools that set no timeout of their own, not to those that do.
+#[wasm_bindgen_test]
+async fn default_timeout_applies_where_the_tool_sets_none() {
+    let tools = ClientTools::new(json(r#"{"defaultTimeoutMs": 40}"#).unchecked_into()).unwrap();
+    let handler = json("{}");
+    js_sys::Reflect::set(&handler, &"handler".into(), &never()).unwrap();
+    define(&tools, "uses_default", handler.clone()).unwrap();
+    let (is_error, text, _) = invoke(&tools, "uses_default", r#"{"boardId": "b"}"#).await;
+    assert!(is_error);
+    assert_eq!(text, "timed out after 40 ms");
+
+    js_sys::Reflect::set(&handler, &"timeoutMs".into(), &80.into()).unwrap();
+    define(&tools, "own_timeout", handler).unwrap();
+    let (is_error, text, _) = invoke(&tools, "own_timeout", r#"{"boardId": "b"}"#).await;
+    assert!(is_error);
+    assert_eq!(text, "timed out after 80 ms");
+
+    for bad in ["0", "-5", r#""soon""#] {
+        let options = json(&format!(r#"{{"defaultTimeoutMs": {bad}}}"#));
+        let (_, _, code, message) =
+            thrown(ClientTools::new(options.unchecked_into()).err().unwrap());
+        assert_eq!(code, "INVALID_OPTIONS");
+        assert!(message.contains("defaultTimeoutMs"), "{message}");
+    }
+}
+
+/// An output that breaks the tool's `outputSchema` is an error result for the agent and an
+/// `output_invalid` warning for the page (whose handler is at fault).
+#[wasm_bindgen_test]
+async fn invalid_output_is_an_error_result_and_a_warning() {
+    let tools = tools();
+    let record = recorder();
+    let listener: js_sys::Function = get(&record, "listener").unchecked_into();
+    let _off = tools
+        .on(
+            JsValue::from("warning").unchecked_into(),
+            listener.unchecked_into(),
+        )
+        .unwrap();
+    let extra = json(r#"{"outputSchema": {"type": "object", "required": ["count"]}}"#);
+    js_sys::Reflect::set(
+        &extra,
+        &"handler".into(),
+        &returning(json(r#"{"total": 3}"#)),
+    )
+    .unwrap();
+    define(&tools, "counted", extra).unwrap();
+    let (is_error, text, _) = invoke(&tools, "counted", r#"{"boardId": "b"}"#).await;
+    assert!(is_error);
+    assert!(text.contains("count"), "{text}");
+    let seen: Vec<String> = js_sys::Array::from(&get(&record, "seen"))
+        .iter()
+        .map(|v| v.as_string().unwrap())
+        .collect();
+    assert_eq!(seen, ["warning:output_invalid"]);
+}
+
+/// The handler's `ctx` names the call and the tool both ways; `list()` says each tool's kind.
+#[wasm_bindgen_test]
+async fn handler_context_and_listed_kinds() {
+    let tools = tools();
+    let record = context_recorder();
+    let extra = json("{}");
+    js_sys::Reflect::set(&extra, &"handler".into(), &get(&record, "handler")).unwrap();
+    let name = define(&tools, "Read Board", extra).unwrap();
+    assert_eq!(name, "read_board");
+    invoke(&tools, "read_board", r#"{"boardId": "b"}"#).await;
+    invoke(&tools, "read_board", r#"{"boardId": "b"}"#).await;
+    let seen = js_sys::Array::from(&get(&record, "seen"));
+    assert_eq!(seen.length(), 2);
+    let first = seen.get(0);
+    assert_eq!(get(&first, "toolName"), "read_board");
+    assert_eq!(get(&first, "originalName"), "Read Board");
+    assert_eq!(get(&first, "signal"), true);
+    let ids: Vec<String> = seen
+        .iter()
+        .map(|ctx| get(&ctx, "callId").as_string().unwrap())
+        .collect();
+    assert!(!ids[0].is_empty() && ids[0] != ids[1], "{ids:?}");
+
+    tools
+        .register_handler(
+            "Agent Tool".into(),
+            get(&record, "handler").unchecked_into(),
+        )
+        .unwrap();
+    let listed: js_sys::Array = JsValue::from(tools.list()).unchecked_into();
+    let kinds: Vec<(String, String)> = listed
+        .iter()
+        .map(|t| {
+            (
+                get(&t, "name").as_string().unwrap(),
+                get(&t, "kind").as_string().unwrap(),
+            )
+        })
+        .collect();
+    assert!(
+        kinds.contains(&("read_board".into(), "function".into())),
+        "{kinds:?}"
+    );
+    assert!(
+        kinds.contains(&("agent_tool".into(), "handler".into())),
+        "{kinds:?}"
+    );
 }
 
 #[wasm_bindgen_test]

@@ -207,26 +207,17 @@ impl<H> Registry<H> {
             resolve_timeout(&original, declaration.timeout_ms, self.default_timeout_ms)?;
         warnings.extend(clamp);
 
-        let input_schema = match declaration.parameters {
-            Some(schema) if validate::is_object_schema(&schema) => schema,
-            other => {
-                let why = match other {
-                    None => "has no parameters".to_owned(),
-                    Some(schema) => format!(
-                        "parameters are not an object schema (type {})",
-                        schema
-                            .get("type")
-                            .map_or("missing".to_owned(), Value::to_string)
-                    ),
-                };
-                warnings.push(Warning::new(
-                    "parameters_not_object",
-                    &original,
-                    format!("tool '{original}' {why}: it is exposed as taking no arguments"),
-                ));
-                validate::empty_object_schema()
-            }
-        };
+        // A schema the page wrote is compiled as written first: an invalid one throws whatever
+        // its type (`{"type": "objekt"}` included), before any fallback below could hide it.
+        // (An object schema is used as written and compiled once, just below.)
+        if let Some(schema) = declaration
+            .parameters
+            .as_ref()
+            .filter(|schema| !validate::is_object_schema(schema))
+        {
+            compile(&original, "parameters", schema)?;
+        }
+        let input_schema = parameters_schema(&original, declaration.parameters, &mut warnings);
         let input = Arc::new(compile(&original, "parameters", &input_schema)?);
         let output = declaration
             .output_schema
@@ -342,6 +333,47 @@ impl<H> Registry<H> {
     }
 }
 
+/// The input schema a tool is exposed with (SPEC §3): the page's object schema; one that lists
+/// `properties` or `required` but no `type` taken as the object schema it was meant to be; anything
+/// else (none, another type) as taking no arguments. Each fallback is a warning.
+fn parameters_schema(
+    original: &str,
+    parameters: Option<Value>,
+    warnings: &mut Vec<Warning>,
+) -> Value {
+    let why = match parameters {
+        Some(schema) if validate::is_object_schema(&schema) => return schema,
+        Some(Value::Object(mut schema))
+            if !schema.contains_key("type")
+                && (schema.contains_key("properties") || schema.contains_key("required")) =>
+        {
+            warnings.push(Warning::new(
+                "parameters_type_assumed",
+                original,
+                format!(
+                    "tool '{original}' parameters have properties or required but no type: \
+                     taken as an object schema (\"type\": \"object\")"
+                ),
+            ));
+            schema.insert("type".to_owned(), Value::from("object"));
+            return Value::Object(schema);
+        }
+        None => "has no parameters".to_owned(),
+        Some(schema) => format!(
+            "parameters are not an object schema (type {})",
+            schema
+                .get("type")
+                .map_or("missing".to_owned(), Value::to_string)
+        ),
+    };
+    warnings.push(Warning::new(
+        "parameters_not_object",
+        original,
+        format!("tool '{original}' {why}: it is exposed as taking no arguments"),
+    ));
+    validate::empty_object_schema()
+}
+
 /// Allow-lists match the original name; an empty list allows everything (SPEC §2).
 pub fn is_allowed(allow: &[String], original_name: &str) -> bool {
     allow.is_empty() || allow.iter().any(|a| a == original_name)
@@ -434,6 +466,55 @@ mod tests {
                 }
             ),
             "{error}"
+        );
+
+        // An invalid schema throws whatever its type, not only object schemas.
+        let mut misspelt = board("misspelt");
+        misspelt.parameters = Some(json!({"type": "objekt"}));
+        assert!(matches!(
+            registry.define(misspelt, ToolKind::Function, ()),
+            Err(CoreError::InvalidSchema {
+                field: "parameters",
+                ..
+            })
+        ));
+        let mut invalid_untyped = board("invalid_untyped");
+        invalid_untyped.parameters = Some(json!({"properties": {"a": {"minLength": -1}}}));
+        assert!(registry
+            .define(invalid_untyped, ToolKind::Function, ())
+            .is_err());
+
+        // properties/required without a type: taken as the object schema it was meant to be.
+        let mut untyped = board("untyped");
+        untyped.parameters = Some(json!({
+            "properties": { "boardId": { "type": "string" } },
+            "required": ["boardId"]
+        }));
+        let (_, warnings) = registry.define(untyped, ToolKind::Function, ()).unwrap();
+        let codes: Vec<_> = warnings.iter().map(|w| w.code).collect();
+        assert_eq!(codes, ["parameters_type_assumed"]);
+        let tool = registry.get("untyped").unwrap();
+        assert_eq!(
+            tool.input_schema(),
+            json!({
+                "type": "object",
+                "properties": { "boardId": { "type": "string" } },
+                "required": ["boardId"]
+            })
+        );
+        assert!(tool.input.as_ref().unwrap().validate(&json!({})).is_err());
+
+        // A schema of another type is valid, but an agent could pass nothing to it.
+        let mut string_schema = board("string_schema");
+        string_schema.parameters = Some(json!({"type": "string"}));
+        let (_, warnings) = registry
+            .define(string_schema, ToolKind::Function, ())
+            .unwrap();
+        assert_eq!(warnings[0].code, "parameters_not_object");
+        assert!(
+            warnings[0].message.contains("type \"string\""),
+            "{}",
+            warnings[0].message
         );
 
         let mut zero = board("z");
