@@ -15,6 +15,8 @@ use crate::{root, step, Result};
 
 /// Files copied from `pkg-template/` into the package.
 const TEMPLATE_FILES: &[&str] = &["package.json", "README.md", "client-tools.js"];
+/// The crate's dual license, shipped in the package too.
+pub const LICENSE_FILES: &[&str] = &["LICENSE-MIT", "LICENSE-APACHE"];
 
 /// Builds `pkg/` and returns its path.
 pub fn build() -> Result<PathBuf> {
@@ -70,13 +72,17 @@ pub fn build_with(cargo: &WasmCargo) -> Result<PathBuf> {
         .arg("-o")
         .arg(&bg))?;
 
-    step("Writing package files from pkg-template/");
-    let version = env!("CARGO_PKG_VERSION");
+    step("Writing package files from pkg-template/ and the licenses");
     for file in TEMPLATE_FILES {
         let text = std::fs::read_to_string(root().join("pkg-template").join(file))
             .map_err(|e| format!("pkg-template/{file}: {e}"))?;
-        std::fs::write(pkg.join(file), text.replace("{{version}}", version))
-            .map_err(|e| format!("pkg/{file}: {e}"))?;
+        let text = text
+            .replace("{{version}}", env!("CARGO_PKG_VERSION"))
+            .replace("{{repository}}", env!("CARGO_PKG_REPOSITORY"));
+        std::fs::write(pkg.join(file), text).map_err(|e| format!("pkg/{file}: {e}"))?;
+    }
+    for file in LICENSE_FILES {
+        std::fs::copy(root().join(file), pkg.join(file)).map_err(|e| format!("{file}: {e}"))?;
     }
     let _ = std::fs::remove_file(pkg.join(".gitignore"));
 
@@ -160,7 +166,7 @@ pub fn package_sizes(pkg: &Path) -> Result<Vec<(String, Size)>> {
     Ok(rows)
 }
 
-fn collect_files(dir: &Path, found: &mut Vec<PathBuf>) {
+pub fn collect_files(dir: &Path, found: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
         let path = entry.path();
         if path.is_dir() {

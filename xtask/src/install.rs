@@ -157,55 +157,43 @@ impl Browsers {
 
 /// `wasm-opt` from the npm package `binaryen`, installed under `target/tools/`.
 pub fn ensure_wasm_opt() -> Result<PathBuf> {
-    let prefix = root().join("target").join("tools");
-    let wasm_opt = prefix.join("node_modules").join(".bin").join("wasm-opt");
-    let installed = prefix
-        .join("node_modules")
-        .join("binaryen")
-        .join("package.json");
-    if wasm_opt.is_file()
-        && file_contains(&installed, &format!("\"version\": \"{BINARYEN_VERSION}\""))
-    {
-        return Ok(wasm_opt);
-    }
-    if find_binary("npm").is_none() {
-        ensure_apt(&["nodejs", "npm"])?;
-    }
-    step(&format!(
-        "Installing wasm-opt (npm binaryen@{BINARYEN_VERSION}) into target/tools"
-    ));
-    std::fs::create_dir_all(&prefix).map_err(|e| e.to_string())?;
-    run(Command::new("npm")
-        .args(["install", "--no-audit", "--no-fund", "--silent", "--prefix"])
-        .arg(&prefix)
-        .arg(format!("binaryen@{BINARYEN_VERSION}")))?;
-    Ok(wasm_opt)
+    ensure_npm_tool("binaryen", BINARYEN_VERSION, "wasm-opt", "wasm-opt")
 }
 
 /// `terser` (npm), installed under `target/tools/`: it minifies the package's JavaScript.
 pub fn ensure_terser() -> Result<PathBuf> {
+    ensure_npm_tool(
+        "terser",
+        TERSER_VERSION,
+        "terser",
+        "the JavaScript minifier",
+    )
+}
+
+/// The command `bin` of the npm package `package` at exactly `version`, installed under
+/// `target/tools/` unless that version is already there.
+fn ensure_npm_tool(package: &str, version: &str, bin: &str, what: &str) -> Result<PathBuf> {
     let prefix = root().join("target").join("tools");
-    let terser = prefix.join("node_modules").join(".bin").join("terser");
+    let command = prefix.join("node_modules").join(".bin").join(bin);
     let installed = prefix
         .join("node_modules")
-        .join("terser")
+        .join(package)
         .join("package.json");
-    if terser.is_file() && file_contains(&installed, &format!("\"version\": \"{TERSER_VERSION}\""))
-    {
-        return Ok(terser);
+    if command.is_file() && file_contains(&installed, &format!("\"version\": \"{version}\"")) {
+        return Ok(command);
     }
     if find_binary("npm").is_none() {
         ensure_apt(&["nodejs", "npm"])?;
     }
     step(&format!(
-        "Installing the JavaScript minifier (npm terser@{TERSER_VERSION}) into target/tools"
+        "Installing {what} (npm {package}@{version}) into target/tools"
     ));
     std::fs::create_dir_all(&prefix).map_err(|e| e.to_string())?;
     run(Command::new("npm")
         .args(["install", "--no-audit", "--no-fund", "--silent", "--prefix"])
         .arg(&prefix)
-        .arg(format!("terser@{TERSER_VERSION}")))?;
-    Ok(terser)
+        .arg(format!("{package}@{version}")))?;
+    Ok(command)
 }
 
 fn file_contains(path: &Path, needle: &str) -> bool {

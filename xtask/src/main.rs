@@ -6,6 +6,7 @@
 mod bench;
 mod build;
 mod install;
+mod package_check;
 mod pictures;
 mod run;
 mod test;
@@ -17,7 +18,7 @@ use std::process::ExitCode;
 const USAGE: &str = "usage: cargo xtask <command>
 
 commands:
-  build   build the npm package into pkg/ (wasm-bindgen --target web, wasm-opt -Oz) and print its size
+  build   build the npm package into pkg/ (wasm-bindgen --target web, wasm-opt -Os, terser) and print its size
   test    fmt, clippy (host + wasm32), core and bridge tests, browser tests (Chromium + Firefox), end-to-end,
           size budget, a short benchmark run
   pictures  build, then render the built-in dialog and result form (light and dark) to PNG in

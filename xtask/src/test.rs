@@ -1,9 +1,9 @@
 //! `cargo xtask test`: every check CI runs, in order of cost.
 //!
 //! fmt → clippy on the host → clippy on wasm32 → core + bridge tests → browser tests
-//! (wasm-bindgen-test in headless Chromium, then Firefox) → package build → end-to-end tests
-//! (bridge + headless Chromium and Firefox + the built package) → the docs' pictures → a short
-//! benchmark run.
+//! (wasm-bindgen-test in headless Chromium, then Firefox) → package build → npm pack and
+//! `npm publish --dry-run` → end-to-end tests (bridge + headless Chromium and Firefox + the built
+//! package and its npm tarball) → the docs' pictures → a short benchmark run.
 
 use std::process::Command;
 
@@ -12,7 +12,7 @@ use crate::install::{
 };
 use crate::run::{run, run_keeping_stdout};
 use crate::wasm::{self, WasmCargo};
-use crate::{bench, build, pictures, root, step, Result};
+use crate::{bench, build, package_check, pictures, root, step, Result};
 
 fn host_cargo() -> Command {
     let mut command = Command::new(env!("CARGO"));
@@ -84,6 +84,7 @@ pub fn test() -> Result {
     let pkg = build::build_with(&wasm)?;
     step("Size budget (BENCHMARKS.md)");
     build::check_size_budget(&pkg)?;
+    let tarball = package_check::pack_and_check(&pkg)?;
     let python = ensure_python_mcp_client()?;
     let ts_dir = ensure_ts_mcp_client()?;
     step("Building the bridge binary (MCP clients launch it with --stdio)");
@@ -101,6 +102,7 @@ pub fn test() -> Result {
             "1",
         ])
         .env("CLIENT_TOOLS_PKG", &pkg)
+        .env("CLIENT_TOOLS_TARBALL", &tarball)
         .env("CHROMIUM", &browsers.chromium)
         .env("CHROMEDRIVER", &browsers.chromedriver)
         .env("FIREFOX", browsers.firefox())
