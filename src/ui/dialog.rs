@@ -128,6 +128,21 @@ pub fn withdraw(id: u32) {
 const FOCUSABLE: &str =
     "button:not([disabled]),input:not([disabled]),select:not([disabled]),textarea:not([disabled])";
 
+/// The UI's styles as a constructed stylesheet: a page whose Content-Security-Policy refuses inline
+/// styles (`style-src 'self'`) still gets a styled, visibly focused dialog (a `<style>` element
+/// would be refused there). A `<style>` element only where constructed sheets do not exist.
+fn adopt_styles(root: &web_sys::ShadowRoot) {
+    const CSS: &str = include_str!("styles.css");
+    let constructed = web_sys::CssStyleSheet::new().and_then(|sheet| {
+        sheet.replace_sync(CSS)?;
+        root.set_adopted_style_sheets(&js_sys::Array::of1(&sheet));
+        Ok(())
+    });
+    if constructed.is_err() {
+        el(root, "style", &[], Some(CSS));
+    }
+}
+
 fn create() -> Option<Ui> {
     let document = js::window()?.document()?;
     let body = document.body()?;
@@ -135,7 +150,7 @@ fn create() -> Option<Ui> {
     let root = host
         .attach_shadow(&ShadowRootInit::new(ShadowRootMode::Open))
         .ok()?;
-    el(&root, "style", &[], Some(include_str!("styles.css")));
+    adopt_styles(&root);
     let dialog: HtmlDialogElement = el(
         &root,
         "dialog",

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 pub mod python_steps;
 pub mod raw_page;
+pub mod site;
 pub mod webdriver;
 
 use client_tools_bridge::{Bridge, BridgeConfig, PageSession};
@@ -211,7 +212,7 @@ async fn wait_for_page(bridge: &Bridge) -> Arc<PageSession> {
         .expect("the page connected to the bridge and listed its tools within 60 s")
 }
 
-fn e2e_dir() -> PathBuf {
+pub fn e2e_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 

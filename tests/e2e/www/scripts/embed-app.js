@@ -1,0 +1,19 @@
+// A page's own code using the global class once the embed has loaded (no data-endpoint).
+window.violations = [];
+document.addEventListener("securitypolicyviolation", function (e) {
+  window.violations.push(e.effectiveDirective + " " + (e.blockedURI || ""));
+});
+window.embedLog = [];
+window.clientToolsReady.then(async function (ClientTools) {
+  window.embedLog.push("global is the class " + (window.ClientTools === ClientTools) + ", instance " + ClientTools.tools);
+  const endpoint = document.querySelector('meta[name="bridge"]').content;
+  const tools = new ClientTools({ endpoint });
+  tools.defineFunction({
+    name: "Greet",
+    description: "Greets a person by name",
+    parameters: { type: "object", properties: { name: { type: "string" } }, required: ["name"] },
+    handler: ({ name }) => "Hello, " + name,
+  });
+  await tools.connect();
+  window.embedLog.push("connected");
+});
