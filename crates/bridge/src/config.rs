@@ -34,10 +34,11 @@ pub struct BridgeConfig {
     pub agent_token: Option<String>,
     /// Required from pages (in their first frame, `clienttools/connect`) when set.
     pub page_token: Option<String>,
-    /// Extra `Host` names HTTP requests may carry (beyond loopback names and the listen address):
-    /// the names the bridge is reached by behind a proxy or TLS terminator.
+    /// Extra `Host` names HTTP requests may carry (beyond loopback names, IP addresses and the listen
+    /// address): the names the bridge is reached by behind a proxy or TLS terminator.
     pub allowed_hosts: Vec<String>,
-    /// `Origin`s pages may connect from; empty = loopback origins only.
+    /// `Origin`s pages may connect from; empty = loopback origins only. Clients that send no `Origin`
+    /// (not browsers) are let in: docs/security.md.
     pub allowed_origins: Vec<String>,
     /// Original tool names agents may call; empty = all.
     pub allow: Vec<String>,
