@@ -19,9 +19,7 @@
   if (window.clientToolsReady) return; // included twice: the first one loads
   var script = document.currentScript || findOwnScript();
   if (!script) {
-    console.error(
-      "client-tools: cannot find its own <script> element to load the package from: give it the attribute data-client-tools"
-    );
+    console.error("client-tools: mark its <script> element data-client-tools: it was not found");
     return;
   }
   var queued = Array.isArray(window.ClientTools) ? window.ClientTools : [];
@@ -49,7 +47,7 @@
         try {
           tools = new ClientTools(options);
         } catch (error) {
-          console.error("client-tools: the script element's data- attributes were refused:", error);
+          console.error("client-tools: data- attributes refused:", error);
         }
       }
       ClientTools.tools = tools;
@@ -83,11 +81,11 @@
       if (typeof command === "function") {
         command(tools, ClientTools);
       } else if (Array.isArray(command) && typeof command[0] === "string") {
-        if (!tools) throw new Error("no instance to run it on: the script element has no data-endpoint");
+        if (!tools) throw new Error("no instance: the script has no data-endpoint");
         if (typeof tools[command[0]] !== "function") throw new Error("no method '" + command[0] + "'");
         tools[command[0]].apply(tools, command.slice(1));
       } else {
-        throw new TypeError("a command is a function or an array [\"method\", ...args]");
+        throw new TypeError("not a function or [\"method\", ...args]");
       }
     } catch (error) {
       console.error("client-tools: a queued command failed:", command, error);

