@@ -1,6 +1,7 @@
 //! The `ClientTools` class (SPEC §4): the whole JavaScript API, each method a thin wrapper that
 //! converts arguments and delegates to the core or to [`crate::call_runner`].
 
+use client_tools_core::WarningCode;
 use std::rc::Rc;
 
 use client_tools_core::protocol::CallToolParams;
@@ -43,8 +44,10 @@ struct ListedTool {
 
 #[wasm_bindgen]
 impl ClientTools {
+    /// `options` may be left out: a page-only instance (no runtime), forms and the browser's agent.
     #[wasm_bindgen(constructor)]
-    pub fn new(options: ClientToolsOptionsArg) -> Result<ClientTools, JsValue> {
+    pub fn new(options: Option<ClientToolsOptionsArg>) -> Result<ClientTools, JsValue> {
+        let options = options.map_or(JsValue::UNDEFINED, JsValue::from);
         let options = Options::parse(&options).map_err(errors::to_js)?;
         let (resume_secret, interrupted) = if options.endpoint.is_some() {
             (session::resume_secret(), session::take_interrupted_calls())
@@ -64,7 +67,8 @@ impl ClientTools {
             let page = tools.page.clone();
             wasm_bindgen_futures::spawn_local(async move {
                 if let Err(error) = websocket::connect(&page).await {
-                    page.events.warn("connect_failed", &error.to_string(), None);
+                    page.events
+                        .warn(WarningCode::ConnectFailed, &error.to_string(), None);
                 }
             });
         }
@@ -90,7 +94,7 @@ impl ClientTools {
     #[wasm_bindgen(js_name = registerHandler)]
     pub fn register_handler(
         &self,
-        name: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "string")] name: JsValue,
         handler: ToolHandlerArg,
     ) -> Result<String, JsValue> {
         let name = name.as_string().filter(|n| !n.is_empty());
@@ -174,7 +178,9 @@ impl ClientTools {
         transport::disconnect(&self.page);
     }
 
-    /// Subscribes to an event; returns the function that unsubscribes.
+    /// Subscribes to an event; returns the function that unsubscribes. Typed per event in
+    /// `src/typescript.rs` (a generic signature wasm-bindgen cannot write).
+    #[wasm_bindgen(skip_typescript)]
     pub fn on(
         &self,
         event_type: EventTypeArg,
@@ -205,7 +211,11 @@ impl ClientTools {
 
     /// The page calls one of its tools itself: same validation, events and result as an agent call.
     /// Resolves to the MCP result; rejects with `UNKNOWN_TOOL` for a name that is not defined.
-    pub fn invoke(&self, name: &str, input: JsValue) -> CallToolResultPromise {
+    pub fn invoke(
+        &self,
+        name: &str,
+        #[wasm_bindgen(unchecked_param_type = "unknown")] input: JsValue,
+    ) -> CallToolResultPromise {
         let page = self.page.clone();
         let name = name.to_owned();
         wasm_bindgen_futures::future_to_promise(async move {
@@ -238,7 +248,7 @@ impl ClientTools {
     }
 
     /// `disconnected`, `connecting`, `connected` or `reconnecting`.
-    #[wasm_bindgen(getter, js_name = connectionState)]
+    #[wasm_bindgen(getter, js_name = connectionState, unchecked_return_type = "ConnectionState")]
     pub fn connection_state(&self) -> String {
         self.page.state.get().as_str().to_owned()
     }

@@ -2,6 +2,7 @@
 //! late handler, the handler itself raced against its timeout and a runtime cancel, then the result
 //! checks. Agent calls (from the transport) and page calls (`invoke`) both come through here.
 
+use client_tools_core::WarningCode;
 use std::rc::Rc;
 
 use client_tools_core::call::{self, outcome, Admission, CallState, Confirmed, PreparedCall};
@@ -256,7 +257,7 @@ async fn run_prepared(
                 let result = call::complete_text(&text, prepared.output.as_deref());
                 if result.is_error {
                     page.events
-                        .warn("output_invalid", result.text(), Some(&tool.name));
+                        .warn(WarningCode::OutputInvalid, result.text(), Some(&tool.name));
                 }
                 result
             }

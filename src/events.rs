@@ -4,6 +4,7 @@
 //! back into the SDK while an event is being delivered. A throwing listener is reported on the
 //! console and does not stop the others (or the call that emitted the event).
 
+use client_tools_core::WarningCode;
 use std::cell::{Cell, RefCell};
 
 use wasm_bindgen::JsValue;
@@ -79,10 +80,10 @@ impl EventHub {
     }
 
     /// A `warning` event (SPEC §3): also logged, since a page may not listen.
-    pub fn warn(&self, code: &str, message: &str, tool_name: Option<&str>) {
+    pub fn warn(&self, code: WarningCode, message: &str, tool_name: Option<&str>) {
         web_sys::console::warn_1(&format!("client-tools: {message}").into());
         let detail = js::object(&[
-            ("code", code.into()),
+            ("code", code.as_str().into()),
             ("message", message.into()),
             (
                 "toolName",

@@ -129,7 +129,9 @@ fn key_at_fault<T: serde::de::DeserializeOwned>(text: &str) -> Option<String> {
         let mut without = object.clone();
         without.remove(key);
         let text = Value::Object(without).to_string();
-        serde_json::from_str::<T>(&text).is_ok().then(|| key.clone())
+        serde_json::from_str::<T>(&text)
+            .is_ok()
+            .then(|| key.clone())
     })
 }
 

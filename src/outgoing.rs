@@ -5,11 +5,12 @@
 use client_tools_core::protocol::{
     check_outgoing, code, encode_error, encode_result, CallToolResult, RequestId, RpcError,
 };
+use client_tools_core::WarningCode;
 
 use crate::events::EventHub;
 
 /// The `warning` code of a frame that was over the limits.
-pub const WARNING_CODE: &str = "frame_limit";
+pub const WARNING_CODE: WarningCode = WarningCode::FrameLimit;
 
 /// The answer frame to `tools/call` `id` (sent, and kept for re-sends): when the runtime would
 /// refuse it, an error result for the same call naming the limit, so the call still ends with

@@ -3,6 +3,7 @@
 //! Everything lives behind `Rc` + `RefCell` (a page is single-threaded). Borrows are short and
 //! never held across a call into page JavaScript (STYLE #7).
 
+use client_tools_core::WarningCode;
 use std::cell::{Cell, RefCell};
 use std::rc::{Rc, Weak};
 
@@ -291,7 +292,7 @@ impl Page {
             if let Err(thrown) = send.call1(&JsValue::NULL, &JsValue::from_str(&frame)) {
                 let message = crate::js::error_message(&thrown);
                 self.events.warn(
-                    "transport_failed",
+                    WarningCode::TransportFailed,
                     &format!("the transport's send threw: {message}"),
                     None,
                 );

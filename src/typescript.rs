@@ -1,11 +1,28 @@
 //! TypeScript shapes of the options, declarations, contexts and events (STYLE #9): written next to
-//! the Rust that reads them, emitted into `client_tools.d.ts` by wasm-bindgen.
+//! the Rust that reads them, emitted into `client_tools.d.ts` by wasm-bindgen. The error and
+//! warning codes are generated from their one list in `client_tools_core::codes`; the methods'
+//! signatures come from `src/api.rs` (`unchecked_param_type` where a JS value is read by hand).
+//! `cargo xtask test` type-checks a page using every API against the result (`tests/types/`,
+//! `tsc --strict`).
 
 use wasm_bindgen::prelude::*;
 
 #[wasm_bindgen(typescript_custom_section)]
+const ERROR_CODES: &str = client_tools_core::codes::ERROR_CODE_TS;
+
+#[wasm_bindgen(typescript_custom_section)]
+const WARNING_CODES: &str = client_tools_core::codes::WARNING_CODE_TS;
+
+#[wasm_bindgen(typescript_custom_section)]
 const TYPES: &str = r#"
 export type JsonSchema = Record<string, unknown> | boolean;
+
+/** What the SDK throws: a real `Error` (a `TypeError` for misuse) with a stable `code`. */
+export interface ClientToolsError extends Error {
+  code: ErrorCode;
+}
+
+export type ConnectionState = "disconnected" | "connecting" | "connected" | "reconnecting";
 
 export interface ConfirmRequest {
   toolName: string;
@@ -95,8 +112,13 @@ export interface ClientToolsEvents {
   toolcancel: { type: "toolcancel"; toolName: string; callId: string; reason: string };
   toolresult: { type: "toolresult"; toolName: string; callId: string; isError: boolean; durationMs: number };
   toolschanged: { type: "toolschanged" };
-  connectionchange: { type: "connectionchange"; state: "connecting" | "connected" | "reconnecting" | "disconnected" };
-  warning: { type: "warning"; code: string; message: string; toolName?: string };
+  connectionchange: { type: "connectionchange"; state: ConnectionState };
+  warning: { type: "warning"; code: WarningCode; message: string; toolName?: string };
+}
+
+export interface ClientTools {
+  /** Subscribes to an event; returns the function that unsubscribes. */
+  on<K extends keyof ClientToolsEvents>(type: K, listener: (event: ClientToolsEvents[K]) => void): () => void;
 }
 "#;
 

@@ -194,7 +194,7 @@ extern "C" {
 }
 
 fn tools() -> ClientTools {
-    ClientTools::new(JsValue::UNDEFINED.unchecked_into()).expect("default options are valid")
+    ClientTools::new(Some(JsValue::UNDEFINED.unchecked_into())).expect("default options are valid")
 }
 
 fn json(text: &str) -> JsValue {
@@ -309,7 +309,7 @@ fn declaration_checks_throw_real_errors_with_codes() {
     assert!(message.contains("parameter"), "{message}");
 
     let (_, is_type_error, code, _) = thrown(
-        ClientTools::new(json(r#"{"endpiont": "ws://x"}"#).unchecked_into())
+        ClientTools::new(Some(json(r#"{"endpiont": "ws://x"}"#).unchecked_into()))
             .err()
             .expect("unknown option rejected"),
     );
@@ -388,7 +388,10 @@ async fn declarations_as_users_write_them() {
     let (_, _, code, message) =
         thrown(define(&tools, "typed", json(r#"{"timeoutMs": "5 s"}"#)).unwrap_err());
     assert_eq!(code, "INVALID_OPTIONS");
-    assert!(message.contains("'timeoutMs'") && message.contains("typed"), "{message}");
+    assert!(
+        message.contains("'timeoutMs'") && message.contains("typed"),
+        "{message}"
+    );
 
     let untyped = json(
         r#"{"parameters": {"properties": {"boardId": {"type": "string"}}, "required": ["boardId"]}}"#,
@@ -413,7 +416,8 @@ async fn declarations_as_users_write_them() {
 /// `defaultTimeoutMs` applies to tools that set no timeout of their own, not to those that do.
 #[wasm_bindgen_test]
 async fn default_timeout_applies_where_the_tool_sets_none() {
-    let tools = ClientTools::new(json(r#"{"defaultTimeoutMs": 40}"#).unchecked_into()).unwrap();
+    let tools =
+        ClientTools::new(Some(json(r#"{"defaultTimeoutMs": 40}"#).unchecked_into())).unwrap();
     let handler = json("{}");
     js_sys::Reflect::set(&handler, &"handler".into(), &never()).unwrap();
     define(&tools, "uses_default", handler.clone()).unwrap();
@@ -429,8 +433,11 @@ async fn default_timeout_applies_where_the_tool_sets_none() {
 
     for bad in ["0", "-5", r#""soon""#] {
         let options = json(&format!(r#"{{"defaultTimeoutMs": {bad}}}"#));
-        let (_, _, code, message) =
-            thrown(ClientTools::new(options.unchecked_into()).err().unwrap());
+        let (_, _, code, message) = thrown(
+            ClientTools::new(Some(options.unchecked_into()))
+                .err()
+                .unwrap(),
+        );
         assert_eq!(code, "INVALID_OPTIONS");
         assert!(message.contains("defaultTimeoutMs"), "{message}");
     }
@@ -649,7 +656,7 @@ fn proto_keys_in_input_stay_plain_data() {
 /// A page with a `confirm` callback answering `decision`, and one tool that needs confirmation.
 fn confirming_tools(decision: &str) -> (ClientTools, JsValue) {
     let setup = confirm_with(json(decision));
-    let tools = ClientTools::new(get(&setup, "options").unchecked_into()).unwrap();
+    let tools = ClientTools::new(Some(get(&setup, "options").unchecked_into())).unwrap();
     define(
         &tools,
         "delete_board",
@@ -929,7 +936,8 @@ fn deliver(bridge: &JsValue, frame: &str) {
 async fn connect_sends_credentials_in_the_first_frame_never_in_the_url() {
     let bridge = fake_bridge();
     clear_session();
-    let tools = ClientTools::new(endpoint_options(Some("page-s3cret")).unchecked_into()).unwrap();
+    let tools =
+        ClientTools::new(Some(endpoint_options(Some("page-s3cret")).unchecked_into())).unwrap();
     assert_eq!(tools.session_id(), None, "unknown before the first connect");
     let from_js = JsValue::from(tools.clone());
     assert!(
@@ -988,7 +996,7 @@ async fn connect_sends_credentials_in_the_first_frame_never_in_the_url() {
 
     // The next page of the tab (a reload) resumes the stored session.
     let reloaded =
-        ClientTools::new(endpoint_options(Some("page-s3cret")).unchecked_into()).unwrap();
+        ClientTools::new(Some(endpoint_options(Some("page-s3cret")).unchecked_into())).unwrap();
     connect(&reloaded).await.unwrap();
     let resumed = get(&nth(&bridge, "connects", 2), "params");
     assert_eq!(get(&resumed, "resumeSecret"), "secret-1");
@@ -1005,7 +1013,7 @@ async fn a_refused_connect_rejects_with_the_bridges_reason_and_never_the_token()
     for reason in ["missing or wrong page token", "wrong token 'page-s3cret'"] {
         answer_with(&bridge, "refuse", &[(-32001).into(), reason.into()]);
         let tools =
-            ClientTools::new(endpoint_options(Some("page-s3cret")).unchecked_into()).unwrap();
+            ClientTools::new(Some(endpoint_options(Some("page-s3cret")).unchecked_into())).unwrap();
         let (is_error, _, code, message) = thrown(connect(&tools).await.unwrap_err());
         assert!(is_error);
         assert_eq!(code, "CONNECTION_FAILED");
@@ -1022,7 +1030,7 @@ async fn a_refused_connect_rejects_with_the_bridges_reason_and_never_the_token()
         "refuse",
         &[(-32001).into(), "missing or wrong page token".into()],
     );
-    let tools = ClientTools::new(endpoint_options(None).unchecked_into()).unwrap();
+    let tools = ClientTools::new(Some(endpoint_options(None).unchecked_into())).unwrap();
     let (_, _, _, message) = thrown(connect(&tools).await.unwrap_err());
     assert!(
         message.ends_with("the bridge refused the connection: missing or wrong page token"),
@@ -1039,7 +1047,8 @@ async fn a_refused_connect_rejects_with_the_bridges_reason_and_never_the_token()
 async fn a_refused_reconnect_keeps_backing_off_and_warns_once() {
     let bridge = fake_bridge();
     clear_session();
-    let tools = ClientTools::new(endpoint_options(Some("page-s3cret")).unchecked_into()).unwrap();
+    let tools =
+        ClientTools::new(Some(endpoint_options(Some("page-s3cret")).unchecked_into())).unwrap();
     let record = recorder();
     tools
         .on(
@@ -1087,7 +1096,7 @@ async fn call_seven_after_connect(resumed: bool) -> String {
     storage("client-tools:resume-secret", "old-secret".into());
     storage("client-tools:running-calls", r#"["7"]"#.into());
     answer_with(&bridge, "accept", &[resumed.into()]);
-    let tools = ClientTools::new(endpoint_options(None).unchecked_into()).unwrap();
+    let tools = ClientTools::new(Some(endpoint_options(None).unchecked_into())).unwrap();
     define(&tools, "read_board_tasks", JsValue::UNDEFINED).unwrap();
     connect(&tools).await.unwrap();
     assert_eq!(
@@ -1239,7 +1248,7 @@ async fn progress_over_the_frame_limit_is_dropped_with_a_warning() {
 async fn a_new_session_cancels_the_calls_still_running_for_the_old_one() {
     let bridge = fake_bridge();
     clear_session();
-    let tools = ClientTools::new(endpoint_options(None).unchecked_into()).unwrap();
+    let tools = ClientTools::new(Some(endpoint_options(None).unchecked_into())).unwrap();
     define_with_handler(&tools, "slow", never());
     let record = recorder();
     for event in ["toolactivated", "toolcancel"] {

@@ -331,7 +331,7 @@ fn unsupported_schemas_degrade_to_json_text() {
 // ---- The dialog, driven from the DOM ----
 
 fn with_options(options: Value) -> ClientTools {
-    ClientTools::new(js(&options).unchecked_into()).expect("valid options")
+    ClientTools::new(Some(js(&options).unchecked_into())).expect("valid options")
 }
 
 const BOARD: &str = r#"{"type": "object", "properties": {"boardId": {"type": "string", "minLength": 2}}, "required": ["boardId"]}"#;
@@ -542,16 +542,18 @@ async fn strings_are_overridable_and_checked() {
         json!({"strings": {"approve": 1}}),
         json!({"strings": "x"}),
     ] {
-        let error = ClientTools::new(js(&bad).unchecked_into())
+        let error = ClientTools::new(Some(js(&bad).unchecked_into()))
             .err()
             .expect("refused");
         let message = get(&error, "message").as_string().unwrap();
         assert!(message.contains("strings"), "{message}");
         assert_eq!(get(&error, "code"), "INVALID_OPTIONS");
     }
-    let error = ClientTools::new(js(&json!({"strings": {"nope": "x"}})).unchecked_into())
-        .err()
-        .unwrap();
+    let error = ClientTools::new(Some(
+        js(&json!({"strings": {"nope": "x"}})).unchecked_into(),
+    ))
+    .err()
+    .unwrap();
     assert!(get(&error, "message")
         .as_string()
         .unwrap()

@@ -172,7 +172,7 @@ fn listed(tools: &ClientTools, name: &str) -> Option<Value> {
 }
 
 fn new_tools(options: Value) -> ClientTools {
-    ClientTools::new(js_of(&options).unchecked_into()).unwrap()
+    ClientTools::new(Some(js_of(&options).unchecked_into())).unwrap()
 }
 
 async fn invoke(tools: &ClientTools, name: &str, input: Value) -> Value {

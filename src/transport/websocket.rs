@@ -8,6 +8,7 @@
 //! the socket drops without `disconnect()`, it reconnects and resumes the session with capped
 //! exponential backoff and jitter; frames produced meanwhile wait in the page's bounded backlog.
 
+use client_tools_core::WarningCode;
 use std::rc::Rc;
 
 use client_tools_core::connect::{self, ConnectParams, ConnectResult, CONNECT_ID};
@@ -291,7 +292,7 @@ async fn reconnect(page: &Page, endpoint: &str) -> Option<WebSocket> {
             Err(failure @ Failure::Refused(_)) => {
                 let message = failure.message(page);
                 if last_refusal.as_ref() != Some(&message) {
-                    page.events.warn("connect_failed", &message, None);
+                    page.events.warn(WarningCode::ConnectFailed, &message, None);
                     last_refusal = Some(message);
                 }
             }

@@ -7,6 +7,7 @@
 //! WebMCP itself (then it registers the forms on its own). Handlers of agent-defined tools have no
 //! schema on the page, and tools the allow-list leaves out are not offered.
 
+use client_tools_core::WarningCode;
 use std::cell::RefCell;
 use std::rc::{Rc, Weak};
 
@@ -151,8 +152,11 @@ fn register(page: &Rc<Page>, model_context: &JsValue, name: &str, tool: &JsValue
                 "the browser's modelContext did not register tool '{tool_name}': {}",
                 js::error_message(&error)
             );
-            page.events
-                .warn("browser_register_failed", &message, Some(&tool_name));
+            page.events.warn(
+                WarningCode::BrowserRegisterFailed,
+                &message,
+                Some(&tool_name),
+            );
         }
     });
     super::register_with_browser(model_context, tool, &execute, &on_error)

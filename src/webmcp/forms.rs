@@ -6,6 +6,7 @@
 //! The registry keeps, as a form tool's handler, a function that returns its form
 //! ([`super::form_handle`]); [`super::form_call`] runs the calls.
 
+use client_tools_core::WarningCode;
 use std::cell::RefCell;
 use std::rc::{Rc, Weak};
 
@@ -263,7 +264,7 @@ pub fn rescan(page: &Rc<Page>) {
                     "a defined tool"
                 };
                 let warning = Warning {
-                    code: "form_tool_name_taken",
+                    code: WarningCode::FormToolNameTaken,
                     message: format!(
                         "<form toolname=\"{original_name}\"> is not a tool: {whose} has that name"
                     ),
@@ -290,7 +291,7 @@ pub fn rescan(page: &Rc<Page>) {
                 // A redefinition replaces the form's own earlier tool: nothing to warn about.
                 let kept = defined_warnings
                     .into_iter()
-                    .filter(|w| w.code != "tool_replaced");
+                    .filter(|w| w.code != WarningCode::ToolReplaced);
                 warnings.extend(kept);
                 let mut tools = page.forms.tools.borrow_mut();
                 match known {
@@ -305,7 +306,7 @@ pub fn rescan(page: &Rc<Page>) {
                 }
             }
             Err(error) => warnings.push(Warning {
-                code: "form_tool_invalid",
+                code: WarningCode::FormToolInvalid,
                 message: format!("<form toolname=\"{original_name}\"> is not a tool: {error}"),
                 tool_name: None,
             }),

@@ -243,6 +243,13 @@ pub fn ensure_ts_mcp_client() -> Result<PathBuf> {
     Ok(dir)
 }
 
+/// The TypeScript compiler pinned in `tests/types/package.json` (`npm ci` there); returns `tsc`.
+pub fn ensure_tsc() -> Result<PathBuf> {
+    let dir = root().join("tests").join("types");
+    ensure_npm_project(&dir, "typescript", "the TypeScript compiler")?;
+    Ok(dir.join("node_modules").join(".bin").join("tsc"))
+}
+
 /// `npm ci` in `dir` unless its `node_modules` already match its lock file (`probe`: one package
 /// that must be there).
 pub fn ensure_npm_project(dir: &Path, probe: &str, what: &str) -> Result {

@@ -2,13 +2,15 @@
 //!
 //! fmt → clippy on the host → clippy on wasm32 → core + bridge tests → browser tests
 //! (wasm-bindgen-test in headless Chromium, then Firefox) → package build → npm pack and
-//! `npm publish --dry-run` → end-to-end tests (bridge + headless Chromium and Firefox + the built
-//! package and its npm tarball) → the docs' pictures → a short benchmark run.
+//! `npm publish --dry-run` → `tsc --strict` on a page using every API → end-to-end tests (bridge +
+//! headless Chromium and Firefox + the built package and its npm tarball) → the docs' pictures → a
+//! short benchmark run.
 
 use std::process::Command;
 
 use crate::install::{
-    ensure_browsers, ensure_python_mcp_client, ensure_ts_mcp_client, ensure_wasm_bindgen,
+    ensure_browsers, ensure_python_mcp_client, ensure_ts_mcp_client, ensure_tsc,
+    ensure_wasm_bindgen,
 };
 use crate::run::{run, run_keeping_stdout};
 use crate::wasm::{self, WasmCargo};
@@ -85,6 +87,11 @@ pub fn test() -> Result {
     step("Size budget (BENCHMARKS.md)");
     build::check_size_budget(&pkg)?;
     let tarball = package_check::pack_and_check(&pkg)?;
+    let tsc = ensure_tsc()?;
+    step("Type-checking a page that uses every API against the generated .d.ts (tsc --strict)");
+    run(Command::new(tsc)
+        .arg("-p")
+        .arg(root().join("tests").join("types")))?;
     let python = ensure_python_mcp_client()?;
     let ts_dir = ensure_ts_mcp_client()?;
     step("Building the bridge binary (MCP clients launch it with --stdio)");

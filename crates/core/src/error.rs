@@ -7,33 +7,7 @@
 
 use thiserror::Error;
 
-/// Stable codes, part of the public API: pages may branch on `error.code`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ErrorCode {
-    InvalidName,
-    InvalidHandler,
-    InvalidSchema,
-    InvalidTimeout,
-    InvalidOptions,
-    UnknownTool,
-    NotConnected,
-    ConnectionFailed,
-}
-
-impl ErrorCode {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ErrorCode::InvalidName => "INVALID_NAME",
-            ErrorCode::InvalidHandler => "INVALID_HANDLER",
-            ErrorCode::InvalidSchema => "INVALID_SCHEMA",
-            ErrorCode::InvalidTimeout => "INVALID_TIMEOUT",
-            ErrorCode::InvalidOptions => "INVALID_OPTIONS",
-            ErrorCode::UnknownTool => "UNKNOWN_TOOL",
-            ErrorCode::NotConnected => "NOT_CONNECTED",
-            ErrorCode::ConnectionFailed => "CONNECTION_FAILED",
-        }
-    }
-}
+pub use crate::codes::ErrorCode;
 
 #[derive(Debug, Clone, PartialEq, Error)]
 pub enum CoreError {

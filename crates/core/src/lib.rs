@@ -10,9 +10,11 @@
 //! - [`protocol`]: the JSON-RPC / MCP messages of SPEC §6;
 //! - [`connect`]: the page's first frame (credentials and session resumption, outside the URL);
 //! - [`form`]: which form field a schema becomes (the confirmation dialog, the result form);
+//! - [`codes`]: the stable error and warning codes, with their TypeScript unions;
 //! - [`call`]: the outcomes of SPEC §5 and the per-call state machine (injected clock).
 
 pub mod call;
+pub mod codes;
 pub mod connect;
 pub mod error;
 pub mod form;
@@ -24,4 +26,5 @@ pub mod registry;
 pub mod tape;
 pub mod validate;
 
-pub use error::{CoreError, ErrorCode};
+pub use codes::{ErrorCode, WarningCode};
+pub use error::CoreError;

@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 use crate::names::NameTable;
 use crate::protocol::{self, meta};
 use crate::validate::{self, CompiledSchema};
-use crate::CoreError;
+use crate::{CoreError, WarningCode};
 
 /// Default handler timeout (SPEC §3).
 pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;
@@ -57,13 +57,13 @@ pub struct Declaration {
 /// A non-fatal problem with a declaration, reported to the page as a `warning` event.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Warning {
-    pub code: &'static str,
+    pub code: WarningCode,
     pub message: String,
     pub tool_name: Option<String>,
 }
 
 impl Warning {
-    fn new(code: &'static str, tool_name: &str, message: String) -> Self {
+    fn new(code: WarningCode, tool_name: &str, message: String) -> Self {
         Self {
             code,
             message,
@@ -158,7 +158,7 @@ pub fn resolve_timeout(
     }
     if requested > MAX_TIMEOUT_MS as f64 {
         let warning = Warning::new(
-            "timeout_clamped",
+            WarningCode::TimeoutClamped,
             tool_name,
             format!("timeoutMs {requested} of tool '{tool_name}' is above the maximum; clamped to {MAX_TIMEOUT_MS}"),
         );
@@ -226,7 +226,7 @@ impl<H> Registry<H> {
             .transpose()?;
         if declaration.description.as_deref().is_none_or(str::is_empty) {
             warnings.push(Warning::new(
-                "missing_description",
+                WarningCode::MissingDescription,
                 &original,
                 format!("tool '{original}' has no description: agents choose tools by their description"),
             ));
@@ -324,7 +324,7 @@ impl<H> Registry<H> {
     ) -> Result<String, CoreError> {
         if let Some(existing) = self.names.normalized_of(original) {
             warnings.push(Warning::new(
-                "tool_replaced",
+                WarningCode::ToolReplaced,
                 existing,
                 format!("tool '{original}' was defined again: the new definition replaces the earlier one"),
             ));
@@ -348,7 +348,7 @@ fn parameters_schema(
                 && (schema.contains_key("properties") || schema.contains_key("required")) =>
         {
             warnings.push(Warning::new(
-                "parameters_type_assumed",
+                WarningCode::ParametersTypeAssumed,
                 original,
                 format!(
                     "tool '{original}' parameters have properties or required but no type: \
@@ -367,7 +367,7 @@ fn parameters_schema(
         ),
     };
     warnings.push(Warning::new(
-        "parameters_not_object",
+        WarningCode::ParametersNotObject,
         original,
         format!("tool '{original}' {why}: it is exposed as taking no arguments"),
     ));
@@ -429,7 +429,7 @@ mod tests {
             .define(board("Read Board"), ToolKind::Function, 2)
             .unwrap();
         assert_eq!(name, "read_board");
-        assert_eq!(warnings[0].code, "tool_replaced");
+        assert_eq!(warnings[0].code, WarningCode::ToolReplaced);
         assert_eq!(registry.len(), 1);
         assert_eq!(registry.get("read_board").unwrap().handler, 2);
         let (other, _) = registry
@@ -445,7 +445,7 @@ mod tests {
         no_params.parameters = None;
         no_params.description = None;
         let (_, warnings) = registry.define(no_params, ToolKind::Function, ()).unwrap();
-        let codes: Vec<_> = warnings.iter().map(|w| w.code).collect();
+        let codes: Vec<_> = warnings.iter().map(|w| w.code.as_str()).collect();
         assert_eq!(codes, ["parameters_not_object", "missing_description"]);
         assert_eq!(
             registry.get("x").unwrap().input_schema(),
@@ -491,7 +491,7 @@ mod tests {
             "required": ["boardId"]
         }));
         let (_, warnings) = registry.define(untyped, ToolKind::Function, ()).unwrap();
-        let codes: Vec<_> = warnings.iter().map(|w| w.code).collect();
+        let codes: Vec<_> = warnings.iter().map(|w| w.code.as_str()).collect();
         assert_eq!(codes, ["parameters_type_assumed"]);
         let tool = registry.get("untyped").unwrap();
         assert_eq!(
@@ -510,7 +510,7 @@ mod tests {
         let (_, warnings) = registry
             .define(string_schema, ToolKind::Function, ())
             .unwrap();
-        assert_eq!(warnings[0].code, "parameters_not_object");
+        assert_eq!(warnings[0].code, WarningCode::ParametersNotObject);
         assert!(
             warnings[0].message.contains("type \"string\""),
             "{}",
@@ -526,7 +526,7 @@ mod tests {
         let mut long = board("long");
         long.timeout_ms = Some(400_000.0);
         let (_, warnings) = registry.define(long, ToolKind::Function, ()).unwrap();
-        assert_eq!(warnings[0].code, "timeout_clamped");
+        assert_eq!(warnings[0].code, WarningCode::TimeoutClamped);
         assert_eq!(registry.get("long").unwrap().timeout_ms, MAX_TIMEOUT_MS);
         assert!(registry.define(board(""), ToolKind::Function, ()).is_err());
     }

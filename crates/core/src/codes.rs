@@ -1,0 +1,92 @@
+//! Stable codes, part of the public API: the `code` of errors thrown to JavaScript and of `warning`
+//! events. Each list is written once, here: the enum, its strings, and the TypeScript union of
+//! those strings that goes into the package's `.d.ts` (`src/typescript.rs`), so pages branching on
+//! `error.code` or `warning.code` are type-checked against exactly what the SDK can send.
+
+/// Declares an enum of stable codes, `as_str`, `ALL`, and a `const` holding the TypeScript union.
+macro_rules! stable_codes {
+    (
+        $(#[$meta:meta])*
+        pub enum $name:ident as $ts_name:literal in $ts_const:ident {
+            $($(#[$variant_meta:meta])* $variant:ident = $code:literal,)*
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum $name {
+            $($(#[$variant_meta])* $variant,)*
+        }
+
+        impl $name {
+            /// Every code, in declaration order.
+            pub const ALL: &'static [$name] = &[$($name::$variant,)*];
+
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $code,)*
+                }
+            }
+        }
+
+        /// The TypeScript union of the codes' strings.
+        pub const $ts_const: &str =
+            concat!("export type ", $ts_name, " =", $(" | \"", $code, "\"",)* ";\n");
+    };
+}
+
+stable_codes! {
+    /// The `code` of an `Error` the SDK throws: pages may branch on `error.code`.
+    pub enum ErrorCode as "ErrorCode" in ERROR_CODE_TS {
+        InvalidName = "INVALID_NAME",
+        InvalidHandler = "INVALID_HANDLER",
+        InvalidSchema = "INVALID_SCHEMA",
+        InvalidTimeout = "INVALID_TIMEOUT",
+        InvalidOptions = "INVALID_OPTIONS",
+        UnknownTool = "UNKNOWN_TOOL",
+        NotConnected = "NOT_CONNECTED",
+        ConnectionFailed = "CONNECTION_FAILED",
+    }
+}
+
+stable_codes! {
+    /// The `code` of a `warning` event: something the page should fix, which did not stop it.
+    pub enum WarningCode as "WarningCode" in WARNING_CODE_TS {
+        /// `parameters` missing or of another type than object: the tool takes no arguments.
+        ParametersNotObject = "parameters_not_object",
+        /// `properties` / `required` without `type`: taken as an object schema.
+        ParametersTypeAssumed = "parameters_type_assumed",
+        MissingDescription = "missing_description",
+        TimeoutClamped = "timeout_clamped",
+        ToolReplaced = "tool_replaced",
+        /// A handler's output broke its `outputSchema` (the agent got an error result).
+        OutputInvalid = "output_invalid",
+        /// `autoConnect` failed, or the runtime refused a reconnect (once per reason).
+        ConnectFailed = "connect_failed",
+        TransportFailed = "transport_failed",
+        /// A frame over the limits the other side enforces was not sent.
+        FrameLimit = "frame_limit",
+        FormToolNameTaken = "form_tool_name_taken",
+        FormToolInvalid = "form_tool_invalid",
+        /// The browser's `modelContext` refused a registration (e.g. a duplicate name).
+        BrowserRegisterFailed = "browser_register_failed",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_typescript_unions_hold_every_code_once() {
+        assert_eq!(
+            ERROR_CODE_TS,
+            "export type ErrorCode = | \"INVALID_NAME\" | \"INVALID_HANDLER\" | \"INVALID_SCHEMA\" \
+             | \"INVALID_TIMEOUT\" | \"INVALID_OPTIONS\" | \"UNKNOWN_TOOL\" | \"NOT_CONNECTED\" \
+             | \"CONNECTION_FAILED\";\n"
+        );
+        for code in WarningCode::ALL {
+            let quoted = format!("\"{}\"", code.as_str());
+            assert_eq!(WARNING_CODE_TS.matches(&quoted).count(), 1, "{quoted}");
+        }
+    }
+}

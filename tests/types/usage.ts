@@ -1,0 +1,127 @@
+// Every API of the package as a page writes it, type-checked with `tsc --strict` against the
+// generated `pkg/client_tools.d.ts` (cargo xtask test). Lines marked `@ts-expect-error` must stay
+// errors: they prove the types are not loose (`any`) where a mistake should be caught.
+import init, {
+  ClientTools,
+  SchemaValidator,
+  normalizeToolName,
+  type CallToolResult,
+  type ClientToolsError,
+  type ConfirmDecision,
+  type ConfirmRequest,
+  type ConnectionState,
+  type ErrorCode,
+  type FunctionDeclaration,
+  type ListedTool,
+  type ToolContext,
+  type WarningCode,
+} from "client-tools";
+
+async function main(): Promise<void> {
+  await init();
+
+  // Options may be left out, or given in full.
+  const pageOnly = new ClientTools();
+  const tools = new ClientTools({
+    endpoint: "wss://agent.example/ws",
+    token: "page-token",
+    allow: ["Read Cart"],
+    defaultTimeoutMs: 10_000,
+    confirm: async (request: ConfirmRequest): Promise<ConfirmDecision> => {
+      const id: string = request.callId;
+      const original: string = request.originalName;
+      return id && original ? { action: "approve" } : { action: "reject", reason: "no" };
+    },
+    allowForSession: true,
+    strings: { approve: "Oui", reject: "Non" },
+    forms: true,
+    exposeToBrowser: false,
+    autoConnect: false,
+  });
+  // @ts-expect-error: an unknown option
+  new ClientTools({ endpiont: "ws://x" });
+  // @ts-expect-error: an unknown UI string key
+  new ClientTools({ strings: { nope: "x" } });
+
+  const declaration: FunctionDeclaration = {
+    name: "Read Cart",
+    description: "The items in the cart",
+    parameters: { type: "object", properties: { limit: { type: "integer" } } },
+    outputSchema: { type: "object" },
+    annotations: { readOnlyHint: true, title: "Read the cart" },
+    requireConfirmation: false,
+    timeoutMs: 5_000,
+    handler: async (input: { limit?: number }, ctx: ToolContext) => {
+      const id: string = ctx.callId;
+      const names: string = ctx.toolName + ctx.originalName + id;
+      ctx.reportProgress(1, 2, "halfway");
+      if (ctx.signal.aborted) return "stopped";
+      return { items: [], limit: input.limit, names };
+    },
+  };
+  const name: string = tools.defineFunction(declaration);
+  // @ts-expect-error: a declaration needs a handler
+  tools.defineFunction({ name: "x" });
+  tools.registerHandler("read_board_tasks", (input: unknown) => ({ input }));
+  // @ts-expect-error: a tool name is a string
+  tools.registerHandler(5, () => null);
+  const removed: boolean = tools.unregister(name);
+
+  const listed: ListedTool[] = tools.list();
+  const kinds: ("function" | "handler" | "form")[] = listed.map((tool) => tool.kind);
+
+  // Events are typed by their name.
+  const off: () => void = tools.on("toolresult", (event) => {
+    const ms: number = event.durationMs;
+    const failed: boolean = event.isError;
+    console.log(ms, failed);
+  });
+  tools.on("warning", (event) => {
+    const code: WarningCode = event.code;
+    const known: boolean = code === "output_invalid" || code === "parameters_type_assumed";
+    // @ts-expect-error: not a warning code
+    const unknown: boolean = event.code === "outputInvalid";
+    console.log(known, unknown, event.message, event.toolName);
+  });
+  tools.on("connectionchange", (event) => {
+    const state: ConnectionState = event.state;
+    console.log(state);
+  });
+  tools.on("toolactivated", (event) => console.log(event.toolName, event.callId));
+  tools.on("toolcancel", (event) => console.log(event.reason));
+  tools.on("toolschanged", (event) => console.log(event.type));
+  // @ts-expect-error: no such event
+  tools.on("toolresults", () => {});
+  // @ts-expect-error: a toolresult has no reason
+  tools.on("toolresult", (event) => console.log(event.reason));
+  off();
+
+  const result: CallToolResult = await tools.invoke("read_cart", { limit: 3 });
+  const text: string = result.content[0].text;
+  const failed: boolean = result.isError;
+  console.log(text, failed, result.structuredContent, kinds, removed);
+
+  try {
+    await tools.connect();
+  } catch (error) {
+    const code: ErrorCode = (error as ClientToolsError).code;
+    if (code === "NOT_CONNECTED" || code === "CONNECTION_FAILED") console.log(code);
+    // @ts-expect-error: not an error code
+    if (code === "TIMEOUT") console.log(code);
+  }
+  const state: ConnectionState = tools.connectionState;
+  const session: string | undefined = tools.sessionId;
+  tools.disconnect();
+
+  // A transport of the page's own instead of the WebSocket.
+  pageOnly.attachTransport((frame: string) => console.log(frame));
+  pageOnly.receiveFrame('{"jsonrpc":"2.0","id":1,"method":"ping"}');
+
+  const validator = new SchemaValidator({ type: "object", required: ["a"] });
+  const errors: string[] | undefined = validator.validate({});
+  const normalized: string = normalizeToolName("Get Cart");
+  console.log(state, session, errors, normalized);
+  pageOnly.free();
+}
+
+main();
