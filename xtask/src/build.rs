@@ -14,7 +14,12 @@ use crate::wasm::{self, WasmCargo};
 use crate::{root, step, Result};
 
 /// Files copied from `pkg-template/` into the package.
-const TEMPLATE_FILES: &[&str] = &["package.json", "README.md", "client-tools.js"];
+const TEMPLATE_FILES: &[&str] = &[
+    "package.json",
+    "README.md",
+    "client-tools.js",
+    "client-tools.d.ts",
+];
 /// The crate's dual license, shipped in the package too.
 pub const LICENSE_FILES: &[&str] = &["LICENSE-MIT", "LICENSE-APACHE"];
 

@@ -18,6 +18,7 @@ const SHIPPED: &[&str] = &[
     "client_tools.js",
     "client_tools.d.ts",
     "client-tools.js",
+    "client-tools.d.ts",
 ];
 
 /// Packs `pkg` into `target/npm/` and returns the tarball's path.
