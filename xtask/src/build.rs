@@ -1,8 +1,9 @@
 //! `cargo xtask build`: the npm package in `pkg/` (SPEC §1, §4).
 //!
-//! cargo (profile `wasm-release`, wasm32) → wasm-bindgen `--target web` → wasm-opt -Os → terser
-//! (the generated JavaScript: bindings and snippets) → package.json, README and the script-tag
-//! loader from `pkg-template/` → sizes (raw / gzip / brotli).
+//! cargo (profile `wasm-release`, wasm32) → wasm-bindgen `--target web` → [`finish`]: wasm-opt -Os
+//! → package.json, README, the script-tag loader and its types from `pkg-template/`, the licenses →
+//! terser (the generated JavaScript: bindings and snippets, and the loader) → sizes (raw / gzip /
+//! brotli). `crate::wasm_pack` builds the same package with wasm-pack in place of the first two.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -31,8 +32,6 @@ pub fn build() -> Result<PathBuf> {
 /// Builds `pkg/` with an already detected wasm toolchain.
 pub fn build_with(cargo: &WasmCargo) -> Result<PathBuf> {
     let wasm_bindgen = ensure_wasm_bindgen()?;
-    let wasm_opt = ensure_wasm_opt()?;
-    let terser = ensure_terser()?;
     let pkg = root().join("pkg");
 
     step("Compiling the SDK for wasm32 (profile wasm-release: built for size)");
@@ -57,6 +56,17 @@ pub fn build_with(cargo: &WasmCargo) -> Result<PathBuf> {
         .args(["--target", "web", "--out-dir"])
         .arg(&pkg)
         .args(["--out-name", "client_tools"]))?;
+
+    finish(&pkg)?;
+    print_sizes(&pkg)?;
+    Ok(pkg)
+}
+
+/// What turns wasm-bindgen's output in `pkg` (ours, or wasm-pack's: `crate::wasm_pack`) into the
+/// package: wasm-opt, the files from `pkg-template/`, the licenses, terser.
+pub fn finish(pkg: &Path) -> Result {
+    let wasm_opt = ensure_wasm_opt()?;
+    let terser = ensure_terser()?;
 
     // `-Os` compresses better than `-Oz` here (gzip −1.7 KB, raw +9 KB: the budget is what is
     // downloaded); `--low-memory-unused` is sound for Rust's wasm32 layout (the stack fills the first
@@ -110,9 +120,7 @@ pub fn build_with(cargo: &WasmCargo) -> Result<PathBuf> {
         .arg(&loader)
         .args(["--compress", "--mangle", "--output"])
         .arg(&loader))?;
-
-    print_sizes(&pkg)?;
-    Ok(pkg)
+    Ok(())
 }
 
 /// Features rustc emits for wasm32 by default, which wasm-opt must be told about.
@@ -207,7 +215,7 @@ pub fn sizes_with_total(pkg: &Path) -> Result<Vec<(String, Size)>> {
     Ok(rows)
 }
 
-fn print_sizes(pkg: &Path) -> Result {
+pub fn print_sizes(pkg: &Path) -> Result {
     step("Package size");
     let kb = |n: usize| format!("{:.1} KB", n as f64 / 1024.0);
     eprintln!(

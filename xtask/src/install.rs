@@ -123,6 +123,30 @@ pub fn ensure_wasm_bindgen() -> Result<PathBuf> {
 }
 
 /// geckodriver (from crates.io) for the Firefox browser tests.
+/// The wasm-pack release `cargo xtask test` builds the package with once (crate::wasm_pack).
+const WASM_PACK_VERSION: &str = "0.14.0";
+
+/// `wasm-pack` from crates.io at [`WASM_PACK_VERSION`].
+pub fn ensure_wasm_pack() -> Result<PathBuf> {
+    if let Some(path) = find_binary("wasm-pack") {
+        let reported = output(Command::new(&path).arg("--version")).unwrap_or_default();
+        if reported.split_whitespace().nth(1) == Some(WASM_PACK_VERSION) {
+            return Ok(path);
+        }
+        eprintln!("    found {reported:?}, need {WASM_PACK_VERSION}");
+    }
+    step(&format!(
+        "Installing wasm-pack {WASM_PACK_VERSION} (crates.io; takes a few minutes)"
+    ));
+    run(Command::new(env!("CARGO")).args([
+        "install",
+        "wasm-pack",
+        "--version",
+        WASM_PACK_VERSION,
+    ]))?;
+    find_binary("wasm-pack").ok_or_else(|| "wasm-pack not found after install".into())
+}
+
 pub fn ensure_geckodriver() -> Result<PathBuf> {
     if let Some(path) = find_binary("geckodriver") {
         return Ok(path);
@@ -248,6 +272,27 @@ pub fn ensure_tsc() -> Result<PathBuf> {
     let dir = root().join("tests").join("types");
     ensure_npm_project(&dir, "typescript", "the TypeScript compiler")?;
     Ok(dir.join("node_modules").join(".bin").join("tsc"))
+}
+
+/// The bundler apps of `tests/bundlers/` with the tarball just packed installed in each: `npm ci`
+/// every time (their lock files do not change with the tarball, so a stamp would keep a stale one).
+pub fn install_bundler_apps() -> Result<PathBuf> {
+    let apps = root().join("tests").join("bundlers");
+    if find_binary("npm").is_none() {
+        ensure_apt(&["nodejs", "npm"])?;
+    }
+    for app in ["vite", "vite8", "webpack"] {
+        step(&format!(
+            "Installing the {app} app with the packed tarball (npm ci in tests/bundlers/{app})"
+        ));
+        run(Command::new("npm").current_dir(apps.join(app)).args([
+            "ci",
+            "--no-audit",
+            "--no-fund",
+            "--silent",
+        ]))?;
+    }
+    Ok(apps)
 }
 
 /// `npm ci` in `dir` unless its `node_modules` already match its lock file (`probe`: one package

@@ -11,6 +11,7 @@ mod pictures;
 mod run;
 mod test;
 mod wasm;
+mod wasm_pack;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -19,6 +20,7 @@ const USAGE: &str = "usage: cargo xtask <command>
 
 commands:
   build   build the npm package into pkg/ (wasm-bindgen --target web, wasm-opt -Os, terser) and print its size
+          (`--wasm-pack`: the same package, compiled and bound by wasm-pack)
   test    fmt, clippy (host + wasm32), core and bridge tests, browser tests (Chromium + Firefox), end-to-end,
           size budget, a short benchmark run
   pack    build, then npm pack into target/npm/ (file list checked) and npm publish --dry-run
@@ -32,6 +34,12 @@ commands:
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
+        Some("build") if args.get(1).is_some_and(|a| a == "--wasm-pack") => {
+            wasm::WasmCargo::detect().and_then(|cargo| {
+                let pkg = root().join("pkg");
+                wasm_pack::build(&cargo, &pkg).and_then(|()| build::print_sizes(&pkg))
+            })
+        }
         Some("build") => build::build().map(|_| ()),
         Some("test") => test::test(),
         Some("demo") => run::demo(&args[1..]),

@@ -2,19 +2,19 @@
 //!
 //! fmt → clippy on the host → clippy on wasm32 → core + bridge tests → browser tests
 //! (wasm-bindgen-test in headless Chromium, then Firefox) → package build → npm pack and
-//! `npm publish --dry-run` → `tsc --strict` on a page using every API → end-to-end tests (bridge +
-//! headless Chromium and Firefox + the built package and its npm tarball) → the docs' pictures → a
-//! short benchmark run.
+//! `npm publish --dry-run` → the same package built by wasm-pack → `tsc --strict` on a page using
+//! every API → end-to-end tests (bridge + headless Chromium and Firefox + the built package and its
+//! npm tarball) → the docs' pictures → a short benchmark run.
 
 use std::process::Command;
 
 use crate::install::{
     ensure_browsers, ensure_python_mcp_client, ensure_ts_mcp_client, ensure_tsc,
-    ensure_wasm_bindgen,
+    ensure_wasm_bindgen, install_bundler_apps,
 };
 use crate::run::{run, run_keeping_stdout};
 use crate::wasm::{self, WasmCargo};
-use crate::{bench, build, package_check, pictures, root, step, Result};
+use crate::{bench, build, package_check, pictures, root, step, wasm_pack, Result};
 
 fn host_cargo() -> Command {
     let mut command = Command::new(env!("CARGO"));
@@ -86,7 +86,13 @@ pub fn test() -> Result {
     let pkg = build::build_with(&wasm)?;
     step("Size budget (BENCHMARKS.md)");
     build::check_size_budget(&pkg)?;
-    let tarball = package_check::pack_and_check(&pkg)?;
+    // The tarball (target/npm/) is what the bundler apps install.
+    package_check::pack_and_check(&pkg)?;
+    let built_by_wasm_pack = root().join("target").join("wasm-pack").join("pkg");
+    wasm_pack::build(&wasm, &built_by_wasm_pack)?;
+    step("wasm-pack's package is cargo xtask build's");
+    wasm_pack::check_same_package(&pkg, &built_by_wasm_pack)?;
+    let bundler_apps = install_bundler_apps()?;
     let tsc = ensure_tsc()?;
     step("Type-checking a page that uses every API against the generated .d.ts (tsc --strict)");
     run(Command::new(tsc)
@@ -109,7 +115,7 @@ pub fn test() -> Result {
             "1",
         ])
         .env("CLIENT_TOOLS_PKG", &pkg)
-        .env("CLIENT_TOOLS_TARBALL", &tarball)
+        .env("CLIENT_TOOLS_BUNDLER_APPS", &bundler_apps)
         .env("CHROMIUM", &browsers.chromium)
         .env("CHROMEDRIVER", &browsers.chromedriver)
         .env("FIREFOX", browsers.firefox())

@@ -71,6 +71,13 @@ impl WasmCargo {
     /// `cargo <args>` for the wasm target, in the wasm target dir.
     pub fn command(&self) -> Command {
         let mut command = Command::new(&self.cargo);
+        self.configure(&mut command);
+        command
+    }
+
+    /// Sets up `command` (cargo, or a tool that runs `cargo` from PATH, like wasm-pack) to build
+    /// for wasm32 with this toolchain, in the wasm target dir.
+    pub fn configure(&self, command: &mut Command) {
         command
             .current_dir(root())
             .env("CARGO_TARGET_DIR", target_dir())
@@ -81,7 +88,6 @@ impl WasmCargo {
         for (key, value) in &self.envs {
             command.env(key, value);
         }
-        command
     }
 }
 

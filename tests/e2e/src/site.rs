@@ -3,6 +3,8 @@
 //! script embed resolves everything from its own `src`), every response with a strict
 //! Content-Security-Policy (no `unsafe-eval`, no `unsafe-inline`, styles only from the site). A page
 //! connects to the bridge on its own port: `{{bridge_ws}}` in a page is replaced by its address.
+//!
+//! [`Site::serve_folder`] serves a folder as it is (what a bundler built) under the same policy.
 
 use std::path::PathBuf;
 
@@ -41,12 +43,7 @@ impl Site {
             .await
             .expect("bind a loopback port");
         let base_url = format!("http://{}", listener.local_addr().unwrap());
-        let bridge_origin = bridge_ws.trim_end_matches("/ws");
-        let csp = format!(
-            "default-src 'none'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self'; \
-             connect-src 'self' {bridge_origin}; img-src 'self'; base-uri 'none'; \
-             form-action 'self'; frame-ancestors 'none'"
-        );
+        let csp = strict_policy(bridge_ws);
         let pages = Pages {
             dir: e2e_dir().join("www"),
             bridge_ws: bridge_ws.to_owned(),
@@ -69,6 +66,42 @@ impl Site {
             server,
         }
     }
+
+    /// Serves the files of `dir` as they are (`index.html` for a folder), under the same strict
+    /// policy: a site as a bundler built it (tests/e2e/tests/bundlers.rs). Its pages find the
+    /// bridge by themselves; the policy lets them connect to `bridge_ws`.
+    pub async fn serve_folder(dir: &std::path::Path, bridge_ws: &str) -> Site {
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind a loopback port");
+        let base_url = format!("http://{}", listener.local_addr().unwrap());
+        let csp = strict_policy(bridge_ws);
+        let app = Router::new().fallback_service(ServeDir::new(dir)).layer(
+            SetResponseHeaderLayer::overriding(
+                header::CONTENT_SECURITY_POLICY,
+                HeaderValue::from_str(&csp).expect("a header value"),
+            ),
+        );
+        let server = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Site {
+            base_url,
+            csp,
+            server,
+        }
+    }
+}
+
+/// No `unsafe-eval`, no `unsafe-inline`, styles only from the site; connections to the site and the
+/// bridge at `bridge_ws`.
+fn strict_policy(bridge_ws: &str) -> String {
+    let bridge_origin = bridge_ws.trim_end_matches("/ws");
+    format!(
+        "default-src 'none'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self'; \
+         connect-src 'self' {bridge_origin}; img-src 'self'; base-uri 'none'; \
+         form-action 'self'; frame-ancestors 'none'"
+    )
 }
 
 /// An `.html` page of `tests/e2e/www/`, with the bridge's address filled in.
