@@ -1,5 +1,6 @@
-//! Renders the built-in confirmation dialog and result form (light and dark) to PNG files for the
-//! docs: `cargo xtask pictures` (writes `docs/images/`). Real Chromium under WebDriver, real calls
+//! Renders the built-in confirmation dialog and result form (light and dark), and the demo (the
+//! task board with its agent console, after one call), to PNG files for the docs:
+//! `cargo xtask pictures` (writes `docs/images/`). Real Chromium under WebDriver, real calls
 //! through the bridge, the built package.
 //!
 //! Usage: `pictures <output dir>`; needs `CLIENT_TOOLS_PKG` (or `pkg/`) and Chromium/chromedriver.
@@ -20,6 +21,7 @@ async fn main() {
             .unwrap_or_else(|| "docs/images".into()),
     );
     std::fs::create_dir_all(&out).expect("create the output directory");
+    demo(&out).await;
     for (dark, theme) in [(false, "light"), (true, "dark")] {
         let tools = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tools/hitl-tools.json");
         let config = BridgeConfig {
@@ -94,6 +96,56 @@ async fn main() {
         let _ = form.await;
         driven.quit().await;
     }
+}
+
+/// The demo as `cargo xtask demo` serves it, after one call through its agent console.
+async fn demo(out: &std::path::Path) {
+    let served = BridgeOnly::serving_demo(BridgeConfig {
+        agent_token: Some("pictures".into()),
+        ..BridgeConfig::default()
+    })
+    .await;
+    let driven = Driven::start(BrowserKind::Chromium).await;
+    driven
+        .client
+        .set_window_size(1280, 960)
+        .await
+        .expect("resize the window");
+    driven
+        .goto(&format!("{}/#agent-token=pictures", served.base_url))
+        .await;
+    served
+        .bridge
+        .wait_for_page(Duration::from_secs(60))
+        .await
+        .expect("the demo connected");
+    driven
+        .until(
+            "the console lists the board's tools",
+            "return document.querySelectorAll('#call-name option').length > 0;",
+        )
+        .await;
+    driven
+        .eval(
+            "document.querySelector('#call-form button[type=submit]').click(); return true;",
+            vec![],
+        )
+        .await;
+    driven
+        .until(
+            "the call's result is in the console's log",
+            "return document.querySelectorAll('#log li').length > 0;",
+        )
+        .await;
+    let png = driven
+        .client
+        .screenshot()
+        .await
+        .expect("screenshot the demo");
+    let path = out.join("demo.png");
+    std::fs::write(&path, png).expect("write the picture");
+    println!("wrote {}", path.display());
+    driven.quit().await;
 }
 
 /// Saves a picture of the open dialog (just the dialog, with a margin the browser draws).
