@@ -10,18 +10,21 @@ use serde_json::Value;
 use wasm_bindgen::{JsCast, JsValue};
 
 use crate::js;
+use crate::typescript::typescript_interface;
 
-/// Every declaration key (checked by hand, so that the error names the key as the page wrote it).
-const KNOWN_KEYS: &[&str] = &[
-    "name",
-    "description",
-    "parameters",
-    "outputSchema",
-    "annotations",
-    "requireConfirmation",
-    "timeoutMs",
-    "handler",
-];
+typescript_interface! {
+    /// Every declaration key (checked by hand, so that the error names the key as the page wrote it).
+    KNOWN_KEYS, DECLARATION_TS = "FunctionDeclaration" {
+        "name" "": "string", "The tool's name as the page knows it; agents see it normalized (`defineFunction` returns that name).";
+        "description" "?": "string", "What the tool does: agents choose tools by it (a warning when missing).";
+        "parameters" "?": "JsonSchema", "The input's JSON Schema (an object schema; compiled once, an invalid one throws).";
+        "outputSchema" "?": "JsonSchema", "The result's JSON Schema, checked before it is sent.";
+        "annotations" "?": "{ readOnlyHint?: boolean; destructiveHint?: boolean; consequentialHint?: boolean; idempotentHint?: boolean; openWorldHint?: boolean; untrustedContentHint?: boolean; title?: string }", "`destructiveHint` / `consequentialHint: true` ask the user first; `title` heads the dialog.";
+        "requireConfirmation" "?": "boolean", "`true`: always ask the user first; `false`: never, whatever the annotations say (a call's `_meta` may still ask).";
+        "timeoutMs" "?": "number", "The handler's timeout (default: the `defaultTimeoutMs` option; max 300000).";
+        "handler" "": "ToolHandler", "Runs the tool: returns a JSON value or a Promise of one.";
+    }
+}
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

@@ -9,6 +9,7 @@ use wasm_bindgen::{JsCast, JsValue};
 use std::rc::Rc;
 
 use crate::js;
+use crate::typescript::typescript_interface;
 use crate::ui::strings::Strings;
 
 /// The JSON-like part of the options; function-valued options are taken out first.
@@ -58,19 +59,21 @@ pub struct Options {
     pub strings: Rc<Strings>,
 }
 
-/// Every option key (checked by hand, so that the error names the key as the page wrote it).
-const KNOWN_OPTIONS: &[&str] = &[
-    "endpoint",
-    "token",
-    "allow",
-    "defaultTimeoutMs",
-    "confirm",
-    "forms",
-    "exposeToBrowser",
-    "autoConnect",
-    "allowForSession",
-    "strings",
-];
+typescript_interface! {
+    /// Every option key (checked by hand, so that the error names the key as the page wrote it).
+    KNOWN_OPTIONS, OPTIONS_TS = "ClientToolsOptions" {
+        "endpoint" "?": "string", "Agent runtime WebSocket URL (ws:// or wss://); omit for page-only use.";
+        "token" "?": "string", "The page token (the bridge's `--page-token`): sent in the first frame on the socket, never in the URL.";
+        "allow" "?": "string[]", "Allow-list of ORIGINAL tool names agents may call; empty = all.";
+        "defaultTimeoutMs" "?": "number", "Handler timeout when a tool sets none (default 30000, max 300000).";
+        "confirm" "?": "(call: ConfirmRequest) => Promise<ConfirmDecision> | ConfirmDecision", "Custom confirmation instead of the built-in dialog (the result form stays built in).";
+        "forms" "?": "boolean", "Expose `<form toolname>` declarative tools (default true).";
+        "exposeToBrowser" "?": "boolean", "Also register with `document/navigator.modelContext` when present (default true).";
+        "autoConnect" "?": "boolean", "Connect as soon as the instance exists (default false).";
+        "allowForSession" "?": "boolean", "The built-in dialog offers \"Allow <tool> for the rest of this session\" (default false).";
+        "strings" "?": "Partial<Record<UiStringKey, string>>", "Words of the built-in dialog and result form, for localization (unknown keys throw).";
+    }
+}
 
 /// The keys holding functions: serde cannot read those, so they are read by hand.
 const FUNCTION_OPTIONS: &[&str] = &["confirm"];

@@ -1,7 +1,10 @@
-//! TypeScript shapes of the options, declarations, contexts and events (STYLE #9): written next to
-//! the Rust that reads them, emitted into `client_tools.d.ts` by wasm-bindgen. The error and
-//! warning codes are generated from their one list in `client_tools_core::codes`; the methods'
-//! signatures come from `src/api.rs` (`unchecked_param_type` where a JS value is read by hand).
+//! The TypeScript of the package (`client_tools.d.ts`), emitted by wasm-bindgen from the Rust code:
+//! the methods' signatures from `src/api.rs` (`unchecked_param_type` where a JS value is read by
+//! hand); the options, the declaration and the `strings` keys from the very lists the SDK checks
+//! pages' objects against (`typescript_interface!` in `options.rs`, `declaration.rs`,
+//! `ui/strings.rs`); the error and warning codes from their one list in `client_tools_core::codes`;
+//! the shapes the SDK hands to pages (contexts, results, events) written below, next to nothing
+//! else that could disagree with them.
 //! `cargo xtask test` type-checks a page using every API against the result (`tests/types/`,
 //! `tsc --strict`).
 
@@ -12,6 +15,38 @@ const ERROR_CODES: &str = client_tools_core::codes::ERROR_CODE_TS;
 
 #[wasm_bindgen(typescript_custom_section)]
 const WARNING_CODES: &str = client_tools_core::codes::WARNING_CODE_TS;
+
+#[wasm_bindgen(typescript_custom_section)]
+const OPTIONS: &str = crate::options::OPTIONS_TS;
+
+#[wasm_bindgen(typescript_custom_section)]
+const DECLARATION: &str = crate::declaration::DECLARATION_TS;
+
+#[wasm_bindgen(typescript_custom_section)]
+const UI_STRING_KEYS: &str = crate::ui::strings::UI_STRING_KEY_TS;
+
+/// Declares the keys a plain object of the page may have and its TypeScript interface, from one
+/// list: the keys checked at run time (`js::reject_unknown_keys`) and those the `.d.ts` offers
+/// cannot drift apart. Each entry: `"key" "?" : "TypeScript type", "doc";` (`""` when required).
+macro_rules! typescript_interface {
+    (
+        $(#[$meta:meta])*
+        $keys:ident, $ts:ident = $name:literal {
+            $($key:literal $optional:literal : $ty:literal, $doc:literal;)*
+        }
+    ) => {
+        $(#[$meta])*
+        pub const $keys: &[&str] = &[$($key,)*];
+
+        /// The TypeScript interface of these keys (emitted into the `.d.ts` by `src/typescript.rs`).
+        pub const $ts: &str = concat!(
+            "export interface ", $name, " {\n",
+            $("  /** ", $doc, " */\n  ", $key, $optional, ": ", $ty, ";\n",)*
+            "}\n"
+        );
+    };
+}
+pub(crate) use typescript_interface;
 
 #[wasm_bindgen(typescript_custom_section)]
 const TYPES: &str = r#"
@@ -39,34 +74,7 @@ export type ConfirmDecision =
   | { action: "modify"; input: unknown }
   | { action: "reject"; reason?: string };
 
-/** Keys of the `strings` option; `{tool}` and `{n}` are filled in. */
-export type UiStringKey =
-  | "approve" | "reject" | "edit" | "submit" | "cancel" | "add" | "remove" | "reason"
-  | "allowSession" | "queue" | "tool" | "confirmIntro" | "resultIntro" | "input" | "invalid"
-  | "invalidJson" | "item" | "none";
 
-export interface ClientToolsOptions {
-  /** Agent runtime WebSocket URL (ws:// or wss://); omit for page-only use. */
-  endpoint?: string;
-  /** The page token (the bridge's `--page-token`): sent in the first frame on the socket, never in the URL. */
-  token?: string;
-  /** Allow-list of ORIGINAL tool names agents may call; empty = all. */
-  allow?: string[];
-  /** Handler timeout when a tool sets none (default 30000, max 300000). */
-  defaultTimeoutMs?: number;
-  /** Custom confirmation instead of the built-in dialog (the result form stays built in). */
-  confirm?: (call: ConfirmRequest) => Promise<ConfirmDecision> | ConfirmDecision;
-  /** The built-in dialog offers "Allow <tool> for the rest of this session" (default false). */
-  allowForSession?: boolean;
-  /** Words of the built-in dialog and result form, for localization (unknown keys throw). */
-  strings?: Partial<Record<UiStringKey, string>>;
-  /** Expose `<form toolname>` declarative tools (default true). */
-  forms?: boolean;
-  /** Also register with `document/navigator.modelContext` when present (default true). */
-  exposeToBrowser?: boolean;
-  /** Connect as soon as the instance exists (default false). */
-  autoConnect?: boolean;
-}
 
 export interface ToolContext {
   signal: AbortSignal;
@@ -78,18 +86,6 @@ export interface ToolContext {
 
 export type ToolHandler = (input: any, ctx: ToolContext) => unknown | Promise<unknown>;
 
-export interface FunctionDeclaration {
-  name: string;
-  description?: string;
-  parameters?: JsonSchema;
-  outputSchema?: JsonSchema;
-  /** `destructiveHint` / `consequentialHint: true` ask the user first; `title` heads the dialog. */
-  annotations?: { readOnlyHint?: boolean; destructiveHint?: boolean; consequentialHint?: boolean; idempotentHint?: boolean; openWorldHint?: boolean; untrustedContentHint?: boolean; title?: string };
-  /** `true`: always ask the user first; `false`: never, whatever the annotations say (a call's `_meta` may still ask). */
-  requireConfirmation?: boolean;
-  timeoutMs?: number;
-  handler: ToolHandler;
-}
 
 export interface ListedTool {
   name: string;

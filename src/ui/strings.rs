@@ -4,33 +4,42 @@ use wasm_bindgen::{JsCast, JsValue};
 
 use crate::js;
 
-/// Every string key with its English default, in [`S`] order. `{tool}` and `{n}` are filled in.
-const DEFAULTS: &[(&str, &str)] = &[
-    ("approve", "Approve"),
-    ("reject", "Reject"),
-    ("edit", "Edit"),
-    ("submit", "Submit"),
-    ("cancel", "Cancel"),
-    ("add", "Add"),
-    ("remove", "Remove"),
-    ("reason", "Reason (optional)"),
-    ("allowSession", "Allow {tool} for the rest of this session"),
-    ("queue", "{n} more waiting"),
-    ("tool", "Tool:"),
-    (
-        "confirmIntro",
-        "An AI agent wants to use this tool with the input below.",
-    ),
-    (
-        "resultIntro",
-        "An AI agent asks you for the result of this tool.",
-    ),
-    ("input", "Input:"),
-    ("invalid", "Please correct the highlighted fields."),
-    ("invalidJson", "Not valid JSON"),
-    ("item", "Item {n}"),
-    ("none", "—"),
-];
+/// Declares [`DEFAULTS`] and the TypeScript union of its keys (`UiStringKey`), from one list.
+macro_rules! ui_strings {
+    ($($key:literal => $default:literal,)*) => {
+        /// Every string key with its English default, in [`S`] order. `{tool}` and `{n}` are filled in.
+        const DEFAULTS: &[(&str, &str)] = &[$(($key, $default),)*];
+
+        /// The keys of the `strings` option as a TypeScript union (emitted by `src/typescript.rs`).
+        pub const UI_STRING_KEY_TS: &str = concat!(
+            "/** Keys of the `strings` option; `{tool}` and `{n}` are filled in. */\n",
+            "export type UiStringKey =",
+            $(" | \"", $key, "\"",)*
+            ";\n"
+        );
+    };
+}
+
+ui_strings! {
+    "approve" => "Approve",
+    "reject" => "Reject",
+    "edit" => "Edit",
+    "submit" => "Submit",
+    "cancel" => "Cancel",
+    "add" => "Add",
+    "remove" => "Remove",
+    "reason" => "Reason (optional)",
+    "allowSession" => "Allow {tool} for the rest of this session",
+    "queue" => "{n} more waiting",
+    "tool" => "Tool:",
+    "confirmIntro" => "An AI agent wants to use this tool with the input below.",
+    "resultIntro" => "An AI agent asks you for the result of this tool.",
+    "input" => "Input:",
+    "invalid" => "Please correct the highlighted fields.",
+    "invalidJson" => "Not valid JSON",
+    "item" => "Item {n}",
+    "none" => "—",
+}
 
 /// A string key (an index into [`DEFAULTS`]).
 #[derive(Clone, Copy)]
