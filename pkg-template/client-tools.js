@@ -22,7 +22,9 @@
     console.error("client-tools: mark its <script> element data-client-tools: it was not found");
     return;
   }
-  var queued = Array.isArray(window.ClientTools) ? window.ClientTools : [];
+  // The queue stays on `window` until the package has loaded: scripts that run after this one but
+  // before then (`window.ClientTools = window.ClientTools || []`) push onto the same array.
+  if (!Array.isArray(window.ClientTools)) window.ClientTools = [];
   var moduleUrl = new URL("client_tools.js", script.src).href;
 
   window.clientToolsReady = import(moduleUrl)
@@ -54,6 +56,7 @@
       ClientTools.push = function () {
         for (var i = 0; i < arguments.length; i++) runCommand(arguments[i], tools, ClientTools);
       };
+      var queued = Array.isArray(window.ClientTools) ? window.ClientTools : [];
       window.ClientTools = ClientTools;
       // Queued commands define the tools first, so that the connection lists them at once.
       ClientTools.push.apply(null, queued);

@@ -1,16 +1,6 @@
-// Runs before the package has loaded (a plain script, before the deferred embed): what it queues
-// must be kept and replayed. It also records every Content-Security-Policy violation of the page.
-window.violations = [];
-document.addEventListener("securitypolicyviolation", function (e) {
-  window.violations.push(e.effectiveDirective + " " + (e.blockedURI || ""));
-});
-window.embedLog = [];
-window.consoleErrors = [];
-var consoleError = console.error;
-console.error = function () {
-  window.consoleErrors.push(Array.prototype.map.call(arguments, String).join(" "));
-  consoleError.apply(console, arguments);
-};
+// Runs before the package has loaded (before or after the embed's own script element, whatever
+// their kinds): what it queues must be kept and replayed in order.
+window.embedLog = window.embedLog || [];
 window.addEventListener("clienttools:ready", function (e) {
   window.embedLog.push("ready: class " + typeof e.detail.ClientTools + ", instance " + (e.detail.tools !== null));
 });
