@@ -16,8 +16,10 @@ export type ClientToolsGlobal = typeof ClientTools & {
 
 declare global {
   interface Window {
-    ClientTools: ClientToolsGlobal | ClientToolsCommand[];
-    clientToolsReady: Promise<ClientToolsGlobal>;
+    /** The queue until the package has loaded, then the class; absent before the embed runs. */
+    ClientTools?: ClientToolsGlobal | ClientToolsCommand[];
+    /** Set by the embed as it starts loading. */
+    clientToolsReady?: Promise<ClientToolsGlobal>;
   }
   interface WindowEventMap {
     "clienttools:ready": CustomEvent<{ ClientTools: ClientToolsGlobal; tools: ClientTools | null }>;

@@ -4,7 +4,7 @@
 use client_tools_core::WarningCode;
 use std::rc::Rc;
 
-use client_tools_core::protocol::CallToolParams;
+use client_tools_core::protocol::{CallToolParams, CallToolResult};
 use client_tools_core::registry::ToolKind;
 use client_tools_core::CoreError;
 use serde::Serialize;
@@ -211,11 +211,11 @@ impl ClientTools {
 
     /// The page calls one of its tools itself: same validation, events and result as an agent call.
     /// Resolves to the MCP result; rejects with `UNKNOWN_TOOL` for a name that is not defined.
-    pub fn invoke(
-        &self,
-        name: &str,
-        #[wasm_bindgen(unchecked_param_type = "unknown")] input: JsValue,
-    ) -> CallToolResultPromise {
+    /// Typed in `src/typescript.rs` (`input` may be left out, which wasm-bindgen cannot say with a
+    /// type of our own).
+    #[wasm_bindgen(skip_typescript)]
+    pub fn invoke(&self, name: &str, input: Option<JsValue>) -> CallToolResultPromise {
+        let input = input.unwrap_or(JsValue::UNDEFINED);
         let page = self.page.clone();
         let name = name.to_owned();
         wasm_bindgen_futures::future_to_promise(async move {
@@ -235,7 +235,9 @@ impl ClientTools {
             let call = IncomingCall::new(params, text.as_deref());
             let call_id = page.next_local_call_id();
             let result = call_runner::run_call(page, call_id, call, Caller::Page).await;
-            Ok(result.map_or(JsValue::UNDEFINED, |r| js::to_plain(&r)))
+            // Stopped without a result (its form withdrawn, say): still exactly one outcome.
+            let result = result.unwrap_or_else(|| CallToolResult::error("the call was cancelled"));
+            Ok(js::to_plain(&result))
         })
         .unchecked_into()
     }

@@ -115,6 +115,11 @@ export interface ClientToolsEvents {
 export interface ClientTools {
   /** Subscribes to an event; returns the function that unsubscribes. */
   on<K extends keyof ClientToolsEvents>(type: K, listener: (event: ClientToolsEvents[K]) => void): () => void;
+  /**
+   * The page calls one of its tools itself: same validation, events and result as an agent call.
+   * Resolves to the MCP result; rejects with `UNKNOWN_TOOL` for a name that is not defined.
+   */
+  invoke(name: string, input?: unknown): Promise<CallToolResult>;
 }
 "#;
 

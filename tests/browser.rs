@@ -211,7 +211,8 @@ fn define(tools: &ClientTools, name: &str, extra: JsValue) -> Result<String, JsV
 
 /// `[isError, text]` of an `invoke` result.
 async fn invoke(tools: &ClientTools, name: &str, input: &str) -> (bool, String, JsValue) {
-    let promise: js_sys::Promise = JsValue::from(tools.invoke(name, json(input))).unchecked_into();
+    let promise: js_sys::Promise =
+        JsValue::from(tools.invoke(name, Some(json(input)))).unchecked_into();
     let result = JsFuture::from(promise).await.expect("invoke resolves");
     let text = get(&get(&get(&result, "content"), "0"), "text")
         .as_string()
@@ -538,8 +539,7 @@ async fn invoke_validates_input_and_returns_structured_results() {
         "{text}"
     );
 
-    let promise: js_sys::Promise =
-        JsValue::from(tools.invoke("nope", JsValue::UNDEFINED)).unchecked_into();
+    let promise: js_sys::Promise = JsValue::from(tools.invoke("nope", None)).unchecked_into();
     let (_, _, code, _) = thrown(JsFuture::from(promise).await.unwrap_err());
     assert_eq!(code, "UNKNOWN_TOOL");
 }

@@ -344,7 +344,8 @@ fn define(tools: &ClientTools, name: &str, declaration: Value) {
 }
 
 fn start(tools: &ClientTools, name: &str, input: Value) -> JsFuture {
-    let promise: js_sys::Promise = JsValue::from(tools.invoke(name, js(&input))).unchecked_into();
+    let promise: js_sys::Promise =
+        JsValue::from(tools.invoke(name, Some(js(&input)))).unchecked_into();
     JsFuture::from(promise)
 }
 

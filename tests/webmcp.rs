@@ -178,7 +178,7 @@ fn new_tools(options: Value) -> ClientTools {
 async fn invoke(tools: &ClientTools, name: &str, input: Value) -> Value {
     json_of(
         &JsFuture::from(js_sys::Promise::from(JsValue::from(
-            tools.invoke(name, js_of(&input)),
+            tools.invoke(name, Some(js_of(&input))),
         )))
         .await
         .unwrap(),
@@ -388,7 +388,7 @@ async fn without_autosubmit_the_user_submits_and_the_button_is_marked() {
     let seen = watch_form(&form, Some("sent"));
     let tools = new_tools(json!({}));
     let call = JsFuture::from(js_sys::Promise::from(JsValue::from(
-        tools.invoke("contact", js_of(&json!({ "message": "hello" }))),
+        tools.invoke("contact", Some(js_of(&json!({ "message": "hello" })))),
     )));
     let button = submit_button(&form);
     let probe = button.clone();
@@ -426,7 +426,7 @@ async fn a_reset_or_a_removal_cancels_the_call_with_an_error_result() {
         let probe = tools.clone();
         wait("the form tool", move || listed(&probe, "Survey").is_some()).await;
         let call = JsFuture::from(js_sys::Promise::from(JsValue::from(
-            tools.invoke("survey", js_of(&json!({ "answer": "yes" }))),
+            tools.invoke("survey", Some(js_of(&json!({ "answer": "yes" })))),
         )));
         let probe = form.clone();
         wait("the call to fill the form", move || {

@@ -17,4 +17,4 @@ window.addEventListener("clienttools:ready", (event) => {
   const instance = event.detail.tools;
   console.log(instance?.connectionState, event.detail.ClientTools.tools);
 });
-window.clientToolsReady.then((ClientTools) => new ClientTools({ endpoint: "ws://127.0.0.1:8787/ws" }));
+window.clientToolsReady?.then((ClientTools) => new ClientTools({ endpoint: "ws://127.0.0.1:8787/ws" }));

@@ -97,6 +97,8 @@ async function main(): Promise<void> {
   off();
 
   const result: CallToolResult = await tools.invoke("read_cart", { limit: 3 });
+  const noInput: CallToolResult = await tools.invoke("read_cart");
+  console.log(noInput.isError);
   const text: string = result.content[0].text;
   const failed: boolean = result.isError;
   console.log(text, failed, result.structuredContent, kinds, removed);

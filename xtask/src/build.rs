@@ -100,6 +100,16 @@ pub fn finish(pkg: &Path) -> Result {
         std::fs::copy(root().join(file), pkg.join(file)).map_err(|e| format!("{file}: {e}"))?;
     }
     let _ = std::fs::remove_file(pkg.join(".gitignore"));
+    // The generated classes have `[Symbol.dispose]()`: the declaration names the library it needs,
+    // so a project compiling with an older `lib` (and `skipLibCheck: false`) still type-checks.
+    let types = pkg.join("client_tools.d.ts");
+    let generated =
+        std::fs::read_to_string(&types).map_err(|e| format!("{}: {e}", types.display()))?;
+    std::fs::write(
+        &types,
+        format!("/// <reference lib=\"esnext.disposable\" />\n{generated}"),
+    )
+    .map_err(|e| format!("{}: {e}", types.display()))?;
 
     step("Minifying the JavaScript (terser)");
     let mut scripts = vec![pkg.join("client_tools.js")];

@@ -122,7 +122,6 @@ pub fn ensure_wasm_bindgen() -> Result<PathBuf> {
     find_binary("wasm-bindgen").ok_or_else(|| "wasm-bindgen not found after install".into())
 }
 
-/// geckodriver (from crates.io) for the Firefox browser tests.
 /// The wasm-pack release `cargo xtask test` builds the package with once (crate::wasm_pack).
 const WASM_PACK_VERSION: &str = "0.14.0";
 
@@ -147,6 +146,7 @@ pub fn ensure_wasm_pack() -> Result<PathBuf> {
     find_binary("wasm-pack").ok_or_else(|| "wasm-pack not found after install".into())
 }
 
+/// geckodriver (from crates.io) for the Firefox browser tests.
 pub fn ensure_geckodriver() -> Result<PathBuf> {
     if let Some(path) = find_binary("geckodriver") {
         return Ok(path);
@@ -267,32 +267,30 @@ pub fn ensure_ts_mcp_client() -> Result<PathBuf> {
     Ok(dir)
 }
 
-/// The TypeScript compiler pinned in `tests/types/package.json` (`npm ci` there); returns `tsc`.
-pub fn ensure_tsc() -> Result<PathBuf> {
-    let dir = root().join("tests").join("types");
-    ensure_npm_project(&dir, "typescript", "the TypeScript compiler")?;
-    Ok(dir.join("node_modules").join(".bin").join("tsc"))
-}
-
-/// The bundler apps of `tests/bundlers/` with the tarball just packed installed in each: `npm ci`
-/// every time (their lock files do not change with the tarball, so a stamp would keep a stale one).
-pub fn install_bundler_apps() -> Result<PathBuf> {
-    let apps = root().join("tests").join("bundlers");
+/// The projects that install the tarball just packed (`target/npm/client-tools.tgz`): the bundler
+/// apps of `tests/bundlers/` and the type check of `tests/types/`. `npm ci` every time: their lock
+/// files do not change with the tarball, so a stamp would keep a stale one.
+pub fn install_tarball_projects() -> Result {
     if find_binary("npm").is_none() {
         ensure_apt(&["nodejs", "npm"])?;
     }
-    for app in ["vite", "vite8", "webpack"] {
+    for project in [
+        "tests/bundlers/vite",
+        "tests/bundlers/vite8",
+        "tests/bundlers/webpack",
+        "tests/types",
+    ] {
         step(&format!(
-            "Installing the {app} app with the packed tarball (npm ci in tests/bundlers/{app})"
+            "Installing {project} with the packed tarball (npm ci)"
         ));
-        run(Command::new("npm").current_dir(apps.join(app)).args([
+        run(Command::new("npm").current_dir(root().join(project)).args([
             "ci",
             "--no-audit",
             "--no-fund",
             "--silent",
         ]))?;
     }
-    Ok(apps)
+    Ok(())
 }
 
 /// `npm ci` in `dir` unless its `node_modules` already match its lock file (`probe`: one package

@@ -21,8 +21,9 @@ const USAGE: &str = "usage: cargo xtask <command>
 commands:
   build   build the npm package into pkg/ (wasm-bindgen --target web, wasm-opt -Os, terser) and print its size
           (`--wasm-pack`: the same package, compiled and bound by wasm-pack)
-  test    fmt, clippy (host + wasm32), core and bridge tests, browser tests (Chromium + Firefox), end-to-end,
-          size budget, a short benchmark run
+  test    fmt, clippy (host + wasm32), core and bridge tests, browser tests (Chromium + Firefox), the package:
+          size budget, npm pack + publish --dry-run, the same package from wasm-pack, the bundler apps and
+          tsc --strict from its tarball; end-to-end (Chromium + Firefox), the pictures, a short benchmark run
   pack    build, then npm pack into target/npm/ (file list checked) and npm publish --dry-run
   pictures  build, then render the built-in dialog and result form (light and dark) to PNG in
           docs/images/ (headless Chromium under WebDriver)

@@ -1,5 +1,6 @@
-//! The npm package as a user installs it: `npm pack` makes the tarball (kept under `target/npm/`
-//! for the bundler tests), its file list is checked against what the package must ship, and
+//! The npm package as a user installs it: `npm pack` makes the tarball (kept under `target/npm/`,
+//! and copied to `target/npm/client-tools.tgz`, the version-free name the bundler apps and the type
+//! check install), its file list is checked against what the package must ship, and
 //! `npm publish --dry-run` runs every check npm makes before a real publish.
 
 use std::collections::BTreeSet;
@@ -21,7 +22,7 @@ const SHIPPED: &[&str] = &[
     "client-tools.d.ts",
 ];
 
-/// Packs `pkg` into `target/npm/` and returns the tarball's path.
+/// Packs `pkg` into `target/npm/` and returns the path of its version-free copy.
 pub fn pack_and_check(pkg: &Path) -> Result<PathBuf> {
     let destination = root().join("target").join("npm");
     let _ = std::fs::remove_dir_all(&destination);
@@ -77,7 +78,9 @@ pub fn pack_and_check(pkg: &Path) -> Result<PathBuf> {
         ));
     }
     eprintln!("    npm publish --dry-run: accepted");
-    Ok(tarball)
+    let installed = destination.join("client-tools.tgz");
+    std::fs::copy(&tarball, &installed).map_err(|e| format!("{}: {e}", tarball.display()))?;
+    Ok(installed)
 }
 
 /// The tarball holds exactly the shipped files, the licenses and the glue's snippets.

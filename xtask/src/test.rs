@@ -9,8 +9,8 @@
 use std::process::Command;
 
 use crate::install::{
-    ensure_browsers, ensure_python_mcp_client, ensure_ts_mcp_client, ensure_tsc,
-    ensure_wasm_bindgen, install_bundler_apps,
+    ensure_browsers, ensure_python_mcp_client, ensure_ts_mcp_client, ensure_wasm_bindgen,
+    install_tarball_projects,
 };
 use crate::run::{run, run_keeping_stdout};
 use crate::wasm::{self, WasmCargo};
@@ -86,24 +86,24 @@ pub fn test() -> Result {
     let pkg = build::build_with(&wasm)?;
     step("Size budget (BENCHMARKS.md)");
     build::check_size_budget(&pkg)?;
-    // The tarball (target/npm/) is what the bundler apps install.
+    // The tarball (target/npm/client-tools.tgz) is what the bundler apps and the type check install.
     package_check::pack_and_check(&pkg)?;
     let built_by_wasm_pack = root().join("target").join("wasm-pack").join("pkg");
     wasm_pack::build(&wasm, &built_by_wasm_pack)?;
     step("wasm-pack's package is cargo xtask build's");
     wasm_pack::check_same_package(&pkg, &built_by_wasm_pack)?;
-    let bundler_apps = install_bundler_apps()?;
-    let tsc = ensure_tsc()?;
-    step("Type-checking a page that uses every API against the generated .d.ts (tsc --strict)");
-    run(Command::new(tsc)
+    install_tarball_projects()?;
+    let types = root().join("tests").join("types");
+    step("Type-checking a page that uses every API, installed from the tarball (tsc --strict)");
+    run(Command::new(types.join("node_modules/.bin/tsc"))
         .arg("-p")
-        .arg(root().join("tests").join("types")))?;
+        .arg(&types))?;
     let python = ensure_python_mcp_client()?;
     let ts_dir = ensure_ts_mcp_client()?;
     step("Building the bridge binary (MCP clients launch it with --stdio)");
     run(host_cargo().args(["build", "-p", "client-tools-bridge"]))?;
     step(
-        "End-to-end tests (bridge + headless Chromium + the built package + official MCP clients)",
+        "End-to-end tests (bridge + headless Chromium and Firefox + the built package + official MCP clients)",
     );
     run(host_cargo()
         .args([
@@ -115,7 +115,6 @@ pub fn test() -> Result {
             "1",
         ])
         .env("CLIENT_TOOLS_PKG", &pkg)
-        .env("CLIENT_TOOLS_BUNDLER_APPS", &bundler_apps)
         .env("CHROMIUM", &browsers.chromium)
         .env("CHROMEDRIVER", &browsers.chromedriver)
         .env("FIREFOX", browsers.firefox())
