@@ -335,6 +335,19 @@ async fn answers_through_the_bridge(
         .await;
     assert!(!result.is_error, "{}", result.text());
     assert_eq!(result.text(), "Hello, Ada");
+    if let Served::Built(site) = &served {
+        // Proof the strict policy was in force while the app worked: its inline canary never ran.
+        let inline_ran = driven
+            .eval("return window.inlineRan === true;", vec![])
+            .await;
+        assert_eq!(
+            inline_ran,
+            json!(false),
+            "no policy on {}: {}",
+            url,
+            site.csp
+        );
+    }
     driven.quit().await;
     drop(served);
 }
