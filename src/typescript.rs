@@ -49,7 +49,11 @@ macro_rules! typescript_interface {
 pub(crate) use typescript_interface;
 
 #[wasm_bindgen(typescript_custom_section)]
-const TYPES: &str = r#"
+const SHAPES: &str = TYPES;
+
+/// The shapes the SDK hands to pages. Public for the browser test that compares them with the
+/// objects the SDK really makes (`tests/browser.rs`, `typescript_shapes_are_what_pages_get`).
+pub const TYPES: &str = r#"
 export type JsonSchema = Record<string, unknown> | boolean;
 
 /** What the SDK throws: a real `Error` (a `TypeError` for misuse) with a stable `code`. */

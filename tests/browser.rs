@@ -61,6 +61,14 @@ export function contextRecorder() {
   };
   return { seen, handler };
 }
+export function shapeRecorder() {
+  const seen = {};
+  const keep = (name) => (value) => { if (!(name in seen)) seen[name] = value; };
+  const handler = (_input, ctx) => { keep("ctx")(ctx); return { ok: true }; };
+  const confirm = async (request) => { keep("confirmRequest")(request); return { action: "approve" }; };
+  return { seen, keep, handler, options: { confirm } };
+}
+export function keysOf(value) { return Object.keys(value); }
 export function selfCycle() { const a = {}; a.self = a; return a; }
 export function errorInfo(error) {
   return [error instanceof Error, error instanceof TypeError, error.code || "", error.message];
@@ -173,6 +181,10 @@ extern "C" {
     fn dom_events(target: &str) -> JsValue;
     #[wasm_bindgen(js_name = contextRecorder)]
     fn context_recorder() -> JsValue;
+    #[wasm_bindgen(js_name = shapeRecorder)]
+    fn shape_recorder() -> JsValue;
+    #[wasm_bindgen(js_name = keysOf)]
+    fn keys_of(value: &JsValue) -> Vec<String>;
     #[wasm_bindgen(js_name = selfCycle)]
     fn self_cycle() -> JsValue;
     #[wasm_bindgen(js_name = returningHuge)]
@@ -359,6 +371,127 @@ fn declaration_problems_that_are_not_fatal_warn() {
     assert_eq!(get(&schema, "type"), "object");
     let properties: js_sys::Object = get(&schema, "properties").unchecked_into();
     assert_eq!(js_sys::Object::keys(&properties).length(), 0);
+}
+
+/// The members of an `interface` (or of one `ClientToolsEvents` entry) in the package's TypeScript:
+/// `(name, optional)`.
+fn typescript_members(interface: &str, event: Option<&str>) -> Vec<(String, bool)> {
+    let ts = client_tools::typescript::TYPES;
+    let start = ts
+        .find(&format!("export interface {interface} {{"))
+        .unwrap_or_else(|| panic!("no interface {interface}"));
+    let body = &ts[start..];
+    let body = &body[body.find('{').unwrap() + 1..body.find("\n}").unwrap()];
+    let body = match event {
+        None => body.to_owned(),
+        Some(event) => {
+            let line = body
+                .lines()
+                .find(|l| l.trim_start().starts_with(&format!("{event}: {{")))
+                .unwrap_or_else(|| panic!("no event {event}"));
+            line[line.find('{').unwrap() + 1..line.rfind('}').unwrap()].replace(';', "\n")
+        }
+    };
+    body.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('/') && !l.starts_with('*'))
+        .filter_map(|l| l.split(|c| c == ':' || c == '(').next())
+        .map(|name| (name.trim_end_matches('?').to_owned(), name.ends_with('?')))
+        .collect()
+}
+
+/// A real object has every required member of its TypeScript shape and nothing the shape lacks.
+fn assert_shape(what: &str, value: &JsValue, members: &[(String, bool)]) {
+    let keys = keys_of(value);
+    for (name, optional) in members {
+        assert!(
+            *optional || keys.contains(name),
+            "{what}: required '{name}' missing from {keys:?}"
+        );
+    }
+    for key in &keys {
+        assert!(
+            members.iter().any(|(name, _)| name == key),
+            "{what}: '{key}' is not in its TypeScript shape {members:?}"
+        );
+    }
+}
+
+/// The shapes `src/typescript.rs` declares are those of the objects pages really get: a listed
+/// tool, a handler's context, a confirmation request, a result, each event.
+#[wasm_bindgen_test]
+async fn typescript_shapes_are_what_pages_get() {
+    let record = shape_recorder();
+    let keep = |name: &str| -> JsValue {
+        let keep: js_sys::Function = get(&record, "keep").unchecked_into();
+        keep.call1(&JsValue::NULL, &name.into()).unwrap()
+    };
+    let tools = ClientTools::new(Some(get(&record, "options").unchecked_into())).unwrap();
+    for event in [
+        "toolactivated",
+        "toolcancel",
+        "toolresult",
+        "toolschanged",
+        "warning",
+    ] {
+        std::mem::forget(
+            tools
+                .on(
+                    JsValue::from(event).unchecked_into(),
+                    keep(event).unchecked_into(),
+                )
+                .unwrap(),
+        );
+    }
+    let extra = json(
+        r#"{"outputSchema": {"type": "object"}, "requireConfirmation": true, "annotations": {"title": "Board"}}"#,
+    );
+    js_sys::Reflect::set(&extra, &"handler".into(), &get(&record, "handler")).unwrap();
+    define(&tools, "Read Board", extra).unwrap();
+    let (is_error, text, result) = invoke(&tools, "read_board", r#"{"boardId": "b"}"#).await;
+    assert!(!is_error, "{text}");
+    let slow = json(r#"{"timeoutMs": 30, "parameters": null}"#); // warning: parameters_not_object
+    js_sys::Reflect::set(&slow, &"handler".into(), &never()).unwrap();
+    define(&tools, "slow", slow).unwrap();
+    invoke(&tools, "slow", "{}").await; // toolcancel (timed out)
+
+    let seen = get(&record, "seen");
+    let listed: js_sys::Array = JsValue::from(tools.list()).unchecked_into();
+    assert_shape(
+        "ListedTool",
+        &listed.get(0),
+        &typescript_members("ListedTool", None),
+    );
+    assert_shape(
+        "ToolContext",
+        &get(&seen, "ctx"),
+        &typescript_members("ToolContext", None),
+    );
+    assert_shape(
+        "ConfirmRequest",
+        &get(&seen, "confirmRequest"),
+        &typescript_members("ConfirmRequest", None),
+    );
+    assert_shape(
+        "CallToolResult",
+        &result,
+        &typescript_members("CallToolResult", None),
+    );
+    for event in [
+        "toolactivated",
+        "toolcancel",
+        "toolresult",
+        "toolschanged",
+        "warning",
+    ] {
+        let value = get(&seen, event);
+        assert!(!value.is_undefined(), "no '{event}' event was seen");
+        assert_shape(
+            event,
+            &value,
+            &typescript_members("ClientToolsEvents", Some(event)),
+        );
+    }
 }
 
 /// SPEC §3 as pages write declarations: an invalid schema throws whatever its type; a schema with
