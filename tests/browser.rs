@@ -395,7 +395,7 @@ fn typescript_members(interface: &str, event: Option<&str>) -> Vec<(String, bool
     body.lines()
         .map(str::trim)
         .filter(|l| !l.is_empty() && !l.starts_with('/') && !l.starts_with('*'))
-        .filter_map(|l| l.split(|c| c == ':' || c == '(').next())
+        .filter_map(|l| l.split([':', '(']).next())
         .map(|name| (name.trim_end_matches('?').to_owned(), name.ends_with('?')))
         .collect()
 }
