@@ -217,6 +217,41 @@ fn get(value: &JsValue, key: &str) -> JsValue {
     js_sys::Reflect::get(value, &key.into()).unwrap()
 }
 
+/// `(first, second)` of each tool `list()` gives, e.g. `("name", "kind")`.
+fn listed(tools: &ClientTools, first: &str, second: &str) -> Vec<(String, String)> {
+    let listed: js_sys::Array = JsValue::from(tools.list()).unchecked_into();
+    listed
+        .iter()
+        .map(|t| {
+            (
+                get(&t, first).as_string().unwrap(),
+                get(&t, second).as_string().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// A [`recorder`] listening to `warning` events; keep the unsubscribe function alive.
+fn record_warnings(tools: &ClientTools) -> (JsValue, client_tools::typescript::Unsubscribe) {
+    let record = recorder();
+    let listener: js_sys::Function = get(&record, "listener").unchecked_into();
+    let off = tools
+        .on(
+            JsValue::from("warning").unchecked_into(),
+            listener.unchecked_into(),
+        )
+        .unwrap();
+    (record, off)
+}
+
+/// What a [`recorder`] saw, as `type:code` strings.
+fn seen_by(record: &JsValue) -> Vec<String> {
+    js_sys::Array::from(&get(record, "seen"))
+        .iter()
+        .map(|v| v.as_string().unwrap())
+        .collect()
+}
+
 fn define(tools: &ClientTools, name: &str, extra: JsValue) -> Result<String, JsValue> {
     tools.define_function(declaration(name, extra).unchecked_into())
 }
@@ -275,16 +310,7 @@ fn spec_name_table_holds_in_the_browser() {
         define(&tools, &"a".repeat(65), JsValue::UNDEFINED).unwrap(),
         format!("{}_2", "a".repeat(62))
     );
-    let listed: js_sys::Array = JsValue::from(tools.list()).unchecked_into();
-    let mapping: Vec<(String, String)> = listed
-        .iter()
-        .map(|t| {
-            (
-                get(&t, "name").as_string().unwrap(),
-                get(&t, "originalName").as_string().unwrap(),
-            )
-        })
-        .collect();
+    let mapping = listed(&tools, "name", "originalName");
     assert!(
         mapping.contains(&("read_board_tasks_2".into(), "Read_board_tasks".into())),
         "{mapping:?}"
@@ -333,14 +359,7 @@ fn declaration_checks_throw_real_errors_with_codes() {
 #[wasm_bindgen_test]
 fn declaration_problems_that_are_not_fatal_warn() {
     let tools = tools();
-    let record = recorder();
-    let listener: js_sys::Function = get(&record, "listener").unchecked_into();
-    let _off = tools
-        .on(
-            JsValue::from("warning").unchecked_into(),
-            listener.unchecked_into(),
-        )
-        .unwrap();
+    let (record, _off) = record_warnings(&tools);
     define(
         &tools,
         "no_params",
@@ -349,10 +368,7 @@ fn declaration_problems_that_are_not_fatal_warn() {
     .unwrap();
     define(&tools, "long", json(r#"{"timeoutMs": 400000}"#)).unwrap();
     define(&tools, "long", json(r#"{"timeoutMs": 1000}"#)).unwrap();
-    let seen: Vec<String> = js_sys::Array::from(&get(&record, "seen"))
-        .iter()
-        .map(|v| v.as_string().unwrap())
-        .collect();
+    let seen = seen_by(&record);
     assert_eq!(
         seen,
         [
@@ -500,14 +516,7 @@ async fn typescript_shapes_are_what_pages_get() {
 #[wasm_bindgen_test]
 async fn declarations_as_users_write_them() {
     let tools = tools();
-    let record = recorder();
-    let listener: js_sys::Function = get(&record, "listener").unchecked_into();
-    let _off = tools
-        .on(
-            JsValue::from("warning").unchecked_into(),
-            listener.unchecked_into(),
-        )
-        .unwrap();
+    let (record, _off) = record_warnings(&tools);
 
     let misspelt = json(r#"{"parameters": {"type": "objekt"}}"#);
     let (is_error, _, code, message) = thrown(define(&tools, "misspelt", misspelt).unwrap_err());
@@ -531,10 +540,7 @@ async fn declarations_as_users_write_them() {
         r#"{"parameters": {"properties": {"boardId": {"type": "string"}}, "required": ["boardId"]}}"#,
     );
     define(&tools, "untyped", untyped).unwrap();
-    let seen: Vec<String> = js_sys::Array::from(&get(&record, "seen"))
-        .iter()
-        .map(|v| v.as_string().unwrap())
-        .collect();
+    let seen = seen_by(&record);
     assert_eq!(seen, ["warning:parameters_type_assumed"]);
     let listed: js_sys::Array = JsValue::from(tools.list()).unchecked_into();
     let schema = get(&listed.get(0), "inputSchema");
@@ -582,14 +588,7 @@ async fn default_timeout_applies_where_the_tool_sets_none() {
 #[wasm_bindgen_test]
 async fn invalid_output_is_an_error_result_and_a_warning() {
     let tools = tools();
-    let record = recorder();
-    let listener: js_sys::Function = get(&record, "listener").unchecked_into();
-    let _off = tools
-        .on(
-            JsValue::from("warning").unchecked_into(),
-            listener.unchecked_into(),
-        )
-        .unwrap();
+    let (record, _off) = record_warnings(&tools);
     let extra = json(r#"{"outputSchema": {"type": "object", "required": ["count"]}}"#);
     js_sys::Reflect::set(
         &extra,
@@ -601,10 +600,7 @@ async fn invalid_output_is_an_error_result_and_a_warning() {
     let (is_error, text, _) = invoke(&tools, "counted", r#"{"boardId": "b"}"#).await;
     assert!(is_error);
     assert!(text.contains("count"), "{text}");
-    let seen: Vec<String> = js_sys::Array::from(&get(&record, "seen"))
-        .iter()
-        .map(|v| v.as_string().unwrap())
-        .collect();
+    let seen = seen_by(&record);
     assert_eq!(seen, ["warning:output_invalid"]);
 }
 
@@ -637,16 +633,7 @@ async fn handler_context_and_listed_kinds() {
             get(&record, "handler").unchecked_into(),
         )
         .unwrap();
-    let listed: js_sys::Array = JsValue::from(tools.list()).unchecked_into();
-    let kinds: Vec<(String, String)> = listed
-        .iter()
-        .map(|t| {
-            (
-                get(&t, "name").as_string().unwrap(),
-                get(&t, "kind").as_string().unwrap(),
-            )
-        })
-        .collect();
+    let kinds = listed(&tools, "name", "kind");
     assert!(
         kinds.contains(&("read_board".into(), "function".into())),
         "{kinds:?}"
@@ -736,10 +723,7 @@ async fn a_slow_handler_times_out_aborts_its_signal_and_fires_toolcancel() {
     assert!(is_error);
     assert_eq!(text, "timed out after 50 ms");
     assert!(last_signal_aborted());
-    let seen: Vec<String> = js_sys::Array::from(&get(&record, "seen"))
-        .iter()
-        .map(|v| v.as_string().unwrap())
-        .collect();
+    let seen = seen_by(&record);
     assert_eq!(
         seen,
         ["toolactivated:slow", "toolcancel:slow", "toolresult:slow"]

@@ -44,10 +44,6 @@ struct Pages {
 impl Site {
     /// Serves the site on a free loopback port; its pages connect to `bridge_ws`.
     pub async fn start(bridge_ws: &str) -> Site {
-        let listener = TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind a loopback port");
-        let base_url = format!("http://{}", listener.local_addr().unwrap());
         let (cdn_url, cdn) = serve_cdn().await;
         let csp = strict_policy(bridge_ws, &cdn_url);
         let pages = Pages {
@@ -61,13 +57,8 @@ impl Site {
             .route("/renamed/{*path}", get(renamed))
             .nest_service(PACKAGE_PATH, ServeDir::new(pkg_dir()))
             .nest_service("/scripts", ServeDir::new(e2e_dir().join("www/scripts")))
-            .layer(SetResponseHeaderLayer::overriding(
-                header::CONTENT_SECURITY_POLICY,
-                HeaderValue::from_str(&csp).expect("a header value"),
-            ));
-        let server = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
+            .layer(policy_header(&csp));
+        let (base_url, server) = serve(app).await;
         Site {
             base_url,
             csp,
@@ -80,20 +71,11 @@ impl Site {
     /// policy: a site as a bundler built it (tests/e2e/tests/bundlers.rs). Its pages find the
     /// bridge by themselves; the policy lets them connect to `bridge_ws`.
     pub async fn serve_folder(dir: &std::path::Path, bridge_ws: &str) -> Site {
-        let listener = TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind a loopback port");
-        let base_url = format!("http://{}", listener.local_addr().unwrap());
         let csp = strict_policy(bridge_ws, "");
-        let app = Router::new().fallback_service(ServeDir::new(dir)).layer(
-            SetResponseHeaderLayer::overriding(
-                header::CONTENT_SECURITY_POLICY,
-                HeaderValue::from_str(&csp).expect("a header value"),
-            ),
-        );
-        let server = tokio::spawn(async move {
-            let _ = axum::serve(listener, app).await;
-        });
+        let app = Router::new()
+            .fallback_service(ServeDir::new(dir))
+            .layer(policy_header(&csp));
+        let (base_url, server) = serve(app).await;
         Site {
             base_url,
             csp,
@@ -106,20 +88,33 @@ impl Site {
 /// The package on another origin, as a CDN serves it: `Access-Control-Allow-Origin: *` (module
 /// scripts and `fetch` of the `.wasm` are CORS requests).
 async fn serve_cdn() -> (String, tokio::task::JoinHandle<()>) {
-    let listener = TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind a loopback port");
-    let url = format!("http://{}", listener.local_addr().unwrap());
     let app = Router::new()
         .nest_service("/client-tools", ServeDir::new(pkg_dir()))
         .layer(SetResponseHeaderLayer::overriding(
             header::ACCESS_CONTROL_ALLOW_ORIGIN,
             HeaderValue::from_static("*"),
         ));
+    serve(app).await
+}
+
+/// Serves `app` on a free loopback port: its base URL, and the task serving it.
+async fn serve(app: Router) -> (String, tokio::task::JoinHandle<()>) {
+    let listener = TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind a loopback port");
+    let url = format!("http://{}", listener.local_addr().unwrap());
     let server = tokio::spawn(async move {
         let _ = axum::serve(listener, app).await;
     });
     (url, server)
+}
+
+/// The `Content-Security-Policy` header on every response.
+fn policy_header(csp: &str) -> SetResponseHeaderLayer<HeaderValue> {
+    SetResponseHeaderLayer::overriding(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_str(csp).expect("a header value"),
+    )
 }
 
 /// The package under `/renamed/`, its loader as `embed.js`.
