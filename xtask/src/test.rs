@@ -16,6 +16,21 @@ use crate::run::{run, run_keeping_stdout};
 use crate::wasm::{self, WasmCargo};
 use crate::{bench, build, package_check, pictures, root, step, wasm_pack, Result};
 
+/// The end-to-end suites built on `client_tools_e2e::Stack` (the harness opens the page itself, in
+/// the browser `E2E_BROWSER` names): run a second time in Firefox. The WebDriver suites (`hitl`,
+/// `injection`, `webmcp`, `embed`, `bundlers`) run in both browsers in one pass.
+const STACK_SUITES: &[&str] = &[
+    "agent_tools",
+    "bad_input",
+    "board",
+    "elicitation",
+    "faults",
+    "mcp_access",
+    "mcp_interop",
+    "soak",
+    "trust",
+];
+
 fn host_cargo() -> Command {
     let mut command = Command::new(env!("CARGO"));
     command.current_dir(root());
@@ -102,29 +117,36 @@ pub fn test() -> Result {
     let ts_dir = ensure_ts_mcp_client()?;
     step("Building the bridge binary (MCP clients launch it with --stdio)");
     run(host_cargo().args(["build", "-p", "client-tools-bridge"]))?;
+    let e2e = |browser: &str, tests: &[&str]| {
+        let mut command = host_cargo();
+        command.args(["test", "-p", "client-tools-e2e"]);
+        for test in tests {
+            command.args(["--test", test]);
+        }
+        command
+            .args(["--", "--test-threads", "1"])
+            .env("E2E_BROWSER", browser)
+            .env("CLIENT_TOOLS_PKG", &pkg)
+            .env("CHROMIUM", &browsers.chromium)
+            .env("CHROMEDRIVER", &browsers.chromedriver)
+            .env("FIREFOX", browsers.firefox())
+            .env("GECKODRIVER", &browsers.geckodriver)
+            .env("INTEROP_PYTHON", &python)
+            .env("INTEROP_TS_DIR", &ts_dir)
+            .env(
+                "CLIENT_TOOLS_BRIDGE_BIN",
+                root().join("target/debug/client-tools-bridge"),
+            );
+        command
+    };
     step(
-        "End-to-end tests (bridge + headless Chromium and Firefox + the built package + official MCP clients)",
+        "End-to-end tests (bridge + the built package + official MCP clients; the WebDriver suites \
+         in Chromium and Firefox, the others in Chromium)",
     );
-    run(host_cargo()
-        .args([
-            "test",
-            "-p",
-            "client-tools-e2e",
-            "--",
-            "--test-threads",
-            "1",
-        ])
-        .env("CLIENT_TOOLS_PKG", &pkg)
-        .env("CHROMIUM", &browsers.chromium)
-        .env("CHROMEDRIVER", &browsers.chromedriver)
-        .env("FIREFOX", browsers.firefox())
-        .env("GECKODRIVER", &browsers.geckodriver)
-        .env("INTEROP_PYTHON", &python)
-        .env("INTEROP_TS_DIR", &ts_dir)
-        .env(
-            "CLIENT_TOOLS_BRIDGE_BIN",
-            root().join("target/debug/client-tools-bridge"),
-        ))?;
+    run(&mut e2e("chromium", &[]))?;
+    step("End-to-end tests that open their page without WebDriver, again in Firefox");
+    check_stack_suites_listed()?;
+    run(&mut e2e("firefox", STACK_SUITES))?;
 
     step("The docs' pictures of the dialog still render (into target/pictures)");
     pictures::render(&browsers, &pkg, &root().join("target/pictures"))?;
@@ -134,6 +156,29 @@ pub fn test() -> Result {
     bench::run_benchmarks(&browsers, &pkg, true, &root().join("target/bench/smoke"))?;
 
     step("All checks passed");
+    Ok(())
+}
+
+/// Every e2e test file that uses `Stack` is in [`STACK_SUITES`], so none misses its Firefox pass.
+fn check_stack_suites_listed() -> Result {
+    let dir = root().join("tests").join("e2e").join("tests");
+    let entries = std::fs::read_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let Some(name) = path.file_stem().and_then(|n| n.to_str()) else {
+            continue;
+        };
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        let uses_stack = text.contains("Stack::start");
+        if uses_stack != STACK_SUITES.contains(&name) {
+            return Err(format!(
+                "tests/e2e/tests/{name}.rs {} Stack::start but is {}in STACK_SUITES \
+                 (xtask/src/test.rs): list exactly the suites the harness opens pages for",
+                if uses_stack { "uses" } else { "does not use" },
+                if uses_stack { "not " } else { "" },
+            ));
+        }
+    }
     Ok(())
 }
 

@@ -1,12 +1,19 @@
 //! Harness for the end-to-end tests: a bridge on a free loopback port serving a test page and the
-//! built package, and a real headless Chromium showing that page.
+//! built package, and a real headless browser showing that page.
 //!
-//! Needs `pkg/` (built by `cargo xtask build`; `cargo xtask test` builds it first) and Chromium
-//! (`CHROMIUM`, default `/usr/bin/chromium`).
+//! The browser [`Stack`] opens is picked by `E2E_BROWSER`: `chromium` (the default) or `firefox`,
+//! e.g. `E2E_BROWSER=firefox cargo test -p client-tools-e2e -- --test-threads 1`; [`browser`]
+//! tells a test which one it runs in. The tests built on [`webdriver::Driven`] ignore it: they run
+//! in both browsers every time.
+//!
+//! Needs `pkg/` (built by `cargo xtask build`; `cargo xtask test` builds it first) and the browser:
+//! Chromium (`CHROMIUM`, default `/usr/bin/chromium`) or Firefox (`FIREFOX`, default
+//! `/usr/bin/firefox-esr`).
 
+use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::process::Stdio;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 pub mod python_steps;
@@ -15,8 +22,20 @@ pub mod site;
 pub mod webdriver;
 
 use client_tools_bridge::{Bridge, BridgeConfig, PageSession};
+use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
 use tokio::net::TcpListener;
 use tokio::process::{Child, Command};
+pub use webdriver::BrowserKind;
+
+/// The browser [`Stack`] and [`Opened`] show their page in: `E2E_BROWSER` (`chromium`, the
+/// default, or `firefox`).
+pub fn browser() -> BrowserKind {
+    match std::env::var("E2E_BROWSER").as_deref() {
+        Err(_) | Ok("") | Ok("chromium") => BrowserKind::Chromium,
+        Ok("firefox") => BrowserKind::Firefox,
+        Ok(other) => panic!("E2E_BROWSER={other}: expected `chromium` or `firefox`"),
+    }
+}
 
 /// A running bridge with one browser page connected to it.
 pub struct Stack {
@@ -25,16 +44,16 @@ pub struct Stack {
     pub page: Arc<PageSession>,
     config: BridgeConfig,
     server: tokio::task::JoinHandle<std::io::Result<()>>,
-    browser: Child,
+    browser: Browser,
     _profile: TempDir,
 }
 
 impl Stack {
-    /// Starts the bridge, opens `page` (a file of `tests/e2e/www/`) in Chromium and waits until the
-    /// page has connected and listed its tools.
+    /// Starts the bridge, opens `page` (a file of `tests/e2e/www/`) in the [`browser`] and waits
+    /// until the page has connected and listed its tools.
     pub async fn start(page: &str, config: BridgeConfig) -> Stack {
-        let opened = Opened::new(page, config).await;
-        let page = wait_for_page(&opened.bridge).await;
+        let mut opened = Opened::new(page, config).await;
+        let page = opened.browser.wait_for_page(&opened.bridge).await;
         Stack {
             bridge: opened.bridge,
             base_url: opened.base_url,
@@ -68,29 +87,29 @@ impl Stack {
         };
         self.bridge = Bridge::new(self.config.clone());
         self.server = spawn_server(&self.bridge, listener);
-        self.page = wait_for_page(&self.bridge).await;
+        self.page = self.browser.wait_for_page(&self.bridge).await;
     }
 
     /// Stops the browser (the page's connection ends with it).
     pub async fn close_browser(&mut self) {
-        let _ = self.browser.kill().await;
+        self.browser.kill().await;
     }
 }
 
-/// A bridge serving the e2e site and the package, and Chromium showing one of its pages.
+/// A bridge serving the e2e site and the package, and the [`browser`] showing one of its pages.
 pub struct Opened {
     pub bridge: Bridge,
     pub base_url: String,
     config: BridgeConfig,
     server: tokio::task::JoinHandle<std::io::Result<()>>,
-    browser: Child,
+    browser: Browser,
     profile: TempDir,
 }
 
 impl Opened {
     /// Closes the browser (the page's tab with it).
     pub async fn close_browser(&mut self) {
-        let _ = self.browser.kill().await;
+        self.browser.kill().await;
     }
 
     async fn new(page: &str, config: BridgeConfig) -> Opened {
@@ -107,8 +126,8 @@ impl Opened {
         let bridge = Bridge::new(config.clone());
         let server = spawn_server(&bridge, listener);
         let base_url = format!("http://{address}");
-        let profile = TempDir::new("chromium-profile");
-        let browser = launch_chromium(&format!("{base_url}/{page}"), &profile.0);
+        let url = format!("{base_url}/{page}");
+        let (profile, browser) = Browser::launch(browser(), &url);
         Opened {
             bridge,
             base_url,
@@ -192,7 +211,7 @@ pub async fn eventually(what: &str, mut condition: impl FnMut() -> bool) {
 
 impl Drop for Stack {
     fn drop(&mut self) {
-        let _ = self.browser.start_kill();
+        let _ = self.browser.child.start_kill();
         self.server.abort();
     }
 }
@@ -205,11 +224,92 @@ fn spawn_server(
     tokio::spawn(async move { serving.serve(listener).await })
 }
 
-async fn wait_for_page(bridge: &Bridge) -> Arc<PageSession> {
-    bridge
-        .wait_for_page(Duration::from_secs(60))
-        .await
-        .expect("the page connected to the bridge and listed its tools within 60 s")
+/// A headless browser showing one page, killed on drop (`kill_on_drop`). It keeps the last lines
+/// it printed, for the message when its page never connects.
+struct Browser {
+    kind: BrowserKind,
+    child: Child,
+    output: Arc<Mutex<VecDeque<String>>>,
+}
+
+impl Browser {
+    /// Starts `kind` on `url` with a fresh profile (removed when the returned [`TempDir`] drops).
+    fn launch(kind: BrowserKind, url: &str) -> (TempDir, Browser) {
+        let (profile, mut child) = match kind {
+            BrowserKind::Chromium => {
+                let profile = TempDir::new("chromium-profile");
+                let child = launch_chromium(url, &profile.0);
+                (profile, child)
+            }
+            BrowserKind::Firefox => {
+                let profile = TempDir::new("firefox-profile");
+                let child = launch_firefox(url, &profile.0);
+                (profile, child)
+            }
+        };
+        let output = Arc::new(Mutex::new(VecDeque::new()));
+        if let Some(stdout) = child.stdout.take() {
+            keep_last_lines(stdout, &output);
+        }
+        if let Some(stderr) = child.stderr.take() {
+            keep_last_lines(stderr, &output);
+        }
+        let browser = Browser {
+            kind,
+            child,
+            output,
+        };
+        (profile, browser)
+    }
+
+    /// Waits (60 s at most) until the page has connected to `bridge` and listed its tools; fails at
+    /// once, with what the browser printed last, if the browser exits first.
+    async fn wait_for_page(&mut self, bridge: &Bridge) -> Arc<PageSession> {
+        let timeout = Duration::from_secs(60);
+        tokio::select! {
+            page = bridge.wait_for_page(timeout) => page.unwrap_or_else(|| panic!(
+                "the page did not connect to the bridge and list its tools within {} s in {:?}{}",
+                timeout.as_secs(), self.kind, self.last_output()
+            )),
+            status = self.child.wait() => panic!(
+                "{:?} exited ({}) before its page connected to the bridge{}",
+                self.kind,
+                status.map_or_else(|e| e.to_string(), |status| status.to_string()),
+                self.last_output()
+            ),
+        }
+    }
+
+    async fn kill(&mut self) {
+        let _ = self.child.kill().await;
+    }
+
+    fn last_output(&self) -> String {
+        let lines = self.output.lock().unwrap();
+        if lines.is_empty() {
+            return "; it printed nothing".into();
+        }
+        let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+        format!("; its last output:\n{}", lines.join("\n"))
+    }
+}
+
+/// Reads `from` line by line, keeping the last 50 lines in `into`.
+fn keep_last_lines(
+    from: impl AsyncRead + Unpin + Send + 'static,
+    into: &Arc<Mutex<VecDeque<String>>>,
+) {
+    let into = Arc::clone(into);
+    tokio::spawn(async move {
+        let mut lines = BufReader::new(from).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            let mut kept = into.lock().unwrap();
+            if kept.len() == 50 {
+                kept.pop_front();
+            }
+            kept.push_back(line);
+        }
+    });
 }
 
 pub fn e2e_dir() -> PathBuf {
@@ -247,11 +347,118 @@ fn launch_chromium(url: &str, profile: &std::path::Path) -> Child {
         .arg(format!("--user-data-dir={}", profile.display()))
         .arg(url)
         .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
         .kill_on_drop(true)
         .spawn()
         .unwrap_or_else(|e| panic!("could not start {chromium}: {e}"))
+}
+
+/// Firefox's preferences for a page under test, written to the fresh profile's `user.js` (read at
+/// startup): no first-run or welcome pages, no telemetry or data reporting, no updates (of Firefox,
+/// add-ons, search engines, remote settings) and no other background connections, so the only
+/// traffic is the page's own, and no dialog (slow script, crash recovery) ever holds the page up.
+/// Mostly what geckodriver and Firefox's remote agent set for automation.
+const FIREFOX_PREFS: &[(&str, &str)] = &[
+    // First run, welcome and what's-new pages; the default-browser check; session restore.
+    ("browser.aboutwelcome.enabled", "false"),
+    ("browser.shell.checkDefaultBrowser", "false"),
+    ("browser.startup.homepage_override.mstone", "\"ignore\""),
+    ("browser.startup.page", "0"),
+    ("startup.homepage_welcome_url", "\"about:blank\""),
+    ("startup.homepage_welcome_url.additional", "\"\""),
+    ("browser.sessionstore.resume_from_crash", "false"),
+    ("toolkit.startup.max_resumed_crashes", "-1"),
+    ("browser.uitour.enabled", "false"),
+    ("browser.warnOnQuit", "false"),
+    ("browser.tabs.warnOnClose", "false"),
+    // Telemetry and data reporting (and the privacy-notice tab of a first run).
+    ("datareporting.policy.dataSubmissionEnabled", "false"),
+    (
+        "datareporting.policy.dataSubmissionPolicyBypassNotification",
+        "true",
+    ),
+    ("datareporting.policy.firstRunURL", "\"\""),
+    ("datareporting.healthreport.uploadEnabled", "false"),
+    ("toolkit.telemetry.enabled", "false"),
+    ("toolkit.telemetry.unified", "false"),
+    ("toolkit.telemetry.archive.enabled", "false"),
+    ("toolkit.telemetry.reportingpolicy.firstRun", "false"),
+    ("toolkit.telemetry.server", "\"\""),
+    ("browser.ping-centre.telemetry", "false"),
+    // Updates: Firefox, add-ons, search engines, media plugins, remote settings, studies.
+    ("app.update.disabledForTesting", "true"),
+    ("app.update.auto", "false"),
+    ("extensions.update.enabled", "false"),
+    ("extensions.systemAddon.update.enabled", "false"),
+    ("extensions.getAddons.cache.enabled", "false"),
+    ("extensions.blocklist.enabled", "false"),
+    ("extensions.autoDisableScopes", "0"),
+    ("extensions.enabledScopes", "5"),
+    ("extensions.installDistroAddons", "false"),
+    ("browser.search.update", "false"),
+    ("media.gmp-manager.updateEnabled", "false"),
+    (
+        "services.settings.server",
+        "\"data:,#remote-settings-disabled/v1\"",
+    ),
+    ("security.remote_settings.intermediates.enabled", "false"),
+    ("security.remote_settings.crlite_filters.enabled", "false"),
+    ("app.normandy.enabled", "false"),
+    ("app.normandy.api_url", "\"\""),
+    ("app.shield.optoutstudies.enabled", "false"),
+    ("messaging-system.rsexperimentloader.enabled", "false"),
+    // Other background connections: Safe Browsing lists, connectivity and captive-portal checks,
+    // DNS over HTTPS, push, region and geolocation lookups, prefetching, new-tab content.
+    ("browser.safebrowsing.malware.enabled", "false"),
+    ("browser.safebrowsing.phishing.enabled", "false"),
+    ("browser.safebrowsing.downloads.enabled", "false"),
+    ("browser.safebrowsing.blockedURIs.enabled", "false"),
+    ("browser.safebrowsing.provider.mozilla.updateURL", "\"\""),
+    ("browser.safebrowsing.provider.google4.updateURL", "\"\""),
+    ("network.connectivity-service.enabled", "false"),
+    ("network.captive-portal-service.enabled", "false"),
+    ("network.trr.mode", "5"),
+    ("dom.push.connection.enabled", "false"),
+    ("browser.region.network.url", "\"\""),
+    ("browser.region.update.enabled", "false"),
+    ("geo.provider.network.url", "\"\""),
+    ("network.dns.disablePrefetch", "true"),
+    ("network.prefetch-next", "false"),
+    ("network.predictor.enabled", "false"),
+    ("network.http.speculative-parallel-limit", "0"),
+    ("browser.newtabpage.enabled", "false"),
+    ("browser.newtab.preload", "false"),
+    ("browser.pagethumbnails.capturing_disabled", "true"),
+    ("identity.fxaccounts.enabled", "false"),
+    // No slow-script or hang dialogs; focus as if the window were in front (as under geckodriver).
+    ("dom.max_script_run_time", "0"),
+    ("dom.ipc.reportProcessHangs", "false"),
+    ("hangmonitor.timeout", "0"),
+    ("focusmanager.testmode", "true"),
+    // The page's console on stdout: the last lines are in the message when a page never connects.
+    ("devtools.console.stdout.content", "true"),
+];
+
+fn launch_firefox(url: &str, profile: &std::path::Path) -> Child {
+    let firefox = std::env::var("FIREFOX").unwrap_or_else(|_| "/usr/bin/firefox-esr".into());
+    let user_js: String = FIREFOX_PREFS
+        .iter()
+        .map(|(name, value)| format!("user_pref(\"{name}\", {value});\n"))
+        .collect();
+    std::fs::write(profile.join("user.js"), user_js).expect("write the profile's user.js");
+    Command::new(&firefox)
+        .args(["--headless", "--no-remote", "--profile"])
+        .arg(profile)
+        .arg(url)
+        // A crash ends the test with the page's connection, not with a crash-reporter window.
+        .env("MOZ_CRASHREPORTER_DISABLE", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap_or_else(|e| panic!("could not start {firefox}: {e}"))
 }
 
 /// A directory removed on drop.

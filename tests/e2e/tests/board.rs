@@ -1,5 +1,6 @@
-//! End to end: the bridge on a loopback port, the built package in headless Chromium, and calls
-//! through the bridge — its Rust API and its HTTP API, as an agent runtime or a script would.
+//! End to end: the bridge on a loopback port, the built package in a headless browser (Chromium,
+//! or Firefox with `E2E_BROWSER=firefox`), and calls through the bridge — its Rust API and its
+//! HTTP API, as an agent runtime or a script would.
 
 use std::time::Duration;
 

@@ -1,8 +1,9 @@
 //! Interop with MCP clients nobody here wrote: the official Python SDK (PyPI `mcp` 2.x) over
 //! Streamable HTTP on each revision and over stdio, and the official TypeScript SDK over Streamable
-//! HTTP — each against a real page in headless Chromium. The scenarios live in `tests/interop/`:
-//! initialize, list, call valid and invalid input, `list_changed` after the page defines a tool,
-//! cancel a long call, an error result once the tab is closed.
+//! HTTP — each against a real page in a headless browser (Chromium, or Firefox with
+//! `E2E_BROWSER=firefox`). The scenarios live in `tests/interop/`: initialize, list, call valid and
+//! invalid input, `list_changed` after the page defines a tool, cancel a long call, an error result
+//! once the tab is closed.
 //!
 //! `cargo xtask test` installs the clients and sets `INTEROP_PYTHON` (a venv's python),
 //! `INTEROP_TS_DIR` (where `npm ci` ran) and `CLIENT_TOOLS_BRIDGE_BIN` (for `--stdio`).

@@ -1,7 +1,7 @@
 //! The bridge under attack (issue "Trust the bridge", docs/security.md): each test is one attack
 //! that worked before, made against a real bridge over real sockets, and the defence that now
 //! stops it. Bare WebSocket clients ([`RawPage`]) play hostile pages and second tabs; a real
-//! Chromium page shows what the SDK sends.
+//! page (in Chromium or Firefox, `E2E_BROWSER`) shows what the SDK sends.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
