@@ -16,7 +16,11 @@
 // - `clienttools:ready` is dispatched on `window`, its `detail` `{ ClientTools, tools }`.
 (function () {
   "use strict";
-  if (window.clientToolsReady) return; // included twice: the first one loads
+  if (window.clientToolsReady) return; // included twice: the first one loads, with its data- attributes
+  if (typeof window.ClientTools === "function") {
+    console.warn("client-tools: window.ClientTools is already a class (the page loaded the package itself): the embed does nothing");
+    return;
+  }
   var script = document.currentScript || findOwnScript();
   if (!script) {
     console.error("client-tools: mark its <script> element data-client-tools: it was not found");
@@ -96,14 +100,17 @@
   }
 
   // A module script has no `document.currentScript`: the element marked data-client-tools, else
-  // the last one whose file is client-tools.js.
+  // the last module script whose file is client-tools.js, else the last such script.
   function findOwnScript() {
     var marked = document.querySelector("script[data-client-tools][src]");
     if (marked) return marked;
+    var found = null;
     var scripts = document.querySelectorAll("script[src]");
     for (var i = scripts.length - 1; i >= 0; i--) {
-      if (/\/client-tools(\.min)?\.js([?#]|$)/.test(scripts[i].src)) return scripts[i];
+      if (!/\/client-tools(\.min)?\.js([?#]|$)/.test(scripts[i].src)) continue;
+      if (scripts[i].type === "module") return scripts[i];
+      found = found || scripts[i];
     }
-    return null;
+    return found;
   }
 })();

@@ -143,9 +143,9 @@ pub fn test() -> Result {
         "End-to-end tests (bridge + the built package + official MCP clients; the WebDriver suites \
          in Chromium and Firefox, the others in Chromium)",
     );
+    check_stack_suites_listed()?;
     run(&mut e2e("chromium", &[]))?;
     step("End-to-end tests that open their page without WebDriver, again in Firefox");
-    check_stack_suites_listed()?;
     run(&mut e2e("firefox", STACK_SUITES))?;
 
     step("The docs' pictures of the dialog still render (into target/pictures)");

@@ -377,6 +377,13 @@ async fn vite_dev_server(kind: BrowserKind, app: App) {
 
 async fn built_app(kind: BrowserKind, app: App) {
     let out = app.built().await;
+    // The canary the policy must stop is in what the bundler built (else its check proves nothing).
+    let html = std::fs::read_to_string(out.join("index.html")).expect("the built index.html");
+    assert!(
+        html.contains("inlineRan"),
+        "the bundler dropped the inline canary from {}",
+        out.display()
+    );
     answers_through_the_bridge(kind, async |bridge_ws| {
         let site = Site::serve_folder(&out, bridge_ws).await;
         (site.base_url.clone(), Served::Built(site))

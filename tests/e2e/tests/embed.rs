@@ -112,6 +112,15 @@ async fn embedded_with_data_attributes_and_a_queue(kind: BrowserKind, page: &str
             "ready: class function, instance true"
         ]
     );
+    let queued = opened
+        .driven
+        .eval("return window.queuedBeforeLoad;", vec![])
+        .await;
+    assert_eq!(
+        queued,
+        json!(true),
+        "the commands ran at once: no queue was tested"
+    );
     // One instance, one page session, whatever the number of copies of the script.
     assert_eq!(opened.bridge.bridge.sessions().len(), 1);
     let errors = opened

@@ -156,7 +156,8 @@ async fn main() -> ExitCode {
         let report = json!({
             "machine": machine(fd_limit),
             "settings": {
-                "bridge_bin": cli.bridge_bin,
+                // Its file name only: the report is committed, the machine's paths are not.
+                "bridge_bin": cli.bridge_bin.file_name().map(|name| name.to_string_lossy()),
                 "seconds": cli.seconds,
                 "concurrency": cli.concurrency,
                 "connect_parallel": cli.connect_parallel,

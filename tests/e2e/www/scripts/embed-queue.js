@@ -6,6 +6,8 @@ window.addEventListener("clienttools:ready", function (e) {
 });
 
 window.ClientTools = window.ClientTools || [];
+// Proof the commands below were queued (the package not loaded yet), not run at once.
+window.queuedBeforeLoad = Array.isArray(window.ClientTools);
 ClientTools.push([
   "defineFunction",
   {
