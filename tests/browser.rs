@@ -433,6 +433,15 @@ fn assert_shape(what: &str, value: &JsValue, members: &[(String, bool)]) {
     }
 }
 
+/// The events the shapes test makes happen (`connectionchange` needs a runtime).
+const SHAPED_EVENTS: [&str; 5] = [
+    "toolactivated",
+    "toolcancel",
+    "toolresult",
+    "toolschanged",
+    "warning",
+];
+
 /// The shapes `src/typescript.rs` declares are those of the objects pages really get: a listed
 /// tool, a handler's context, a confirmation request, a result, each event.
 #[wasm_bindgen_test]
@@ -443,13 +452,7 @@ async fn typescript_shapes_are_what_pages_get() {
         keep.call1(&JsValue::NULL, &name.into()).unwrap()
     };
     let tools = ClientTools::new(Some(get(&record, "options").unchecked_into())).unwrap();
-    for event in [
-        "toolactivated",
-        "toolcancel",
-        "toolresult",
-        "toolschanged",
-        "warning",
-    ] {
+    for event in SHAPED_EVENTS {
         std::mem::forget(
             tools
                 .on(
@@ -493,13 +496,7 @@ async fn typescript_shapes_are_what_pages_get() {
         &result,
         &typescript_members("CallToolResult", None),
     );
-    for event in [
-        "toolactivated",
-        "toolcancel",
-        "toolresult",
-        "toolschanged",
-        "warning",
-    ] {
+    for event in SHAPED_EVENTS {
         let value = get(&seen, event);
         assert!(!value.is_undefined(), "no '{event}' event was seen");
         assert_shape(
