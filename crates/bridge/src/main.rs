@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use client_tools_bridge::mcp::McpAgent;
-use client_tools_bridge::{AgentTools, Bridge, BridgeConfig, ConfirmVia, Limits};
+use client_tools_bridge::{AgentTools, Bridge, BridgeConfig, ClusterOptions, ConfirmVia, Limits};
 use rmcp::ServiceExt;
 
 /// Relays tool calls between AI agents and the client tools of web pages.
@@ -73,6 +73,40 @@ struct Cli {
     /// elicitation, when the agent's client declares it; else the page).
     #[arg(long, value_enum, default_value_t = ConfirmVia::Page)]
     confirm_via: ConfirmVia,
+    /// Join a cluster of bridge nodes on NATS (`nats://host:4222`, `tls://…`; docs/deploy.md):
+    /// pages on any node are reachable from every node. Without it the bridge runs alone.
+    #[arg(long, value_name = "URL", env = "CLIENT_TOOLS_NATS_URL")]
+    nats: Option<String>,
+    /// NATS credentials file (JWT and NKey seed).
+    #[arg(
+        long,
+        value_name = "FILE",
+        env = "CLIENT_TOOLS_NATS_CREDS",
+        requires = "nats"
+    )]
+    nats_creds: Option<PathBuf>,
+    /// NATS token.
+    #[arg(
+        long,
+        env = "CLIENT_TOOLS_NATS_TOKEN",
+        hide_env_values = true,
+        requires = "nats"
+    )]
+    nats_token: Option<String>,
+    /// NATS user (with --nats-password).
+    #[arg(long, env = "CLIENT_TOOLS_NATS_USER", requires = "nats")]
+    nats_user: Option<String>,
+    /// NATS password (with --nats-user).
+    #[arg(
+        long,
+        env = "CLIENT_TOOLS_NATS_PASSWORD",
+        hide_env_values = true,
+        requires = "nats"
+    )]
+    nats_password: Option<String>,
+    /// CA certificate (PEM) for the NATS server's TLS certificate (TLS is then required).
+    #[arg(long, value_name = "FILE", requires = "nats")]
+    nats_ca: Option<PathBuf>,
 }
 
 /// See Cargo.toml: small allocations dominate the bridge's hot path.
@@ -140,6 +174,22 @@ async fn main() -> std::io::Result<()> {
     eprintln!("  MCP agents:        http://{address}/mcp");
     eprintln!("  sessions:          http://{address}/api/sessions");
     let bridge = Bridge::new(config);
+    if let Some(url) = cli.nats {
+        let options = ClusterOptions {
+            url,
+            creds_file: cli.nats_creds,
+            token: cli.nats_token,
+            user: cli.nats_user,
+            password: cli.nats_password,
+            ca_file: cli.nats_ca,
+        };
+        if let Err(error) = bridge.join_cluster(&options).await {
+            eprintln!("client-tools-bridge: {error}");
+            std::process::exit(2);
+        }
+        let node = bridge.cluster_node().unwrap_or_default();
+        eprintln!("  cluster node:      {node} on NATS {}", options.url);
+    }
     if !cli.stdio {
         return bridge.serve(listener).await;
     }

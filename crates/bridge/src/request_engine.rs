@@ -245,34 +245,45 @@ impl RequestEngine {
         let _ = pending.settle.send(Err(failure));
     }
 
-    /// An answer from the page, to any request: the page is responsive again.
-    pub(crate) fn answer(&mut self, id: &RequestId, answer: Answer) {
+    /// An answer from the page, to any request: the page is responsive again. An answer to no
+    /// request of this engine is handed back (it may be another cluster node's: crate::cluster).
+    pub(crate) fn answer(&mut self, id: &RequestId, answer: Answer) -> Option<Answer> {
         self.unresponsive = false;
         // The bridge's ids are strings: looked up as they are, without a copy.
         let pending = match id {
             RequestId::String(id) => self.pending.remove(id.as_str()),
             RequestId::Number(n) => self.pending.remove(&n.to_string()),
         };
-        if let Some(pending) = pending {
-            let _ = pending.settle.send(Ok(answer));
+        match pending {
+            Some(pending) => {
+                let _ = pending.settle.send(Ok(answer));
+                None
+            }
+            None => Some(answer),
         }
     }
 
     /// The page reported progress on a request (its `progressToken` is the request id): the
     /// engine waits longer, up to the hard bound, and passes the report on.
-    pub(crate) fn progress(&mut self, progress: ProgressParams, now: Instant) {
+    /// Progress on no request of this engine is handed back (crate::cluster).
+    pub(crate) fn progress(
+        &mut self,
+        progress: ProgressParams,
+        now: Instant,
+    ) -> Option<ProgressParams> {
         let Some(pending) = progress
             .progress_token
             .as_str()
             .and_then(|token| self.pending.get_mut(token))
         else {
-            return;
+            return Some(progress);
         };
         pending.deadline = (now + pending.timeout).min(pending.hard_deadline);
         if let Some(observer) = &pending.observer {
             // Progress is a hint (the next report supersedes it): a full observer misses one.
             let _ = observer.try_send(progress);
         }
+        None
     }
 
     /// The caller gave up on request `id`: the page is told to stop. `false` when the request had
@@ -329,6 +340,14 @@ impl RequestEngine {
             if let Some(probe) = self.pending.remove(&id) {
                 let _ = probe.settle.send(Err(RequestFailure::Disconnected));
             }
+        }
+    }
+
+    /// Sends a frame now, or says why not (the page is away, or not reading).
+    pub(crate) fn send(&self, frame: String) -> Result<(), String> {
+        match &self.link {
+            Link::Up(outgoing) => outgoing.try_send(frame).map_err(|full| full.to_string()),
+            Link::Never { .. } | Link::Down { .. } => Err("the page is not connected".to_owned()),
         }
     }
 

@@ -12,7 +12,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 use client_tools_core::call::outcome;
 use client_tools_core::protocol::{
-    encode_notification, encode_request, method, CallToolResult, ProgressParams, RequestId, Tool,
+    self, encode_error, encode_notification, encode_request, encode_result, method, CallToolResult,
+    ProgressParams, RequestId, Tool,
 };
 use client_tools_core::registry::is_allowed;
 use serde_json::{Map, Value};
@@ -21,6 +22,7 @@ use tokio::sync::{mpsc, oneshot, watch, Notify};
 use crate::agent_tools::AgentTools;
 use crate::call_frame;
 use crate::call_meta::{self, PreparedCall, RequestedTimeout};
+use crate::cluster::{Outbound, Publisher, RelayRoutes};
 use crate::limits::Limits;
 use crate::outgoing::OutgoingSender;
 use crate::request_engine::{Answer, Purpose, Request, RequestEngine, Settled};
@@ -35,7 +37,18 @@ struct Connection {
     generation: u64,
     /// Stops the connection's reader: the connection ends (see [`PageSession::close_connection`]).
     kill: Arc<Notify>,
+    /// When the page's socket was accepted (on the node that holds it, in a cluster).
     attached_at: SystemTime,
+    via: Via,
+}
+
+/// What carries a session's frames to its page.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Via {
+    /// The page's WebSocket, on this bridge.
+    Socket,
+    /// Another node of the cluster, which holds the page's socket (crate::cluster).
+    Node(String),
 }
 
 struct State {
@@ -46,6 +59,8 @@ struct State {
     generations: u64,
     /// The page has answered `tools/list` at least once (its handshake is done).
     tools_listed: bool,
+    /// Requests other cluster nodes relayed to this session's page: where its answers go.
+    routes: RelayRoutes,
 }
 
 pub struct PageSession {
@@ -65,6 +80,8 @@ pub struct PageSession {
     default_timeout: Duration,
     /// Tool arguments and results go to the trace (`debug`) only when the operator asked.
     log_payloads: bool,
+    /// In a cluster: where the answers to relayed requests are sent (crate::cluster).
+    publisher: Option<Publisher>,
 }
 
 /// A session's public summary (`GET /api/sessions`).
@@ -87,6 +104,7 @@ impl PageSession {
                 tools: Arc::from(Vec::new()),
                 generations: 0,
                 tools_listed: false,
+                routes: RelayRoutes::new(limits.max_pending_per_session * RelayRoutes::PER_PENDING),
             }),
             instance: instance_id(),
             next_request: AtomicU64::new(1),
@@ -96,7 +114,14 @@ impl PageSession {
             agent_tools: Arc::default(),
             default_timeout: Duration::from_millis(client_tools_core::registry::DEFAULT_TIMEOUT_MS),
             log_payloads,
+            publisher: None,
         }
+    }
+
+    /// In a cluster: relayed requests are answered through `publisher` (crate::cluster).
+    pub(crate) fn with_publisher(mut self, publisher: Option<Publisher>) -> Self {
+        self.publisher = publisher;
+        self
     }
 
     /// The bridge's `--tools FILE` tools and default timeout for this session's calls.
@@ -142,14 +167,13 @@ impl PageSession {
     /// The tools an agent may see: the page's, merged with the bridge's `--tools FILE` tools
     /// (crate::agent_tools), the bridge allow-list applied.
     pub fn tools(&self) -> Vec<Tool> {
-        let state = self.lock();
-        let visible = |tool: &Tool| is_allowed(&self.allow, tool.original_name());
-        if self.agent_tools.is_empty() {
-            return state.tools.iter().filter(|t| visible(t)).cloned().collect();
-        }
-        let mut merged = self.agent_tools.merge(&state.tools);
-        merged.retain(visible);
-        merged
+        let page_tools = self.lock().tools.clone();
+        visible_tools(&self.allow, &self.agent_tools, &page_tools)
+    }
+
+    /// The page's own `tools/list`, as it answered it (what a cluster node publishes).
+    pub(crate) fn page_tools(&self) -> Arc<[Tool]> {
+        self.lock().tools.clone()
     }
 
     /// The `--tools FILE` tools of the bridge (for their titles in MCP listings).
@@ -486,7 +510,19 @@ impl PageSession {
     /// The page reported progress on a request: the runtime waits longer (up to the hard bound).
     pub(crate) fn progress(&self, progress: ProgressParams) {
         self.progress_seen.fetch_add(1, Ordering::Relaxed);
-        self.lock().engine.progress(progress, now());
+        let mut state = self.lock();
+        let Some(progress) = state.engine.progress(progress, now()) else {
+            return;
+        };
+        let token = progress.progress_token.as_str().unwrap_or_default();
+        let Some(route) = state.routes.get(token) else {
+            return;
+        };
+        drop(state);
+        if let Some(publisher) = &self.publisher {
+            let frame = encode_notification(method::PROGRESS, &progress);
+            publisher.send(Outbound::frame(route, frame));
+        }
     }
 
     /// Sends a notification to the page if it is connected (dropped if it is not reading).
@@ -498,7 +534,19 @@ impl PageSession {
     /// A page connection starts: returns its generation (to tell stale connections apart). Calls
     /// still waiting from before are sent again on it, and fail-fast ends.
     pub(crate) fn attach(&self, outgoing: OutgoingSender, kill: Arc<Notify>) -> u64 {
+        self.attach_via(outgoing, kill, Via::Socket, SystemTime::now())
+    }
+
+    /// [`Self::attach`] of a connection carried by `via`, whose page connected at `attached_at`.
+    pub(crate) fn attach_via(
+        &self,
+        outgoing: OutgoingSender,
+        kill: Arc<Notify>,
+        via: Via,
+        attached_at: SystemTime,
+    ) -> u64 {
         let mut state = self.lock();
+        state.routes.clear();
         // Never a silent swap: a connection still attached (two claims that raced) is told it was
         // replaced and stops, so no two live connections share one session.
         if let Some(previous) = state.connection.take() {
@@ -514,7 +562,8 @@ impl PageSession {
         state.connection = Some(Connection {
             generation,
             kill,
-            attached_at: SystemTime::now(),
+            attached_at,
+            via,
         });
         drop(state);
         self.changes.send_modify(|n| *n += 1);
@@ -528,6 +577,7 @@ impl PageSession {
             return; // a newer connection has taken over already
         }
         state.connection = None;
+        state.routes.clear();
         state.engine.disconnected(now());
         drop(state);
         self.changes.send_modify(|n| *n += 1);
@@ -544,9 +594,63 @@ impl PageSession {
         }
     }
 
-    /// An answer from the page: it is responsive again.
+    /// An answer from the page: it is responsive again. An answer to a request another cluster
+    /// node relayed goes back to that node.
     pub(crate) fn resolve(&self, id: &RequestId, answer: Answer) {
-        self.lock().engine.answer(id, answer);
+        let mut state = self.lock();
+        let Some(answer) = state.engine.answer(id, answer) else {
+            return;
+        };
+        let Some(route) = state.routes.take(&id.to_string()) else {
+            return;
+        };
+        drop(state);
+        let frame = match answer {
+            Ok(result) => encode_result(id, &result),
+            Err(error) => encode_error(Some(id), &error),
+        };
+        if let Some(publisher) = &self.publisher {
+            publisher.send(Outbound {
+                request_id: Some(id.to_string()),
+                ..Outbound::frame(route, frame)
+            });
+        }
+    }
+
+    /// How this session's page is reached: `None` while it is not connected.
+    pub(crate) fn via(&self) -> Option<Via> {
+        self.lock().connection.as_ref().map(|c| c.via.clone())
+    }
+
+    /// The generation of the current connection, if any.
+    pub(crate) fn generation(&self) -> Option<u64> {
+        self.lock().connection.as_ref().map(|c| c.generation)
+    }
+
+    /// A frame another cluster node sends this session's page through this node (which holds its
+    /// socket). A request (`request_id`) is remembered so its answer and progress go back to
+    /// `reply`. Refused (with the reason) when the page's socket is not here, the frame breaks the
+    /// page's limits, or its queue is full.
+    pub(crate) fn relay_to_page(
+        &self,
+        frame: String,
+        request_id: Option<String>,
+        reply: &str,
+    ) -> Result<(), String> {
+        protocol::check_outgoing(&frame)
+            .map_err(|limit| format!("the call cannot be sent to the page: {limit}"))?;
+        let mut state = self.lock();
+        if state.connection.as_ref().map(|c| &c.via) != Some(&Via::Socket) {
+            return Err(format!(
+                "the page (session '{}') is not connected to this node",
+                self.id
+            ));
+        }
+        state.engine.send(frame).map_err(|full| full.to_string())?;
+        if let Some(id) = request_id {
+            state.routes.insert(id, reply.to_owned());
+        }
+        Ok(())
     }
 
     /// Closes the page's connection from the bridge side, as a network failure would (the page
@@ -589,6 +693,22 @@ impl PageSession {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
+}
+
+/// The tools an agent may see of a page that lists `page_tools`: merged with the bridge's
+/// `--tools FILE` tools, the bridge allow-list applied (by original name).
+pub(crate) fn visible_tools(
+    allow: &[String],
+    agent_tools: &AgentTools,
+    page_tools: &[Tool],
+) -> Vec<Tool> {
+    let visible = |tool: &Tool| is_allowed(allow, tool.original_name());
+    if agent_tools.is_empty() {
+        return page_tools.iter().filter(|t| visible(t)).cloned().collect();
+    }
+    let mut merged = agent_tools.merge(page_tools);
+    merged.retain(visible);
+    merged
 }
 
 /// A caller that stops waiting (its future dropped: an agent gone, an HTTP client disconnected)

@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use client_tools_core::connect::{ConnectParams, ConnectResult};
@@ -17,8 +17,9 @@ use client_tools_core::registry::DEFAULT_TIMEOUT_MS;
 use sha2::{Digest, Sha256};
 
 use crate::agent_tools::AgentTools;
+use crate::cluster::Publisher;
 use crate::limits::Limits;
-use crate::session::PageSession;
+use crate::session::{PageSession, Via};
 
 /// Close code sent to a connection replaced by its page's newer one (RFC 6455 private range).
 pub const CLOSE_REPLACED: u16 = 4000;
@@ -33,6 +34,8 @@ pub struct Sessions {
     log_payloads: bool,
     agent_tools: Arc<AgentTools>,
     default_timeout: Duration,
+    /// In a cluster: how sessions answer requests other nodes relay (crate::cluster).
+    publisher: OnceLock<Publisher>,
 }
 
 struct Table {
@@ -88,7 +91,13 @@ impl Sessions {
             log_payloads,
             agent_tools: Arc::default(),
             default_timeout: Duration::from_millis(DEFAULT_TIMEOUT_MS),
+            publisher: OnceLock::new(),
         }
+    }
+
+    /// Joins the cluster: every session made from now on answers relayed requests through it.
+    pub(crate) fn set_publisher(&self, publisher: Publisher) {
+        let _ = self.publisher.set(publisher);
     }
 
     /// The `--tools FILE` tools and the default call timeout every session's calls use.
@@ -121,16 +130,24 @@ impl Sessions {
     }
 
     /// Resolves a page's connect: its own session back (with the secret), or a new one.
-    pub async fn claim(&self, params: &ConnectParams) -> Result<Claimed, Refused> {
+    /// `known_elsewhere`: another cluster node had the session (its page's calls go on: resumed).
+    pub async fn claim(
+        &self,
+        params: &ConnectParams,
+        known_elsewhere: bool,
+    ) -> Result<Claimed, Refused> {
         let Some(secret) = params.resume_secret.as_deref().filter(|s| valid_secret(s)) else {
             return self.create(new_secret());
         };
         let id = session_id_of(secret);
         let Some(existing) = self.get(&id) else {
             // Unknown here (expired, or the bridge restarted): the secret still owns its id.
-            return self.create(secret.to_owned());
+            let mut claimed = self.create(secret.to_owned())?;
+            claimed.answer.resumed = known_elsewhere;
+            return Ok(claimed);
         };
-        if existing.is_connected() {
+        // A session linked to another node: that node was asked already (crate::cluster).
+        if existing.via() == Some(Via::Socket) {
             if existing.is_answering(self.limits.takeover_probe).await {
                 // Its page is alive: this is another tab with a copy of its storage.
                 tracing::info!(session = %id, "resume claim on a live session: new session");
@@ -153,6 +170,26 @@ impl Sessions {
 
     fn create(&self, secret: String) -> Result<Claimed, Refused> {
         let id = session_id_of(&secret);
+        let session = self.insert(&id)?;
+        Ok(Claimed {
+            session,
+            answer: ConnectResult {
+                session_id: id,
+                resume_secret: secret,
+                resumed: false,
+            },
+        })
+    }
+
+    /// The session `id` of a page on another cluster node, made here to reach it (crate::cluster).
+    pub(crate) fn linked(&self, id: &str) -> Result<Arc<PageSession>, Refused> {
+        self.insert(id)
+    }
+
+    /// The session `id`, made if it is not in the table; refused when the table is full of live
+    /// sessions (else the one disconnected longest makes room).
+    fn insert(&self, id: &str) -> Result<Arc<PageSession>, Refused> {
+        let id = id.to_owned();
         let mut table = self.lock();
         self.sweep(&mut table, true);
         if table.by_id.len() >= self.limits.max_sessions && !table.by_id.contains_key(&id) {
@@ -181,18 +218,12 @@ impl Sessions {
                         self.limits.clone(),
                         self.log_payloads,
                     )
-                    .with_agent_tools(self.agent_tools.clone(), self.default_timeout),
+                    .with_agent_tools(self.agent_tools.clone(), self.default_timeout)
+                    .with_publisher(self.publisher.get().cloned()),
                 )
             })
             .clone();
-        Ok(Claimed {
-            session,
-            answer: ConnectResult {
-                session_id: id,
-                resume_secret: secret,
-                resumed: false,
-            },
-        })
+        Ok(session)
     }
 
     /// The session with this id, if it exists and has not expired.
@@ -254,6 +285,11 @@ fn new_secret() -> String {
     hex(&bytes)
 }
 
+/// The session id a resume secret owns, if it is one the bridge could have issued.
+pub(crate) fn id_of_secret(secret: &str) -> Option<String> {
+    valid_secret(secret).then(|| session_id_of(secret))
+}
+
 /// What the bridge issues: 64 hex digits.
 fn valid_secret(secret: &str) -> bool {
     secret.len() == 64 && secret.bytes().all(|b| b.is_ascii_hexdigit())
@@ -282,7 +318,10 @@ mod tests {
     #[tokio::test]
     async fn a_secret_owns_its_id_and_nothing_else_does() {
         let sessions = sessions(Limits::default());
-        let first = sessions.claim(&ConnectParams::default()).await.unwrap();
+        let first = sessions
+            .claim(&ConnectParams::default(), false)
+            .await
+            .unwrap();
         assert!(!first.answer.resumed);
         assert_eq!(first.answer.session_id.len(), 32);
         assert_eq!(first.answer.resume_secret.len(), 64);
@@ -290,7 +329,7 @@ mod tests {
             token: None,
             resume_secret: Some(first.answer.resume_secret.clone()),
         };
-        let again = sessions.claim(&resume).await.unwrap();
+        let again = sessions.claim(&resume, false).await.unwrap();
         assert!(again.answer.resumed);
         assert_eq!(again.answer.session_id, first.answer.session_id);
         assert!(Arc::ptr_eq(&again.session, &first.session));
@@ -299,13 +338,13 @@ mod tests {
             token: None,
             resume_secret: Some("0".repeat(64)),
         };
-        let guessed = sessions.claim(&guess).await.unwrap();
+        let guessed = sessions.claim(&guess, false).await.unwrap();
         assert_ne!(guessed.answer.session_id, first.answer.session_id);
         let malformed = ConnectParams {
             token: None,
             resume_secret: Some(first.answer.session_id.clone()),
         };
-        let fresh = sessions.claim(&malformed).await.unwrap();
+        let fresh = sessions.claim(&malformed, false).await.unwrap();
         assert_ne!(fresh.answer.resume_secret, first.answer.session_id);
         assert!(!fresh.answer.resumed);
     }
@@ -316,9 +355,18 @@ mod tests {
             max_sessions: 2,
             ..Limits::default()
         });
-        let a = sessions.claim(&ConnectParams::default()).await.unwrap();
-        let b = sessions.claim(&ConnectParams::default()).await.unwrap();
-        let c = sessions.claim(&ConnectParams::default()).await.unwrap();
+        let a = sessions
+            .claim(&ConnectParams::default(), false)
+            .await
+            .unwrap();
+        let b = sessions
+            .claim(&ConnectParams::default(), false)
+            .await
+            .unwrap();
+        let c = sessions
+            .claim(&ConnectParams::default(), false)
+            .await
+            .unwrap();
         // Never-connected sessions count as gone since they were made: `a` went first.
         assert!(sessions.get(&a.answer.session_id).is_none());
         assert!(sessions.get(&b.answer.session_id).is_some());

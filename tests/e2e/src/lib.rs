@@ -16,6 +16,7 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+pub mod cluster;
 pub mod python_steps;
 pub mod raw_page;
 pub mod site;
@@ -136,6 +137,33 @@ impl Opened {
             browser,
             profile,
         }
+    }
+}
+
+/// A page open in the [`browser`] at any URL (served by whatever the test runs: the bridge nodes
+/// of a cluster, behind a load balancer). Closed on drop.
+pub struct Tab {
+    browser: Browser,
+    _profile: TempDir,
+}
+
+impl Tab {
+    pub fn open(url: &str) -> Tab {
+        let (profile, browser) = Browser::launch(browser(), url);
+        Tab {
+            browser,
+            _profile: profile,
+        }
+    }
+
+    /// Closes the browser (the page's tab with it).
+    pub async fn close(&mut self) {
+        self.browser.kill().await;
+    }
+
+    /// What the browser printed last (for failure messages).
+    pub fn last_output(&self) -> String {
+        self.browser.last_output()
     }
 }
 

@@ -20,7 +20,7 @@ use crate::server::Bridge;
 use crate::session::SessionInfo;
 
 pub async fn list_sessions(State(bridge): State<Bridge>) -> Json<Vec<SessionInfo>> {
-    Json(bridge.sessions().iter().map(|s| s.info()).collect())
+    Json(bridge.session_infos())
 }
 
 #[derive(Debug, Deserialize)]

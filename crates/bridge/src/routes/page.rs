@@ -95,6 +95,9 @@ async fn serve_page(bridge: Bridge, _slot: ConnectionSlot, socket: WebSocket) {
         outgoing::channel(limits.outgoing_queue_frames, limits.outgoing_queue_bytes);
     let kill = Arc::new(Notify::new());
     let generation = session.attach(outgoing_tx.clone(), kill.clone());
+    if let Some(cluster) = bridge.cluster() {
+        cluster.serve(session.clone(), generation);
+    }
     let mut writer = tokio::spawn(write(
         sink,
         outgoing_rx,
@@ -173,7 +176,7 @@ async fn accept(bridge: &Bridge, sink: &mut Sink, stream: &mut Stream) -> Option
              clienttools/connect)"
                 .to_owned(),
         )),
-        Ok(params) => match bridge.table().claim(&params).await {
+        Ok(params) => match bridge.claim(&params).await {
             Ok(claimed) => return Some(claimed),
             Err(refused) => Some((connect::code::OVERLOADED, refused.to_string())),
         },

@@ -1,0 +1,556 @@
+//! Many bridge nodes, one set of page sessions (SPEC §9 *Cluster*, docs/deploy.md *A cluster*):
+//! `--nats URL`. Without it none of this runs.
+//!
+//! A page session lives on the node that holds its WebSocket ([`owner`]); every other node that
+//! needs it — an agent bound to it, an `/api` call — keeps a *linked* session: the same
+//! [`PageSession`] with its request engine (timeouts, grace, progress, cancellation, fail-fast),
+//! whose connection is not a socket but a [`link`] through NATS to the owner, which relays the
+//! frames to its page and routes the page's answers back. So the call lifecycle is the same code on
+//! every node. When the page reconnects to another node, linked sessions follow the
+//! [`directory`]: their link moves to the new owner and their waiting calls are sent again with
+//! their ids — the page's ledger runs each at most once.
+
+mod directory;
+mod link;
+mod owner;
+mod relay_routes;
+mod wire;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
+
+use client_tools_core::connect::ConnectParams;
+use futures_util::StreamExt;
+use sha2::{Digest, Sha256};
+use tokio::sync::mpsc;
+
+use crate::config::BridgeConfig;
+use crate::session::{visible_tools, PageSession, SessionInfo, Via};
+use crate::sessions::{self, Claimed, Refused, Sessions};
+use directory::{Directory, HEARTBEAT};
+pub(crate) use relay_routes::RelayRoutes;
+use wire::{Entry, Heartbeat, Hello};
+pub(crate) use wire::{Outbound, Publisher};
+
+/// How to reach NATS (`--nats URL` and its credentials). `Debug` never shows a secret.
+#[derive(Clone, Default)]
+pub struct ClusterOptions {
+    /// `nats://host:port` (or `tls://…`); several servers separated by commas.
+    pub url: String,
+    /// A NATS credentials file (JWT and NKey seed).
+    pub creds_file: Option<PathBuf>,
+    /// A NATS token.
+    pub token: Option<String>,
+    /// NATS user and password.
+    pub user: Option<String>,
+    pub password: Option<String>,
+    /// A CA certificate (PEM) to trust for the NATS server's TLS certificate.
+    pub ca_file: Option<PathBuf>,
+}
+
+impl std::fmt::Debug for ClusterOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let set = |secret: &Option<String>| secret.as_ref().map(|_| "<redacted>");
+        f.debug_struct("ClusterOptions")
+            .field("url", &self.url)
+            .field("creds_file", &self.creds_file)
+            .field("token", &set(&self.token))
+            .field("user", &self.user)
+            .field("password", &set(&self.password))
+            .field("ca_file", &self.ca_file)
+            .finish()
+    }
+}
+
+/// This node's part in the cluster.
+pub(crate) struct Cluster {
+    node: String,
+    client: async_nats::Client,
+    publisher: Publisher,
+    /// Digest of the access settings every node must share ([`Heartbeat::policy`]).
+    policy: String,
+    sessions: Arc<Sessions>,
+    directory: Mutex<Directory>,
+    /// Linked sessions: which node each one's link goes to.
+    links: Mutex<HashMap<String, LinkState>>,
+    /// Orders this node's directory entries.
+    seq: AtomicU64,
+    config: BridgeConfig,
+    /// The NATS server's message size limit, respected before sending.
+    max_payload: usize,
+}
+
+struct LinkState {
+    node: String,
+    /// The owner's entry the link was made for.
+    seq: u64,
+    /// The connection generation of the link; `None` once NATS said nobody serves it (no
+    /// responders): not remade for the same entry.
+    generation: Option<u64>,
+}
+
+impl Cluster {
+    /// Connects to NATS, subscribes to what the node serves, says hello and starts the node's
+    /// tasks. An error names what failed (the URL, the credentials).
+    pub(crate) async fn join(
+        options: &ClusterOptions,
+        config: &BridgeConfig,
+        sessions: Arc<Sessions>,
+    ) -> Result<Arc<Cluster>, String> {
+        let node = random_hex(8);
+        let (events_tx, events) = mpsc::channel(64);
+        let mut connect = async_nats::ConnectOptions::new()
+            .name(format!("client-tools-bridge {node}"))
+            .connection_timeout(Duration::from_secs(5))
+            .event_callback(move |event| {
+                let events = events_tx.clone();
+                async move {
+                    let _ = events.try_send(event);
+                }
+            });
+        if let Some(path) = &options.creds_file {
+            connect = connect.credentials_file(path).await.map_err(|error| {
+                format!(
+                    "cannot read the NATS credentials file {}: {error}",
+                    path.display()
+                )
+            })?;
+        }
+        if let Some(token) = &options.token {
+            connect = connect.token(token.clone());
+        }
+        match (&options.user, &options.password) {
+            (Some(user), Some(password)) => {
+                connect = connect.user_and_password(user.clone(), password.clone())
+            }
+            (None, None) => {}
+            _ => return Err("--nats-user and --nats-password go together".to_owned()),
+        }
+        if let Some(ca) = &options.ca_file {
+            connect = connect.add_root_certificates(ca.clone()).require_tls(true);
+        }
+        let client = connect
+            .connect(options.url.as_str())
+            .await
+            .map_err(|error| format!("cannot connect to NATS at {}: {error}", options.url))?;
+        let (publisher, outbound) = Publisher::new();
+        sessions.set_publisher(publisher.clone());
+        let cluster = Arc::new(Cluster {
+            node: node.clone(),
+            max_payload: client.server_info().max_payload,
+            client,
+            publisher,
+            policy: policy_of(config),
+            sessions: sessions.clone(),
+            directory: Mutex::new(Directory::new(node.clone(), config.limits.session_ttl)),
+            links: Mutex::new(HashMap::new()),
+            seq: AtomicU64::new(0),
+            config: config.clone(),
+        });
+        let subscribe = |subject: String| {
+            let client = cluster.client.clone();
+            async move {
+                client
+                    .subscribe(subject.clone())
+                    .await
+                    .map_err(|error| format!("cannot subscribe to {subject} on NATS: {error}"))
+            }
+        };
+        let inbox = subscribe(wire::node_inboxes(&node)).await?;
+        let entries = subscribe(wire::DIRECTORY.to_owned()).await?;
+        let heartbeats = subscribe(wire::HEARTBEAT.to_owned()).await?;
+        let hellos = subscribe(wire::HELLO.to_owned()).await?;
+        tokio::spawn(publish(cluster.client.clone(), outbound));
+        tokio::spawn(link::receive(cluster.clone(), inbox));
+        tokio::spawn(cluster.clone().watch(entries, heartbeats, hellos, events));
+        cluster.say_hello();
+        tracing::info!(node = %node, url = %options.url, "joined the cluster");
+        Ok(cluster)
+    }
+
+    pub(crate) fn node(&self) -> &str {
+        &self.node
+    }
+
+    /// Keeps the directory and the links current: entries, heartbeats, hellos, NATS reconnects,
+    /// and every [`HEARTBEAT`] this node's own heartbeat and a look for nodes gone silent.
+    async fn watch(
+        self: Arc<Self>,
+        mut entries: async_nats::Subscriber,
+        mut heartbeats: async_nats::Subscriber,
+        mut hellos: async_nats::Subscriber,
+        mut events: mpsc::Receiver<async_nats::Event>,
+    ) {
+        let mut ticks = tokio::time::interval(HEARTBEAT);
+        loop {
+            tokio::select! {
+                _ = ticks.tick() => {
+                    self.publisher.send(Outbound::json(wire::HEARTBEAT, &Heartbeat {
+                        node: self.node.clone(),
+                        policy: self.policy.clone(),
+                    }));
+                    let gone = self.directory().sweep(Instant::now());
+                    for node in gone {
+                        tracing::warn!(%node, "cluster node gone silent: its pages count as disconnected");
+                        self.node_gone(&node);
+                    }
+                }
+                Some(message) = entries.next() => {
+                    let Ok(entry) = serde_json::from_slice::<Entry>(&message.payload) else { continue };
+                    let session = entry.session.clone();
+                    if self.directory().update(entry, Instant::now()) {
+                        if let Some(session) = self.sessions.get(&session) {
+                            self.reconcile(&session);
+                        }
+                    }
+                }
+                Some(message) = heartbeats.next() => {
+                    let Ok(beat) = serde_json::from_slice::<Heartbeat>(&message.payload) else { continue };
+                    let same = beat.policy == self.policy;
+                    let (back, known_different) = {
+                        let mut directory = self.directory();
+                        let known_different = directory.differs(&beat.node);
+                        (directory.heartbeat(&beat.node, same, Instant::now()), known_different)
+                    };
+                    if !same && !known_different && beat.node != self.node {
+                        tracing::error!(node = %beat.node, "a cluster node runs with other access settings (tokens, origins, allow-list): it is not served and serves nothing here");
+                    }
+                    if back {
+                        self.reconcile_all();
+                    }
+                }
+                Some(message) = hellos.next() => {
+                    let Ok(hello) = serde_json::from_slice::<Hello>(&message.payload) else { continue };
+                    if hello.node != self.node {
+                        self.announce_all();
+                    }
+                }
+                Some(event) = events.recv() => match event {
+                    async_nats::Event::Connected => {
+                        tracing::info!("NATS connection back: announcing this node's sessions");
+                        self.say_hello();
+                    }
+                    async_nats::Event::Disconnected => {
+                        tracing::warn!("NATS connection lost: pages on other nodes are unreachable until it is back");
+                    }
+                    other => tracing::info!(event = %other, "NATS"),
+                },
+                else => return,
+            }
+        }
+    }
+
+    fn say_hello(&self) {
+        let hello = Hello {
+            node: self.node.clone(),
+        };
+        self.publisher.send(Outbound::json(wire::HELLO, &hello));
+        self.publisher.send(Outbound::json(
+            wire::HEARTBEAT,
+            &Heartbeat {
+                node: self.node.clone(),
+                policy: self.policy.clone(),
+            },
+        ));
+        self.announce_all();
+    }
+
+    fn directory(&self) -> std::sync::MutexGuard<'_, Directory> {
+        self.directory.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn links(&self) -> std::sync::MutexGuard<'_, HashMap<String, LinkState>> {
+        self.links.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Tells the cluster where this node's session stands (connected here or not, its tools).
+    pub(crate) fn announce(&self, session: &PageSession) {
+        let entry = Entry {
+            node: self.node.clone(),
+            session: session.id().to_owned(),
+            seq: self.seq.fetch_add(1, Ordering::Relaxed) + 1,
+            connected: session.via() == Some(Via::Socket),
+            connected_at_ms: session.connected_at().map(unix_ms),
+            tools_listed: session.has_listed_tools(),
+            tools: session.page_tools().to_vec(),
+        };
+        self.publisher.send(Outbound::json(wire::DIRECTORY, &entry));
+    }
+
+    /// Every session whose page is connected to this node, announced again.
+    fn announce_all(&self) {
+        for session in self.sessions.list() {
+            if session.via() == Some(Via::Socket) {
+                self.announce(&session);
+            }
+        }
+    }
+
+    /// Brings a session's link in line with the directory: linked to the node its page is
+    /// connected to, unlinked when it is connected nowhere (its waiting calls get the reconnect
+    /// grace), and the page's tools as that node lists them.
+    fn reconcile(&self, session: &Arc<PageSession>) {
+        let id = session.id();
+        if session.via() == Some(Via::Socket) {
+            self.links().remove(id);
+            return;
+        }
+        let owner = self.directory().owner(id, Instant::now()).cloned();
+        let mut links = self.links();
+        match owner {
+            Some(entry) => {
+                let current = links.get(id);
+                let linked = current.is_some_and(|link| {
+                    link.node == entry.node
+                        && link.generation.is_some()
+                        && link.generation == session.generation()
+                });
+                let refused = current.is_some_and(|link| {
+                    link.generation.is_none() && link.node == entry.node && link.seq == entry.seq
+                });
+                if linked {
+                    if let Some(link) = links.get_mut(id) {
+                        link.seq = entry.seq;
+                    }
+                } else if !refused {
+                    let generation = link::attach(self, session, &entry);
+                    links.insert(
+                        id.to_owned(),
+                        LinkState {
+                            node: entry.node.clone(),
+                            seq: entry.seq,
+                            generation: Some(generation),
+                        },
+                    );
+                }
+                drop(links);
+                if entry.tools_listed && session.page_tools()[..] != entry.tools[..] {
+                    session.set_tools(entry.tools);
+                }
+            }
+            None => {
+                if let Some(LinkState {
+                    generation: Some(generation),
+                    ..
+                }) = links.remove(id)
+                {
+                    session.detach(generation);
+                }
+            }
+        }
+    }
+
+    fn reconcile_all(&self) {
+        for session in self.sessions.list() {
+            if session.via() != Some(Via::Socket) {
+                self.reconcile(&session);
+            }
+        }
+    }
+
+    /// NATS said nobody serves this session's frames (no responders): the link is down until the
+    /// directory says where the page is now.
+    pub(crate) fn link_lost(&self, id: &str) {
+        let generation = self
+            .links()
+            .get_mut(id)
+            .and_then(|link| link.generation.take());
+        if let (Some(generation), Some(session)) = (generation, self.sessions.get(id)) {
+            tracing::info!(session = %id, "no cluster node serves this page now");
+            session.detach(generation);
+        }
+    }
+
+    /// A node went silent: the links to it are down (their calls wait the reconnect grace for the
+    /// page to show up on another node).
+    fn node_gone(&self, node: &str) {
+        let lost: Vec<(String, u64)> = self
+            .links()
+            .iter_mut()
+            .filter(|(_, link)| link.node == node)
+            .filter_map(|(id, link)| Some((id.clone(), link.generation.take()?)))
+            .collect();
+        for (id, generation) in lost {
+            if let Some(session) = self.sessions.get(&id) {
+                session.detach(generation);
+            }
+        }
+    }
+
+    /// A session of this node, or — when another node's page has it — a linked one made for it.
+    pub(crate) fn session(&self, id: &str) -> Option<Arc<PageSession>> {
+        if let Some(session) = self.sessions.get(id) {
+            return Some(session);
+        }
+        if !self.directory().knows(id) {
+            return None;
+        }
+        let session = self.sessions.linked(id).ok()?;
+        self.reconcile(&session);
+        Some(session)
+    }
+
+    /// The most recently connected page anywhere in the cluster.
+    pub(crate) fn newest(&self) -> Option<Arc<PageSession>> {
+        let local = self.sessions.newest();
+        let remote = self.directory().newest(Instant::now()).cloned();
+        let Some(remote) = remote else { return local };
+        let local_at = local.as_ref().and_then(|s| s.connected_at()).map(unix_ms);
+        if local.is_some() && local_at >= remote.connected_at_ms {
+            return local;
+        }
+        self.session(&remote.session).or(local)
+    }
+
+    /// Every session known here or anywhere in the cluster, connected ones first, most recently
+    /// connected first.
+    pub(crate) fn infos(&self) -> Vec<SessionInfo> {
+        let mut infos: Vec<SessionInfo> = self.sessions.list().iter().map(|s| s.info()).collect();
+        let entries = self.directory().entries(Instant::now());
+        for entry in entries {
+            if infos.iter().any(|info| info.id == entry.session) {
+                continue;
+            }
+            infos.push(SessionInfo {
+                id: entry.session,
+                connected: entry.connected,
+                connected_at_ms: entry
+                    .connected_at_ms
+                    .filter(|_| entry.connected)
+                    .map(u128::from),
+                tools: visible_tools(&self.config.allow, &self.config.tools, &entry.tools),
+            });
+        }
+        infos.sort_by_key(|info| std::cmp::Reverse(info.connected_at_ms));
+        infos
+    }
+
+    /// A page's connect, cluster-wide: a session connected to another node is asked whether its
+    /// page still answers there (then this is another tab: a new session); otherwise this node
+    /// takes it over, and a session the cluster knew is resumed.
+    pub(crate) async fn claim(&self, params: &ConnectParams) -> Result<Claimed, Refused> {
+        let Some(id) = params
+            .resume_secret
+            .as_deref()
+            .and_then(sessions::id_of_secret)
+        else {
+            return self.sessions.claim(params, false).await;
+        };
+        let here = self.sessions.get(&id);
+        let on_socket_here = here.as_ref().is_some_and(|s| s.via() == Some(Via::Socket));
+        let elsewhere = !on_socket_here
+            && (self.directory().owner(&id, Instant::now()).is_some()
+                || here.as_ref().is_some_and(|s| s.is_connected()));
+        if elsewhere {
+            let wait = self.config.limits.takeover_probe + Duration::from_secs(1);
+            let asked = self
+                .client
+                .request(wire::page_claim(&id), bytes::Bytes::new());
+            if let Ok(Ok(answer)) = tokio::time::timeout(wait, asked).await {
+                if answer.payload.as_ref() == wire::CLAIM_LIVE.as_bytes() {
+                    tracing::info!(session = %id, "resume claim on a session live on another node: new session");
+                    return self.sessions.claim(&ConnectParams::default(), false).await;
+                }
+            }
+        }
+        let known = here.is_some() || self.directory().knows(&id);
+        self.sessions.claim(params, known).await
+    }
+
+    /// Starts serving a page whose socket this node just accepted (see [`owner`]).
+    pub(crate) fn serve(self: &Arc<Self>, session: Arc<PageSession>, generation: u64) {
+        tokio::spawn(owner::serve(self.clone(), session, generation));
+    }
+}
+
+/// Puts the queued messages on NATS, in order.
+async fn publish(client: async_nats::Client, mut outbound: mpsc::Receiver<Outbound>) {
+    while let Some(message) = outbound.recv().await {
+        let subject = message.subject.clone();
+        let sent = match message.reply {
+            Some(reply) => {
+                client
+                    .publish_with_reply(message.subject, reply, message.payload)
+                    .await
+            }
+            None => client.publish(message.subject, message.payload).await,
+        };
+        if let Err(error) = sent {
+            tracing::warn!(%subject, %error, "cluster message not sent");
+            if let Some(id) = message.request_id {
+                // The answer did not fit: its caller gets an error now, not at its deadline.
+                let text = format!("the page's answer could not cross the cluster: {error}");
+                let frame = owner::error_frame(&id, &text);
+                let _ = client.publish(subject, frame.into()).await;
+            }
+        }
+    }
+}
+
+/// A digest of what must be the same on every node for access control to hold cluster-wide: the
+/// agent and page tokens, the allowed origins, the allow-list.
+fn policy_of(config: &BridgeConfig) -> String {
+    let mut hash = Sha256::new();
+    hash.update(b"client-tools cluster policy\0");
+    for token in [&config.agent_token, &config.page_token] {
+        hash.update(token.as_deref().unwrap_or("\u{0}none").as_bytes());
+        hash.update(b"\0");
+    }
+    for list in [&config.allowed_origins, &config.allow] {
+        let mut sorted = list.clone();
+        sorted.sort();
+        for item in sorted {
+            hash.update(item.as_bytes());
+            hash.update(b"\0");
+        }
+        hash.update(b"\x01");
+    }
+    hex(&hash.finalize()[..16])
+}
+
+fn unix_ms(time: SystemTime) -> u64 {
+    time.duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+fn random_hex(bytes: usize) -> String {
+    let mut buffer = vec![0u8; bytes];
+    getrandom::fill(&mut buffer).expect("the operating system's random source");
+    hex(&buffer)
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_policy_changes_with_every_access_setting_and_not_with_order() {
+        let base = BridgeConfig::default();
+        let with = |change: &dyn Fn(&mut BridgeConfig)| {
+            let mut config = base.clone();
+            change(&mut config);
+            policy_of(&config)
+        };
+        let plain = policy_of(&base);
+        assert_ne!(plain, with(&|c| c.agent_token = Some("a".into())));
+        assert_ne!(plain, with(&|c| c.page_token = Some("a".into())));
+        assert_ne!(
+            with(&|c| c.agent_token = Some("a".into())),
+            with(&|c| c.page_token = Some("a".into()))
+        );
+        assert_ne!(plain, with(&|c| c.allow = vec!["x".into()]));
+        assert_ne!(plain, with(&|c| c.allowed_origins = vec!["x".into()]));
+        assert_eq!(
+            with(&|c| c.allow = vec!["x".into(), "y".into()]),
+            with(&|c| c.allow = vec!["y".into(), "x".into()])
+        );
+        assert_eq!(plain, with(&|c| c.listen = "127.0.0.1:1".parse().unwrap()));
+    }
+}

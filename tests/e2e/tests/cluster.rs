@@ -1,0 +1,345 @@
+//! The bridge as a cluster (SPEC §9 *Cluster*, docs/deploy.md): three `client-tools-bridge`
+//! processes joined through a real NATS server, a real page connected to node 1 through a load
+//! balancer, agents on node 3. `cargo xtask test` installs `nats-server` and sets `NATS_SERVER`.
+//!
+//! Each test says what a user of a cluster counts on: an MCP client on any node reaches a page on
+//! any other (tools, calls, `list_changed`, cancellation); a page whose node dies resumes on another
+//! node and a call waiting on it ends once, its handler having run once; NATS going away fails calls
+//! cleanly and the cluster recovers when it is back; access settings hold across nodes.
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use client_tools_bridge::CallToolResult;
+use client_tools_e2e::cluster::{run_node, Failover, Nats, Node};
+use client_tools_e2e::{eventually, Tab};
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::process::Command;
+
+const AGENT_TOKEN: &str = "cluster-agent-token";
+const PAGE_TOKEN: &str = "cluster-page-token";
+const NATS_TOKEN: &str = "cluster-nats-token";
+const NODE_ARGS: [&str; 4] = ["--agent-token", AGENT_TOKEN, "--page-token", PAGE_TOKEN];
+
+/// NATS, three nodes, a balancer in front of nodes 1 and 2, and `page` open through it.
+struct Cluster {
+    nats: Nats,
+    nodes: Vec<Node>,
+    _balancer: Failover,
+    tab: Tab,
+    /// The page's session id, as node 3 lists it.
+    session: String,
+}
+
+impl Cluster {
+    async fn start(page: &str) -> Cluster {
+        let nats = Nats::start(NATS_TOKEN).await;
+        let mut nodes = Vec::new();
+        for _ in 0..3 {
+            nodes.push(Node::start(&nats, &NODE_ARGS).await);
+        }
+        let balancer = Failover::start(vec![nodes[0].address, nodes[1].address]).await;
+        let tab = Tab::open(&format!(
+            "http://{}/{page}#token={PAGE_TOKEN}",
+            balancer.address
+        ));
+        let mut cluster = Cluster {
+            nats,
+            nodes,
+            _balancer: balancer,
+            tab,
+            session: String::new(),
+        };
+        cluster.session = cluster.wait_for_page(2).await;
+        cluster
+    }
+
+    /// Waits until node `index` lists a connected page with tools; its session id.
+    async fn wait_for_page(&self, index: usize) -> String {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let listed = sessions(&self.nodes[index]).await;
+            let connected = listed.iter().find(|s| {
+                s["connected"] == true && s["tools"].as_array().is_some_and(|t| !t.is_empty())
+            });
+            if let Some(session) = connected {
+                return session["id"].as_str().unwrap().to_owned();
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no page listed on node {} within 60 s: {listed:?}{}\nnode 1:\n{}",
+                index + 1,
+                self.tab.last_output(),
+                self.nodes[0].output()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+async fn sessions(node: &Node) -> Vec<Value> {
+    let response = reqwest::Client::new()
+        .get(format!("{}/api/sessions", node.base_url))
+        .bearer_auth(AGENT_TOKEN)
+        .send()
+        .await;
+    match response {
+        Ok(response) => response.json().await.unwrap_or_default(),
+        Err(_) => Vec::new(),
+    }
+}
+
+/// A call through node `node`'s `/api` (an agent route, like `/mcp`).
+async fn call(node: &Node, session: &str, name: &str, arguments: Value) -> CallToolResult {
+    let response = reqwest::Client::new()
+        .post(format!("{}/api/sessions/{session}/call", node.base_url))
+        .bearer_auth(AGENT_TOKEN)
+        .json(&json!({"name": name, "arguments": arguments, "timeoutMs": 20_000}))
+        .send()
+        .await
+        .expect("the node answers");
+    assert!(response.status().is_success(), "{}", response.status());
+    response.json().await.expect("a call result")
+}
+
+/// Handler runs per key, as the page counted them (faults.html).
+async fn runs(node: &Node, session: &str, key: &str) -> u64 {
+    let result = call(node, session, "runs", json!({})).await;
+    assert!(!result.is_error, "{}", result.text());
+    result.structured_content.unwrap()[key]
+        .as_u64()
+        .unwrap_or(0)
+}
+
+/// The run number `work` returned (0 for an error result).
+fn run_of(result: &CallToolResult) -> u64 {
+    let run = result
+        .structured_content
+        .as_ref()
+        .and_then(|s| s["run"].as_u64());
+    run.unwrap_or_default()
+}
+
+fn env_path(name: &str) -> PathBuf {
+    std::env::var_os(name)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| panic!("{name} is not set: run these through `cargo xtask test`"))
+}
+
+/// The official MCP Python SDK client's scenarios (tests/interop/python/client.py) against the
+/// page on node 1, through node 3.
+async fn python_client_through_node_3(revision: &str) {
+    let mut cluster = Cluster::start("mcp.html").await;
+    let url = format!(
+        "{}/mcp?session={}",
+        cluster.nodes[2].base_url, cluster.session
+    );
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../interop/python/client.py");
+    let mut child = Command::new(env_path("INTEROP_PYTHON"))
+        .arg(script)
+        .args(["--transport", "http", "--url", &url, "--token", AGENT_TOKEN])
+        .args(["--protocol-version", revision])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start the MCP client");
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut passed = Vec::new();
+    while let Some(line) = lines.next_line().await.unwrap() {
+        if line == "CLOSE_TAB" {
+            cluster.tab.close().await;
+            stdin.write_all(b"closed\n").await.unwrap();
+            stdin.flush().await.unwrap();
+        } else if let Some(name) = line.strip_prefix("PASS ") {
+            passed.push(name.to_owned());
+        }
+    }
+    let status = child.wait().await.unwrap();
+    assert!(
+        status.success(),
+        "the client failed ({status}) after passing {passed:?}\nnode 1:\n{}\nnode 3:\n{}",
+        cluster.nodes[0].output(),
+        cluster.nodes[2].output()
+    );
+    assert_eq!(
+        passed,
+        [
+            "initialize",
+            "list",
+            "call-valid",
+            "call-invalid",
+            "list-changed",
+            "cancel",
+            "tab-closed"
+        ]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_client_on_node_3_uses_a_page_on_node_1_2025_11_25() {
+    python_client_through_node_3("2025-11-25").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_client_on_node_3_uses_a_page_on_node_1_2026_07_28() {
+    python_client_through_node_3("2026-07-28").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_pages_node_dies_mid_call() {
+    let mut cluster = Cluster::start("faults.html").await;
+    let session = cluster.session.clone();
+    let node_3 = &cluster.nodes[2];
+    assert_eq!(
+        run_of(&call(node_3, &session, "work", json!({"key": "before"})).await),
+        1
+    );
+    let waiting = {
+        let (url, session) = (node_3.base_url.clone(), session.clone());
+        tokio::spawn(async move {
+            let response = reqwest::Client::new()
+                .post(format!("{url}/api/sessions/{session}/call"))
+                .bearer_auth(AGENT_TOKEN)
+                .json(
+                    &json!({"name": "work", "arguments": {"key": "k", "waitMs": 3_000},
+                    "timeoutMs": 20_000}),
+                )
+                .send()
+                .await
+                .expect("node 3 answers");
+            response.json::<CallToolResult>().await.expect("one result")
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while runs(&cluster.nodes[2], &session, "k").await == 0 {
+        assert!(Instant::now() < deadline, "the call never started");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let killed = Instant::now();
+    cluster.nodes[0].kill().await;
+    // The page reconnects through the balancer to node 2 and resumes its session there.
+    let resumed = cluster.wait_for_page(2).await;
+    let back_after = killed.elapsed();
+    assert_eq!(resumed, session, "the page resumed its own session");
+    let result = waiting.await.unwrap();
+    let ended_after = killed.elapsed();
+    assert!(
+        !result.is_error && run_of(&result) == 1,
+        "the waiting call's one outcome: {}\nnode 2:\n{}\nnode 3:\n{}",
+        result.text(),
+        cluster.nodes[1].output(),
+        cluster.nodes[2].output()
+    );
+    let node_3 = &cluster.nodes[2];
+    assert_eq!(runs(node_3, &session, "k").await, 1, "the handler ran once");
+    // The page is served from node 2 now: new calls work, from node 3 and from node 2 itself.
+    assert_eq!(
+        run_of(&call(node_3, &session, "work", json!({"key": "after"})).await),
+        1
+    );
+    let from_node_2 = call(&cluster.nodes[1], &session, "work", json!({"key": "after"})).await;
+    assert_eq!(run_of(&from_node_2), 2);
+    eprintln!(
+        "node loss: the page was back on node 2 after {back_after:?}; the waiting call ended \
+         after {ended_after:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nats_restarted_mid_run() {
+    let mut cluster = Cluster::start("faults.html").await;
+    let session = cluster.session.clone();
+    assert!(
+        !call(&cluster.nodes[2], &session, "work", json!({"key": "a"}))
+            .await
+            .is_error
+    );
+    cluster.nats.stop().await;
+    // Node 3 cannot reach the page: its calls end with an error result, none hangs.
+    let failed = call(
+        &cluster.nodes[2],
+        &session,
+        "work",
+        json!({"key": "during"}),
+    )
+    .await;
+    assert!(failed.is_error, "{}", failed.text());
+    let text = failed.text();
+    assert!(
+        text.contains("not connected") || text.contains("disconnected"),
+        "{text}"
+    );
+    // Node 1 holds the page's socket: its own calls go on.
+    assert!(
+        !call(&cluster.nodes[0], &session, "work", json!({"key": "b"}))
+            .await
+            .is_error
+    );
+    cluster.nats.restart().await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let result = call(&cluster.nodes[2], &session, "work", json!({"key": "c"})).await;
+        if !result.is_error {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "calls from node 3 did not recover 30 s after NATS came back: {}\nnode 3:\n{}",
+            result.text(),
+            cluster.nodes[2].output()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    // The call made while NATS was away never reached the page.
+    assert_eq!(runs(&cluster.nodes[2], &session, "during").await, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn access_settings_hold_across_nodes() {
+    let cluster = Cluster::start("faults.html").await;
+    let session = cluster.session.clone();
+    // A node with other tokens joins the same NATS: it sees no page and reaches none.
+    let other = Node::start(
+        &cluster.nats,
+        &["--agent-token", "another-token", "--page-token", PAGE_TOKEN],
+    )
+    .await;
+    let response = reqwest::Client::new()
+        .post(format!("{}/api/sessions/{session}/call", other.base_url))
+        .bearer_auth("another-token")
+        .json(&json!({"name": "work", "arguments": {"key": "other"}}))
+        .send()
+        .await
+        .unwrap();
+    let result: CallToolResult = response.json().await.unwrap();
+    assert!(result.is_error, "{}", result.text());
+    assert!(
+        result.text().contains("no page session"),
+        "{}",
+        result.text()
+    );
+    eventually("the other node logs why it is not served", || {
+        other.output().contains("other access settings")
+    })
+    .await;
+    // Node 3 wants its agent token, whoever holds the page.
+    let refused = reqwest::Client::new()
+        .get(format!("{}/api/sessions", cluster.nodes[2].base_url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 401);
+    assert_eq!(runs(&cluster.nodes[2], &session, "other").await, 0);
+    // NATS credentials are checked when a node starts: a wrong token stops it, saying so.
+    let (status, output) = run_node(&cluster.nats.url(), "wrong-token", &NODE_ARGS).await;
+    assert_eq!(status.code(), Some(2), "{output}");
+    assert!(
+        output.contains("cannot connect to NATS at nats://127.0.0.1:"),
+        "{output}"
+    );
+}
