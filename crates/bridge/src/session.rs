@@ -92,6 +92,9 @@ pub struct SessionInfo {
     pub connected: bool,
     pub connected_at_ms: Option<u128>,
     pub tools: Vec<Tool>,
+    /// In a cluster: the node holding the page's socket (its id), while it is connected.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node: Option<String>,
 }
 
 impl PageSession {
@@ -254,6 +257,7 @@ impl PageSession {
             connected: connected_at.is_some(),
             connected_at_ms,
             tools: self.tools(),
+            node: None,
         }
     }
 

@@ -71,6 +71,8 @@ impl Nats {
 /// One bridge node: `client-tools-bridge --nats …` serving the e2e site and the package.
 pub struct Node {
     child: Child,
+    /// Its id in the cluster (as `/api/sessions` names the node holding a page).
+    pub id: String,
     pub address: SocketAddr,
     pub base_url: String,
     output: Arc<Mutex<Vec<String>>>,
@@ -109,8 +111,18 @@ impl Node {
             ),
         }
         let address = SocketAddr::from(([127, 0, 0, 1], port));
+        let id = output
+            .lock()
+            .unwrap()
+            .iter()
+            .find_map(|line| {
+                let rest = line.split("cluster node:").nth(1)?;
+                Some(rest.split_whitespace().next()?.to_owned())
+            })
+            .expect("the node printed its id");
         Node {
             child,
+            id,
             address,
             base_url: format!("http://{address}"),
             output,

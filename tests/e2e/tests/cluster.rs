@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use client_tools_bridge::CallToolResult;
 use client_tools_e2e::cluster::{run_node, Failover, Nats, Node};
-use client_tools_e2e::{eventually, Tab};
+use client_tools_e2e::{eventually, python_steps, Tab};
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::Command;
@@ -52,17 +52,27 @@ impl Cluster {
             tab,
             session: String::new(),
         };
-        cluster.session = cluster.wait_for_page(2).await;
+        // The balancer sends the page to node 1.
+        cluster.session = cluster.wait_for_page_on(2, Some(0)).await;
         cluster
     }
 
     /// Waits until node `index` lists a connected page with tools; its session id.
     async fn wait_for_page(&self, index: usize) -> String {
+        self.wait_for_page_on(index, None).await
+    }
+
+    /// Waits until node `index` lists a connected page with tools (held by node `on`, if given);
+    /// its session id.
+    async fn wait_for_page_on(&self, index: usize, on: Option<usize>) -> String {
         let deadline = Instant::now() + Duration::from_secs(60);
+        let holder = on.map(|on| self.nodes[on].id.as_str());
         loop {
             let listed = sessions(&self.nodes[index]).await;
             let connected = listed.iter().find(|s| {
-                s["connected"] == true && s["tools"].as_array().is_some_and(|t| !t.is_empty())
+                s["connected"] == true
+                    && s["tools"].as_array().is_some_and(|t| !t.is_empty())
+                    && holder.is_none_or(|holder| s["node"] == holder)
             });
             if let Some(session) = connected {
                 return session["id"].as_str().unwrap().to_owned();
@@ -223,7 +233,7 @@ async fn the_pages_node_dies_mid_call() {
     let killed = Instant::now();
     cluster.nodes[0].kill().await;
     // The page reconnects through the balancer to node 2 and resumes its session there.
-    let resumed = cluster.wait_for_page(2).await;
+    let resumed = cluster.wait_for_page_on(2, Some(1)).await;
     let back_after = killed.elapsed();
     assert_eq!(resumed, session, "the page resumed its own session");
     let result = waiting.await.unwrap();
@@ -248,6 +258,36 @@ async fn the_pages_node_dies_mid_call() {
         "node loss: the page was back on node 2 after {back_after:?}; the waiting call ended \
          after {ended_after:?}"
     );
+}
+
+/// Deadlines, progress and refusals are the page's and the caller's node's, whatever node is
+/// between them: through node 3's MCP endpoint (the official Python SDK client).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deadlines_and_progress_across_nodes() {
+    let cluster = Cluster::start("faults.html").await;
+    let url = format!(
+        "{}/mcp?session={}",
+        cluster.nodes[2].base_url, cluster.session
+    );
+    let steps = json!([
+        {"call": "progress", "arguments": {"steps": 3}, "progress": true},
+        {"call": "hang"},
+        {"call": "work", "arguments": {"key": 5}},
+        {"call": "no_such_tool"},
+    ]);
+    let out = python_steps::run(&url, AGENT_TOKEN, "2025-11-25", None, &steps).await;
+    assert_eq!(out.len(), 4, "{out:?}");
+    let progress = out[0]["progress"].as_array().expect("progress reported");
+    assert!(!out[0]["isError"].as_bool().unwrap(), "{out:?}");
+    assert!(progress.len() >= 3, "{out:?}");
+    assert!(out[1]["isError"].as_bool().unwrap(), "{out:?}");
+    assert!(
+        out[1]["text"].as_str().unwrap().contains("300 ms"),
+        "{out:?}"
+    );
+    assert!(out[2]["isError"].as_bool().unwrap(), "{out:?}");
+    assert!(out[2]["text"].as_str().unwrap().contains("key"), "{out:?}");
+    assert!(out[3]["isError"].as_bool().unwrap(), "{out:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -408,7 +408,20 @@ impl Cluster {
     /// Every session known here or anywhere in the cluster, connected ones first, most recently
     /// connected first.
     pub(crate) fn infos(&self) -> Vec<SessionInfo> {
-        let mut infos: Vec<SessionInfo> = self.sessions.list().iter().map(|s| s.info()).collect();
+        let mut infos: Vec<SessionInfo> = self
+            .sessions
+            .list()
+            .iter()
+            .map(|session| {
+                let mut info = session.info();
+                info.node = match session.via() {
+                    Some(Via::Socket) => Some(self.node.clone()),
+                    Some(Via::Node(node)) => Some(node),
+                    None => None,
+                };
+                info
+            })
+            .collect();
         let entries = self.directory().entries(Instant::now());
         for entry in entries {
             if infos.iter().any(|info| info.id == entry.session) {
@@ -422,6 +435,7 @@ impl Cluster {
                     .filter(|_| entry.connected)
                     .map(u128::from),
                 tools: visible_tools(&self.config.allow, &self.config.tools, &entry.tools),
+                node: entry.connected.then_some(entry.node),
             });
         }
         infos.sort_by_key(|info| std::cmp::Reverse(info.connected_at_ms));
