@@ -40,6 +40,9 @@ struct Args {
     load_bin: Option<PathBuf>,
     #[arg(long)]
     bridge_bin: Option<PathBuf>,
+    /// `nats-server`, for the cluster benchmark (`client-tools-load --nodes 3`).
+    #[arg(long, requires = "load_bin")]
+    nats_server: Option<PathBuf>,
     /// Sizes measured by xtask (JSON).
     #[arg(long)]
     sizes: Option<PathBuf>,
@@ -114,7 +117,11 @@ async fn run(args: &Args) -> Result<(), String> {
 
     if let (Some(load), Some(bridge)) = (&args.load_bin, &args.bridge_bin) {
         eprintln!("==> Bridge scale: simulated pages (client-tools-load)");
-        results["scale"] = run_load_tool(load, bridge, args.quick)?;
+        results["scale"] = run_load_tool(load, bridge, args.quick, None)?;
+        if let Some(nats_server) = &args.nats_server {
+            eprintln!("==> Bridge cluster: 3 nodes on NATS, simulated pages (client-tools-load)");
+            results["cluster"] = run_load_tool(load, bridge, args.quick, Some(nats_server))?;
+        }
     }
     if let Some(sizes) = &args.sizes {
         let text =
@@ -144,10 +151,27 @@ async fn run(args: &Args) -> Result<(), String> {
     Ok(())
 }
 
-fn run_load_tool(load: &PathBuf, bridge: &PathBuf, quick: bool) -> Result<Value, String> {
+/// The scale benchmark on one bridge, or with `nats_server` on a cluster of three nodes.
+fn run_load_tool(
+    load: &PathBuf,
+    bridge: &PathBuf,
+    quick: bool,
+    nats_server: Option<&PathBuf>,
+) -> Result<Value, String> {
     let out = std::env::temp_dir().join(format!("client-tools-load-{}.json", std::process::id()));
-    let sessions = if quick { "100,1000" } else { "1000,10000" };
-    let status = std::process::Command::new(load)
+    let sessions = match (quick, nats_server.is_some()) {
+        (true, false) => "100,1000",
+        (false, false) => "1000,10000",
+        (true, true) => "300",
+        (false, true) => "3000,9000",
+    };
+    let mut command = std::process::Command::new(load);
+    if let Some(nats_server) = nats_server {
+        command
+            .args(["--nodes", "3", "--nats-server"])
+            .arg(nats_server);
+    }
+    let status = command
         .arg("--bridge-bin")
         .arg(bridge)
         .args([

@@ -30,6 +30,7 @@ pub fn render(results: &Value, notes: &str) -> String {
     }
     round_trip(&mut out, &results["roundTrip"]);
     scale(&mut out, &results["scale"], &results["machine"]["cores"]);
+    cluster(&mut out, &results["cluster"], &results["machine"]["cores"]);
     for (key, name) in BROWSERS {
         if results[key].is_object() {
             startup(&mut out, name, &results[key]["startup"]);
@@ -423,6 +424,44 @@ fn scale(out: &mut String, scale: &Value, cores: &Value) {
             run["p50_us"],
             run["p99_us"],
             run["bridge_cpu_us_per_call"],
+            run["errors"]
+        );
+    }
+    out.push('\n');
+}
+
+fn cluster(out: &mut String, cluster: &Value, cores: &Value) {
+    let Some(runs) = cluster["runs"].as_array() else {
+        return;
+    };
+    let _ = writeln!(
+        out,
+        "## Bridge cluster — 3 nodes on NATS, simulated pages
+"
+    );
+    let _ = writeln!(
+        out,
+        "`client-tools-load --nodes 3` starts a NATS server and three bridge nodes joined to it          (`--nats`), spreads N simulated pages evenly over the nodes, checks that every node lists          all N, then: one call at a time to node 1's pages through node 1 (*local*) and through          node 2 (*across*: the hop through NATS and back), and {} calls in flight, every call          made through a node other than its page's. NATS, the three nodes and the load tool share          the {cores} cores: calls/s is a floor.\n",
+        cluster["settings"]["concurrency"]
+    );
+    let _ = writeln!(out, "| Pages (3 nodes) | Memory per idle session (all nodes) | Local p50 / p99 | Across p50 / p99 | Hop p50 | Calls/s across | p50 / p99 under load | CPU per call: nodes / NATS | Errors |");
+    let _ = writeln!(out, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for run in runs {
+        let hop = num(&run["cross_p50_us"]) - num(&run["local_p50_us"]);
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} / {} µs | {} / {} µs | {hop:+.0} µs | {:.0} | {} / {} µs | {} / {} µs | {} |",
+            run["sessions"],
+            bytes(num(&run["bytes_per_idle_session"])),
+            run["local_p50_us"],
+            run["local_p99_us"],
+            run["cross_p50_us"],
+            run["cross_p99_us"],
+            num(&run["calls_per_sec"]),
+            run["p50_us"],
+            run["p99_us"],
+            run["bridge_cpu_us_per_call"],
+            run["nats_cpu_us_per_call"],
             run["errors"]
         );
     }

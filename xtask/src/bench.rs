@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::Command;
 
 use crate::build::{self, Size, SIZE_BUDGET_GZIP};
-use crate::install::{ensure_browsers, ensure_npm_project, Browsers};
+use crate::install::{ensure_browsers, ensure_nats_server, ensure_npm_project, Browsers};
 use crate::run::run;
 use crate::wasm::WasmCargo;
 use crate::{root, step, Result};
@@ -84,6 +84,8 @@ pub fn run_benchmarks(browsers: &Browsers, pkg: &Path, quick: bool, out: &Path) 
         .arg(release.join("client-tools-load"))
         .arg("--bridge-bin")
         .arg(release.join("client-tools-bridge"))
+        .arg("--nats-server")
+        .arg(ensure_nats_server()?)
         .arg("--sizes")
         .arg(&sizes)
         .arg("--notes")

@@ -31,6 +31,7 @@ impl BridgeProcess {
     pub async fn start(
         bin: &Path,
         token: Option<&str>,
+        extra_args: &[String],
         http: &reqwest::Client,
     ) -> Result<Self, String> {
         // Bind port 0 to let the kernel pick a free port, then hand it to the bridge. Another
@@ -39,7 +40,10 @@ impl BridgeProcess {
             .and_then(|listener| listener.local_addr())
             .map_err(|e| format!("finding a free port: {e}"))?;
         let mut command = Command::new(bin);
-        command.arg("--listen").arg(address.to_string());
+        command
+            .arg("--listen")
+            .arg(address.to_string())
+            .args(extra_args);
         // Measured as it runs by default, whatever this shell has set: its default log level (one
         // line per call), and tokens only from `token`.
         for variable in [

@@ -10,6 +10,7 @@
 
 mod bridge_process;
 mod call_load;
+mod cluster;
 mod fleet;
 mod process_metrics;
 mod simulated_page;
@@ -33,18 +34,18 @@ use crate::stats::Latency;
 
 /// A page's time from connect to answering `tools/list` (the bridge itself allows 10 s for the
 /// connect frame).
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
 /// All N pages must be ready within this.
-const OPEN_TIMEOUT: Duration = Duration::from_secs(300);
+pub(crate) const OPEN_TIMEOUT: Duration = Duration::from_secs(300);
 /// Pause before reading memory, so that what was just done (start, handshakes) has settled.
-const SETTLE: Duration = Duration::from_secs(1);
+pub(crate) const SETTLE: Duration = Duration::from_secs(1);
 /// File descriptors a process needs beyond its connections (std streams, epoll, the runtime…).
 const SPARE_FDS: u64 = 64;
 
 /// Measures the bridge with N simulated pages: memory per idle session, tool calls per second.
 #[derive(Debug, Parser)]
 #[command(name = "client-tools-load", version)]
-struct Cli {
+pub(crate) struct Cli {
     /// The `client-tools-bridge` binary to measure (started once per N).
     #[arg(long)]
     bridge_bin: PathBuf,
@@ -73,6 +74,13 @@ struct Cli {
     /// without it the bridge requires no token.
     #[arg(long)]
     token: Option<String>,
+    /// Bridge nodes: with more than one, a cluster on NATS (`--nats-server`), the N pages spread
+    /// over the nodes and every call made through a node other than its page's (cluster.rs).
+    #[arg(long, default_value_t = 1)]
+    nodes: usize,
+    /// The `nats-server` binary the cluster runs on (with `--nodes` above 1).
+    #[arg(long)]
+    nats_server: Option<PathBuf>,
 }
 
 /// One N's results (the JSON `runs` entries).
@@ -138,6 +146,9 @@ async fn main() -> ExitCode {
     };
 
     let started = Instant::now();
+    if cli.nodes > 1 {
+        return cluster::main(&cli, call_time, &http, fd_limit).await;
+    }
     let mut runs = Vec::new();
     let mut failure = None;
     for &sessions in &cli.sessions {
@@ -190,7 +201,7 @@ async fn measure(
     call_time: Duration,
     http: &reqwest::Client,
 ) -> Result<Run, String> {
-    let mut bridge = BridgeProcess::start(&cli.bridge_bin, cli.token.as_deref(), http).await?;
+    let mut bridge = BridgeProcess::start(&cli.bridge_bin, cli.token.as_deref(), &[], http).await?;
     let (pid, base_url) = (bridge.pid(), bridge.base_url());
     let outcome = tokio::select! {
         biased;
@@ -302,7 +313,7 @@ async fn measure_on(
 
 /// The bridge's own view, `GET /api/sessions`: exactly the pages' N sessions, all connected and
 /// listing `echo` (the pages answered `tools/list`; this checks the bridge took the answer in).
-async fn verify_sessions(
+pub(crate) async fn verify_sessions(
     http: &reqwest::Client,
     base_url: &str,
     ids: &[String],
@@ -416,7 +427,7 @@ fn print_table(runs: &[Run]) {
 }
 
 /// What the numbers were measured on (Linux `/proc`; fields missing elsewhere).
-fn machine(fd_limit: Option<u64>) -> Value {
+pub(crate) fn machine(fd_limit: Option<u64>) -> Value {
     let read = |path: &str| std::fs::read_to_string(path).unwrap_or_default();
     let field = |text: &str, name: &str| {
         text.lines()
@@ -436,12 +447,12 @@ fn machine(fd_limit: Option<u64>) -> Value {
     })
 }
 
-fn round(value: f64, decimals: i32) -> f64 {
+pub(crate) fn round(value: f64, decimals: i32) -> f64 {
     let scale = 10f64.powi(decimals);
     (value * scale).round() / scale
 }
 
-fn fail(message: &str) -> ExitCode {
+pub(crate) fn fail(message: &str) -> ExitCode {
     eprintln!("client-tools-load: {message}");
     ExitCode::FAILURE
 }
