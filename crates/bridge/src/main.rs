@@ -168,11 +168,6 @@ async fn main() -> std::io::Result<()> {
     };
     let listener = tokio::net::TcpListener::bind(config.listen).await?;
     let address = listener.local_addr()?;
-    // stdout belongs to the MCP session under --stdio: everything else goes to stderr.
-    eprintln!("client-tools-bridge listening on http://{address}/");
-    eprintln!("  pages connect to   ws://{address}/ws");
-    eprintln!("  MCP agents:        http://{address}/mcp");
-    eprintln!("  sessions:          http://{address}/api/sessions");
     let bridge = Bridge::new(config);
     if let Some(url) = cli.nats {
         let options = ClusterOptions {
@@ -187,8 +182,14 @@ async fn main() -> std::io::Result<()> {
             eprintln!("client-tools-bridge: {error}");
             std::process::exit(2);
         }
-        let node = bridge.cluster_node().unwrap_or_default();
-        eprintln!("  cluster node:      {node} on NATS {}", options.url);
+    }
+    // stdout belongs to the MCP session under --stdio: everything else goes to stderr.
+    eprintln!("client-tools-bridge listening on http://{address}/");
+    eprintln!("  pages connect to   ws://{address}/ws");
+    eprintln!("  MCP agents:        http://{address}/mcp");
+    eprintln!("  sessions:          http://{address}/api/sessions");
+    if let Some(node) = bridge.cluster_node() {
+        eprintln!("  cluster node:      {node}");
     }
     if !cli.stdio {
         return bridge.serve(listener).await;

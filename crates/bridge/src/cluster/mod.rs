@@ -132,8 +132,9 @@ impl Cluster {
         if let Some(ca) = &options.ca_file {
             connect = connect.add_root_certificates(ca.clone()).require_tls(true);
         }
+        let servers: Vec<&str> = options.url.split(',').map(str::trim).collect();
         let client = connect
-            .connect(options.url.as_str())
+            .connect(servers)
             .await
             .map_err(|error| format!("cannot connect to NATS at {}: {error}", options.url))?;
         let (publisher, outbound) = Publisher::new();
