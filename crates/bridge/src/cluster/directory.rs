@@ -24,6 +24,8 @@ pub(crate) struct Directory {
     nodes: HashMap<String, Node>,
     /// Entries of sessions disconnected (or of gone nodes) are forgotten after this long.
     ttl: Duration,
+    /// Sessions known at most: beyond it, announcements of new sessions are ignored (logged).
+    capacity: usize,
 }
 
 struct Known {
@@ -40,12 +42,13 @@ struct Node {
 }
 
 impl Directory {
-    pub(crate) fn new(me: String, ttl: Duration) -> Self {
+    pub(crate) fn new(me: String, ttl: Duration, capacity: usize) -> Self {
         Self {
             me,
             sessions: HashMap::new(),
             nodes: HashMap::new(),
             ttl,
+            capacity,
         }
     }
 
@@ -70,6 +73,13 @@ impl Directory {
     /// than what is known).
     pub(crate) fn update(&mut self, entry: Entry, now: Instant) -> bool {
         if entry.node == self.me || !is_node_id(&entry.node) || !is_session_id(&entry.session) {
+            return false;
+        }
+        if !self.sessions.contains_key(&entry.session) && self.sessions.len() >= self.capacity {
+            tracing::warn!(
+                capacity = self.capacity,
+                "cluster directory full: a session announced by another node is not listed here"
+            );
             return false;
         }
         let by_node = self.sessions.entry(entry.session.clone()).or_default();
@@ -206,7 +216,7 @@ mod tests {
     #[test]
     fn a_session_is_where_a_live_node_says_it_is_connected() {
         let now = Instant::now();
-        let mut directory = Directory::new(ME.into(), Duration::from_secs(60));
+        let mut directory = Directory::new(ME.into(), Duration::from_secs(60), 10);
         assert!(directory.heartbeat(A, true, now));
         assert!(!directory.heartbeat(A, true, now));
         assert!(directory.heartbeat(B, true, now));
@@ -236,7 +246,7 @@ mod tests {
     #[test]
     fn a_node_with_other_access_settings_serves_nothing() {
         let now = Instant::now();
-        let mut directory = Directory::new(ME.into(), Duration::from_secs(60));
+        let mut directory = Directory::new(ME.into(), Duration::from_secs(60), 10);
         assert!(!directory.heartbeat(A, false, now));
         directory.update(entry(A, 1, true, 10), now);
         assert!(directory.owner(S, now).is_none());
@@ -246,10 +256,23 @@ mod tests {
     }
 
     #[test]
+    fn the_directory_is_bounded() {
+        let now = Instant::now();
+        let mut directory = Directory::new(ME.into(), Duration::from_secs(60), 1);
+        directory.heartbeat(A, true, now);
+        assert!(directory.update(entry(A, 1, true, 10), now));
+        let mut other = entry(A, 2, true, 10);
+        other.session = "f".repeat(32);
+        assert!(!directory.update(other, now));
+        // A known session is still updated.
+        assert!(directory.update(entry(A, 3, false, 10), now));
+    }
+
+    #[test]
     fn disconnected_sessions_are_forgotten_after_the_ttl() {
         let now = Instant::now();
         let ttl = Duration::from_secs(60);
-        let mut directory = Directory::new(ME.into(), ttl);
+        let mut directory = Directory::new(ME.into(), ttl, 10);
         directory.heartbeat(A, true, now);
         directory.update(entry(A, 1, false, 10), now);
         directory.sweep(now + ttl - Duration::from_secs(1));

@@ -65,6 +65,11 @@ impl std::fmt::Debug for ClusterOptions {
     }
 }
 
+/// Every this many heartbeats, link records of expired sessions are dropped.
+const LINK_SWEEP_BEATS: u64 = 20;
+/// The directory holds at most this many times a node's `max_sessions` (other nodes' pages).
+const DIRECTORY_PER_NODE_SESSIONS: usize = 16;
+
 /// This node's part in the cluster.
 pub(crate) struct Cluster {
     node: String,
@@ -146,7 +151,14 @@ impl Cluster {
             publisher,
             policy: policy_of(config),
             sessions: sessions.clone(),
-            directory: Mutex::new(Directory::new(node.clone(), config.limits.session_ttl)),
+            directory: Mutex::new(Directory::new(
+                node.clone(),
+                config.limits.session_ttl,
+                config
+                    .limits
+                    .max_sessions
+                    .saturating_mul(DIRECTORY_PER_NODE_SESSIONS),
+            )),
             links: Mutex::new(HashMap::new()),
             seq: AtomicU64::new(0),
             config: config.clone(),
@@ -186,9 +198,11 @@ impl Cluster {
         mut events: mpsc::Receiver<async_nats::Event>,
     ) {
         let mut ticks = tokio::time::interval(HEARTBEAT);
+        let mut beats = 0u64;
         loop {
             tokio::select! {
                 _ = ticks.tick() => {
+                    beats += 1;
                     self.publisher.send(Outbound::json(wire::HEARTBEAT, &Heartbeat {
                         node: self.node.clone(),
                         policy: self.policy.clone(),
@@ -197,6 +211,9 @@ impl Cluster {
                     for node in gone {
                         tracing::warn!(%node, "cluster node gone silent: its pages count as disconnected");
                         self.node_gone(&node);
+                    }
+                    if beats % LINK_SWEEP_BEATS == 0 {
+                        self.forget_links_of_forgotten_sessions();
                     }
                 }
                 Some(message) = entries.next() => {
@@ -379,6 +396,11 @@ impl Cluster {
                 session.detach(generation);
             }
         }
+    }
+
+    /// Link records of sessions the table forgot (expired) go too.
+    fn forget_links_of_forgotten_sessions(&self) {
+        self.links().retain(|id, _| self.sessions.get(id).is_some());
     }
 
     /// A session of this node, or — when another node's page has it — a linked one made for it.
