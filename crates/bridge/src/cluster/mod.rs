@@ -212,7 +212,7 @@ impl Cluster {
                         tracing::warn!(%node, "cluster node gone silent: its pages count as disconnected");
                         self.node_gone(&node);
                     }
-                    if beats % LINK_SWEEP_BEATS == 0 {
+                    if beats.is_multiple_of(LINK_SWEEP_BEATS) {
                         self.forget_links_of_forgotten_sessions();
                     }
                 }
