@@ -105,7 +105,12 @@ struct Cli {
     )]
     nats_password: Option<String>,
     /// CA certificate (PEM) for the NATS server's TLS certificate (TLS is then required).
-    #[arg(long, value_name = "FILE", requires = "nats")]
+    #[arg(
+        long,
+        value_name = "FILE",
+        env = "CLIENT_TOOLS_NATS_CA",
+        requires = "nats"
+    )]
     nats_ca: Option<PathBuf>,
 }
 

@@ -286,6 +286,17 @@ impl RequestEngine {
         None
     }
 
+    /// Request `id` ends with `failure` now (it never reached the page: nothing to cancel there).
+    pub(crate) fn fail(&mut self, id: &str, failure: RequestFailure) -> bool {
+        match self.pending.remove(id) {
+            Some(pending) => {
+                let _ = pending.settle.send(Err(failure));
+                true
+            }
+            None => false,
+        }
+    }
+
     /// The caller gave up on request `id`: the page is told to stop. `false` when the request had
     /// already settled (its outcome stands).
     pub(crate) fn cancel(&mut self, id: &str, reason: &str) -> bool {

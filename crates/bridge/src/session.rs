@@ -42,6 +42,15 @@ struct Connection {
     via: Via,
 }
 
+/// Why a frame relayed from another cluster node did not go to the page.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum RelayRefused {
+    /// The page's socket is not on this node (any more).
+    NotHere,
+    /// The page's limits or queue refuse it (the reason).
+    Refused(String),
+}
+
 /// What carries a session's frames to its page.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Via {
@@ -550,6 +559,20 @@ impl PageSession {
         attached_at: SystemTime,
     ) -> u64 {
         let mut state = self.lock();
+        let generation = Self::attach_locked(&mut state, outgoing, kill, via, attached_at);
+        drop(state);
+        self.changes.send_modify(|n| *n += 1);
+        generation
+    }
+
+    /// Attaches under the caller's lock; the caller tells the watchers once it is released.
+    fn attach_locked(
+        state: &mut State,
+        outgoing: OutgoingSender,
+        kill: Arc<Notify>,
+        via: Via,
+        attached_at: SystemTime,
+    ) -> u64 {
         state.routes.clear();
         // Never a silent swap: a connection still attached (two claims that raced) is told it was
         // replaced and stops, so no two live connections share one session.
@@ -569,9 +592,47 @@ impl PageSession {
             attached_at,
             via,
         });
+        generation
+    }
+
+    /// [`Self::attach_via`] for a link to another cluster node (crate::cluster): never in place of
+    /// this node's own socket to the page (`None` then).
+    pub(crate) fn attach_link(
+        &self,
+        outgoing: OutgoingSender,
+        kill: Arc<Notify>,
+        node: String,
+        attached_at: SystemTime,
+    ) -> Option<u64> {
+        // Checked and attached under one lock: a socket attaching meanwhile wins.
+        let mut state = self.lock();
+        if state.connection.as_ref().map(|c| &c.via) == Some(&Via::Socket) {
+            return None;
+        }
+        let generation =
+            Self::attach_locked(&mut state, outgoing, kill, Via::Node(node), attached_at);
         drop(state);
         self.changes.send_modify(|n| *n += 1);
-        generation
+        Some(generation)
+    }
+
+    /// Closes the connection of `generation` (not a newer one) as [`Self::close_connection`] does.
+    pub(crate) fn close_generation(&self, generation: u64, code: u16, reason: &str) {
+        let state = self.lock();
+        if let Some(connection) = state
+            .connection
+            .as_ref()
+            .filter(|c| c.generation == generation)
+        {
+            state.engine.close_link(code, reason);
+            connection.kill.notify_one();
+        }
+    }
+
+    /// Request `id` never reached the page (no cluster node holds its socket): it ends now,
+    /// "not connected".
+    pub(crate) fn not_delivered(&self, id: &str) {
+        self.lock().engine.fail(id, RequestFailure::NotConnected);
     }
 
     /// The connection of `generation` ended: waiting calls get [`RECONNECT_GRACE`] to see it back.
@@ -640,17 +701,15 @@ impl PageSession {
         frame: String,
         request_id: Option<String>,
         reply: &str,
-    ) -> Result<(), String> {
-        protocol::check_outgoing(&frame)
-            .map_err(|limit| format!("the call cannot be sent to the page: {limit}"))?;
+    ) -> Result<(), RelayRefused> {
         let mut state = self.lock();
         if state.connection.as_ref().map(|c| &c.via) != Some(&Via::Socket) {
-            return Err(format!(
-                "the page (session '{}') is not connected to this node",
-                self.id
-            ));
+            return Err(RelayRefused::NotHere);
         }
-        state.engine.send(frame).map_err(|full| full.to_string())?;
+        protocol::check_outgoing(&frame).map_err(|limit| {
+            RelayRefused::Refused(format!("the call cannot be sent to the page: {limit}"))
+        })?;
+        state.engine.send(frame).map_err(RelayRefused::Refused)?;
         if let Some(id) = request_id {
             state.routes.insert(id, reply.to_owned());
         }

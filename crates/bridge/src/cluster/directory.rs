@@ -1,11 +1,12 @@
 //! The cluster-wide session directory, as one node knows it: every other node's page sessions
 //! (from their [`Entry`] announcements) and which nodes are alive (from their heartbeats).
 //!
-//! Presence, not storage: nothing is kept in NATS. A node announces each change of its sessions and
-//! a heartbeat every [`HEARTBEAT`]; a node silent for [`NODE_TIMEOUT`] is gone, and its pages count
-//! as disconnected until they reconnect elsewhere. A node that joins (or whose NATS connection
-//! comes back) says hello, and every node announces its sessions again. Sans-IO: the caller passes
-//! the time.
+//! Presence, not storage: nothing is kept in NATS. A node announces each change of its sessions,
+//! all of its connected sessions again every 10 s (an entry saying "connected" is believed for
+//! [`LEASE`]: one lost "disconnected" does not leave a ghost), and a heartbeat every [`HEARTBEAT`];
+//! a node silent for [`NODE_TIMEOUT`] is gone, and its pages count as disconnected until they
+//! reconnect elsewhere. A node that joins (or whose NATS connection comes back) says hello, and
+//! every node announces its sessions again. Sans-IO: the caller passes the time.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -16,6 +17,8 @@ use super::wire::{is_node_id, is_session_id, Entry};
 pub(crate) const HEARTBEAT: Duration = Duration::from_millis(500);
 /// A node not heard from for this long is gone (its socket's pages with it).
 pub(crate) const NODE_TIMEOUT: Duration = Duration::from_millis(2_000);
+/// How long an entry saying a page is connected is believed without being announced again.
+pub(crate) const LEASE: Duration = Duration::from_secs(30);
 
 pub(crate) struct Directory {
     me: String,
@@ -24,8 +27,10 @@ pub(crate) struct Directory {
     nodes: HashMap<String, Node>,
     /// Entries of sessions disconnected (or of gone nodes) are forgotten after this long.
     ttl: Duration,
-    /// Sessions known at most: beyond it, announcements of new sessions are ignored (logged).
+    /// Sessions known at most: beyond it, announcements of new sessions are ignored (logged once
+    /// until there is room again).
     capacity: usize,
+    full_logged: bool,
 }
 
 struct Known {
@@ -49,6 +54,7 @@ impl Directory {
             nodes: HashMap::new(),
             ttl,
             capacity,
+            full_logged: false,
         }
     }
 
@@ -72,16 +78,24 @@ impl Directory {
     /// A node announced a session; `false` when it was ignored (this node's, malformed, or older
     /// than what is known).
     pub(crate) fn update(&mut self, entry: Entry, now: Instant) -> bool {
-        if entry.node == self.me || !is_node_id(&entry.node) || !is_session_id(&entry.session) {
+        if entry.node == self.me
+            || !is_node_id(&entry.node)
+            || !is_session_id(&entry.session)
+            || self.differs(&entry.node)
+        {
             return false;
         }
         if !self.sessions.contains_key(&entry.session) && self.sessions.len() >= self.capacity {
-            tracing::warn!(
-                capacity = self.capacity,
-                "cluster directory full: a session announced by another node is not listed here"
-            );
+            if !self.full_logged {
+                self.full_logged = true;
+                tracing::warn!(
+                    capacity = self.capacity,
+                    "cluster directory full: sessions announced by other nodes are not listed here"
+                );
+            }
             return false;
         }
+        self.full_logged = false;
         let by_node = self.sessions.entry(entry.session.clone()).or_default();
         if by_node
             .get(&entry.node)
@@ -117,9 +131,10 @@ impl Directory {
         self.sessions
             .get(session)?
             .values()
+            .filter(|known| now.duration_since(known.received) < LEASE)
             .map(|known| &known.entry)
             .filter(|entry| entry.connected && self.is_alive(&entry.node, now))
-            .max_by_key(|entry| entry.connected_at_ms)
+            .max_by_key(|entry| (entry.connected_at_ms, entry.generation))
     }
 
     /// Whether a node with this node's access settings has announced this session (connected or
@@ -131,7 +146,7 @@ impl Directory {
     }
 
     /// Heard from, with this node's access settings (alive or not).
-    fn trusted(&self, node: &str) -> bool {
+    pub(crate) fn trusted(&self, node: &str) -> bool {
         self.nodes.get(node).is_some_and(|n| n.same_policy)
     }
 
@@ -157,7 +172,7 @@ impl Directory {
                         .map(|known| &known.entry)
                 })?;
                 let mut entry = entry.clone();
-                entry.connected = entry.connected && self.is_alive(&entry.node, now);
+                entry.connected = self.owner(session, now).is_some();
                 Some(entry)
             })
             .collect()
@@ -173,17 +188,11 @@ impl Directory {
                 gone.push(id.clone());
             }
         }
-        let ttl = self.ttl;
-        let nodes = &self.nodes;
+        let ttl = self.ttl.max(LEASE);
+        // A connected page is announced again within its lease: an entry not heard of for the
+        // TTL is a page gone (or a node gone) long ago.
         self.sessions.retain(|_, by_node| {
-            by_node.retain(|node, known| {
-                // A connected entry lives as long as its node; a disconnected one for the TTL.
-                let since = match nodes.get(node) {
-                    Some(n) if known.entry.connected => n.last_heard,
-                    _ => known.received,
-                };
-                now.duration_since(since) < ttl
-            });
+            by_node.retain(|_, known| now.duration_since(known.received) < ttl);
             !by_node.is_empty()
         });
         self.nodes
@@ -207,6 +216,7 @@ mod tests {
             session: S.into(),
             seq,
             connected,
+            generation: 1,
             connected_at_ms: Some(at),
             tools_listed: true,
             tools: Vec::new(),
@@ -253,6 +263,20 @@ mod tests {
         assert!(!directory.knows(S));
         assert!(directory.entries(now).is_empty());
         assert!(directory.differs(A));
+    }
+
+    #[test]
+    fn a_connected_entry_not_announced_again_is_not_believed() {
+        let now = Instant::now();
+        let mut directory = Directory::new(ME.into(), Duration::from_secs(600), 10);
+        directory.heartbeat(A, true, now);
+        directory.update(entry(A, 1, true, 10), now);
+        let later = now + LEASE;
+        directory.heartbeat(A, true, later);
+        assert!(directory.owner(S, later).is_none());
+        assert!(!directory.entries(later)[0].connected);
+        directory.update(entry(A, 2, true, 10), later);
+        assert_eq!(directory.owner(S, later).unwrap().node, A);
     }
 
     #[test]

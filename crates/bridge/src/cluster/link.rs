@@ -1,6 +1,7 @@
 //! A linked session's connection: its frames go through NATS to the node holding the page's
-//! socket (with this node's inbox as the reply subject), and the page's answers and progress come
-//! back to that inbox.
+//! socket, each with a [`Reply`] subject naming this node, the session, the link and — for a
+//! request — the request; the page's answers and progress come back there, and so does NATS's
+//! "no responders" when that node does not serve the page (any more).
 
 use std::sync::Arc;
 use std::time::UNIX_EPOCH;
@@ -10,93 +11,101 @@ use futures_util::StreamExt;
 use serde::Deserialize;
 use tokio::sync::Notify;
 
-use super::wire::{self, Entry};
+use super::wire::{self, Entry, Reply};
 use super::Cluster;
 use crate::outgoing::{self, Outgoing, OutgoingReceiver};
 use crate::page_answer;
-use crate::session::{PageSession, Via};
+use crate::session::PageSession;
 
-/// Bytes a relayed frame's headers and subjects may take beyond the frame, within NATS's limit.
+/// Bytes a relayed frame's subjects may take beyond the frame, within NATS's limit.
 const ENVELOPE_BYTES: usize = 512;
 
-/// Links `session` to the node `entry` says holds its page: returns the connection's generation.
-pub(super) fn attach(cluster: &Cluster, session: &Arc<PageSession>, entry: &Entry) -> u64 {
+/// Links `session` to the node `entry` says holds its page: the link's generation, or `None`
+/// when the page's socket is on this node now.
+pub(super) fn attach(cluster: &Cluster, session: &Arc<PageSession>, entry: &Entry) -> Option<u64> {
     let limits = &cluster.config.limits;
     let (sender, queue) =
         outgoing::channel(limits.outgoing_queue_frames, limits.outgoing_queue_bytes);
     let kill = Arc::new(Notify::new());
     let connected_at =
         UNIX_EPOCH + std::time::Duration::from_millis(entry.connected_at_ms.unwrap_or_default());
-    let generation = session.attach_via(
-        sender,
-        kill.clone(),
-        Via::Node(entry.node.clone()),
-        connected_at,
-    );
+    let generation = session.attach_link(sender, kill.clone(), entry.node.clone(), connected_at)?;
     tracing::info!(session = %session.id(), node = %entry.node, "linked to the page's node");
-    tokio::spawn(forward(
-        cluster.client.clone(),
-        cluster.node.clone(),
-        cluster.max_payload,
-        session.clone(),
-        queue,
-        kill,
-    ));
-    generation
+    let link = Link {
+        client: cluster.client.clone(),
+        subject: wire::serve_frames(&entry.node, session.id()),
+        reply: Reply {
+            node: cluster.node.clone(),
+            session: session.id().to_owned(),
+            link: generation,
+            request: None,
+        },
+        max_payload: cluster.max_payload,
+    };
+    tokio::spawn(link.forward(session.clone(), queue, kill));
+    Some(generation)
 }
 
-/// Publishes what the session queues for its page until the link is replaced or dropped.
-async fn forward(
+struct Link {
     client: async_nats::Client,
-    node: String,
+    /// Where the page's node takes its frames.
+    subject: String,
+    reply: Reply,
     max_payload: usize,
-    session: Arc<PageSession>,
-    mut queue: OutgoingReceiver,
-    kill: Arc<Notify>,
-) {
-    let subject = wire::page_frames(session.id());
-    let reply = wire::node_inbox(&node, session.id());
-    loop {
-        let item = tokio::select! {
-            item = queue.recv() => item,
-            () = kill.notified() => None,
-        };
-        let frame = match item {
-            None => return,
-            // Closing is the page's node's business (a takeover asks it: crate::cluster::claim).
-            Some(Outgoing::Close { .. }) => continue,
-            Some(Outgoing::Frame(frame)) => frame,
-        };
-        // While NATS is away, nothing is handed to its client to send later: a request waits
-        // for the link to come back (then it is sent again) or fails at its deadline, and is
-        // never delivered after its caller was told it failed.
-        if client.connection_state() != async_nats::connection::State::Connected {
-            continue;
-        }
-        let request_id = request_id_of(&frame);
-        if frame.len() + ENVELOPE_BYTES > max_payload {
-            if let Some(id) = request_id {
-                let error = RpcError::new(
-                    code::INVALID_REQUEST,
-                    format!(
-                        "the call is {} bytes, above what the cluster's NATS server carries \
-                         ({max_payload} bytes, its max_payload)",
-                        frame.len()
-                    ),
-                );
-                session.resolve(&RequestId::String(id), Err(error));
+}
+
+impl Link {
+    /// Publishes what the session queues for its page until the link is replaced or dropped.
+    async fn forward(
+        self,
+        session: Arc<PageSession>,
+        mut queue: OutgoingReceiver,
+        kill: Arc<Notify>,
+    ) {
+        loop {
+            let item = tokio::select! {
+                item = queue.recv() => item,
+                () = kill.notified() => None,
+            };
+            let frame = match item {
+                None => return,
+                // Closing is the page's node's business (a takeover asks it: Cluster::claim).
+                Some(Outgoing::Close { .. }) => continue,
+                Some(Outgoing::Frame(frame)) => frame,
+            };
+            // While NATS is away nothing is handed to its client to send later: the links are
+            // down then (Cluster::watch), and a waiting request goes again on the next link or
+            // fails at its deadline — never delivered after its caller was told it failed.
+            if self.client.connection_state() != async_nats::connection::State::Connected {
+                continue;
             }
-            continue;
-        }
-        let mut headers = async_nats::HeaderMap::new();
-        if let Some(id) = &request_id {
-            headers.insert(wire::REQUEST_ID, id.as_str());
-        }
-        let sent = client
-            .publish_with_reply_and_headers(subject.clone(), reply.clone(), headers, frame.into())
-            .await;
-        if let Err(error) = sent {
-            tracing::warn!(session = %session.id(), %error, "frame for a page on another node not sent");
+            let request = request_id_of(&frame).filter(|id| wire::is_request_id(id));
+            if frame.len() + ENVELOPE_BYTES > self.max_payload {
+                if let Some(id) = request {
+                    let error = RpcError::new(
+                        code::INVALID_REQUEST,
+                        format!(
+                            "the call is {} bytes, above what the cluster's NATS server carries \
+                             ({} bytes, its max_payload)",
+                            frame.len(),
+                            self.max_payload
+                        ),
+                    );
+                    session.resolve(&RequestId::String(id), Err(error));
+                }
+                continue;
+            }
+            let reply = Reply {
+                request,
+                ..self.reply.clone()
+            };
+            let sent = self
+                .client
+                .publish_with_reply(self.subject.clone(), reply.subject(), frame.into())
+                .await;
+            if let Err(error) = sent {
+                tracing::warn!(session = %session.id(), %error, "frame for a page on another node not sent");
+            }
         }
     }
 }
@@ -112,18 +121,22 @@ fn request_id_of(frame: &str) -> Option<String> {
     head.method.and(head.id)
 }
 
-/// This node's inbox: answers and progress of the pages its linked sessions reach, and NATS's
-/// "no responders" when nobody serves a page any more.
+/// This node's inbox: the answers and progress of the pages its linked sessions reach, and the
+/// frames no node took.
 pub(super) async fn receive(cluster: Arc<Cluster>, mut inbox: async_nats::Subscriber) {
     while let Some(message) = inbox.next().await {
-        let Some(id) = wire::session_of_inbox(&message.subject) else {
+        let Some(reply) = Reply::parse(&message.subject) else {
             continue;
         };
-        if message.status == Some(async_nats::StatusCode::NO_RESPONDERS) {
-            cluster.link_lost(id);
+        let not_served = message
+            .headers
+            .as_ref()
+            .is_some_and(|headers| headers.get(wire::NOT_SERVED).is_some());
+        if not_served || message.status == Some(async_nats::StatusCode::NO_RESPONDERS) {
+            cluster.not_served(&reply);
             continue;
         }
-        let Some(session) = cluster.sessions.get(id) else {
+        let Some(session) = cluster.sessions.get(&reply.session) else {
             continue;
         };
         if let Ok(text) = std::str::from_utf8(&message.payload) {

@@ -67,6 +67,10 @@ impl std::fmt::Debug for ClusterOptions {
 
 /// Every this many heartbeats, link records of expired sessions are dropped.
 const LINK_SWEEP_BEATS: u64 = 20;
+/// Every this many heartbeats, a node announces its pages again (their lease: directory.rs).
+const ANNOUNCE_BEATS: u64 = 20;
+/// How long a link that NATS said nobody serves is not remade to the same connection.
+const REFUSED_BACKOFF: Duration = Duration::from_secs(1);
 /// The directory holds at most this many times a node's `max_sessions` (other nodes' pages).
 const DIRECTORY_PER_NODE_SESSIONS: usize = 16;
 
@@ -90,11 +94,12 @@ pub(crate) struct Cluster {
 
 struct LinkState {
     node: String,
-    /// The owner's entry the link was made for.
-    seq: u64,
-    /// The connection generation of the link; `None` once NATS said nobody serves it (no
-    /// responders): not remade for the same entry.
+    /// The page's connection on that node the link was made for.
+    owner_generation: u64,
+    /// The connection generation of the link here; `None` once that node did not serve it (NATS's
+    /// "no responders"): then not remade to the same connection for [`REFUSED_BACKOFF`].
     generation: Option<u64>,
+    refused_at: Option<Instant>,
 }
 
 impl Cluster {
@@ -172,7 +177,7 @@ impl Cluster {
                     .map_err(|error| format!("cannot subscribe to {subject} on NATS: {error}"))
             }
         };
-        let inbox = subscribe(wire::node_inboxes(&node)).await?;
+        let inbox = subscribe(wire::node_replies(&node)).await?;
         let entries = subscribe(wire::DIRECTORY.to_owned()).await?;
         let heartbeats = subscribe(wire::HEARTBEAT.to_owned()).await?;
         let hellos = subscribe(wire::HELLO.to_owned()).await?;
@@ -199,19 +204,28 @@ impl Cluster {
     ) {
         let mut ticks = tokio::time::interval(HEARTBEAT);
         let mut beats = 0u64;
+        // Hellos (and a NATS reconnect) ask for this node's pages: answered once per heartbeat.
+        let mut announce_due = false;
         loop {
             tokio::select! {
                 _ = ticks.tick() => {
                     beats += 1;
-                    self.publisher.send(Outbound::json(wire::HEARTBEAT, &Heartbeat {
-                        node: self.node.clone(),
-                        policy: self.policy.clone(),
-                    }));
+                    if announce_due || beats.is_multiple_of(ANNOUNCE_BEATS) {
+                        announce_due = false;
+                        // In order, behind the heartbeat: a node that just joined trusts us first.
+                        self.publisher.send(self.heartbeat());
+                        self.announce_all();
+                    } else {
+                        // Not behind a full queue of relayed answers and announcements.
+                        let beat = self.heartbeat();
+                        let _ = self.client.publish(beat.subject, beat.payload).await;
+                    }
                     let gone = self.directory().sweep(Instant::now());
                     for node in gone {
                         tracing::warn!(%node, "cluster node gone silent: its pages count as disconnected");
                         self.node_gone(&node);
                     }
+                    self.retry_refused_links();
                     if beats.is_multiple_of(LINK_SWEEP_BEATS) {
                         self.forget_links_of_forgotten_sessions();
                     }
@@ -243,16 +257,19 @@ impl Cluster {
                 Some(message) = hellos.next() => {
                     let Ok(hello) = serde_json::from_slice::<Hello>(&message.payload) else { continue };
                     if hello.node != self.node {
-                        self.announce_all();
+                        announce_due = true;
                     }
                 }
                 Some(event) = events.recv() => match event {
                     async_nats::Event::Connected => {
                         tracing::info!("NATS connection back: announcing this node's sessions");
-                        self.say_hello();
+                        self.publisher.send(Outbound::json(wire::HELLO, &Hello { node: self.node.clone() }));
+                        announce_due = true;
+                        self.reconcile_all();
                     }
                     async_nats::Event::Disconnected => {
                         tracing::warn!("NATS connection lost: pages on other nodes are unreachable until it is back");
+                        self.drop_links(|_| true);
                     }
                     other => tracing::info!(event = %other, "NATS"),
                 },
@@ -262,18 +279,20 @@ impl Cluster {
     }
 
     fn say_hello(&self) {
+        self.publisher.send(self.heartbeat());
         let hello = Hello {
             node: self.node.clone(),
         };
         self.publisher.send(Outbound::json(wire::HELLO, &hello));
-        self.publisher.send(Outbound::json(
-            wire::HEARTBEAT,
-            &Heartbeat {
-                node: self.node.clone(),
-                policy: self.policy.clone(),
-            },
-        ));
         self.announce_all();
+    }
+
+    fn heartbeat(&self) -> Outbound {
+        let beat = Heartbeat {
+            node: self.node.clone(),
+            policy: self.policy.clone(),
+        };
+        Outbound::json(wire::HEARTBEAT, &beat)
     }
 
     fn directory(&self) -> std::sync::MutexGuard<'_, Directory> {
@@ -291,6 +310,7 @@ impl Cluster {
             session: session.id().to_owned(),
             seq: self.seq.fetch_add(1, Ordering::Relaxed) + 1,
             connected: session.via() == Some(Via::Socket),
+            generation: session.generation().unwrap_or_default(),
             connected_at_ms: session.connected_at().map(unix_ms),
             tools_listed: session.has_listed_tools(),
             tools: session.page_tools().to_vec(),
@@ -307,57 +327,65 @@ impl Cluster {
         }
     }
 
-    /// Brings a session's link in line with the directory: linked to the node its page is
-    /// connected to, unlinked when it is connected nowhere (its waiting calls get the reconnect
-    /// grace), and the page's tools as that node lists them.
+    /// Brings a session's link in line with the directory: linked to the page's connection on the
+    /// node that holds it, unlinked when it is connected nowhere (its waiting calls get the
+    /// reconnect grace), and the page's tools as that node lists them.
     fn reconcile(&self, session: &Arc<PageSession>) {
         let id = session.id();
         if session.via() == Some(Via::Socket) {
             self.links().remove(id);
             return;
         }
-        let owner = self.directory().owner(id, Instant::now()).cloned();
+        let now = Instant::now();
+        let owner = self.directory().owner(id, now).cloned();
         let mut links = self.links();
-        match owner {
-            Some(entry) => {
-                let current = links.get(id);
-                let linked = current.is_some_and(|link| {
-                    link.node == entry.node
-                        && link.generation.is_some()
-                        && link.generation == session.generation()
-                });
-                let refused = current.is_some_and(|link| {
-                    link.generation.is_none() && link.node == entry.node && link.seq == entry.seq
-                });
-                if linked {
-                    if let Some(link) = links.get_mut(id) {
-                        link.seq = entry.seq;
-                    }
-                } else if !refused {
-                    let generation = link::attach(self, session, &entry);
+        let Some(entry) = owner else {
+            if let Some(LinkState {
+                generation: Some(generation),
+                ..
+            }) = links.remove(id)
+            {
+                session.detach(generation);
+            }
+            return;
+        };
+        let same_connection =
+            |link: &LinkState| link.node == entry.node && link.owner_generation == entry.generation;
+        let current = links.get(id);
+        let linked = current.is_some_and(|link| {
+            same_connection(link)
+                && link.generation.is_some()
+                && link.generation == session.generation()
+        });
+        let refused = current.is_some_and(|link| {
+            same_connection(link)
+                && link
+                    .refused_at
+                    .is_some_and(|at| now.duration_since(at) < REFUSED_BACKOFF)
+        });
+        if !linked && !refused {
+            // A new connection of the page (on any node): linked anew, and the calls waiting
+            // here are sent again on it with their ids.
+            match link::attach(self, session, &entry) {
+                Some(generation) => {
                     links.insert(
                         id.to_owned(),
                         LinkState {
                             node: entry.node.clone(),
-                            seq: entry.seq,
+                            owner_generation: entry.generation,
                             generation: Some(generation),
+                            refused_at: None,
                         },
                     );
                 }
-                drop(links);
-                if entry.tools_listed && session.page_tools()[..] != entry.tools[..] {
-                    session.set_tools(entry.tools);
+                None => {
+                    links.remove(id);
                 }
             }
-            None => {
-                if let Some(LinkState {
-                    generation: Some(generation),
-                    ..
-                }) = links.remove(id)
-                {
-                    session.detach(generation);
-                }
-            }
+        }
+        drop(links);
+        if entry.tools_listed && session.page_tools()[..] != entry.tools[..] {
+            session.set_tools(entry.tools);
         }
     }
 
@@ -369,33 +397,82 @@ impl Cluster {
         }
     }
 
-    /// NATS said nobody serves this session's frames (no responders): the link is down until the
-    /// directory says where the page is now.
-    pub(crate) fn link_lost(&self, id: &str) {
-        let generation = self
+    /// A frame sent on link `reply.link` reached no node holding the page (NATS's "no
+    /// responders", or the node no longer holds it): the request it carried ends "not connected"
+    /// at once (it never reached the page), and the link is down until the directory says where
+    /// the page is. Replies about an older link change nothing (its requests went again since).
+    pub(crate) fn not_served(&self, reply: &wire::Reply) {
+        let Some(session) = self.sessions.get(&reply.session) else {
+            return;
+        };
+        let mut links = self.links();
+        let Some(link) = links
+            .get_mut(&reply.session)
+            .filter(|link| link.generation == Some(reply.link))
+        else {
+            return;
+        };
+        link.generation = None;
+        link.refused_at = Some(Instant::now());
+        drop(links);
+        tracing::info!(session = %reply.session, "the page's node does not serve it now");
+        if let Some(request) = &reply.request {
+            session.not_delivered(request);
+        }
+        session.detach(reply.link);
+        self.reconcile(&session);
+    }
+
+    /// Links refused a while ago are tried again (the directory may still name the same node).
+    fn retry_refused_links(&self) {
+        let now = Instant::now();
+        let due: Vec<String> = self
             .links()
-            .get_mut(id)
-            .and_then(|link| link.generation.take());
-        if let (Some(generation), Some(session)) = (generation, self.sessions.get(id)) {
-            tracing::info!(session = %id, "no cluster node serves this page now");
-            session.detach(generation);
+            .iter()
+            .filter(|(_, link)| {
+                link.refused_at
+                    .is_some_and(|at| now.duration_since(at) >= REFUSED_BACKOFF)
+            })
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in due {
+            if let Some(session) = self.sessions.get(&id) {
+                self.reconcile(&session);
+            }
         }
     }
 
     /// A node went silent: the links to it are down (their calls wait the reconnect grace for the
-    /// page to show up on another node).
+    /// page to show up on another node, where the directory may already say it is).
     fn node_gone(&self, node: &str) {
-        let lost: Vec<(String, u64)> = self
-            .links()
-            .iter_mut()
-            .filter(|(_, link)| link.node == node)
-            .filter_map(|(id, link)| Some((id.clone(), link.generation.take()?)))
-            .collect();
-        for (id, generation) in lost {
-            if let Some(session) = self.sessions.get(&id) {
-                session.detach(generation);
-            }
+        for session in self.drop_links(|link| link.node == node) {
+            self.reconcile(&session);
         }
+    }
+
+    /// Drops the links `which` picks (their sessions detached); returns those sessions.
+    fn drop_links(&self, which: impl Fn(&LinkState) -> bool) -> Vec<Arc<PageSession>> {
+        let dropped: Vec<(String, Option<u64>)> = {
+            let mut links = self.links();
+            let ids: Vec<String> = links
+                .iter()
+                .filter(|(_, link)| which(link))
+                .map(|(id, _)| id.clone())
+                .collect();
+            ids.into_iter()
+                .filter_map(|id| links.remove(&id).map(|link| (id, link.generation)))
+                .collect()
+        };
+        dropped
+            .into_iter()
+            .filter_map(|(id, generation)| {
+                let session = self.sessions.get(&id)?;
+                if let Some(generation) = generation {
+                    session.detach(generation);
+                }
+                Some(session)
+            })
+            .collect()
     }
 
     /// Link records of sessions the table forgot (expired) go too.
@@ -406,6 +483,10 @@ impl Cluster {
     /// A session of this node, or — when another node's page has it — a linked one made for it.
     pub(crate) fn session(&self, id: &str) -> Option<Arc<PageSession>> {
         if let Some(session) = self.sessions.get(id) {
+            if session.via().is_none() {
+                // Not connected here: maybe it is elsewhere now.
+                self.reconcile(&session);
+            }
             return Some(session);
         }
         if !self.directory().knows(id) {
@@ -465,9 +546,11 @@ impl Cluster {
         infos
     }
 
-    /// A page's connect, cluster-wide: a session connected to another node is asked whether its
-    /// page still answers there (then this is another tab: a new session); otherwise this node
-    /// takes it over, and a session the cluster knew is resumed.
+    /// A page's connect, cluster-wide. Unless the page's session is on a socket here, the node
+    /// holding it (if any) is asked whether its page still answers there: then this is another
+    /// tab (a new session); otherwise this node takes the session over. A page that presents its
+    /// secret is always told `resumed`: it keeps its call ledger, so whatever node resends its
+    /// calls, none runs twice (a session nobody had is new anyway, and resuming costs it nothing).
     pub(crate) async fn claim(&self, params: &ConnectParams) -> Result<Claimed, Refused> {
         let Some(id) = params
             .resume_secret
@@ -476,12 +559,11 @@ impl Cluster {
         else {
             return self.sessions.claim(params, false).await;
         };
-        let here = self.sessions.get(&id);
-        let on_socket_here = here.as_ref().is_some_and(|s| s.via() == Some(Via::Socket));
-        let elsewhere = !on_socket_here
-            && (self.directory().owner(&id, Instant::now()).is_some()
-                || here.as_ref().is_some_and(|s| s.is_connected()));
-        if elsewhere {
+        let on_socket_here = self
+            .sessions
+            .get(&id)
+            .is_some_and(|s| s.via() == Some(Via::Socket));
+        if !on_socket_here {
             let wait = self.config.limits.takeover_probe + Duration::from_secs(1);
             let asked = self
                 .client
@@ -493,13 +575,14 @@ impl Cluster {
                 }
             }
         }
-        let known = here.is_some() || self.directory().knows(&id);
-        self.sessions.claim(params, known).await
+        self.sessions.claim(params, true).await
     }
 
     /// Starts serving a page whose socket this node just accepted (see [`owner`]).
     pub(crate) fn serve(self: &Arc<Self>, session: Arc<PageSession>, generation: u64) {
-        tokio::spawn(owner::serve(self.clone(), session, generation));
+        // Subscribed now, not in the task: a disconnect before it runs is not missed.
+        let changes = session.subscribe();
+        tokio::spawn(owner::serve(self.clone(), session, generation, changes));
     }
 }
 

@@ -1,72 +1,81 @@
 //! The node holding a page's socket serves its session to the cluster while the socket lasts:
-//! it announces the session (connected, tools) and takes the frames other nodes send the page,
-//! and the claims of a new connection of the same page on another node.
+//! it announces the session (connected, tools), takes the frames other nodes send the page, and
+//! answers the claims of a new connection of the same page on another node.
 
 use std::sync::Arc;
 
 use client_tools_core::protocol::{code, encode_error, RequestId, RpcError};
 use futures_util::StreamExt;
+use tokio::sync::{watch, Semaphore};
 
-use super::wire;
+use super::wire::{self, Reply};
 use super::Cluster;
-use crate::session::{PageSession, Via};
+use crate::session::{PageSession, RelayRefused, Via};
 use crate::sessions::CLOSE_REPLACED;
 
+/// Claims of one session waiting for its probe at once; more are answered "live" at once (the
+/// page keeps its session; the newcomer gets a new one).
+const CLAIMS_WAITING: usize = 4;
+
 /// Serves `session` (connected to this node's socket as `generation`) until that connection ends.
-pub(super) async fn serve(cluster: Arc<Cluster>, session: Arc<PageSession>, generation: u64) {
+/// `changes` was subscribed when the socket attached, so no change since is missed.
+pub(super) async fn serve(
+    cluster: Arc<Cluster>,
+    session: Arc<PageSession>,
+    generation: u64,
+    mut changes: watch::Receiver<u64>,
+) {
     let id = session.id().to_owned();
-    let subscribe = |subject: String| {
-        let client = cluster.client.clone();
-        async move {
-            client
-                .queue_subscribe(subject, wire::OWNER_GROUP.to_owned())
-                .await
-        }
-    };
-    let (mut frames, mut claims) = match (
-        subscribe(wire::page_frames(&id)).await,
-        subscribe(wire::page_claim(&id)).await,
-    ) {
+    let frames = cluster
+        .client
+        .subscribe(wire::serve_frames(&cluster.node, &id))
+        .await;
+    let claims = cluster
+        .client
+        .queue_subscribe(wire::page_claim(&id), wire::OWNER_GROUP.to_owned())
+        .await;
+    let (mut frames, mut claims) = match (frames, claims) {
         (Ok(frames), Ok(claims)) => (frames, claims),
         (Err(error), _) | (_, Err(error)) => {
             tracing::error!(session = %id, %error, "cannot serve this page to the cluster");
             return;
         }
     };
-    let mut changes = session.subscribe();
-    cluster.announce(&session);
-    let mut announced = session.page_tools();
-    loop {
-        tokio::select! {
-            Some(message) = frames.next() => relay(&cluster, &session, message),
-            Some(message) = claims.next() => {
-                let probe = cluster.config.limits.takeover_probe;
-                let publisher = cluster.publisher.clone();
-                let session = session.clone();
-                tokio::spawn(async move {
-                    let Some(reply) = message.reply else { return };
-                    let live = session.via() == Some(Via::Socket) && session.is_answering(probe).await;
-                    if !live {
-                        session.close_connection(
-                            CLOSE_REPLACED,
-                            "replaced by a newer connection of the same page session",
-                        );
-                    }
-                    let answer = if live { wire::CLAIM_LIVE } else { wire::CLAIM_RELEASED };
-                    publisher.send(wire::Outbound::frame(reply.to_string(), answer.to_owned()));
-                });
-            }
-            changed = changes.changed() => {
-                if changed.is_err()
-                    || session.generation() != Some(generation)
-                    || session.via() != Some(Via::Socket)
-                {
-                    break;
+    let serving = |session: &PageSession| {
+        session.generation() == Some(generation) && session.via() == Some(Via::Socket)
+    };
+    if serving(&session) {
+        cluster.announce(&session);
+        let mut announced = session.page_tools();
+        let waiting = Arc::new(Semaphore::new(CLAIMS_WAITING));
+        let probing = Arc::new(tokio::sync::Mutex::new(()));
+        loop {
+            tokio::select! {
+                Some(message) = frames.next() => relay(&cluster, &session, message).await,
+                Some(message) = claims.next() => {
+                    let Some(reply) = message.reply else { continue };
+                    let Ok(permit) = waiting.clone().try_acquire_owned() else {
+                        let answer = wire::Outbound::frame(reply.to_string(), wire::CLAIM_LIVE.to_owned());
+                        cluster.publisher.send(answer);
+                        continue;
+                    };
+                    let (cluster, session, probing) = (cluster.clone(), session.clone(), probing.clone());
+                    tokio::spawn(async move {
+                        let _permit = permit;
+                        let _one_at_a_time = probing.lock().await;
+                        let answer = answer_claim(&cluster, &session).await;
+                        cluster.publisher.send(wire::Outbound::frame(reply.to_string(), answer.to_owned()));
+                    });
                 }
-                let tools = session.page_tools();
-                if !Arc::ptr_eq(&tools, &announced) {
-                    announced = tools;
-                    cluster.announce(&session);
+                changed = changes.changed() => {
+                    if changed.is_err() || !serving(&session) {
+                        break;
+                    }
+                    let tools = session.page_tools();
+                    if !Arc::ptr_eq(&tools, &announced) {
+                        announced = tools;
+                        cluster.announce(&session);
+                    }
                 }
             }
         }
@@ -78,38 +87,59 @@ pub(super) async fn serve(cluster: Arc<Cluster>, session: Arc<PageSession>, gene
     }
 }
 
-/// A frame another node sends the page. Only from a live node with this node's access settings,
-/// for this session; a request that cannot be delivered is answered with the reason at once.
-fn relay(cluster: &Cluster, session: &PageSession, message: async_nats::Message) {
-    let Some(reply) = message.reply.as_deref() else {
+/// Whether the page's connection here still answers: if not, it is closed and the session is
+/// released to the node that asked.
+async fn answer_claim(cluster: &Cluster, session: &PageSession) -> &'static str {
+    let probed = session.generation();
+    let live = session.via() == Some(Via::Socket)
+        && session
+            .is_answering(cluster.config.limits.takeover_probe)
+            .await;
+    if live {
+        return wire::CLAIM_LIVE;
+    }
+    if let Some(generation) = probed {
+        session.close_generation(
+            generation,
+            CLOSE_REPLACED,
+            "replaced by a newer connection of the same page session",
+        );
+    }
+    wire::CLAIM_RELEASED
+}
+
+/// A frame another node sends the page: only from a node with this node's access settings, for
+/// this session. One that cannot be delivered because the socket is not here is answered "not
+/// served" (its sender looks for the page again); one the page's limits refuse, with the reason.
+async fn relay(cluster: &Cluster, session: &PageSession, message: async_nats::Message) {
+    let Some(reply) = message.reply.as_deref().and_then(Reply::parse) else {
         return;
     };
-    let from = reply
-        .strip_prefix("clienttools.node.")
-        .and_then(|rest| rest.split('.').next())
-        .unwrap_or_default();
-    if reply != wire::node_inbox(from, session.id())
-        || !cluster
-            .directory()
-            .is_alive(from, std::time::Instant::now())
-    {
-        tracing::warn!(session = %session.id(), %reply, "frame from an unknown or untrusted node ignored");
+    if reply.session != session.id() || !cluster.directory().trusted(&reply.node) {
+        tracing::warn!(session = %session.id(), node = %reply.node, "frame from an unknown or untrusted node ignored");
         return;
     }
-    let request_id = message
-        .headers
-        .as_ref()
-        .and_then(|headers| headers.get(wire::REQUEST_ID))
-        .map(|id| id.as_str().to_owned());
     let Ok(frame) = String::from_utf8(message.payload.to_vec()) else {
         return;
     };
-    if let Err(reason) = session.relay_to_page(frame, request_id.clone(), reply) {
-        if let Some(id) = request_id {
-            let answer = error_frame(&id, &reason);
-            cluster
-                .publisher
-                .send(wire::Outbound::frame(reply.to_owned(), answer));
+    let subject = reply.subject();
+    match session.relay_to_page(frame, reply.request.clone(), &subject) {
+        Ok(()) => {}
+        Err(RelayRefused::NotHere) => {
+            let mut headers = async_nats::HeaderMap::new();
+            headers.insert(wire::NOT_SERVED, "1");
+            let _ = cluster
+                .client
+                .publish_with_headers(subject, headers, bytes::Bytes::new())
+                .await;
+        }
+        Err(RelayRefused::Refused(reason)) => {
+            if let Some(id) = &reply.request {
+                let answer = error_frame(id, &reason);
+                cluster
+                    .publisher
+                    .send(wire::Outbound::frame(subject, answer));
+            }
         }
     }
 }

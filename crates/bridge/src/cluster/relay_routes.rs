@@ -6,35 +6,41 @@
 use std::collections::{HashMap, VecDeque};
 
 pub(crate) struct RelayRoutes {
-    by_id: HashMap<String, String>,
-    /// Ids in the order they came, for forgetting the oldest (may hold ids already answered).
-    order: VecDeque<String>,
+    /// Request id → (reply subject, when it was inserted).
+    by_id: HashMap<String, (String, u64)>,
+    /// Ids in the order they came, with their insertion: an entry whose insertion is not the one
+    /// in `by_id` was answered (or inserted again) since, and is skipped.
+    order: VecDeque<(String, u64)>,
+    inserted: u64,
     limit: usize,
 }
 
 impl RelayRoutes {
-    /// Routes kept per request a session may have waiting on one node: every node may have as
-    /// many waiting as this one does.
+    /// Routes kept per call a session may have waiting on one node: room for the calls of four
+    /// nodes at their limit (more nodes share it; the oldest routes go first).
     pub(crate) const PER_PENDING: usize = 4;
 
     pub(crate) fn new(limit: usize) -> Self {
         Self {
             by_id: HashMap::new(),
             order: VecDeque::new(),
+            inserted: 0,
             limit: limit.max(1),
         }
     }
 
     pub(crate) fn insert(&mut self, id: String, reply: String) {
         while self.by_id.len() >= self.limit || self.order.len() >= 2 * self.limit {
-            let Some(oldest) = self.order.pop_front() else {
+            let Some((oldest, when)) = self.order.pop_front() else {
                 break;
             };
-            self.by_id.remove(&oldest);
+            if self.by_id.get(&oldest).is_some_and(|(_, at)| *at == when) {
+                self.by_id.remove(&oldest);
+            }
         }
-        if self.by_id.insert(id.clone(), reply).is_none() {
-            self.order.push_back(id);
-        }
+        self.inserted += 1;
+        self.by_id.insert(id.clone(), (reply, self.inserted));
+        self.order.push_back((id, self.inserted));
     }
 
     /// The route of an answered request (forgotten).
@@ -42,12 +48,12 @@ impl RelayRoutes {
         if self.by_id.is_empty() {
             return None;
         }
-        self.by_id.remove(id)
+        self.by_id.remove(id).map(|(reply, _)| reply)
     }
 
     /// The route of a request still running (its progress).
     pub(crate) fn get(&self, id: &str) -> Option<String> {
-        self.by_id.get(id).cloned()
+        self.by_id.get(id).map(|(reply, _)| reply.clone())
     }
 
     /// The page's connection ended: its answers will come on another one, where the callers
@@ -76,7 +82,18 @@ mod tests {
         assert_eq!(routes.take("b"), None);
         assert_eq!(routes.take("c").as_deref(), Some("node-3"));
         assert_eq!(routes.take("d").as_deref(), Some("node-3"));
+        // Sent again after being answered: the newer route stands when the older one is evicted.
         routes.insert("e".into(), "node-1".into());
+        assert!(routes.take("e").is_some());
+        routes.insert("e".into(), "node-2".into());
+        routes.insert("f".into(), "node-1".into());
+        routes.insert("g".into(), "node-1".into());
+        assert_eq!(
+            routes.get("e"),
+            None,
+            "e is the oldest of e, f, g: evicted for g"
+        );
+        routes.insert("e".into(), "node-2".into());
         routes.clear();
         assert_eq!(routes.take("e"), None);
     }

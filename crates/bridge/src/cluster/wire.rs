@@ -3,10 +3,10 @@
 //!
 //! | subject | what |
 //! |---|---|
-//! | `clienttools.page.<session>.frames` | frames for a page, to the node holding its socket (reply: the sender's inbox) |
-//! | `clienttools.page.<session>.claim` | "may this page's new connection take the session over?" (request-reply) |
-//! | `clienttools.node.<node>.page.<session>` | a node's inbox: the page's answers and progress |
-//! | `clienttools.directory` | a node's page session changed ([`Entry`]) |
+//! | `clienttools.node.<node>.serve.<session>` | frames for a page, to the node holding its socket (reply: the sender's [`Reply`] subject) |
+//! | `clienttools.node.<node>.reply.<session>.<link>[.<request>]` | a node's inbox: the page's answer to `<request>`, its progress; NATS's "no responders" |
+//! | `clienttools.page.<session>.claim` | "may this page's new connection take the session over?" (request-reply, queue group `owner`) |
+//! | `clienttools.directory` | a node's page session changed, or is announced again ([`Entry`]) |
 //! | `clienttools.heartbeat` | a node is alive, and with which access settings ([`Heartbeat`]) |
 //! | `clienttools.hello` | a node (re)joined: every node publishes its sessions again |
 
@@ -18,34 +18,93 @@ use tokio::sync::mpsc;
 pub(crate) const DIRECTORY: &str = "clienttools.directory";
 pub(crate) const HEARTBEAT: &str = "clienttools.heartbeat";
 pub(crate) const HELLO: &str = "clienttools.hello";
-/// The queue group of the subjects a page's node serves: one node answers, even in a race.
+/// The queue group of the claim subject: one node answers, even in a race.
 pub(crate) const OWNER_GROUP: &str = "owner";
-/// The header naming the request a relayed frame carries (its answer goes back to the sender).
-pub(crate) const REQUEST_ID: &str = "Clienttools-Request-Id";
+/// A header on a message to a [`Reply`] subject: the frame was not delivered (the node does not
+/// hold the page's socket), as NATS's "no responders" says when no node serves the subject.
+pub(crate) const NOT_SERVED: &str = "Clienttools-Not-Served";
 /// Answers to a claim.
 pub(crate) const CLAIM_LIVE: &str = "live";
 pub(crate) const CLAIM_RELEASED: &str = "released";
 
-pub(crate) fn page_frames(session: &str) -> String {
-    format!("clienttools.page.{session}.frames")
+/// Where `node` takes frames for the page of `session` (while it holds its socket).
+pub(crate) fn serve_frames(node: &str, session: &str) -> String {
+    format!("clienttools.node.{node}.serve.{session}")
 }
 
 pub(crate) fn page_claim(session: &str) -> String {
     format!("clienttools.page.{session}.claim")
 }
 
-pub(crate) fn node_inbox(node: &str, session: &str) -> String {
-    format!("clienttools.node.{node}.page.{session}")
+/// Everything `node` is answered on.
+pub(crate) fn node_replies(node: &str) -> String {
+    format!("clienttools.node.{node}.reply.>")
 }
 
-pub(crate) fn node_inboxes(node: &str) -> String {
-    format!("clienttools.node.{node}.page.*")
+/// Where a relayed frame's answer goes: the sending node, its session, the link (connection
+/// generation) it was sent on, and — for a request — the request's id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Reply {
+    pub node: String,
+    pub session: String,
+    pub link: u64,
+    pub request: Option<String>,
 }
 
-/// The session id at the end of a node inbox subject, if it is one the bridge could have made.
-pub(crate) fn session_of_inbox(subject: &str) -> Option<&str> {
-    let session = subject.rsplit('.').next()?;
-    is_session_id(session).then_some(session)
+impl Reply {
+    pub(crate) fn subject(&self) -> String {
+        let base = format!(
+            "clienttools.node.{}.reply.{}.{}",
+            self.node, self.session, self.link
+        );
+        match &self.request {
+            Some(request) => format!("{base}.{request}"),
+            None => base,
+        }
+    }
+
+    /// A reply subject the bridge could have made; anything else is `None`.
+    pub(crate) fn parse(subject: &str) -> Option<Reply> {
+        let mut parts = subject.split('.');
+        let (
+            Some("clienttools"),
+            Some("node"),
+            Some(node),
+            Some("reply"),
+            Some(session),
+            Some(link),
+        ) = (
+            parts.next(),
+            parts.next(),
+            parts.next(),
+            parts.next(),
+            parts.next(),
+            parts.next(),
+        )
+        else {
+            return None;
+        };
+        let request = parts.next();
+        if parts.next().is_some()
+            || !is_node_id(node)
+            || !is_session_id(session)
+            || request.is_some_and(|id| !is_request_id(id))
+        {
+            return None;
+        }
+        Some(Reply {
+            node: node.to_owned(),
+            session: session.to_owned(),
+            link: link.parse().ok()?,
+            request: request.map(str::to_owned),
+        })
+    }
+}
+
+/// A request id the bridge makes (`<instance>-<n>`, `<instance>-ping`: crate::session), fit to be
+/// a subject token.
+pub(crate) fn is_request_id(id: &str) -> bool {
+    (3..=64).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
 }
 
 /// Session ids are 32 lowercase hex digits (crate::sessions); node ids 16. Anything else read
@@ -71,6 +130,8 @@ pub(crate) struct Entry {
     /// Increases with every entry the node publishes: a later one replaces an earlier one.
     pub seq: u64,
     pub connected: bool,
+    /// The page's connection on that node (a new connection of the same page is a new link).
+    pub generation: u64,
     pub connected_at_ms: Option<u64>,
     /// The page answered `tools/list` (its handshake is done).
     pub tools_listed: bool,
@@ -149,18 +210,31 @@ mod tests {
 
     #[test]
     fn only_ids_the_bridge_makes_become_subjects() {
-        let id = "0123456789abcdef0123456789abcdef";
-        assert_eq!(
-            session_of_inbox(&node_inbox("0123456789abcdef", id)),
-            Some(id)
-        );
-        for hostile in ["*", ">", "a.b", "0123456789ABCDEF0123456789ABCDEF", ""] {
-            assert!(!is_session_id(hostile), "{hostile}");
-            assert_eq!(
-                session_of_inbox(&format!("clienttools.node.x.page.{hostile}")),
-                None
-            );
+        let session = "0123456789abcdef0123456789abcdef";
+        let reply = Reply {
+            node: "0123456789abcdef".into(),
+            session: session.into(),
+            link: 7,
+            request: Some("0a1b2c3d4e5f-12".into()),
+        };
+        assert_eq!(Reply::parse(&reply.subject()), Some(reply.clone()));
+        let notification = Reply {
+            request: None,
+            ..reply
+        };
+        assert_eq!(Reply::parse(&notification.subject()), Some(notification));
+        for hostile in [
+            "clienttools.node.0123456789abcdef.reply.*.1",
+            "clienttools.node.0123456789abcdef.reply.0123456789ABCDEF0123456789ABCDEF.1",
+            "clienttools.node.x.reply.0123456789abcdef0123456789abcdef.1",
+            "clienttools.node.0123456789abcdef.reply.0123456789abcdef0123456789abcdef.x",
+            "clienttools.node.0123456789abcdef.reply.0123456789abcdef0123456789abcdef.1.a_b",
+            "clienttools.node.0123456789abcdef.reply.0123456789abcdef0123456789abcdef.1.a.b",
+            "clienttools.node.0123456789abcdef.serve.0123456789abcdef0123456789abcdef.1",
+        ] {
+            assert_eq!(Reply::parse(hostile), None, "{hostile}");
         }
         assert!(is_node_id("0123456789abcdef") && !is_node_id("0123456789abcde*"));
+        assert!(!is_request_id(&"a".repeat(65)) && is_request_id("0a1b2c3d4e5f-ping"));
     }
 }
