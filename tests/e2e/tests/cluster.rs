@@ -260,6 +260,57 @@ async fn the_pages_node_dies_mid_call() {
     );
 }
 
+/// The page reloads while a call from node 3 runs: it reconnects to the same node, as a new
+/// connection, and node 3 sends the call again there; the page says it was interrupted (its
+/// ledger survives the reload), once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_reloads_on_its_node_mid_call() {
+    let cluster = Cluster::start("faults.html").await;
+    let session = cluster.session.clone();
+    let waiting = {
+        let (url, session) = (cluster.nodes[2].base_url.clone(), session.clone());
+        tokio::spawn(async move {
+            let response = reqwest::Client::new()
+                .post(format!("{url}/api/sessions/{session}/call"))
+                .bearer_auth(AGENT_TOKEN)
+                .json(
+                    &json!({"name": "work", "arguments": {"key": "r", "waitMs": 5_000},
+                    "timeoutMs": 20_000}),
+                )
+                .send()
+                .await
+                .expect("node 3 answers");
+            response.json::<CallToolResult>().await.expect("one result")
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while runs(&cluster.nodes[2], &session, "r").await == 0 {
+        assert!(Instant::now() < deadline, "the call never started");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let reloading = call(&cluster.nodes[2], &session, "reload", json!({"delayMs": 0})).await;
+    assert!(!reloading.is_error, "{}", reloading.text());
+    let started = Instant::now();
+    let result = waiting.await.unwrap();
+    assert!(
+        result.is_error && result.text().contains("was reloaded while call"),
+        "{}",
+        result.text()
+    );
+    // Well before the call's own deadline: it was sent again on the page's new connection.
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(cluster.wait_for_page_on(2, Some(0)).await, session);
+    assert_eq!(
+        runs(&cluster.nodes[2], &session, "r").await,
+        1,
+        "the handler ran once"
+    );
+}
+
 /// Deadlines, progress and refusals are the page's and the caller's node's, whatever node is
 /// between them: through node 3's MCP endpoint (the official Python SDK client).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
