@@ -436,27 +436,34 @@ fn cluster(out: &mut String, cluster: &Value, cores: &Value) {
     };
     let _ = writeln!(
         out,
-        "## Bridge cluster — 3 nodes on NATS, simulated pages
-"
+        "## Bridge cluster — 3 nodes on NATS, simulated pages\n"
     );
     let _ = writeln!(
         out,
-        "`client-tools-load --nodes 3` starts a NATS server and three bridge nodes joined to it          (`--nats`), spreads N simulated pages evenly over the nodes, checks that every node lists          all N, then: one call at a time to node 1's pages through node 1 (*local*) and through          node 2 (*across*: the hop through NATS and back), and {} calls in flight, every call          made through a node other than its page's. NATS, the three nodes and the load tool share          the {cores} cores: calls/s is a floor.\n",
+        "`client-tools-load --nodes 3` starts a NATS server and three bridge nodes joined to it \
+         (`--nats`), spreads N simulated pages evenly over the nodes, checks that every node lists \
+         all N, then: one call at a time to node 1's pages through node 1 (*local*) and through \
+         node 2 (*across*: the hop through NATS and back), and {} calls in flight, every call \
+         made through a node other than its page's. NATS, the three nodes and the load tool share \
+         the {cores} cores: calls/s is a floor.\n",
         cluster["settings"]["concurrency"]
     );
-    let _ = writeln!(out, "| Pages (3 nodes) | Memory per idle session (all nodes) | Local p50 / p99 | Across p50 / p99 | Hop p50 | Calls/s across | p50 / p99 under load | CPU per call: nodes / NATS | Errors |");
+    let _ = writeln!(out, "| Pages (3 nodes) | Memory per idle session (all nodes) | Local p50 / p99 | Across p50 / p99 | Hop p50 / p99 | Calls/s across | p50 / p99 under load | CPU per call: nodes / NATS | Errors |");
     let _ = writeln!(out, "|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for run in runs {
-        let hop = num(&run["cross_p50_us"]) - num(&run["local_p50_us"]);
+        let hop =
+            |at: &str| num(&run[format!("cross_{at}_us")]) - num(&run[format!("local_{at}_us")]);
         let _ = writeln!(
             out,
-            "| {} | {} | {} / {} µs | {} / {} µs | {hop:+.0} µs | {:.0} | {} / {} µs | {} / {} µs | {} |",
+            "| {} | {} | {} / {} µs | {} / {} µs | {:+.0} / {:+.0} µs | {:.0} | {} / {} µs | {} / {} µs | {} |",
             run["sessions"],
             bytes(num(&run["bytes_per_idle_session"])),
             run["local_p50_us"],
             run["local_p99_us"],
             run["cross_p50_us"],
             run["cross_p99_us"],
+            hop("p50"),
+            hop("p99"),
             num(&run["calls_per_sec"]),
             run["p50_us"],
             run["p99_us"],

@@ -12,7 +12,9 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use client_tools_bridge::CallToolResult;
+use client_tools_core::connect::ConnectParams;
 use client_tools_e2e::cluster::{run_node, Failover, Nats, Node};
+use client_tools_e2e::raw_page::RawPage;
 use client_tools_e2e::{eventually, python_steps, Tab};
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -55,11 +57,6 @@ impl Cluster {
         // The balancer sends the page to node 1.
         cluster.session = cluster.wait_for_page_on(2, Some(0)).await;
         cluster
-    }
-
-    /// Waits until node `index` lists a connected page with tools; its session id.
-    async fn wait_for_page(&self, index: usize) -> String {
-        self.wait_for_page_on(index, None).await
     }
 
     /// Waits until node `index` lists a connected page with tools (held by node `on`, if given);
@@ -388,6 +385,60 @@ async fn nats_restarted_mid_run() {
     }
     // The call made while NATS was away never reached the page.
     assert_eq!(runs(&cluster.nodes[2], &session, "during").await, 0);
+}
+
+/// Session ownership across nodes, with bare WebSocket pages: the resume secret of a page live on
+/// node 1, presented on node 2 (a copied tab), gets a new session; once that page stops answering,
+/// the same secret on node 2 takes its session over (and node 1 closes the silent connection).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_is_owned_across_nodes() {
+    let nats = Nats::start(NATS_TOKEN).await;
+    let node_1 = Node::start(&nats, &NODE_ARGS).await;
+    let node_2 = Node::start(&nats, &NODE_ARGS).await;
+    let ws = |node: &Node| format!("ws://{}/ws", node.address);
+    let with_token = |resume_secret: Option<String>| ConnectParams {
+        token: Some(PAGE_TOKEN.into()),
+        resume_secret,
+    };
+    let tools = json!([{"name": "echo", "inputSchema": {"type": "object"}}]);
+    let mut original =
+        RawPage::connect_with_tools(&ws(&node_1), &with_token(None), tools.clone()).await;
+    let secret = original.session.resume_secret.clone();
+    // Node 2 must know the page is on node 1 before the copy arrives there.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !sessions(&node_2)
+        .await
+        .iter()
+        .any(|s| s["id"] == original.id() && s["connected"] == true)
+    {
+        assert!(Instant::now() < deadline, "node 2 never listed the page");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // The original answers node 1's probe (a ping) while the copy connects to node 2.
+    let copy = {
+        let (url, params) = (ws(&node_2), with_token(Some(secret.clone())));
+        tokio::spawn(async move { RawPage::connect(&url, &params).await.accepted() })
+    };
+    let ping = original
+        .next_method("ping")
+        .await
+        .expect("node 1 probes its page");
+    original.reply(&ping, json!({})).await;
+    let copy = copy.await.unwrap();
+    assert_ne!(copy.id(), original.id(), "a live page keeps its session");
+    assert!(!copy.session.resumed);
+    // Now the original stays silent: the next claim takes its session over.
+    let takeover = RawPage::connect(&ws(&node_2), &with_token(Some(secret)))
+        .await
+        .accepted();
+    assert_eq!(takeover.id(), original.id());
+    assert!(takeover.session.resumed);
+    let closed = original.closed_by_bridge().await;
+    assert_eq!(
+        closed.map(|(code, _)| code),
+        Some(4000),
+        "node 1 closed the silent connection"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

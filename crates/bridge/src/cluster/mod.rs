@@ -178,11 +178,13 @@ impl Cluster {
             }
         };
         let inbox = subscribe(wire::node_replies(&node)).await?;
+        let frames = subscribe(wire::node_frames(&node)).await?;
         let entries = subscribe(wire::DIRECTORY.to_owned()).await?;
         let heartbeats = subscribe(wire::HEARTBEAT.to_owned()).await?;
         let hellos = subscribe(wire::HELLO.to_owned()).await?;
         tokio::spawn(publish(cluster.client.clone(), outbound));
         tokio::spawn(link::receive(cluster.clone(), inbox));
+        tokio::spawn(owner::receive(cluster.clone(), frames));
         tokio::spawn(cluster.clone().watch(entries, heartbeats, hellos, events));
         cluster.say_hello();
         tracing::info!(node = %node, url = %options.url, "joined the cluster");
@@ -548,9 +550,12 @@ impl Cluster {
 
     /// A page's connect, cluster-wide. Unless the page's session is on a socket here, the node
     /// holding it (if any) is asked whether its page still answers there: then this is another
-    /// tab (a new session); otherwise this node takes the session over. A page that presents its
-    /// secret is always told `resumed`: it keeps its call ledger, so whatever node resends its
-    /// calls, none runs twice (a session nobody had is new anyway, and resuming costs it nothing).
+    /// tab (a new session); when that node releases it, or no node serves it (NATS's "no
+    /// responders"), this node takes the session over. When nobody can be asked (NATS is away, the
+    /// question times out) the newcomer gets a new session: ownership never lapses. A page that
+    /// presents its secret is always told `resumed`: it keeps its call ledger, so whatever node
+    /// resends its calls, none runs twice (a session nobody had is new anyway, and resuming costs
+    /// it nothing).
     pub(crate) async fn claim(&self, params: &ConnectParams) -> Result<Claimed, Refused> {
         let Some(id) = params
             .resume_secret
@@ -568,11 +573,14 @@ impl Cluster {
             let asked = self
                 .client
                 .request(wire::page_claim(&id), bytes::Bytes::new());
-            if let Ok(Ok(answer)) = tokio::time::timeout(wait, asked).await {
-                if answer.payload.as_ref() == wire::CLAIM_LIVE.as_bytes() {
-                    tracing::info!(session = %id, "resume claim on a session live on another node: new session");
-                    return self.sessions.claim(&ConnectParams::default(), false).await;
-                }
+            let take_over = match tokio::time::timeout(wait, asked).await {
+                Ok(Ok(answer)) => answer.payload.as_ref() == wire::CLAIM_RELEASED.as_bytes(),
+                Ok(Err(error)) => error.kind() == async_nats::RequestErrorKind::NoResponders,
+                Err(_) => false,
+            };
+            if !take_over {
+                tracing::info!(session = %id, "resume claim on a session live elsewhere, or nobody to ask: new session");
+                return self.sessions.claim(&ConnectParams::default(), false).await;
             }
         }
         self.sessions.claim(params, true).await

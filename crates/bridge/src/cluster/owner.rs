@@ -1,6 +1,7 @@
 //! The node holding a page's socket serves its session to the cluster while the socket lasts:
-//! it announces the session (connected, tools), takes the frames other nodes send the page, and
-//! answers the claims of a new connection of the same page on another node.
+//! it announces the session (connected, tools), takes the frames other nodes send the page (one
+//! subscription for all of this node's pages: [`receive`]), and answers the claims of a new
+//! connection of the same page on another node.
 
 use std::sync::Arc;
 
@@ -26,17 +27,13 @@ pub(super) async fn serve(
     mut changes: watch::Receiver<u64>,
 ) {
     let id = session.id().to_owned();
-    let frames = cluster
-        .client
-        .subscribe(wire::serve_frames(&cluster.node, &id))
-        .await;
     let claims = cluster
         .client
         .queue_subscribe(wire::page_claim(&id), wire::OWNER_GROUP.to_owned())
         .await;
-    let (mut frames, mut claims) = match (frames, claims) {
-        (Ok(frames), Ok(claims)) => (frames, claims),
-        (Err(error), _) | (_, Err(error)) => {
+    let mut claims = match claims {
+        Ok(claims) => claims,
+        Err(error) => {
             tracing::error!(session = %id, %error, "cannot serve this page to the cluster");
             return;
         }
@@ -51,7 +48,6 @@ pub(super) async fn serve(
         let probing = Arc::new(tokio::sync::Mutex::new(()));
         loop {
             tokio::select! {
-                Some(message) = frames.next() => relay(&cluster, &session, message).await,
                 Some(message) = claims.next() => {
                     let Some(reply) = message.reply else { continue };
                     let Ok(permit) = waiting.clone().try_acquire_owned() else {
@@ -80,7 +76,7 @@ pub(super) async fn serve(
             }
         }
     }
-    drop((frames, claims));
+    drop(claims);
     // Another connection of this page on this node has taken over: it announces itself.
     if session.via() != Some(Via::Socket) {
         cluster.announce(&session);
@@ -108,22 +104,37 @@ async fn answer_claim(cluster: &Cluster, session: &PageSession) -> &'static str 
     wire::CLAIM_RELEASED
 }
 
-/// A frame another node sends the page: only from a node with this node's access settings, for
-/// this session. One that cannot be delivered because the socket is not here is answered "not
-/// served" (its sender looks for the page again); one the page's limits refuse, with the reason.
-async fn relay(cluster: &Cluster, session: &PageSession, message: async_nats::Message) {
+/// The frames other nodes send this node's pages, in the order they come.
+pub(super) async fn receive(cluster: Arc<Cluster>, mut frames: async_nats::Subscriber) {
+    while let Some(message) = frames.next().await {
+        relay(&cluster, message).await;
+    }
+}
+
+/// A frame another node sends a page: only from a node with this node's access settings, for the
+/// session its subject names. One that cannot be delivered because the socket is not here is
+/// answered "not served" (its sender looks for the page again); one the page's limits refuse,
+/// with the reason.
+async fn relay(cluster: &Cluster, message: async_nats::Message) {
     let Some(reply) = message.reply.as_deref().and_then(Reply::parse) else {
         return;
     };
-    if reply.session != session.id() || !cluster.directory().trusted(&reply.node) {
-        tracing::warn!(session = %session.id(), node = %reply.node, "frame from an unknown or untrusted node ignored");
+    let Some(id) = wire::session_of_frames(&message.subject) else {
+        return;
+    };
+    if reply.session != id || !cluster.directory().trusted(&reply.node) {
+        tracing::warn!(session = %id, node = %reply.node, "frame from an unknown or untrusted node ignored");
         return;
     }
     let Ok(frame) = String::from_utf8(message.payload.to_vec()) else {
         return;
     };
     let subject = reply.subject();
-    match session.relay_to_page(frame, reply.request.clone(), &subject) {
+    let relayed = match cluster.sessions.get(id) {
+        Some(session) => session.relay_to_page(frame, reply.request.clone(), &subject),
+        None => Err(RelayRefused::NotHere),
+    };
+    match relayed {
         Ok(()) => {}
         Err(RelayRefused::NotHere) => {
             let mut headers = async_nats::HeaderMap::new();

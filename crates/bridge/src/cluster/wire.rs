@@ -32,6 +32,17 @@ pub(crate) fn serve_frames(node: &str, session: &str) -> String {
     format!("clienttools.node.{node}.serve.{session}")
 }
 
+/// Every frame for the pages of `node` (one subscription per node, not per page).
+pub(crate) fn node_frames(node: &str) -> String {
+    format!("clienttools.node.{node}.serve.*")
+}
+
+/// The session id at the end of a [`serve_frames`] subject, if the bridge could have made it.
+pub(crate) fn session_of_frames(subject: &str) -> Option<&str> {
+    let session = subject.rsplit('.').next()?;
+    is_session_id(session).then_some(session)
+}
+
 pub(crate) fn page_claim(session: &str) -> String {
     format!("clienttools.page.{session}.claim")
 }
@@ -235,6 +246,12 @@ mod tests {
             assert_eq!(Reply::parse(hostile), None, "{hostile}");
         }
         assert!(is_node_id("0123456789abcdef") && !is_node_id("0123456789abcde*"));
+        let frames = serve_frames("0123456789abcdef", session);
+        assert_eq!(session_of_frames(&frames), Some(session));
+        assert_eq!(
+            session_of_frames("clienttools.node.0123456789abcdef.serve.>"),
+            None
+        );
         assert!(!is_request_id(&"a".repeat(65)) && is_request_id("0a1b2c3d4e5f-ping"));
     }
 }
