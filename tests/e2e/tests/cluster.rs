@@ -37,12 +37,18 @@ struct Cluster {
 
 impl Cluster {
     async fn start(page: &str) -> Cluster {
+        Self::start_balancing(page, &[0, 1]).await
+    }
+
+    /// [`Self::start`] with the balancer in front of the nodes `balanced` (indexes).
+    async fn start_balancing(page: &str, balanced: &[usize]) -> Cluster {
         let nats = Nats::start(NATS_TOKEN).await;
         let mut nodes = Vec::new();
         for _ in 0..3 {
             nodes.push(Node::start(&nats, &NODE_ARGS).await);
         }
-        let balancer = Failover::start(vec![nodes[0].address, nodes[1].address]).await;
+        let backends = balanced.iter().map(|&index| nodes[index].address).collect();
+        let balancer = Failover::start(backends).await;
         let tab = Tab::open(&format!(
             "http://{}/{page}#token={PAGE_TOKEN}",
             balancer.address
@@ -254,6 +260,28 @@ async fn the_pages_node_dies_mid_call() {
     eprintln!(
         "node loss: the page was back on node 2 after {back_after:?}; the waiting call ended \
          after {ended_after:?}"
+    );
+}
+
+/// NATS's "no responders": node 1 dies and its page has nowhere else to go (the balancer knows
+/// node 1 only). Before node 3 notices node 1's silence, a call from node 3 goes to node 1's
+/// subject, nobody takes it, and it ends at once "not connected" — not after the 5 s reconnect
+/// grace ("disconnected before answering").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_no_node_takes_ends_at_once() {
+    let mut cluster = Cluster::start_balancing("faults.html", &[0]).await;
+    let session = cluster.session.clone();
+    assert_eq!(
+        run_of(&call(&cluster.nodes[2], &session, "work", json!({"key": "a"})).await),
+        1
+    );
+    cluster.nodes[0].kill().await;
+    let result = call(&cluster.nodes[2], &session, "work", json!({"key": "b"})).await;
+    assert!(
+        result.is_error && result.text().contains("is not connected"),
+        "{}\nnode 3:\n{}",
+        result.text(),
+        cluster.nodes[2].output()
     );
 }
 
