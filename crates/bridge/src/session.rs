@@ -629,6 +629,19 @@ impl PageSession {
         }
     }
 
+    /// Ends a link to another cluster node (its forwarding stops), as when the session is
+    /// forgotten here; a socket is left alone.
+    pub(crate) fn drop_link(&self) {
+        let state = self.lock();
+        if let Some(connection) = state
+            .connection
+            .as_ref()
+            .filter(|c| matches!(c.via, Via::Node(_)))
+        {
+            connection.kill.notify_one();
+        }
+    }
+
     /// Request `id` never reached the page (no cluster node holds its socket): it ends now,
     /// "not connected".
     pub(crate) fn not_delivered(&self, id: &str) {

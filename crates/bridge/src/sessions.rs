@@ -200,9 +200,23 @@ impl Sessions {
                 .filter(|(_, s)| s.pending_calls() == 0)
                 .filter_map(|(id, s)| Some((s.disconnected_for(now)?, id.clone())))
                 .max();
-            match longest_gone {
-                Some((_, gone)) => {
-                    table.by_id.remove(&gone);
+            // Else a session linked to another cluster node's page with no call waiting: it is
+            // made again when an agent needs it.
+            let linked = || {
+                table
+                    .by_id
+                    .iter()
+                    .filter(|(_, s)| s.pending_calls() == 0)
+                    .find(|(_, s)| matches!(s.via(), Some(Via::Node(_))))
+                    .map(|(id, _)| id.clone())
+            };
+            match longest_gone.map(|(_, gone)| gone).or_else(linked) {
+                Some(gone) => {
+                    if let Some(forgotten) = table.by_id.remove(&gone) {
+                        if matches!(forgotten.via(), Some(Via::Node(_))) {
+                            forgotten.drop_link();
+                        }
+                    }
                 }
                 None => return Err(Refused::TooManySessions(self.limits.max_sessions)),
             }
@@ -371,6 +385,34 @@ mod tests {
         assert!(sessions.get(&a.answer.session_id).is_none());
         assert!(sessions.get(&b.answer.session_id).is_some());
         assert!(sessions.get(&c.answer.session_id).is_some());
+    }
+
+    #[tokio::test]
+    async fn a_full_table_forgets_a_linked_session_before_refusing_a_page() {
+        let sessions = sessions(Limits {
+            max_sessions: 1,
+            ..Limits::default()
+        });
+        let linked = sessions.linked(&"a".repeat(32)).unwrap();
+        let (sender, _queue) = crate::outgoing::channel(8, 1 << 16);
+        let kill = Arc::new(tokio::sync::Notify::new());
+        let node = "b".repeat(16);
+        let at = std::time::SystemTime::now();
+        assert!(linked.attach_link(sender, kill.clone(), node, at).is_some());
+        let page = sessions
+            .claim(&ConnectParams::default(), false)
+            .await
+            .unwrap();
+        assert!(sessions.get(linked.id()).is_none());
+        assert!(sessions.get(&page.answer.session_id).is_some());
+        // The forgotten session's link was told to stop.
+        assert!(futures_util::FutureExt::now_or_never(kill.notified()).is_some());
+        // A page's own live session is never forgotten for another page.
+        let (sender, _queue) = crate::outgoing::channel(8, 1 << 16);
+        page.session
+            .attach(sender, Arc::new(tokio::sync::Notify::new()));
+        let refused = sessions.claim(&ConnectParams::default(), false).await;
+        assert!(matches!(refused, Err(Refused::TooManySessions(1))));
     }
 
     #[test]
