@@ -106,8 +106,32 @@ async fn sessions(node: &Node) -> Vec<Value> {
 
 /// A call through node `node`'s `/api` (an agent route, like `/mcp`).
 async fn call(node: &Node, session: &str, name: &str, arguments: Value) -> CallToolResult {
+    call_at(node.base_url.clone(), session.to_owned(), name, arguments).await
+}
+
+/// [`call`], running in the background.
+fn spawn_call(
+    node: &Node,
+    session: &str,
+    name: &'static str,
+    arguments: Value,
+) -> tokio::task::JoinHandle<CallToolResult> {
+    tokio::spawn(call_at(
+        node.base_url.clone(),
+        session.to_owned(),
+        name,
+        arguments,
+    ))
+}
+
+async fn call_at(
+    base_url: String,
+    session: String,
+    name: &str,
+    arguments: Value,
+) -> CallToolResult {
     let response = reqwest::Client::new()
-        .post(format!("{}/api/sessions/{session}/call", node.base_url))
+        .post(format!("{base_url}/api/sessions/{session}/call"))
         .bearer_auth(AGENT_TOKEN)
         .json(&json!({"name": name, "arguments": arguments, "timeoutMs": 20_000}))
         .send()
@@ -212,22 +236,8 @@ async fn the_pages_node_dies_mid_call() {
         run_of(&call(node_3, &session, "work", json!({"key": "before"})).await),
         1
     );
-    let waiting = {
-        let (url, session) = (node_3.base_url.clone(), session.clone());
-        tokio::spawn(async move {
-            let response = reqwest::Client::new()
-                .post(format!("{url}/api/sessions/{session}/call"))
-                .bearer_auth(AGENT_TOKEN)
-                .json(
-                    &json!({"name": "work", "arguments": {"key": "k", "waitMs": 3_000},
-                    "timeoutMs": 20_000}),
-                )
-                .send()
-                .await
-                .expect("node 3 answers");
-            response.json::<CallToolResult>().await.expect("one result")
-        })
-    };
+    let arguments = json!({"key": "k", "waitMs": 3_000});
+    let waiting = spawn_call(&cluster.nodes[2], &session, "work", arguments);
     let deadline = Instant::now() + Duration::from_secs(20);
     while runs(&cluster.nodes[2], &session, "k").await == 0 {
         assert!(Instant::now() < deadline, "the call never started");
@@ -292,22 +302,8 @@ async fn a_call_no_node_takes_ends_at_once() {
 async fn the_page_reloads_on_its_node_mid_call() {
     let cluster = Cluster::start("faults.html").await;
     let session = cluster.session.clone();
-    let waiting = {
-        let (url, session) = (cluster.nodes[2].base_url.clone(), session.clone());
-        tokio::spawn(async move {
-            let response = reqwest::Client::new()
-                .post(format!("{url}/api/sessions/{session}/call"))
-                .bearer_auth(AGENT_TOKEN)
-                .json(
-                    &json!({"name": "work", "arguments": {"key": "r", "waitMs": 5_000},
-                    "timeoutMs": 20_000}),
-                )
-                .send()
-                .await
-                .expect("node 3 answers");
-            response.json::<CallToolResult>().await.expect("one result")
-        })
-    };
+    let arguments = json!({"key": "r", "waitMs": 5_000});
+    let waiting = spawn_call(&cluster.nodes[2], &session, "work", arguments);
     let deadline = Instant::now() + Duration::from_secs(20);
     while runs(&cluster.nodes[2], &session, "r").await == 0 {
         assert!(Instant::now() < deadline, "the call never started");

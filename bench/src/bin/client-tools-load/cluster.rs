@@ -22,7 +22,7 @@ use crate::call_load::{self, CallLoad};
 use crate::fleet::Fleet;
 use crate::process_metrics::{cpu_time, rss_kb};
 use crate::stats::Latency;
-use crate::{fail, machine, round, verify_sessions, Cli, HANDSHAKE_TIMEOUT, OPEN_TIMEOUT, SETTLE};
+use crate::{fail, report, round, verify_sessions, Cli, HANDSHAKE_TIMEOUT, OPEN_TIMEOUT, SETTLE};
 
 /// One N's results on the cluster (the JSON `runs` entries with `--nodes`).
 #[derive(Debug, Serialize)]
@@ -94,35 +94,8 @@ pub async fn main(
             run.nats_cpu_us_per_call
         );
     }
-    if let Some(path) = &cli.json {
-        let report = json!({
-            "machine": machine(fd_limit),
-            "settings": {
-                "bridge_bin": cli.bridge_bin.file_name().map(|name| name.to_string_lossy()),
-                "nodes": cli.nodes,
-                "seconds": cli.seconds,
-                "concurrency": cli.concurrency,
-                "connect_parallel": cli.connect_parallel,
-                "payload_bytes": cli.payload_bytes,
-                "tokens": cli.token.is_some(),
-            },
-            "runs": runs,
-        });
-        let text = serde_json::to_string_pretty(&report).unwrap_or_default() + "\n";
-        if let Err(error) = std::fs::write(path, text) {
-            return fail(&format!("writing {}: {error}", path.display()));
-        }
-    }
-    if let Some(failure) = failure {
-        return fail(&failure);
-    }
-    let errors: u64 = runs.iter().map(|run| run.errors).sum();
-    if errors > 0 {
-        return fail(&format!(
-            "{errors} calls did not return the echo (see above)"
-        ));
-    }
-    ExitCode::SUCCESS
+    let errors = runs.iter().map(|run| run.errors).sum();
+    report(cli, fd_limit, json!(runs), errors, failure)
 }
 
 async fn measure(

@@ -163,12 +163,26 @@ async fn main() -> ExitCode {
     }
     print_table(&runs);
     eprintln!("wall time {:.1} s", started.elapsed().as_secs_f64());
+    let errors = runs.iter().map(|run| run.errors).sum();
+    report(&cli, fd_limit, json!(runs), errors, failure)
+}
+
+/// Writes the results (`--json`) and turns the outcome into the exit status: a failed run, or any
+/// call that did not return the echo, is a failure.
+pub(crate) fn report(
+    cli: &Cli,
+    fd_limit: Option<u64>,
+    runs: Value,
+    errors: u64,
+    failure: Option<String>,
+) -> ExitCode {
     if let Some(path) = &cli.json {
         let report = json!({
             "machine": machine(fd_limit),
             "settings": {
                 // Its file name only: the report is committed, the machine's paths are not.
                 "bridge_bin": cli.bridge_bin.file_name().map(|name| name.to_string_lossy()),
+                "nodes": cli.nodes,
                 "seconds": cli.seconds,
                 "concurrency": cli.concurrency,
                 "connect_parallel": cli.connect_parallel,
@@ -185,7 +199,6 @@ async fn main() -> ExitCode {
     if let Some(failure) = failure {
         return fail(&failure);
     }
-    let errors: u64 = runs.iter().map(|run| run.errors).sum();
     if errors > 0 {
         return fail(&format!(
             "{errors} calls did not return the echo (see above)"
