@@ -372,7 +372,20 @@ async fn nats_restarted_mid_run() {
             .is_error
     );
     cluster.nats.stop().await;
-    // Node 3 cannot reach the page: its calls end with an error result, none hangs.
+    // Node 3 notices (its link to the page goes down: listed as not connected)…
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while sessions(&cluster.nodes[2])
+        .await
+        .iter()
+        .any(|s| s["id"] == session.as_str() && s["connected"] == true)
+    {
+        assert!(
+            Instant::now() < deadline,
+            "node 3 never noticed NATS was gone"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // …and its calls end with an error result, none hangs.
     let failed = call(
         &cluster.nodes[2],
         &session,
