@@ -332,11 +332,22 @@ async fn the_page_reloads_on_its_node_mid_call() {
     );
 }
 
-/// Deadlines, progress and refusals are the page's and the caller's node's, whatever node is
-/// between them: through node 3's MCP endpoint (the official Python SDK client).
+/// `newest` names a page on another node; deadlines, progress and refusals are the page's and the
+/// caller's node's, whatever node is between them: through node 3's MCP endpoint (the official
+/// Python SDK client).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deadlines_and_progress_across_nodes() {
     let cluster = Cluster::start("faults.html").await;
+    // `newest` on node 3 is the page on node 1 (node 3 has no page of its own).
+    let newest = call(
+        &cluster.nodes[2],
+        "newest",
+        "work",
+        json!({"key": "newest"}),
+    )
+    .await;
+    assert_eq!(run_of(&newest), 1, "{}", newest.text());
+    assert_eq!(runs(&cluster.nodes[0], &cluster.session, "newest").await, 1);
     let url = format!(
         "{}/mcp?session={}",
         cluster.nodes[2].base_url, cluster.session

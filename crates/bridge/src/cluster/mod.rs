@@ -336,6 +336,7 @@ impl Cluster {
         let id = session.id();
         if session.via() == Some(Via::Socket) {
             self.links().remove(id);
+            self.settle_two_owners(session);
             return;
         }
         let now = Instant::now();
@@ -388,6 +389,31 @@ impl Cluster {
         drop(links);
         if entry.tools_listed && session.page_tools()[..] != entry.tools[..] {
             session.set_tools(entry.tools);
+        }
+    }
+
+    /// Two nodes holding a socket for one session (claims that raced): the older connection
+    /// gives way — closed as replaced; its page, if still there, reconnects and is told the
+    /// session is live elsewhere (a new session). Ties go to the node with the greater id.
+    fn settle_two_owners(&self, session: &PageSession) {
+        let Some(elsewhere) = self
+            .directory()
+            .owner(session.id(), Instant::now())
+            .cloned()
+        else {
+            return;
+        };
+        let (Some(generation), Some(here)) = (session.generation(), session.connected_at()) else {
+            return;
+        };
+        let here = (Some(unix_ms(here)), self.node.as_str());
+        if here < (elsewhere.connected_at_ms, elsewhere.node.as_str()) {
+            tracing::warn!(session = %session.id(), node = %elsewhere.node, "this page session is connected to another node too: the older connection, here, is closed");
+            session.close_generation(
+                generation,
+                sessions::CLOSE_REPLACED,
+                "replaced by a newer connection of the same page session on another node",
+            );
         }
     }
 
