@@ -294,9 +294,14 @@ impl Sessions {
 
 /// 256 random bits, hex.
 fn new_secret() -> String {
-    let mut bytes = [0u8; 32];
-    getrandom::fill(&mut bytes).expect("the operating system's random source");
-    hex(&bytes)
+    random_hex(32)
+}
+
+/// `bytes` random bytes from the operating system, hex (session secrets, cluster node ids).
+pub(crate) fn random_hex(bytes: usize) -> String {
+    let mut buffer = vec![0u8; bytes];
+    getrandom::fill(&mut buffer).expect("the operating system's random source");
+    hex(&buffer)
 }
 
 /// The session id a resume secret owns, if it is one the bridge could have issued.
@@ -317,7 +322,7 @@ fn session_id_of(secret: &str) -> String {
     hex(&hasher.finalize()[..16])
 }
 
-fn hex(bytes: &[u8]) -> String {
+pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::UNIX_EPOCH;
 
-use client_tools_core::protocol::{self, code, Message as Rpc, RequestId, RpcError};
+use client_tools_core::protocol::{code, RequestId, RpcError};
 use futures_util::StreamExt;
 use serde::Deserialize;
 use tokio::sync::Notify;
@@ -14,7 +14,7 @@ use tokio::sync::Notify;
 use super::wire::{self, Entry, Reply};
 use super::Cluster;
 use crate::outgoing::{self, Outgoing, OutgoingReceiver};
-use crate::page_answer;
+use crate::routes::page::deliver_answer;
 use crate::session::PageSession;
 
 /// Bytes a relayed frame's subjects may take beyond the frame, within NATS's limit.
@@ -139,31 +139,11 @@ pub(super) async fn receive(cluster: Arc<Cluster>, mut inbox: async_nats::Subscr
         let Some(session) = cluster.sessions.get(&reply.session) else {
             continue;
         };
+        // The page's answer or progress, relayed, goes to the request it belongs to; anything
+        // else is ignored (only requests this node sent are waiting).
         if let Ok(text) = std::str::from_utf8(&message.payload) {
-            answer(&session, text);
+            let _ = deliver_answer(&session, text);
         }
-    }
-}
-
-/// The page's answer or progress, relayed: to the waiting request it belongs to (anything else
-/// is ignored — only requests this node sent are waiting).
-fn answer(session: &PageSession, text: &str) {
-    if let Some((id, result)) = page_answer::read(text) {
-        return session.resolve(&id, Ok(result));
-    }
-    match protocol::decode(text) {
-        Ok(Rpc::Response { id, result }) => {
-            let result = result.map(|value| {
-                serde_json::value::to_raw_value(&value).expect("a JSON value always prints")
-            });
-            session.resolve(&id, result);
-        }
-        Ok(Rpc::Notification { method, params }) if method == protocol::method::PROGRESS => {
-            if let Ok(progress) = serde_json::from_value(params) {
-                session.progress(progress);
-            }
-        }
-        _ => {}
     }
 }
 

@@ -16,7 +16,7 @@ mod owner;
 mod relay_routes;
 mod wire;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -110,7 +110,7 @@ impl Cluster {
         config: &BridgeConfig,
         sessions: Arc<Sessions>,
     ) -> Result<Arc<Cluster>, String> {
-        let node = random_hex(8);
+        let node = sessions::random_hex(8);
         let (events_tx, events) = mpsc::channel(64);
         let mut connect = async_nats::ConnectOptions::new()
             .name(format!("client-tools-bridge {node}"))
@@ -554,9 +554,10 @@ impl Cluster {
                 info
             })
             .collect();
+        let here: HashSet<String> = infos.iter().map(|info| info.id.clone()).collect();
         let entries = self.directory().entries(Instant::now());
         for entry in entries {
-            if infos.iter().any(|info| info.id == entry.session) {
+            if here.contains(&entry.session) {
                 continue;
             }
             infos.push(SessionInfo {
@@ -662,22 +663,12 @@ fn policy_of(config: &BridgeConfig) -> String {
         }
         hash.update(b"\x01");
     }
-    hex(&hash.finalize()[..16])
+    sessions::hex(&hash.finalize()[..16])
 }
 
 fn unix_ms(time: SystemTime) -> u64 {
     time.duration_since(SystemTime::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)
-}
-
-fn random_hex(bytes: usize) -> String {
-    let mut buffer = vec![0u8; bytes];
-    getrandom::fill(&mut buffer).expect("the operating system's random source");
-    hex(&buffer)
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]

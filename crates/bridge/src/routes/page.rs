@@ -353,31 +353,22 @@ pub(crate) fn handle_frame(
     refresh: &Notify,
     text: &str,
 ) {
-    if let Some((id, result)) = page_answer::read(text) {
-        return session.resolve(&id, Ok(result));
-    }
-    match protocol::decode(text) {
-        Err(error) => {
+    let message = match deliver_answer(session, text) {
+        None => return,
+        Some(Err(error)) => {
             if let Some(answer) = error.to_frame() {
                 send_reply(reply, answer);
             }
+            return;
         }
-        Ok(Rpc::Response { id, result }) => {
-            let result = result.map(|value| {
-                serde_json::value::to_raw_value(&value).expect("a JSON value always prints")
-            });
-            session.resolve(&id, result)
-        }
-        Ok(Rpc::Notification { method, .. }) if method == method::TOOLS_LIST_CHANGED => {
+        Some(Ok(message)) => message,
+    };
+    match message {
+        Rpc::Notification { method, .. } if method == method::TOOLS_LIST_CHANGED => {
             refresh.notify_one();
         }
-        Ok(Rpc::Notification { method, params }) if method == method::PROGRESS => {
-            if let Ok(progress) = serde_json::from_value(params) {
-                session.progress(progress);
-            }
-        }
-        Ok(Rpc::Notification { .. }) => {}
-        Ok(Rpc::Request { id, method, .. }) => {
+        Rpc::Response { .. } | Rpc::Notification { .. } => {}
+        Rpc::Request { id, method, .. } => {
             let frame = if method == method::PING {
                 encode_result(&id, &json!({}))
             } else {
@@ -389,6 +380,35 @@ pub(crate) fn handle_frame(
             };
             send_reply(reply, frame);
         }
+    }
+}
+
+/// Hands the page's answers and progress reports to the requests they belong to (on a page's own
+/// socket, and relayed from another cluster node: crate::cluster). Anything else comes back
+/// decoded (or why it could not be) for the caller; `None` when it was delivered.
+pub(crate) fn deliver_answer(
+    session: &PageSession,
+    text: &str,
+) -> Option<Result<Rpc, protocol::DecodeError>> {
+    if let Some((id, result)) = page_answer::read(text) {
+        session.resolve(&id, Ok(result));
+        return None;
+    }
+    match protocol::decode(text) {
+        Ok(Rpc::Response { id, result }) => {
+            let result = result.map(|value| {
+                serde_json::value::to_raw_value(&value).expect("a JSON value always prints")
+            });
+            session.resolve(&id, result);
+            None
+        }
+        Ok(Rpc::Notification { method, params }) if method == method::PROGRESS => {
+            if let Ok(progress) = serde_json::from_value(params) {
+                session.progress(progress);
+            }
+            None
+        }
+        other => Some(other),
     }
 }
 
