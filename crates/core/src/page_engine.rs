@@ -397,6 +397,11 @@ impl<H> PageEngine<H> {
         self.calls.len()
     }
 
+    /// Whether `call` has not ended yet.
+    pub fn is_live(&self, call: CallHandle) -> bool {
+        self.position(call).is_some()
+    }
+
     /// The page calls a tool itself (`invoke`, the browser's agent): the same pipeline as an
     /// agent's call; it ends with [`Output::Settled`].
     pub fn begin_page_call(
