@@ -1,9 +1,10 @@
 //! The `ClientTools` class (SPEC §4): the whole JavaScript API, each method a thin wrapper that
-//! converts arguments and delegates to the core or to [`crate::call_runner`].
+//! converts arguments and hands them to the page engine ([`crate::page`]).
 
 use client_tools_core::WarningCode;
 use std::rc::Rc;
 
+use client_tools_core::page_engine::{Caller, EngineConfig, PageEngine};
 use client_tools_core::protocol::{CallToolParams, CallToolResult};
 use client_tools_core::registry::ToolKind;
 use client_tools_core::CoreError;
@@ -11,14 +12,13 @@ use serde::Serialize;
 use serde_json::Value;
 use wasm_bindgen::prelude::*;
 
-use crate::call_runner::{self, Caller, IncomingCall};
 use crate::events::EVENT_TYPES;
 use crate::options::Options;
 use crate::page::Page;
 use crate::transport::{self, custom, websocket};
 use crate::typescript::*;
-use crate::webmcp::forms::FormTools;
-use crate::{declaration, errors, js, session};
+use crate::webmcp::state::FormTools;
+use crate::{declaration, driver, errors, js, session};
 
 /// Client tools of one page: define them, connect to the agent runtime, watch the calls.
 /// (Cloning in Rust shares the same page state.)
@@ -54,8 +54,13 @@ impl ClientTools {
         } else {
             (None, Vec::new())
         };
+        let config = EngineConfig {
+            allow: options.allow.clone(),
+            offer_allow_for_session: options.allow_for_session,
+        };
+        let engine = PageEngine::new(config, options.default_timeout_ms, interrupted);
         let tools = ClientTools {
-            page: Page::new(options, resume_secret, interrupted),
+            page: Page::new(options, engine, resume_secret, driver::perform),
         };
         if tools.page.options.endpoint.is_some() {
             remember_running_calls_on_unload(&tools.page);
@@ -79,11 +84,11 @@ impl ClientTools {
     #[wasm_bindgen(js_name = defineFunction)]
     pub fn define_function(&self, declaration: FunctionDeclarationArg) -> Result<String, JsValue> {
         let (declaration, handler) = declaration::parse(&declaration).map_err(errors::to_js)?;
-        let defined =
-            self.page
-                .registry
-                .borrow_mut()
-                .define(declaration, ToolKind::Function, handler);
+        let defined = self.page.engine.borrow_mut().registry_mut().define(
+            declaration,
+            ToolKind::Function,
+            handler,
+        );
         let (name, warnings) = defined.map_err(errors::to_js)?;
         self.page.report(&warnings);
         self.page.tools_changed();
@@ -105,8 +110,9 @@ impl ClientTools {
         };
         let registered = self
             .page
-            .registry
+            .engine
             .borrow_mut()
+            .registry_mut()
             .register_handler(&name, handler);
         let (normalized, warnings) = registered.map_err(errors::to_js)?;
         self.page.report(&warnings);
@@ -116,7 +122,12 @@ impl ClientTools {
 
     /// Removes a tool (by normalized or original name); `false` when there was none.
     pub fn unregister(&self, name: &str) -> bool {
-        let removed = self.page.registry.borrow_mut().unregister(name);
+        let removed = self
+            .page
+            .engine
+            .borrow_mut()
+            .registry_mut()
+            .unregister(name);
         if removed {
             self.page.tools_changed();
         }
@@ -127,8 +138,9 @@ impl ClientTools {
     pub fn list(&self) -> ListedTools {
         let listed: Vec<ListedTool> = self
             .page
-            .registry
+            .engine
             .borrow()
+            .registry()
             .tools()
             .map(|tool| ListedTool {
                 name: tool.name.clone(),
@@ -219,10 +231,10 @@ impl ClientTools {
         let page = self.page.clone();
         let name = name.to_owned();
         wasm_bindgen_futures::future_to_promise(async move {
-            if page.registry.borrow().get(&name).is_none() {
+            if page.engine.borrow().registry().get(&name).is_none() {
                 return Err(errors::to_js(CoreError::UnknownTool(name)));
             }
-            let (arguments, text) = call_runner::arguments_from_js(&input).map_err(|why| {
+            let (arguments, text) = js::arguments_from_js(&input).map_err(|why| {
                 errors::to_js(CoreError::InvalidOptions(format!(
                     "input of '{name}' is not JSON: {why}"
                 )))
@@ -232,9 +244,7 @@ impl ClientTools {
                 arguments,
                 meta: None,
             };
-            let call = IncomingCall::new(params, text.as_deref());
-            let call_id = page.next_local_call_id();
-            let result = call_runner::run_call(page, call_id, call, Caller::Page).await;
+            let result = page.call(params, text, Caller::Page, |_| {}).await;
             // Stopped without a result (its form withdrawn, say): still exactly one outcome.
             let result = result.unwrap_or_else(|| CallToolResult::error("the call was cancelled"));
             Ok(js::to_plain(&result))
@@ -266,7 +276,7 @@ fn remember_running_calls_on_unload(page: &Rc<Page>) {
     let weak = Rc::downgrade(page);
     let listener = Closure::<dyn Fn()>::new(move || {
         if let Some(page) = weak.upgrade() {
-            session::store_running_calls(&page.ledger.borrow().running_ids());
+            session::store_running_calls(&page.engine.borrow().running_agent_calls());
         }
     });
     let _ = window.add_event_listener_with_callback("pagehide", listener.as_ref().unchecked_ref());

@@ -37,9 +37,9 @@ export function jsonText(value) {
   return strictStringify(value);
 }
 const controllers = new WeakMap();
-export function handlerContext(callId, toolName, originalName, report) {
+export function handlerContext(callId, call, toolName, originalName, report) {
   const controller = new AbortController();
-  const reportProgress = (progress, total, message) => report(callId, progress, total, message);
+  const reportProgress = (progress, total, message) => report(call, progress, total, message);
   const ctx = { signal: controller.signal, callId, toolName, originalName, reportProgress };
   controllers.set(ctx, controller);
   return ctx;
@@ -56,11 +56,12 @@ export function dispatchToolEvent(type, detail) {
 "#)]
 extern "C" {
     /// A handler's `ctx` built in one call into JavaScript (its `AbortController`, the literal and
-    /// `reportProgress` bound to the call id: each made from Rust would be a crossing of its own).
-    /// It cannot throw: every browser that runs this module has `AbortController`.
+    /// `reportProgress` bound to the call's handle: each made from Rust would be a crossing of its
+    /// own). It cannot throw: every browser that runs this module has `AbortController`.
     #[wasm_bindgen(js_name = handlerContext)]
     pub fn handler_context(
         call_id: &str,
+        call: f64,
         tool_name: &str,
         original_name: &str,
         report_progress: &js_sys::Function,
@@ -238,11 +239,57 @@ pub fn window() -> Option<web_sys::Window> {
     WINDOW.with(Clone::clone)
 }
 
-/// The monotonic page clock, for the core's call state machine.
-pub struct PageClock;
+/// What calling page code gave back.
+pub enum Called {
+    Returned(JsValue),
+    /// It threw (the message).
+    Threw(String),
+    /// It returned a thenable: [`settle`] it.
+    Promise(js_sys::Promise),
+}
 
-impl client_tools_core::call::Clock for PageClock {
-    fn now_ms(&self) -> f64 {
-        now_ms()
+/// Calls page code (a handler, a `confirm` callback) with no borrow held by the caller.
+pub fn call_function(function: &js_sys::Function, args: &js_sys::Array) -> Called {
+    match function.apply(&JsValue::UNDEFINED, args) {
+        Err(thrown) => Called::Threw(error_message(&thrown)),
+        Ok(value) if is_thenable(&value) => Called::Promise(js_sys::Promise::resolve(&value)),
+        Ok(value) => Called::Returned(value),
     }
+}
+
+/// A promise's value, or its rejection's message.
+pub async fn settle(promise: js_sys::Promise) -> Result<JsValue, String> {
+    wasm_bindgen_futures::JsFuture::from(promise)
+        .await
+        .map_err(|thrown| error_message(&thrown))
+}
+
+/// [`call_function`], awaited.
+pub async fn call_and_settle(
+    function: &js_sys::Function,
+    args: &js_sys::Array,
+) -> Result<JsValue, String> {
+    match call_function(function, args) {
+        Called::Returned(value) => Ok(value),
+        Called::Threw(message) => Err(message),
+        Called::Promise(promise) => settle(promise).await,
+    }
+}
+
+fn is_thenable(value: &JsValue) -> bool {
+    value.is_instance_of::<js_sys::Promise>()
+        || (value.is_object() && get(value, "then").is_function())
+}
+
+/// Reads `arguments` given by page code (`invoke`, the browser's agent) as JSON, kept with their
+/// text; `undefined` means no arguments.
+pub fn arguments_from_js(
+    input: &JsValue,
+) -> Result<(Option<serde_json::Value>, Option<String>), String> {
+    if input.is_undefined() {
+        return Ok((None, None));
+    }
+    let text = to_json_text(input)?;
+    let value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+    Ok((Some(value), Some(text)))
 }

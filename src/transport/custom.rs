@@ -7,7 +7,8 @@ use std::rc::Rc;
 
 use client_tools_core::CoreError;
 
-use crate::mcp_server;
+use client_tools_core::page_engine::Input;
+
 use crate::page::{ConnectionState, Page};
 use crate::transport::websocket;
 
@@ -25,13 +26,13 @@ pub fn attach(page: &Rc<Page>, send: js_sys::Function) {
     page.set_state(ConnectionState::Connected);
 }
 
-/// Hands one frame from the runtime to the page's MCP server.
+/// Hands one frame from the runtime to the page engine.
 pub fn receive(page: &Rc<Page>, frame: &str) -> Result<(), CoreError> {
     if page.link.borrow().custom.is_none() {
         return Err(CoreError::NotConnected(
             "receiveFrame needs a transport: call attachTransport(send) first".into(),
         ));
     }
-    mcp_server::handle_frame(page, frame);
+    page.feed(Input::Frame(frame));
     Ok(())
 }

@@ -4,7 +4,7 @@
 //! URL. The page's first frame is `clienttools/connect` (`client_tools_core::connect`) with the page
 //! token and, when resuming, the resume secret; the runtime answers with the session (or refuses
 //! and closes), and only then does MCP start. One task owns the socket after that: it reads frames
-//! (handing them to [`crate::mcp_server`]) and writes what the page queued with [`Page::send`]. When
+//! (handing them to the page engine) and writes what the page queued with [`Page::transmit`]. When
 //! the socket drops without `disconnect()`, it reconnects and resumes the session with capped
 //! exponential backoff and jitter; frames produced meanwhile wait in the page's bounded backlog.
 
@@ -20,7 +20,8 @@ use gloo_net::websocket::{futures::WebSocket, Message, State};
 use gloo_timers::future::TimeoutFuture;
 use serde_json::Value;
 
-use crate::mcp_server;
+use client_tools_core::page_engine::Input;
+
 use crate::page::{ConnectionState, Page};
 
 /// First reconnect delay; doubled after each failure up to [`MAX_BACKOFF_MS`].
@@ -268,7 +269,7 @@ async fn supervise(page: Rc<Page>, first: WebSocket, endpoint: String) {
 
 /// Retries (resuming the session) with capped exponential backoff and jitter, also while the
 /// runtime refuses; `None` when `disconnect()` stops it.
-async fn reconnect(page: &Page, endpoint: &str) -> Option<WebSocket> {
+async fn reconnect(page: &Rc<Page>, endpoint: &str) -> Option<WebSocket> {
     let mut attempt = 0i32;
     let mut last_refusal = None;
     loop {
@@ -321,8 +322,8 @@ async fn pump(
             _ = close => Event::Close,
         };
         match event {
-            Event::Incoming(Some(Ok(Message::Text(text)))) => mcp_server::handle_frame(page, &text),
-            Event::Incoming(Some(Ok(Message::Bytes(_)))) => page.send(encode_error(
+            Event::Incoming(Some(Ok(Message::Text(text)))) => page.feed(Input::Frame(&text)),
+            Event::Incoming(Some(Ok(Message::Bytes(_)))) => page.transmit(encode_error(
                 None,
                 &RpcError::new(
                     code::INVALID_REQUEST,

@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::protocol::{meta, CallToolParams, CallToolResult};
 use crate::limits::MAX_TIMEOUT_MS;
+use crate::protocol::{meta, CallToolParams, CallToolResult};
 use crate::registry::{is_allowed, RegisteredTool, ToolKind};
 use crate::validate::CompiledSchema;
 

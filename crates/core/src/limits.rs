@@ -38,14 +38,7 @@ pub const RESULT_STORE_LIMIT: usize = 1_000;
 /// and the bridge for that first frame.
 pub const CONNECT_TIMEOUT_MS: u64 = 10_000;
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_runtime_outwaits_the_page() {
-        assert!(ANSWER_SLACK_MS > HANDLER_GRACE_MS);
-        assert!(HUMAN_WAIT_TICK_MS < ANSWER_SLACK_MS);
-        assert!(DEFAULT_TIMEOUT_MS <= MAX_TIMEOUT_MS);
-    }
-}
+// The runtime outwaits the page, and a person's wait reports in time: checked when compiling.
+const _: () = assert!(ANSWER_SLACK_MS > HANDLER_GRACE_MS);
+const _: () = assert!(HUMAN_WAIT_TICK_MS < ANSWER_SLACK_MS);
+const _: () = assert!(DEFAULT_TIMEOUT_MS <= MAX_TIMEOUT_MS);

@@ -54,7 +54,8 @@ pub enum Input<'a> {
         call: CallHandle,
         outcome: HandlerOutcome,
     },
-    /// The person (or the page's `confirm` callback) decided; `Err` says why no decision came.
+    /// The person (or the page's `confirm` callback) decided; `Err` says why no decision came
+    /// (also for a result form that could not be shown).
     Decided {
         call: CallHandle,
         decision: Result<ConfirmDecision, String>,
@@ -238,7 +239,9 @@ impl Waiting {
             Waiting::ResultForm => CallToolResult::error(format!(
                 "no result from the user within {HUMAN_WAIT_MAX_MS} ms"
             )),
-            Waiting::FormSubmit => outcome::handler_failed("the user did not submit the form in time"),
+            Waiting::FormSubmit => {
+                outcome::handler_failed("the user did not submit the form in time")
+            }
         }
     }
 }
@@ -526,9 +529,10 @@ impl<H> PageEngine<H> {
             return;
         };
         let call_id = cancelled.request_id.to_string();
-        let found = self.calls.iter().find(|call| {
-            matches!(call.reply, Reply::Frame(_)) && call.call_id == call_id
-        });
+        let found = self
+            .calls
+            .iter()
+            .find(|call| matches!(call.reply, Reply::Frame(_)) && call.call_id == call_id);
         if let Some(handle) = found.map(|call| call.handle) {
             let reason = cancelled
                 .reason
@@ -538,7 +542,10 @@ impl<H> PageEngine<H> {
     }
 
     fn reply_error(&mut self, id: &RequestId, code: i64, message: String) {
-        self.send(encode_error(Some(id), &RpcError::new(code, message)), Kind::Other);
+        self.send(
+            encode_error(Some(id), &RpcError::new(code, message)),
+            Kind::Other,
+        );
     }
 
     /// A `tools/call` from the runtime: at most once per call id (SPEC §5).
@@ -566,7 +573,15 @@ impl<H> PageEngine<H> {
             Arrival::Run => {
                 let handle = self.new_handle();
                 let reply = Reply::Frame(id);
-                self.begin(now, handle, call_id, reply, Caller::Agent, params, arguments);
+                self.begin(
+                    now,
+                    handle,
+                    call_id,
+                    reply,
+                    Caller::Agent,
+                    params,
+                    arguments,
+                );
             }
         }
     }
@@ -756,15 +771,14 @@ impl<H> PageEngine<H> {
         let Some(at) = self.position(handle) else {
             return;
         };
-        if !matches!(self.calls[at].phase, Phase::Confirming { .. }) {
-            return;
-        }
-        let decision = match decision {
-            Ok(decision) => decision,
-            Err(why) => {
+        let decision = match (&self.calls[at].phase, decision) {
+            (Phase::Confirming { .. }, Ok(decision)) => decision,
+            // The person could not be asked (no dialog could be shown, the callback failed).
+            (Phase::Confirming { .. } | Phase::ResultForm { .. }, Err(why)) => {
                 let result = CallToolResult::error(why);
                 return self.end(now, handle, Ending::Result(result), None);
             }
+            _ => return,
         };
         let call = &mut self.calls[at];
         let placeholder = Phase::WaitingForHandler { until: now };
@@ -881,7 +895,13 @@ impl<H> PageEngine<H> {
         let base = call.progress_base;
         let call_id = call.call_id.clone();
         let token = call.progress_token.clone();
-        self.send_progress(&call_id, token, progress + base, total.map(|t| t + base), message);
+        self.send_progress(
+            &call_id,
+            token,
+            progress + base,
+            total.map(|t| t + base),
+            message,
+        );
     }
 
     fn send_progress(

@@ -16,9 +16,9 @@ use client_tools_core::page_engine::{
 use client_tools_core::protocol::{self, code, CallToolParams, Message};
 use client_tools_core::registry::{Declaration, ToolKind};
 use client_tools_core::time::Millis;
-use serde_json::json;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
+use serde_json::json;
 
 mod mutation;
 use mutation::{apply, edit};
@@ -229,23 +229,51 @@ fn check_engine(ops: &[Op]) -> Result<(), TestCaseError> {
                     let decision = match how {
                         0 => Ok(ConfirmDecision::Approve),
                         1 => Ok(ConfirmDecision::Reject { reason: None }),
-                        2 => Ok(ConfirmDecision::Modify { input: json!({"n": 2}) }),
-                        3 => Ok(ConfirmDecision::Modify { input: json!({"n": "x"}) }),
+                        2 => Ok(ConfirmDecision::Modify {
+                            input: json!({"n": 2}),
+                        }),
+                        3 => Ok(ConfirmDecision::Modify {
+                            input: json!({"n": "x"}),
+                        }),
                         _ => Err("the dialog was closed".into()),
                     };
-                    engine.handle(now, Input::Decided { call, decision, allow_for_session: *how == 0 });
-                    engine.handle(now, Input::ResultGiven { call, value: (*how < 2).then(|| json!({})) });
+                    engine.handle(
+                        now,
+                        Input::Decided {
+                            call,
+                            decision,
+                            allow_for_session: *how == 0,
+                        },
+                    );
+                    engine.handle(
+                        now,
+                        Input::ResultGiven {
+                            call,
+                            value: (*how < 2).then(|| json!({})),
+                        },
+                    );
                 }
             }
             Op::Progress(n) => {
                 if let Some(&call) = pick(&seen.running, *n) {
-                    let input = Input::Progress { call, progress: 1.0, total: None, message: None };
+                    let input = Input::Progress {
+                        call,
+                        progress: 1.0,
+                        total: None,
+                        message: None,
+                    };
                     engine.handle(now, input);
                 }
             }
             Op::Withdraw(n) => {
                 if let Some(&call) = pick(&seen.running, *n) {
-                    engine.handle(now, Input::Withdraw { call, reason: "reset".into() });
+                    engine.handle(
+                        now,
+                        Input::Withdraw {
+                            call,
+                            reason: "reset".into(),
+                        },
+                    );
                 }
             }
             Op::PageCall(tool) => {
@@ -300,7 +328,12 @@ fn wake(engine: &mut PageEngine<u8>, now: Millis) -> Result<(), TestCaseError> {
     if engine.poll_timeout().is_some_and(|at| at <= now) {
         engine.handle(now, Input::Timeout);
         let next = engine.poll_timeout();
-        prop_assert!(next.is_none_or(|at| at > now), "woken at {:?} for {:?}", now, next);
+        prop_assert!(
+            next.is_none_or(|at| at > now),
+            "woken at {:?} for {:?}",
+            now,
+            next
+        );
     }
     Ok(())
 }
@@ -334,7 +367,11 @@ fn drain(engine: &mut PageEngine<u8>, session: u32, seen: &mut Seen) -> Result<(
             }
             Output::Settled { call, .. } => {
                 prop_assert!(seen.page_calls.contains(&call));
-                prop_assert!(seen.settled.insert(call), "page call {:?} settled twice", call);
+                prop_assert!(
+                    seen.settled.insert(call),
+                    "page call {:?} settled twice",
+                    call
+                );
             }
             Output::Send(frame) => {
                 prop_assert!(protocol::check_outgoing(&frame).is_ok());
