@@ -4,17 +4,17 @@
 use client_tools_core::WarningCode;
 use std::rc::Rc;
 
+use client_tools_core::connection::Connection;
+use client_tools_core::page_api;
 use client_tools_core::page_engine::{Caller, EngineConfig, PageEngine};
 use client_tools_core::protocol::{CallToolParams, CallToolResult};
 use client_tools_core::registry::ToolKind;
 use client_tools_core::CoreError;
-use serde::Serialize;
-use serde_json::Value;
 use wasm_bindgen::prelude::*;
 
 use crate::events::EVENT_TYPES;
 use crate::options::Options;
-use crate::page::Page;
+use crate::page::{Drivers, Page};
 use crate::transport::{self, custom, websocket};
 use crate::typescript::*;
 use crate::webmcp::state::FormTools;
@@ -26,20 +26,6 @@ use crate::{declaration, driver, errors, js, session};
 #[derive(Clone)]
 pub struct ClientTools {
     page: Rc<Page>,
-}
-
-/// One entry of `list()`.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct ListedTool {
-    name: String,
-    original_name: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    description: Option<String>,
-    input_schema: Value,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    output_schema: Option<Value>,
-    kind: &'static str,
 }
 
 #[wasm_bindgen]
@@ -59,8 +45,16 @@ impl ClientTools {
             offer_allow_for_session: options.allow_for_session,
         };
         let engine = PageEngine::new(config, options.default_timeout_ms, interrupted);
+        let connection = options.endpoint.clone().map(|endpoint| {
+            let seed = (js_sys::Math::random() * u64::MAX as f64) as u64;
+            Connection::new(endpoint, options.token.clone(), resume_secret, seed)
+        });
+        let drivers = Drivers {
+            perform: driver::perform,
+            connection: websocket::feed,
+        };
         let tools = ClientTools {
-            page: Page::new(options, engine, resume_secret, driver::perform),
+            page: Page::new(options, engine, connection, drivers),
         };
         if tools.page.options.endpoint.is_some() {
             remember_running_calls_on_unload(&tools.page);
@@ -136,21 +130,7 @@ impl ClientTools {
 
     /// Every tool with its names, schemas and kind.
     pub fn list(&self) -> ListedTools {
-        let listed: Vec<ListedTool> = self
-            .page
-            .engine
-            .borrow()
-            .registry()
-            .tools()
-            .map(|tool| ListedTool {
-                name: tool.name.clone(),
-                original_name: tool.original_name.clone(),
-                description: tool.description.clone(),
-                input_schema: tool.input_schema(),
-                output_schema: tool.output_schema(),
-                kind: tool.kind.as_str(),
-            })
-            .collect();
+        let listed = page_api::listing(self.page.engine.borrow().registry());
         js::to_plain(&listed).unchecked_into()
     }
 

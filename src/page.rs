@@ -11,49 +11,40 @@ use std::cell::{Cell, RefCell};
 use std::rc::{Rc, Weak};
 
 use client_tools_core::connect::ConnectResult;
+use client_tools_core::connection::{ConnInput, Connection, ConnectionState};
 use client_tools_core::page_engine::{
     CallHandle, Caller, HandlerOutcome, Input, Output, PageEngine,
 };
 use client_tools_core::protocol::{CallToolParams, CallToolResult};
 use client_tools_core::registry::Warning;
 use client_tools_core::time::Millis;
-use client_tools_core::WarningCode;
-use futures::channel::{mpsc, oneshot};
+use client_tools_core::{CoreError, WarningCode};
+use futures::channel::oneshot;
 use wasm_bindgen::prelude::*;
 
 use crate::events::EventHub;
 use crate::options::Options;
 use crate::webmcp::state::{BrowserAgent, FormTools};
 
-/// Connection states reported by `connectionchange` (SPEC §4).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ConnectionState {
-    Disconnected,
-    Connecting,
-    Connected,
-    Reconnecting,
-}
-
-impl ConnectionState {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ConnectionState::Disconnected => "disconnected",
-            ConnectionState::Connecting => "connecting",
-            ConnectionState::Connected => "connected",
-            ConnectionState::Reconnecting => "reconnecting",
-        }
-    }
-}
-
 /// The page's link to the runtime: where frames go, and whether the page wants to stay connected.
 #[derive(Default)]
 pub struct Link {
-    pub outgoing: Option<mpsc::UnboundedSender<String>>,
-    pub close: Option<oneshot::Sender<()>>,
+    /// The WebSocket of the connection engine's current attempt.
+    pub socket: Option<Socket>,
+    /// The runtime answered the socket's first frame: frames may go straight to it.
+    pub live: bool,
+    /// `connect()` calls waiting for the connection engine's outcome.
+    pub connecting: Vec<oneshot::Sender<Result<(), CoreError>>>,
     /// A page-supplied `send(frame)` (`attachTransport`), used instead of the WebSocket.
     pub custom: Option<js_sys::Function>,
     /// Frames produced while the socket was down, sent after the reconnect (bounded).
     pub backlog: Vec<String>,
+}
+
+/// A WebSocket with the handlers that feed its events back (removed before it is dropped).
+pub struct Socket {
+    pub socket: web_sys::WebSocket,
+    pub _handlers: [Closure<dyn FnMut(JsValue)>; 3],
 }
 
 /// How many frames are kept while disconnected; older ones are dropped first.
@@ -84,8 +75,14 @@ pub fn take<T>(slots: &mut Vec<(CallHandle, T)>, call: CallHandle) -> Option<T> 
     Some(slots.swap_remove(at).1)
 }
 
-/// Performs one engine output (the driver's).
-pub type Perform = fn(&Rc<Page>, Output<js_sys::Function>);
+/// What performs the engines' outputs (the driver's and the transport's functions: the page only
+/// calls them, so nothing here imports them).
+pub struct Drivers {
+    /// Performs one page engine output.
+    pub perform: fn(&Rc<Page>, Output<js_sys::Function>),
+    /// Feeds the connection engine (its timer).
+    pub connection: fn(&Rc<Page>, ConnInput<'_>),
+}
 
 type ProgressCallback = Closure<dyn Fn(JsValue, JsValue, JsValue, JsValue)>;
 
@@ -93,19 +90,19 @@ pub struct Page {
     pub options: Options,
     /// Every rule of a call's life, and the tools.
     pub engine: RefCell<PageEngine<js_sys::Function>>,
+    /// The connection to the runtime (none without an `endpoint`).
+    pub connection: RefCell<Option<Connection>>,
     pub events: EventHub,
     pub calls: RefCell<CallSlots>,
     pub link: RefCell<Link>,
     pub state: Cell<ConnectionState>,
     /// The runtime's id for this page's session: unknown until the first successful connect.
     pub session_id: RefCell<Option<String>>,
-    /// What resumes the session on the next connect (from the last connect, or `sessionStorage`).
-    pub resume_secret: RefCell<Option<String>>,
     /// The `<form toolname>` tools (SPEC §8).
     pub forms: FormTools,
     /// What is registered with the browser's `modelContext` (SPEC §8).
     pub browser_agent: BrowserAgent,
-    perform: Perform,
+    drivers: Drivers,
     /// The one page timer: the time it is armed for, and its id.
     timer: RefCell<Option<(Millis, JsValue)>>,
     on_timer: Closure<dyn Fn()>,
@@ -130,13 +127,12 @@ pub fn now() -> Millis {
 }
 
 impl Page {
-    /// `resume_secret` and `interrupted`: what the previous page of this tab left (the secret of its
-    /// session, the call ids that were running when it was unloaded).
+    /// `drivers` perform what the engines ask for.
     pub fn new(
         options: Options,
         engine: PageEngine<js_sys::Function>,
-        resume_secret: Option<String>,
-        perform: Perform,
+        connection: Option<Connection>,
+        drivers: Drivers,
     ) -> Rc<Self> {
         Rc::new_cyclic(|weak: &Weak<Page>| {
             let on_timer = {
@@ -144,6 +140,7 @@ impl Page {
                 Closure::new(move || {
                     if let Some(page) = weak.upgrade() {
                         page.timer.replace(None);
+                        (page.drivers.connection)(&page, ConnInput::Timeout);
                         page.feed(Input::Timeout);
                     }
                 })
@@ -164,15 +161,15 @@ impl Page {
             Self {
                 options,
                 engine: RefCell::new(engine),
+                connection: RefCell::new(connection),
                 events: EventHub::default(),
                 calls: RefCell::default(),
                 link: RefCell::new(Link::default()),
                 state: Cell::new(ConnectionState::Disconnected),
                 session_id: RefCell::new(None),
-                resume_secret: RefCell::new(resume_secret),
                 forms: FormTools::default(),
                 browser_agent: BrowserAgent::default(),
-                perform,
+                drivers,
                 timer: RefCell::new(None),
                 on_timer,
                 report_progress,
@@ -192,16 +189,22 @@ impl Page {
         loop {
             let output = self.engine.borrow_mut().poll_output();
             match output {
-                Some(output) => (self.perform)(self, output),
+                Some(output) => (self.drivers.perform)(self, output),
                 None => break,
             }
         }
         self.arm_timer();
     }
 
-    /// One `setTimeout` for the engine's earliest wake-up, replaced only when that changes.
-    fn arm_timer(&self) {
-        let wanted = self.engine.borrow().poll_timeout();
+    /// One `setTimeout` for the engines' earliest wake-up, replaced only when that changes.
+    pub fn arm_timer(&self) {
+        let calls = self.engine.borrow().poll_timeout();
+        let connection = self
+            .connection
+            .borrow()
+            .as_ref()
+            .and_then(|c| c.poll_timeout());
+        let wanted = calls.into_iter().chain(connection).min();
         let armed = self.timer.borrow().as_ref().map(|(at, _)| *at);
         if wanted == armed {
             return;
@@ -262,7 +265,6 @@ impl Page {
     /// dropped, and the engine ends the earlier session's calls.
     pub fn begin_session(self: &Rc<Self>, session: ConnectResult) {
         crate::session::store(&session);
-        *self.resume_secret.borrow_mut() = Some(session.resume_secret);
         *self.session_id.borrow_mut() = Some(session.session_id);
         if !session.resumed {
             self.link.borrow_mut().backlog.clear();
@@ -274,7 +276,7 @@ impl Page {
 
     /// Sends a frame to the runtime (or keeps it for after the reconnect). The engine checked it
     /// against the runtime's limits.
-    pub fn transmit(&self, mut frame: String) {
+    pub fn transmit(&self, frame: String) {
         // The function is called with no borrow held: it may hand a frame straight back.
         let custom = self.link.borrow().custom.clone();
         if let Some(send) = custom {
@@ -289,10 +291,11 @@ impl Page {
             return;
         }
         let mut link = self.link.borrow_mut();
-        if let Some(outgoing) = &link.outgoing {
-            match outgoing.unbounded_send(frame) {
-                Ok(()) => return,
-                Err(closed) => frame = closed.into_inner(),
+        if let (true, Some(socket)) = (link.live, &link.socket) {
+            // A socket that cannot take it is closing: its close event starts the reconnect, and
+            // the frame waits for it.
+            if socket.socket.send_with_str(&frame).is_ok() {
+                return;
             }
         }
         if self.state.get() == ConnectionState::Disconnected {

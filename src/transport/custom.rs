@@ -7,9 +7,10 @@ use std::rc::Rc;
 
 use client_tools_core::CoreError;
 
+use client_tools_core::connection::{ConnInput, ConnectionState};
 use client_tools_core::page_engine::Input;
 
-use crate::page::{ConnectionState, Page};
+use crate::page::Page;
 use crate::transport::websocket;
 
 /// Routes every frame to `send` from now on, closing a WebSocket connection first. Frames kept for
@@ -17,7 +18,7 @@ use crate::transport::websocket;
 /// `send` is called synchronously and its return value is ignored (an async `send` must handle its
 /// own failures).
 pub fn attach(page: &Rc<Page>, send: js_sys::Function) {
-    websocket::close(page);
+    websocket::feed(page, ConnInput::Detach);
     {
         let mut link = page.link.borrow_mut();
         link.custom = Some(send);
