@@ -12,7 +12,6 @@ use client_tools_core::registry::ToolKind;
 use client_tools_core::CoreError;
 use wasm_bindgen::prelude::*;
 
-use crate::events::EVENT_TYPES;
 use crate::options::Options;
 use crate::page::{Drivers, Page};
 use crate::transport::{self, custom, websocket};
@@ -78,15 +77,11 @@ impl ClientTools {
     #[wasm_bindgen(js_name = defineFunction)]
     pub fn define_function(&self, declaration: FunctionDeclarationArg) -> Result<String, JsValue> {
         let (declaration, handler) = declaration::parse(&declaration).map_err(errors::to_js)?;
-        let defined = self.page.engine.borrow_mut().registry_mut().define(
-            declaration,
-            ToolKind::Function,
-            handler,
-        );
-        let (name, warnings) = defined.map_err(errors::to_js)?;
-        self.page.report(&warnings);
-        self.page.tools_changed();
-        Ok(name)
+        let defined = self.page.change_tools(|registry| {
+            let (name, warnings) = registry.define(declaration, ToolKind::Function, handler)?;
+            Ok((name, warnings, true))
+        });
+        defined.map_err(errors::to_js)
     }
 
     /// Attaches a handler to a tool the agent defines; its schemas arrive with each call.
@@ -102,30 +97,20 @@ impl ClientTools {
         let Some(handler) = handler.dyn_ref::<js_sys::Function>().cloned() else {
             return Err(errors::to_js(CoreError::HandlerNotFunction(name)));
         };
-        let registered = self
-            .page
-            .engine
-            .borrow_mut()
-            .registry_mut()
-            .register_handler(&name, handler);
-        let (normalized, warnings) = registered.map_err(errors::to_js)?;
-        self.page.report(&warnings);
-        self.page.tools_changed();
-        Ok(normalized)
+        let registered = self.page.change_tools(|registry| {
+            let (name, warnings) = registry.register_handler(&name, handler)?;
+            Ok((name, warnings, true))
+        });
+        registered.map_err(errors::to_js)
     }
 
     /// Removes a tool (by normalized or original name); `false` when there was none.
     pub fn unregister(&self, name: &str) -> bool {
-        let removed = self
-            .page
-            .engine
-            .borrow_mut()
-            .registry_mut()
-            .unregister(name);
-        if removed {
-            self.page.tools_changed();
-        }
-        removed
+        let removed = self.page.change_tools(|registry| {
+            let removed = registry.unregister(name);
+            Ok((removed, Vec::new(), removed))
+        });
+        removed.unwrap_or(false)
     }
 
     /// Every tool with its names, schemas and kind.
@@ -179,23 +164,23 @@ impl ClientTools {
         listener: ListenerArg,
     ) -> Result<Unsubscribe, JsValue> {
         let event_type = JsValue::from(event_type).as_string().unwrap_or_default();
-        if !EVENT_TYPES.contains(&event_type.as_str()) {
-            return Err(errors::to_js(CoreError::InvalidOptions(format!(
-                "unknown event type '{event_type}'; expected one of {}",
-                EVENT_TYPES.join(", ")
-            ))));
-        }
         let listener: JsValue = listener.into();
         let Some(listener) = listener.dyn_ref::<js_sys::Function>().cloned() else {
             return Err(errors::to_js(CoreError::InvalidOptions(
                 "an event listener must be a function".into(),
             )));
         };
-        let id = self.page.events.subscribe(&event_type, listener);
+        let subscribed = self
+            .page
+            .events
+            .listeners
+            .borrow_mut()
+            .subscribe(&event_type, listener);
+        let id = subscribed.map_err(|why| errors::to_js(CoreError::InvalidOptions(why)))?;
         let page = Rc::downgrade(&self.page);
         let unsubscribe = Closure::once_into_js(move || {
             if let Some(page) = page.upgrade() {
-                page.events.unsubscribe(id);
+                page.events.listeners.borrow_mut().unsubscribe(id);
             }
         });
         Ok(unsubscribe.unchecked_into())

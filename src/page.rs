@@ -16,7 +16,7 @@ use client_tools_core::page_engine::{
     CallHandle, Caller, HandlerOutcome, Input, Output, PageEngine,
 };
 use client_tools_core::protocol::{CallToolParams, CallToolResult};
-use client_tools_core::registry::Warning;
+use client_tools_core::registry::{Registry, Warning};
 use client_tools_core::time::Millis;
 use client_tools_core::{CoreError, WarningCode};
 use futures::channel::oneshot;
@@ -44,7 +44,7 @@ pub struct Link {
 /// A WebSocket with the handlers that feed its events back (removed before it is dropped).
 pub struct Socket {
     pub socket: web_sys::WebSocket,
-    pub _handlers: [Closure<dyn FnMut(JsValue)>; 3],
+    pub handlers: [Closure<dyn FnMut(JsValue)>; 3],
 }
 
 /// How many frames are kept while disconnected; older ones are dropped first.
@@ -317,6 +317,23 @@ impl Page {
     /// The tools changed: the engine tells the runtime and the page.
     pub fn tools_changed(self: &Rc<Self>) {
         self.feed(Input::ToolsChanged);
+    }
+
+    /// Changes the tools (no borrow is held after), reports the change's warnings, and tells the
+    /// engine when `change` says it changed anything.
+    pub fn change_tools<T>(
+        self: &Rc<Self>,
+        change: impl FnOnce(
+            &mut Registry<js_sys::Function>,
+        ) -> Result<(T, Vec<Warning>, bool), CoreError>,
+    ) -> Result<T, CoreError> {
+        let changed = change(self.engine.borrow_mut().registry_mut());
+        let (value, warnings, changed) = changed?;
+        self.report(&warnings);
+        if changed {
+            self.tools_changed();
+        }
+        Ok(value)
     }
 
     pub fn report(&self, warnings: &[Warning]) {

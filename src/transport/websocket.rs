@@ -129,25 +129,31 @@ fn open(page: &Rc<Page>) {
         drop_socket(&page);
         feed(&page, ConnInput::Closed);
     });
-    socket.set_onopen(Some(on_open.as_ref().unchecked_ref()));
-    socket.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
-    socket.set_onclose(Some(on_closed.as_ref().unchecked_ref()));
-    socket.set_onerror(Some(on_closed.as_ref().unchecked_ref()));
-    page.link.borrow_mut().socket = Some(Socket {
-        socket,
-        _handlers: [on_open, on_message, on_closed],
-    });
+    let handlers = [on_open, on_message, on_closed];
+    listen(&socket, &handlers, true);
+    page.link.borrow_mut().socket = Some(Socket { socket, handlers });
+}
+
+/// The socket's events and their handlers: `open`, `message`, then `close` and `error` alike.
+/// Listeners, not `on…` properties: a page's own `WebSocket` stand-in may dispatch events only.
+fn listen(socket: &web_sys::WebSocket, handlers: &[Closure<dyn FnMut(JsValue)>; 3], add: bool) {
+    let events = [("open", 0), ("message", 1), ("close", 2), ("error", 2)];
+    for (event, handler) in events {
+        let handler = handlers[handler].as_ref().unchecked_ref();
+        let _ = if add {
+            socket.add_event_listener_with_callback(event, handler)
+        } else {
+            socket.remove_event_listener_with_callback(event, handler)
+        };
+    }
 }
 
 /// Forgets the current socket, its handlers removed first (nothing more is fed from it).
 fn drop_socket(page: &Page) -> Option<web_sys::WebSocket> {
     let mut link = page.link.borrow_mut();
     link.live = false;
-    let Socket { socket, _handlers } = link.socket.take()?;
-    socket.set_onopen(None);
-    socket.set_onmessage(None);
-    socket.set_onclose(None);
-    socket.set_onerror(None);
+    let Socket { socket, handlers } = link.socket.take()?;
+    listen(&socket, &handlers, false);
     Some(socket)
 }
 

@@ -188,6 +188,72 @@ pub fn listing<H>(registry: &Registry<H>) -> Vec<ListedTool> {
         .collect()
 }
 
+/// Event types a page can subscribe to (`on(type, fn)`, SPEC §4).
+pub const EVENT_TYPES: &[&str] = &[
+    "toolactivated",
+    "toolcancel",
+    "toolresult",
+    "toolschanged",
+    "connectionchange",
+    "warning",
+];
+
+/// Events that are also dispatched as DOM `CustomEvent`s (what WebMCP pages listen to).
+pub const DOM_EVENTS: &[&str] = &["toolactivated", "toolcancel"];
+
+/// The page's event listeners by type, each with the id that removes it. `F` is the listener (a
+/// JavaScript function in the browser).
+#[derive(Debug)]
+pub struct Listeners<F> {
+    entries: Vec<(u32, String, F)>,
+    next_id: u32,
+}
+
+impl<F> Default for Listeners<F> {
+    fn default() -> Self {
+        Self {
+            entries: Vec::new(),
+            next_id: 0,
+        }
+    }
+}
+
+impl<F: Clone> Listeners<F> {
+    /// Adds a listener of a known type (the error names the types there are); the id removes it.
+    pub fn subscribe(&mut self, event_type: &str, listener: F) -> Result<u32, String> {
+        if !EVENT_TYPES.contains(&event_type) {
+            return Err(format!(
+                "unknown event type '{event_type}'; expected one of {}",
+                EVENT_TYPES.join(", ")
+            ));
+        }
+        let id = self.next_id;
+        self.next_id += 1;
+        self.entries.push((id, event_type.to_owned(), listener));
+        Ok(id)
+    }
+
+    pub fn unsubscribe(&mut self, id: u32) {
+        self.entries.retain(|(i, _, _)| *i != id);
+    }
+
+    /// Whether emitting `event_type` would reach anyone (a listener, or the DOM for DOM events),
+    /// so hot paths can skip building the detail.
+    pub fn wants(&self, event_type: &str) -> bool {
+        DOM_EVENTS.contains(&event_type) || self.entries.iter().any(|(_, t, _)| t == event_type)
+    }
+
+    /// The listeners of `event_type`, copied out: a listener may subscribe or unsubscribe while
+    /// the event is delivered.
+    pub fn of(&self, event_type: &str) -> Vec<F> {
+        self.entries
+            .iter()
+            .filter(|(_, t, _)| t == event_type)
+            .map(|(_, _, f)| f.clone())
+            .collect()
+    }
+}
+
 /// Fails with the first of `keys` that is not in `known` (typos are errors, not defaults).
 pub fn reject_unknown_keys<'a>(
     keys: impl IntoIterator<Item = &'a str>,
@@ -263,6 +329,22 @@ mod tests {
         let typo = reject_unknown_keys(["endpoint", "endpont"], KNOWN_OPTIONS).unwrap_err();
         assert!(typo.starts_with("unknown field `endpont`"), "{typo}");
         assert!(OPTIONS_TS.starts_with("export interface ClientToolsOptions {"));
+    }
+
+    #[test]
+    fn listeners_by_type_and_id() {
+        let mut listeners = Listeners::default();
+        let a = listeners.subscribe("warning", 'a').unwrap();
+        listeners.subscribe("warning", 'b').unwrap();
+        assert!(listeners.wants("warning") && listeners.wants("toolcancel"));
+        assert!(!listeners.wants("toolresult"));
+        listeners.unsubscribe(a);
+        assert_eq!(listeners.of("warning"), ['b']);
+        let unknown = listeners.subscribe("toolresults", 'c').unwrap_err();
+        assert!(
+            unknown.contains("expected one of toolactivated"),
+            "{unknown}"
+        );
     }
 
     #[test]
