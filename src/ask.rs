@@ -6,82 +6,25 @@
 use std::rc::Rc;
 
 use client_tools_core::call::ConfirmDecision;
-use client_tools_core::form::initial_value;
-use client_tools_core::page_engine::{Ask, CallHandle, Input};
+use client_tools_core::page_engine::{Answer, CallHandle, Input, Question, QuestionKind};
 use wasm_bindgen::JsValue;
 
 use crate::js;
 use crate::page::{take, Page};
-use crate::ui::dialog::{self, Answer, Kind, Request};
+use crate::ui::dialog::{self, Request};
 
-pub fn ask(page: &Rc<Page>, call: CallHandle, call_id: &str, ask: Ask<js_sys::Function>) {
-    let (request, confirming) = match ask {
-        Ask::Confirm {
-            tool,
-            title,
-            description,
-            input,
-            input_schema,
-            offer_session,
-        } => {
-            if let Some(confirm) = page.options.confirm.clone() {
-                let schema = input_schema
-                    .as_ref()
-                    .map_or(JsValue::UNDEFINED, |s| js::from_json(s.schema()));
-                let request = js::object(&[
-                    ("toolName", tool.name.as_str().into()),
-                    ("originalName", tool.original_name.as_str().into()),
-                    (
-                        "description",
-                        tool.description
-                            .as_deref()
-                            .map_or(JsValue::UNDEFINED, JsValue::from),
-                    ),
-                    ("callId", call_id.into()),
-                    ("input", js::from_json_text(&input)),
-                    ("inputSchema", schema),
-                ]);
-                return ask_callback(page, call, confirm, request);
-            }
-            let request = Request {
-                kind: Kind::Confirm { offer_session },
-                title,
-                description,
-                original_name: tool.original_name.clone(),
-                value: serde_json::from_str(&input).unwrap_or_default(),
-                schema: input_schema,
-                context: None,
-                strings: page.options.strings.clone(),
-            };
-            (request, true)
-        }
-        Ask::ResultForm {
-            title,
-            description,
-            original_name,
-            output,
-            context,
-        } => {
-            let request = Request {
-                kind: Kind::Result,
-                title,
-                description,
-                original_name,
-                value: initial_value(output.schema()),
-                schema: Some(output),
-                context,
-                strings: page.options.strings.clone(),
-            };
-            (request, false)
-        }
-    };
-    let (id, answer) = match dialog::ask(request) {
+pub fn ask(page: &Rc<Page>, call: CallHandle, call_id: &str, question: Question) {
+    let confirming = matches!(question.kind, QuestionKind::Confirm { .. });
+    if let (true, Some(confirm)) = (confirming, page.options.confirm.clone()) {
+        return ask_callback(page, call, call_id, confirm, question);
+    }
+    let strings = page.options.strings.clone();
+    let (id, answer) = match dialog::ask(Request { question, strings }) {
         Ok(asked) => asked,
         Err(why) => {
-            return page.feed(Input::Decided {
+            return page.feed(Input::Answered {
                 call,
-                decision: Err(why),
-                allow_for_session: false,
+                answer: Answer::Failed(why),
             })
         }
     };
@@ -91,28 +34,7 @@ pub fn ask(page: &Rc<Page>, call: CallHandle, call_id: &str, ask: Ask<js_sys::Fu
         // Withdrawn (the call ended first): the engine needs nothing more.
         let Ok(answer) = answer.await else { return };
         take(&mut page.calls.borrow_mut().asked, call);
-        let input = match (confirming, answer) {
-            (false, Answer::Result(value)) => Input::ResultGiven {
-                call,
-                value: Some(value),
-            },
-            (false, _) => Input::ResultGiven { call, value: None },
-            (true, Answer::Approve { allow_session }) => Input::Decided {
-                call,
-                decision: Ok(ConfirmDecision::Approve),
-                allow_for_session: allow_session,
-            },
-            (true, answer) => Input::Decided {
-                call,
-                decision: match answer {
-                    Answer::Modify(input) => Ok(ConfirmDecision::Modify { input }),
-                    Answer::Reject(reason) => Ok(ConfirmDecision::Reject { reason }),
-                    _ => Err("the dialog was closed".to_owned()),
-                },
-                allow_for_session: false,
-            },
-        };
-        page.feed(input);
+        page.feed(Input::Answered { call, answer });
     });
 }
 
@@ -120,9 +42,26 @@ pub fn ask(page: &Rc<Page>, call: CallHandle, call_id: &str, ask: Ask<js_sys::Fu
 fn ask_callback(
     page: &Rc<Page>,
     call: CallHandle,
+    call_id: &str,
     confirm: js_sys::Function,
-    request: js_sys::Object,
+    question: Question,
 ) {
+    let schema = question
+        .schema
+        .as_ref()
+        .map_or(JsValue::UNDEFINED, |s| js::from_json(s.schema()));
+    let description = question.tool_description.as_deref();
+    let request = js::object(&[
+        ("toolName", question.tool_name.as_str().into()),
+        ("originalName", question.original_name.as_str().into()),
+        (
+            "description",
+            description.map_or(JsValue::UNDEFINED, JsValue::from),
+        ),
+        ("callId", call_id.into()),
+        ("input", js::from_json(&question.value)),
+        ("inputSchema", schema),
+    ]);
     let page = page.clone();
     wasm_bindgen_futures::spawn_local(async move {
         let args = js_sys::Array::of1(&request);
@@ -130,11 +69,8 @@ fn ask_callback(
             .await
             .map_err(|message| format!("the confirmation failed: {message}"))
             .and_then(|value| js::to_json(&value).and_then(ConfirmDecision::parse));
-        page.feed(Input::Decided {
-            call,
-            decision,
-            allow_for_session: false,
-        });
+        let answer = decision.map_or_else(Answer::Failed, Answer::from);
+        page.feed(Input::Answered { call, answer });
     });
 }
 

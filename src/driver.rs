@@ -26,7 +26,11 @@ pub fn perform(page: &Rc<Page>, output: Output<js_sys::Function>) {
             ToolKind::Form => form_call::run(page, call, &tool, &input),
             _ => run_handler(page, call, &call_id, &tool, &input),
         },
-        Output::AskPerson { call, call_id, ask } => crate::ask::ask(page, call, &call_id, ask),
+        Output::AskPerson {
+            call,
+            call_id,
+            question,
+        } => crate::ask::ask(page, call, &call_id, question),
         Output::WithdrawAsk { call } => crate::ask::withdraw(page, call),
         Output::Abort { call, reason } => {
             let running = take(&mut page.calls.borrow_mut().running, call);

@@ -9,9 +9,8 @@
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
-use client_tools_core::call::ConfirmDecision;
 use client_tools_core::page_engine::{
-    CallHandle, Caller, EngineConfig, HandlerOutcome, Input, Output, PageEngine,
+    Answer, CallHandle, Caller, EngineConfig, HandlerOutcome, Input, Output, PageEngine,
 };
 use client_tools_core::protocol::{self, code, CallToolParams, Message};
 use client_tools_core::registry::{Declaration, ToolKind};
@@ -116,7 +115,7 @@ enum Op {
     Cancel(u8),
     /// Settles the n-th handler the engine asked to run, one of four ways.
     Settle(u8, u8),
-    /// Decides the n-th question to a person, one of five ways.
+    /// Answers the n-th question to a person, one of seven ways.
     Decide(u8, u8),
     Progress(u8),
     Withdraw(u8),
@@ -136,7 +135,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => frame().prop_map(Op::Frame),
         2 => (0u8..6).prop_map(Op::Cancel),
         4 => (any::<u8>(), 0u8..4).prop_map(|(n, how)| Op::Settle(n, how)),
-        3 => (any::<u8>(), 0u8..5).prop_map(|(n, how)| Op::Decide(n, how)),
+        3 => (any::<u8>(), 0u8..7).prop_map(|(n, how)| Op::Decide(n, how)),
         1 => any::<u8>().prop_map(Op::Progress),
         1 => any::<u8>().prop_map(Op::Withdraw),
         1 => (0u8..5).prop_map(Op::PageCall),
@@ -226,32 +225,18 @@ fn check_engine(ops: &[Op]) -> Result<(), TestCaseError> {
             }
             Op::Decide(n, how) => {
                 if let Some(&call) = pick(&seen.asking, *n) {
-                    let decision = match how {
-                        0 => Ok(ConfirmDecision::Approve),
-                        1 => Ok(ConfirmDecision::Reject { reason: None }),
-                        2 => Ok(ConfirmDecision::Modify {
-                            input: json!({"n": 2}),
-                        }),
-                        3 => Ok(ConfirmDecision::Modify {
-                            input: json!({"n": "x"}),
-                        }),
-                        _ => Err("the dialog was closed".into()),
+                    let answer = match how {
+                        0 => Answer::Approve {
+                            allow_session: true,
+                        },
+                        1 => Answer::Reject(None),
+                        2 => Answer::Modify(json!({"n": 2})),
+                        3 => Answer::Modify(json!({"n": "x"})),
+                        4 => Answer::Result(json!({})),
+                        5 => Answer::Cancelled,
+                        _ => Answer::Failed("no dialog".into()),
                     };
-                    engine.handle(
-                        now,
-                        Input::Decided {
-                            call,
-                            decision,
-                            allow_for_session: *how == 0,
-                        },
-                    );
-                    engine.handle(
-                        now,
-                        Input::ResultGiven {
-                            call,
-                            value: (*how < 2).then(|| json!({})),
-                        },
-                    );
+                    engine.handle(now, Input::Answered { call, answer });
                 }
             }
             Op::Progress(n) => {

@@ -1,10 +1,10 @@
 //! The page engine, natively, with time as a parameter: every row of SPEC §5 and the waiting rules
 //! of §7, frame in → outputs out. No browser and no sleep: a test says what time it is.
 
-use client_tools_core::call::ConfirmDecision;
 use client_tools_core::limits::{HANDLER_GRACE_MS, HUMAN_WAIT_MAX_MS};
 use client_tools_core::page_engine::{
-    Ask, CallHandle, Caller, EngineConfig, Event, HandlerOutcome, Input, Output, PageEngine,
+    Answer, CallHandle, Caller, EngineConfig, Event, HandlerOutcome, Input, Output, PageEngine,
+    QuestionKind,
 };
 use client_tools_core::protocol::{CallToolParams, MAX_FRAME_BYTES};
 use client_tools_core::registry::{Declaration, ToolKind};
@@ -422,11 +422,11 @@ fn confirm_ask(outputs: &[Output<&'static str>]) -> CallHandle {
     outputs
         .iter()
         .find_map(|o| match o {
-            Output::AskPerson {
-                call,
-                ask: Ask::Confirm { .. },
-                ..
-            } => Some(*call),
+            Output::AskPerson { call, question, .. }
+                if matches!(question.kind, QuestionKind::Confirm { .. }) =>
+            {
+                Some(*call)
+            }
             _ => None,
         })
         .expect("a confirmation is asked")
@@ -439,12 +439,9 @@ fn a_rejection_ends_the_call_and_the_handler_never_runs() {
     let outputs = page.take();
     assert_eq!(runs(&outputs), 0);
     let call = confirm_ask(&outputs);
-    page.input(Input::Decided {
+    page.input(Input::Answered {
         call,
-        decision: Ok(ConfirmDecision::Reject {
-            reason: Some("not now".into()),
-        }),
-        allow_for_session: false,
+        answer: Answer::Reject(Some("not now".into())),
     });
     let answer = only_answer(&page.sent(), 1);
     assert_eq!(
@@ -458,12 +455,9 @@ fn a_modified_input_is_validated_again_run_and_reported() {
     let mut page = Page::new();
     page.call(1, "wipe", json!({"boardId": "b1"}));
     let call = confirm_ask(&page.take());
-    page.input(Input::Decided {
+    page.input(Input::Answered {
         call,
-        decision: Ok(ConfirmDecision::Modify {
-            input: json!({"boardId": "b2"}),
-        }),
-        allow_for_session: false,
+        answer: Answer::Modify(json!({"boardId": "b2"})),
     });
     let (handler_call, input) = page.ran();
     assert_eq!(handler_call, call);
@@ -477,12 +471,9 @@ fn a_modified_input_is_validated_again_run_and_reported() {
 
     page.call(2, "wipe", json!({"boardId": "b1"}));
     let call = confirm_ask(&page.take());
-    page.input(Input::Decided {
+    page.input(Input::Answered {
         call,
-        decision: Ok(ConfirmDecision::Modify {
-            input: json!({"boardId": 3}),
-        }),
-        allow_for_session: false,
+        answer: Answer::Modify(json!({"boardId": 3})),
     });
     let outputs = page.take();
     assert_eq!(runs(&outputs), 0, "an invalid edit never runs");
@@ -515,10 +506,11 @@ fn human_time_is_not_handler_time_and_sends_progress_every_second() {
         progress,
         (1..=10).map(|s| f64::from(s) * 1000.0).collect::<Vec<_>>()
     );
-    page.input(Input::Decided {
+    page.input(Input::Answered {
         call,
-        decision: Ok(ConfirmDecision::Approve),
-        allow_for_session: false,
+        answer: Answer::Approve {
+            allow_session: false,
+        },
     });
     page.ran();
     // The handler's own progress goes above what the wait reported: MCP progress only increases.
@@ -575,10 +567,11 @@ fn a_cancel_while_a_person_decides_withdraws_the_dialog() {
     assert!(matches!(outputs[0], Output::WithdrawAsk { call: c } if c == call));
     assert!(matches!(&events(&outputs)[..],
         [Event::Cancelled { reason, .. }] if reason == "cancelled by the agent runtime"));
-    page.input(Input::Decided {
+    page.input(Input::Answered {
         call,
-        decision: Ok(ConfirmDecision::Approve),
-        allow_for_session: false,
+        answer: Answer::Approve {
+            allow_session: false,
+        },
     });
     assert!(
         page.take().is_empty(),
@@ -597,19 +590,15 @@ fn allow_for_session_skips_the_dialog_unless_the_call_forces_it() {
     let outputs = page.take();
     assert!(outputs.iter().any(|o| matches!(
         o,
-        Output::AskPerson {
-            ask: Ask::Confirm {
-                offer_session: true,
-                ..
-            },
-            ..
-        }
+        Output::AskPerson { question, .. }
+            if question.kind == QuestionKind::Confirm { offer_session: true }
     )));
     let call = confirm_ask(&outputs);
-    page.input(Input::Decided {
+    page.input(Input::Answered {
         call,
-        decision: Ok(ConfirmDecision::Approve),
-        allow_for_session: true,
+        answer: Answer::Approve {
+            allow_session: true,
+        },
     });
     page.ran();
     page.call(2, "wipe", json!({"boardId": "b1"}));
@@ -622,13 +611,8 @@ fn allow_for_session_skips_the_dialog_unless_the_call_forces_it() {
     let outputs = page.take();
     assert!(outputs.iter().any(|o| matches!(
         o,
-        Output::AskPerson {
-            ask: Ask::Confirm {
-                offer_session: false,
-                ..
-            },
-            ..
-        }
+        Output::AskPerson { question, .. }
+            if question.kind == QuestionKind::Confirm { offer_session: false }
     )));
 }
 
@@ -637,13 +621,24 @@ fn a_confirmation_that_could_not_be_asked_is_an_error_result() {
     let mut page = Page::new();
     page.call(1, "wipe", json!({"boardId": "b1"}));
     let call = confirm_ask(&page.take());
-    page.input(Input::Decided {
+    page.input(Input::Answered {
         call,
-        decision: Err("the dialog was closed".into()),
-        allow_for_session: false,
+        answer: Answer::Cancelled,
     });
     let answer = only_answer(&page.sent(), 1);
     assert_eq!(answer_text(&answer), ("the dialog was closed", true));
+
+    page.call(2, "wipe", json!({"boardId": "b1"}));
+    let call = confirm_ask(&page.take());
+    page.input(Input::Answered {
+        call,
+        answer: Answer::Failed("this page has no document body".into()),
+    });
+    let answer = only_answer(&page.sent(), 2);
+    assert_eq!(
+        answer_text(&answer),
+        ("this page has no document body", true)
+    );
 }
 
 // ---- the result form (SPEC §7) ----------------------------------------------------------------
@@ -660,13 +655,10 @@ fn result_form_call(page: &mut Page, id: i64) -> CallHandle {
     page.take()
         .iter()
         .find_map(|o| match o {
-            Output::AskPerson {
-                call,
-                ask: Ask::ResultForm { title, context, .. },
-                ..
-            } => {
-                assert_eq!(title, "pick_date");
-                assert_eq!(context, &None, "no arguments to show");
+            Output::AskPerson { call, question, .. } if question.kind == QuestionKind::Result => {
+                assert_eq!(question.title, "pick_date");
+                assert_eq!(question.context, None, "no arguments to show");
+                assert_eq!(question.value, json!({}), "the schema's initial value");
                 Some(*call)
             }
             _ => None,
@@ -678,15 +670,18 @@ fn result_form_call(page: &mut Page, id: i64) -> CallHandle {
 fn the_result_form_answers_with_what_the_person_gave() {
     let mut page = Page::new();
     let call = result_form_call(&mut page, 1);
-    page.input(Input::ResultGiven {
+    page.input(Input::Answered {
         call,
-        value: Some(json!({"date": "2026-12-24"})),
+        answer: Answer::Result(json!({"date": "2026-12-24"})),
     });
     let answer = only_answer(&page.sent(), 1);
     assert_eq!(answer["result"]["structuredContent"]["date"], "2026-12-24");
 
     let call = result_form_call(&mut page, 2);
-    page.input(Input::ResultGiven { call, value: None });
+    page.input(Input::Answered {
+        call,
+        answer: Answer::Cancelled,
+    });
     let answer = only_answer(&page.sent(), 2);
     assert_eq!(answer_text(&answer), ("the user cancelled", true));
 
