@@ -7,7 +7,7 @@ use std::rc::Rc;
 use client_tools_core::connection::Connection;
 use client_tools_core::page_api;
 use client_tools_core::page_engine::{Caller, EngineConfig, PageEngine};
-use client_tools_core::protocol::{CallToolParams, CallToolResult};
+use client_tools_core::protocol::CallToolResult;
 use client_tools_core::registry::ToolKind;
 use client_tools_core::CoreError;
 use wasm_bindgen::prelude::*;
@@ -199,17 +199,12 @@ impl ClientTools {
             if page.engine.borrow().registry().get(&name).is_none() {
                 return Err(errors::to_js(CoreError::UnknownTool(name)));
             }
-            let (arguments, text) = js::arguments_from_js(&input).map_err(|why| {
+            let input = js::input_text(&input).map_err(|why| {
                 errors::to_js(CoreError::InvalidOptions(format!(
                     "input of '{name}' is not JSON: {why}"
                 )))
             })?;
-            let params = CallToolParams {
-                name,
-                arguments,
-                meta: None,
-            };
-            let result = page.call(params, text, Caller::Page, |_| {}).await;
+            let result = page.call(name, input, Caller::Page, |_| {}).await;
             // Stopped without a result (its form withdrawn, say): still exactly one outcome.
             let result = result.unwrap_or_else(|| CallToolResult::error("the call was cancelled"));
             Ok(js::to_plain(&result))

@@ -200,15 +200,10 @@ fn is_thenable(value: &JsValue) -> bool {
         || (value.is_object() && get(value, "then").is_function())
 }
 
-/// Reads `arguments` given by page code (`invoke`, the browser's agent) as JSON, kept with their
-/// text; `undefined` means no arguments.
-pub fn arguments_from_js(
-    input: &JsValue,
-) -> Result<(Option<serde_json::Value>, Option<String>), String> {
-    if input.is_undefined() {
-        return Ok((None, None));
-    }
-    let text = to_json_text(input)?;
-    let value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
-    Ok((Some(value), Some(text)))
+/// The JSON text of the input page code gives a call (`invoke`, the browser's agent); `undefined`
+/// means no arguments.
+pub fn input_text(input: &JsValue) -> Result<Option<String>, String> {
+    (!input.is_undefined())
+        .then(|| to_json_text(input))
+        .transpose()
 }

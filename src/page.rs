@@ -15,7 +15,7 @@ use client_tools_core::connection::{ConnInput, Connection, ConnectionState};
 use client_tools_core::page_engine::{
     CallHandle, Caller, HandlerOutcome, Input, Output, PageEngine,
 };
-use client_tools_core::protocol::{CallToolParams, CallToolResult};
+use client_tools_core::protocol::CallToolResult;
 use client_tools_core::registry::{Registry, Warning};
 use client_tools_core::time::Millis;
 use client_tools_core::{CoreError, WarningCode};
@@ -31,14 +31,10 @@ use crate::webmcp::state::{BrowserAgent, FormTools};
 pub struct Link {
     /// The WebSocket of the connection engine's current attempt.
     pub socket: Option<Socket>,
-    /// The runtime answered the socket's first frame: frames may go straight to it.
-    pub live: bool,
     /// `connect()` calls waiting for the connection engine's outcome.
     pub connecting: Vec<oneshot::Sender<Result<(), CoreError>>>,
     /// A page-supplied `send(frame)` (`attachTransport`), used instead of the WebSocket.
     pub custom: Option<js_sys::Function>,
-    /// Frames produced while the socket was down, sent after the reconnect (bounded).
-    pub backlog: Vec<String>,
 }
 
 /// A WebSocket with the handlers that feed its events back (removed before it is dropped).
@@ -46,9 +42,6 @@ pub struct Socket {
     pub socket: web_sys::WebSocket,
     pub handlers: [Closure<dyn FnMut(JsValue)>; 3],
 }
-
-/// How many frames are kept while disconnected; older ones are dropped first.
-pub const BACKLOG_LIMIT: usize = 1_000;
 
 /// What a call has outside the engine while it runs: how to stop its handler or its form.
 pub enum Running {
@@ -225,7 +218,7 @@ impl Page {
     /// handle before it runs; the outcome is `None` when it was cancelled.
     pub async fn call(
         self: &Rc<Self>,
-        params: CallToolParams,
+        name: String,
         input: Option<String>,
         caller: Caller,
         started: impl FnOnce(CallHandle),
@@ -234,7 +227,7 @@ impl Page {
         let call = self
             .engine
             .borrow_mut()
-            .begin_page_call(now(), params, input, caller);
+            .begin_page_call(now(), name, input, caller);
         self.calls.borrow_mut().waiting.push((call, sender));
         started(call);
         self.drain();
@@ -261,21 +254,19 @@ impl Page {
     }
 
     /// The runtime accepted the connection (`client_tools_core::connect`): remember the session. A
-    /// new session (`resumed: false`) owes nothing to an earlier one: frames waiting for it are
-    /// dropped, and the engine ends the earlier session's calls.
+    /// new session (`resumed: false`) owes nothing to an earlier one: the engine ends the earlier
+    /// session's calls.
     pub fn begin_session(self: &Rc<Self>, session: ConnectResult) {
         crate::session::store(&session);
         *self.session_id.borrow_mut() = Some(session.session_id);
-        if !session.resumed {
-            self.link.borrow_mut().backlog.clear();
-        }
         self.feed(Input::SessionBegun {
             resumed: session.resumed,
         });
     }
 
-    /// Sends a frame to the runtime (or keeps it for after the reconnect). The engine checked it
-    /// against the runtime's limits.
+    /// Sends a frame to the runtime: through the page's transport, else the socket when it is
+    /// connected (the connection engine keeps it for after a reconnect otherwise). The engine
+    /// checked it against the runtime's limits.
     pub fn transmit(&self, frame: String) {
         // The function is called with no borrow held: it may hand a frame straight back.
         let custom = self.link.borrow().custom.clone();
@@ -290,21 +281,16 @@ impl Page {
             }
             return;
         }
-        let mut link = self.link.borrow_mut();
-        if let (true, Some(socket)) = (link.live, &link.socket) {
-            // A socket that cannot take it is closing: its close event starts the reconnect, and
-            // the frame waits for it.
-            if socket.socket.send_with_str(&frame).is_ok() {
-                return;
-            }
+        let now = self
+            .connection
+            .borrow_mut()
+            .as_mut()
+            .and_then(|c| c.send(frame));
+        if let (Some(frame), Some(socket)) = (now, &self.link.borrow().socket) {
+            // A closing socket drops it silently: its calls are sent again after the reconnect,
+            // and the ledger answers them.
+            let _ = socket.socket.send_with_str(&frame);
         }
-        if self.state.get() == ConnectionState::Disconnected {
-            return; // not connected at all, and not trying: nobody will read it
-        }
-        if link.backlog.len() >= BACKLOG_LIMIT {
-            link.backlog.remove(0);
-        }
-        link.backlog.push(frame);
     }
 
     pub fn set_state(&self, state: ConnectionState) {
@@ -312,11 +298,6 @@ impl Page {
             let detail = crate::js::object(&[("state", state.as_str().into())]);
             self.events.emit("connectionchange", &detail);
         }
-    }
-
-    /// The tools changed: the engine tells the runtime and the page.
-    pub fn tools_changed(self: &Rc<Self>) {
-        self.feed(Input::ToolsChanged);
     }
 
     /// Changes the tools (no borrow is held after), reports the change's warnings, and tells the
@@ -331,7 +312,7 @@ impl Page {
         let (value, warnings, changed) = changed?;
         self.report(&warnings);
         if changed {
-            self.tools_changed();
+            self.feed(Input::ToolsChanged);
         }
         Ok(value)
     }

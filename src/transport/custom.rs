@@ -19,11 +19,7 @@ use crate::transport::websocket;
 /// own failures).
 pub fn attach(page: &Rc<Page>, send: js_sys::Function) {
     websocket::feed(page, ConnInput::Detach);
-    {
-        let mut link = page.link.borrow_mut();
-        link.custom = Some(send);
-        link.backlog.clear();
-    }
+    page.link.borrow_mut().custom = Some(send);
     page.set_state(ConnectionState::Connected);
 }
 

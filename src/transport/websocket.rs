@@ -4,8 +4,8 @@
 //! closed, and what it does is fed back.
 //!
 //! The socket opens at `endpoint` exactly as given: credentials and session ids never travel in the
-//! URL. Until the runtime has answered the first frame, frames for it wait in the page's bounded
-//! backlog; after, they go straight to the socket, and the runtime's frames to the page engine.
+//! URL. Until the runtime has answered the first frame, frames for it wait in the connection
+//! engine; after, they go straight to the socket, and the runtime's frames to the page engine.
 
 use std::rc::{Rc, Weak};
 
@@ -74,14 +74,7 @@ fn perform(page: &Rc<Page>, output: ConnOutput) {
             }
         }
         ConnOutput::State(state) => page.set_state(state),
-        ConnOutput::Session(session) => {
-            page.begin_session(session);
-            page.link.borrow_mut().live = true;
-            let backlog = std::mem::take(&mut page.link.borrow_mut().backlog);
-            for frame in backlog {
-                page.transmit(frame);
-            }
-        }
+        ConnOutput::Session(session) => page.begin_session(session),
         ConnOutput::Settled(outcome) => {
             let waiting = std::mem::take(&mut page.link.borrow_mut().connecting);
             for settled in waiting {
@@ -150,9 +143,7 @@ fn listen(socket: &web_sys::WebSocket, handlers: &[Closure<dyn FnMut(JsValue)>; 
 
 /// Forgets the current socket, its handlers removed first (nothing more is fed from it).
 fn drop_socket(page: &Page) -> Option<web_sys::WebSocket> {
-    let mut link = page.link.borrow_mut();
-    link.live = false;
-    let Socket { socket, handlers } = link.socket.take()?;
+    let Socket { socket, handlers } = page.link.borrow_mut().socket.take()?;
     listen(&socket, &handlers, false);
     Some(socket)
 }

@@ -11,7 +11,6 @@ use client_tools_core::WarningCode;
 use std::rc::{Rc, Weak};
 
 use client_tools_core::page_engine::{CallHandle, Caller, Input};
-use client_tools_core::protocol::CallToolParams;
 use client_tools_core::registry::{self, ToolKind};
 use serde_json::json;
 use wasm_bindgen::prelude::*;
@@ -154,19 +153,14 @@ fn execute(page: Weak<Page>, name: String, input: JsValue, signal: JsValue) -> j
         let page = page
             .upgrade()
             .ok_or_else(|| JsValue::from_str("the page's ClientTools is gone"))?;
-        let (arguments, text) = js::arguments_from_js(&input)
+        let input = js::input_text(&input)
             .map_err(|why| JsValue::from_str(&format!("input of '{name}' is not JSON: {why}")))?;
         if super::signal_aborted(&signal) {
             return Ok(JsValue::UNDEFINED);
         }
-        let params = CallToolParams {
-            name,
-            arguments,
-            meta: None,
-        };
         let stop = stop_call(&page);
         let watch = |call: CallHandle| super::watch_abort(&signal, call.0 as f64, &stop);
-        match page.call(params, text, Caller::Agent, watch).await {
+        match page.call(name, input, Caller::Agent, watch).await {
             Some(result) => Ok(js::to_plain(&result)),
             // Cancelled: `registerWithBrowser`'s wrapper rejects with an `AbortError`.
             None => Ok(JsValue::UNDEFINED),

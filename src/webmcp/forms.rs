@@ -292,7 +292,7 @@ pub fn rescan(page: &Rc<Page>) {
     warnings.retain(|w| !before.contains(&w.message));
     page.report(&warnings);
     if changed {
-        page.tools_changed();
+        page.feed(Input::ToolsChanged);
     }
 }
 

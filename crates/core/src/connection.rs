@@ -2,15 +2,17 @@
 //! (the first frame carries the credentials, never the URL), reconnecting with capped exponential
 //! backoff and jitter while resuming the session, and `disconnect()`.
 //!
-//! The driver owns the socket: it performs [`ConnOutput`]s (open, send the first frame, close)
-//! and feeds back what the socket did ([`ConnInput`]). Once connected, frames bypass this engine
-//! and go to the page engine; the session the runtime answered with goes there too
-//! ([`ConnOutput::Session`] → `page_engine::Input::SessionBegun`).
+//! The driver owns the socket: it performs [`ConnOutput`]s (open, send, close) and feeds back what
+//! the socket did ([`ConnInput`]). Frames for the runtime pass [`Connection::send`]: sent at once
+//! when connected, else kept (bounded) and sent after the reconnect — unless the runtime starts a
+//! new session, which owes nothing to an earlier one. Frames from the runtime, once connected, go
+//! to the page engine, and so does the session ([`ConnOutput::Session`] →
+//! `page_engine::Input::SessionBegun`).
 
 use std::collections::VecDeque;
 
 use crate::connect::{self, ConnectFailure, ConnectParams, ConnectResult};
-use crate::limits::CONNECT_TIMEOUT_MS;
+use crate::limits::{BACKLOG_FRAMES, CONNECT_TIMEOUT_MS};
 use crate::time::Millis;
 use crate::CoreError;
 
@@ -56,7 +58,7 @@ pub enum ConnInput<'a> {
 pub enum ConnOutput {
     /// Open a socket to the endpoint.
     Open,
-    /// Send this frame on the socket (the connect frame).
+    /// Send this frame on the socket (the connect frame, or one kept while disconnected).
     Send(String),
     /// Close the socket (its handlers removed first: nothing more is fed from it).
     Close { code: u16, reason: &'static str },
@@ -99,6 +101,8 @@ pub struct Connection {
     last_refusal: Option<String>,
     /// Jitter source (xorshift): pages that lost one runtime together do not return together.
     random: u64,
+    /// Frames for the runtime produced while the connection was down.
+    backlog: VecDeque<String>,
     outputs: VecDeque<ConnOutput>,
 }
 
@@ -119,6 +123,7 @@ impl Connection {
             attempt: 0,
             last_refusal: None,
             random: seed | 1,
+            backlog: VecDeque::new(),
             outputs: VecDeque::new(),
         }
     }
@@ -130,6 +135,21 @@ impl Connection {
     /// Whether an arriving frame is the answer to the connect frame (else it is MCP).
     pub fn awaits_answer(&self) -> bool {
         matches!(self.phase, Phase::Handshaking { .. })
+    }
+
+    /// A frame for the runtime: `Some` to send now; else it waits for the reconnect (or is
+    /// dropped when the page is not connected at all and not trying: nobody would read it).
+    pub fn send(&mut self, frame: String) -> Option<String> {
+        if self.phase == Phase::Open {
+            return Some(frame);
+        }
+        if self.state != ConnectionState::Disconnected {
+            if self.backlog.len() >= BACKLOG_FRAMES {
+                self.backlog.pop_front();
+            }
+            self.backlog.push_back(frame);
+        }
+        None
     }
 
     pub fn poll_output(&mut self) -> Option<ConnOutput> {
@@ -170,6 +190,8 @@ impl Connection {
                 if input == ConnInput::Disconnect {
                     self.set_state(ConnectionState::Disconnected);
                 } else {
+                    // The page's transport answers other requests: these frames mean nothing there.
+                    self.backlog.clear();
                     self.state = ConnectionState::Disconnected;
                 }
             }
@@ -250,7 +272,13 @@ impl Connection {
         self.attempt = 0;
         self.last_refusal = None;
         let first = self.state == ConnectionState::Connecting;
+        if !session.resumed {
+            self.backlog.clear();
+        }
         self.outputs.push_back(ConnOutput::Session(session));
+        let backlog = std::mem::take(&mut self.backlog);
+        self.outputs
+            .extend(backlog.into_iter().map(ConnOutput::Send));
         self.set_state(ConnectionState::Connected);
         if first {
             self.outputs.push_back(ConnOutput::Settled(Ok(())));

@@ -34,6 +34,11 @@ pub const MAX_FRAME_DEPTH: usize = 128;
 /// How many finished calls' answers a page keeps for re-sends after a reconnect (SPEC §5).
 pub const RESULT_STORE_LIMIT: usize = 1_000;
 
+/// How many frames a page keeps for the runtime while its connection is down (sent after the
+/// reconnect; the oldest are dropped first): what a page produces in a reconnect's few seconds,
+/// bounded so that a runtime gone for good costs a page little.
+pub const BACKLOG_FRAMES: usize = 1_000;
+
 /// How long the page waits for the runtime's answer to its first frame (`clienttools/connect`),
 /// and the bridge for that first frame.
 pub const CONNECT_TIMEOUT_MS: u64 = 10_000;

@@ -429,14 +429,20 @@ impl<H> PageEngine<H> {
 
     /// The page calls a tool itself (`invoke`, the browser's agent): the same pipeline as an
     /// agent's call; it ends with [`Output::Settled`].
+    /// `input`: its arguments as JSON text (`None`: none).
     pub fn begin_page_call(
         &mut self,
         now: Millis,
-        params: CallToolParams,
+        name: String,
         input: Option<String>,
         caller: Caller,
     ) -> CallHandle {
         let handle = self.new_handle();
+        let params = CallToolParams {
+            name,
+            arguments: None,
+            meta: None,
+        };
         let call_id = format!("local-{}", handle.0);
         self.begin(now, handle, call_id, Reply::Page, caller, params, input);
         handle

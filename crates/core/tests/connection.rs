@@ -202,3 +202,43 @@ fn disconnect_ends_everything_and_detach_reports_nothing() {
     assert_eq!(socket.connection.state(), ConnectionState::Disconnected);
     assert!(socket.input(ConnInput::Closed).is_empty(), "no reconnect");
 }
+
+#[test]
+fn frames_wait_for_the_reconnect_unless_the_session_is_new() {
+    let mut socket = Socket::new(None);
+    assert_eq!(
+        socket.connection.send("dropped".into()),
+        None,
+        "not connected at all"
+    );
+    socket.input(ConnInput::Connect);
+    assert_eq!(socket.connection.send("early".into()), None, "kept");
+    socket.input(ConnInput::Opened);
+    let outputs = socket.input(ConnInput::Answer(&accepted(false)));
+    assert!(
+        !outputs.contains(&ConnOutput::Send("early".into())),
+        "a new session owes nothing"
+    );
+    assert_eq!(socket.connection.send("now".into()), Some("now".into()));
+
+    socket.input(ConnInput::Closed);
+    for n in 0..1_001 {
+        assert_eq!(socket.connection.send(format!("f{n}")), None);
+    }
+    socket.wake();
+    socket.input(ConnInput::Opened);
+    let outputs = socket.input(ConnInput::Answer(&accepted(true)));
+    let sent: Vec<_> = outputs
+        .iter()
+        .filter_map(|o| match o {
+            ConnOutput::Send(frame) => Some(frame.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(sent.len(), 1_000, "bounded: the oldest went first");
+    assert_eq!((sent[0], sent[999]), ("f1", "f1000"));
+    assert!(
+        matches!(outputs[0], ConnOutput::Session(_)),
+        "after the session"
+    );
+}

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use client_tools_core::page_engine::{
     Answer, CallHandle, Caller, EngineConfig, HandlerOutcome, Input, Output, PageEngine,
 };
-use client_tools_core::protocol::{self, code, CallToolParams, Message};
+use client_tools_core::protocol::{self, code, Message};
 use client_tools_core::registry::{Declaration, ToolKind};
 use client_tools_core::time::Millis;
 use proptest::prelude::*;
@@ -262,12 +262,9 @@ fn check_engine(ops: &[Op]) -> Result<(), TestCaseError> {
                 }
             }
             Op::PageCall(tool) => {
-                let params = CallToolParams {
-                    name: TOOLS[*tool as usize].into(),
-                    arguments: Some(json!({"n": 1})),
-                    meta: None,
-                };
-                let call = engine.begin_page_call(now, params, None, Caller::Page);
+                let name = TOOLS[*tool as usize].into();
+                let input = Some(r#"{"n":1}"#.into());
+                let call = engine.begin_page_call(now, name, input, Caller::Page);
                 seen.page_calls.insert(call);
             }
             Op::ToggleLateTool => {

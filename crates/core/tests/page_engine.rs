@@ -6,7 +6,7 @@ use client_tools_core::page_engine::{
     Answer, CallHandle, Caller, EngineConfig, Event, HandlerOutcome, Input, Output, PageEngine,
     QuestionKind,
 };
-use client_tools_core::protocol::{CallToolParams, MAX_FRAME_BYTES};
+use client_tools_core::protocol::MAX_FRAME_BYTES;
 use client_tools_core::registry::{Declaration, ToolKind};
 use client_tools_core::time::Millis;
 use client_tools_core::WarningCode;
@@ -250,16 +250,10 @@ fn the_allow_list_refuses_before_anything_runs() {
         ("tool 'read_board' is not allowed", true)
     );
     // The page's own calls are not subject to it.
-    let call = page.engine.begin_page_call(
-        page.now,
-        CallToolParams {
-            name: "read_board".into(),
-            arguments: Some(json!({"boardId": "b1"})),
-            meta: None,
-        },
-        None,
-        Caller::Page,
-    );
+    let input = Some(r#"{"boardId":"b1"}"#.to_owned());
+    let call = page
+        .engine
+        .begin_page_call(page.now, "read_board".into(), input, Caller::Page);
     page.input(Input::ToolsChanged);
     let outputs = page.take();
     assert!(outputs
@@ -813,14 +807,10 @@ fn a_new_session_cancels_the_earlier_sessions_calls_a_resumed_one_keeps_them() {
 #[test]
 fn a_page_call_settles_once_and_a_cancel_settles_it_with_nothing() {
     let mut page = Page::new();
-    let params = CallToolParams {
-        name: "read_board".into(),
-        arguments: Some(json!({"boardId": "b1"})),
-        meta: None,
-    };
-    let call = page
-        .engine
-        .begin_page_call(page.now, params.clone(), None, Caller::Page);
+    let input = Some(r#"{"boardId":"b1"}"#.to_owned());
+    let call =
+        page.engine
+            .begin_page_call(page.now, "read_board".into(), input.clone(), Caller::Page);
     page.input(Input::ToolsChanged);
     page.take();
     page.settle(call, HandlerOutcome::Returned(r#"{"tasks":[]}"#.into()));
@@ -836,7 +826,7 @@ fn a_page_call_settles_once_and_a_cancel_settles_it_with_nothing() {
 
     let call = page
         .engine
-        .begin_page_call(page.now, params, None, Caller::Agent);
+        .begin_page_call(page.now, "read_board".into(), input, Caller::Agent);
     page.input(Input::Cancel {
         call,
         reason: "the browser's agent aborted the call".into(),
