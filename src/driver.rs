@@ -5,7 +5,7 @@
 
 use std::rc::Rc;
 
-use client_tools_core::page_engine::{CallHandle, Event, Output};
+use client_tools_core::page_engine::{CallEvent, CallHandle, Event, Output};
 use client_tools_core::registry::{RegisteredTool, ToolKind};
 use std::sync::Arc;
 
@@ -87,40 +87,32 @@ fn run_handler(
 
 fn emit(page: &Rc<Page>, event: Event) {
     let (event_type, detail) = match event {
-        Event::Activated { tool_name, call_id } => (
-            "toolactivated",
-            js::object(&[("toolName", tool_name.into()), ("callId", call_id.into())]),
-        ),
-        Event::Cancelled {
+        Event::Call {
             tool_name,
             call_id,
-            reason,
-        } => (
-            "toolcancel",
-            js::object(&[
-                ("toolName", tool_name.into()),
-                ("callId", call_id.into()),
-                ("reason", reason.into()),
-            ]),
-        ),
-        Event::Finished {
-            tool_name,
-            call_id,
-            is_error,
-            duration_ms,
+            what,
         } => {
-            if !page.events.wants("toolresult") {
-                return;
-            }
-            (
-                "toolresult",
-                js::object(&[
-                    ("toolName", tool_name.into()),
-                    ("callId", call_id.into()),
-                    ("isError", is_error.into()),
-                    ("durationMs", duration_ms.into()),
-                ]),
-            )
+            let mut detail = vec![("toolName", tool_name.into()), ("callId", call_id.into())];
+            let event_type = match what {
+                CallEvent::Activated => "toolactivated",
+                CallEvent::Cancelled { reason } => {
+                    detail.push(("reason", reason.into()));
+                    "toolcancel"
+                }
+                // `toolresult` is the one event nobody may want: its detail is not even built.
+                CallEvent::Finished { .. } if !page.events.wants("toolresult") => return,
+                CallEvent::Finished {
+                    is_error,
+                    duration_ms,
+                } => {
+                    detail.extend([
+                        ("isError", is_error.into()),
+                        ("durationMs", duration_ms.into()),
+                    ]);
+                    "toolresult"
+                }
+            };
+            (event_type, js::object(&detail))
         }
         Event::ToolsChanged => {
             browser_agent::sync(page);

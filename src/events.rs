@@ -37,8 +37,10 @@ impl EventHub {
                 );
             }
         }
+        // On `document.modelContext` when it exists, else on `window` (SPEC §4), in one call
+        // into JavaScript (a call is on the hot path of every tool call).
         if DOM_EVENTS.contains(&event_type) {
-            dispatch_dom_event(event_type, detail);
+            js::dispatch_tool_event(wasm_bindgen::intern(event_type), detail);
         }
     }
 
@@ -55,10 +57,4 @@ impl EventHub {
         ]);
         self.emit("warning", &detail);
     }
-}
-
-/// Dispatches on `document.modelContext` when it exists, otherwise on `window` (SPEC §4), in one
-/// call into JavaScript (a call is on the hot path of every tool call).
-fn dispatch_dom_event(event_type: &str, detail: &js_sys::Object) {
-    js::dispatch_tool_event(wasm_bindgen::intern(event_type), detail);
 }

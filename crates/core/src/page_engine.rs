@@ -186,20 +186,11 @@ impl From<ConfirmDecision> for Answer {
 /// A page event (SPEC §4); the driver adds `connectionchange`.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Event {
-    Activated {
+    /// `toolactivated`, `toolcancel` or `toolresult` of one call.
+    Call {
         tool_name: String,
         call_id: String,
-    },
-    Cancelled {
-        tool_name: String,
-        call_id: String,
-        reason: String,
-    },
-    Finished {
-        tool_name: String,
-        call_id: String,
-        is_error: bool,
-        duration_ms: f64,
+        what: CallEvent,
     },
     ToolsChanged,
     Warning {
@@ -207,6 +198,16 @@ pub enum Event {
         message: String,
         tool_name: Option<String>,
     },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum CallEvent {
+    /// `toolactivated`: admitted; its handler runs (or a person is asked first).
+    Activated,
+    /// `toolcancel`: stopped before its handler returned.
+    Cancelled { reason: String },
+    /// `toolresult`: ended with a result.
+    Finished { is_error: bool, duration_ms: f64 },
 }
 
 /// The page's own settings the engine applies.
@@ -770,9 +771,10 @@ impl<H> PageEngine<H> {
     fn activate(&mut self, now: Millis, at: usize) {
         let call = &mut self.calls[at];
         call.activated_at = Some(now);
-        let event = Event::Activated {
+        let event = Event::Call {
             tool_name: call.tool_name().to_owned(),
             call_id: call.call_id.clone(),
+            what: CallEvent::Activated,
         };
         self.outputs.push_back(Output::Emit(event));
     }
@@ -1088,21 +1090,25 @@ impl<H> PageEngine<H> {
                 Phase::WaitingForHandler { .. } => {}
             }
             if let (Some(reason), Some(_)) = (stop.toolcancel, call.activated_at) {
-                self.outputs.push_back(Output::Emit(Event::Cancelled {
+                self.outputs.push_back(Output::Emit(Event::Call {
                     tool_name: tool_name.clone(),
                     call_id: call.call_id.clone(),
-                    reason: reason.to_owned(),
+                    what: CallEvent::Cancelled {
+                        reason: reason.to_owned(),
+                    },
                 }));
             }
         }
         let result = match ending {
             Ending::Result(result) => {
                 if let Some(started) = call.activated_at {
-                    self.outputs.push_back(Output::Emit(Event::Finished {
+                    self.outputs.push_back(Output::Emit(Event::Call {
                         tool_name: tool_name.clone(),
                         call_id: call.call_id.clone(),
-                        is_error: result.is_error,
-                        duration_ms: now.since(started),
+                        what: CallEvent::Finished {
+                            is_error: result.is_error,
+                            duration_ms: now.since(started),
+                        },
                     }));
                 }
                 Some(result)

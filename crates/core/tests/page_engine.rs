@@ -3,8 +3,8 @@
 
 use client_tools_core::limits::{HANDLER_GRACE_MS, HUMAN_WAIT_MAX_MS};
 use client_tools_core::page_engine::{
-    Answer, CallHandle, Caller, EngineConfig, Event, HandlerOutcome, Input, Output, PageEngine,
-    QuestionKind,
+    Answer, CallEvent, CallHandle, Caller, EngineConfig, Event, HandlerOutcome, Input, Output,
+    PageEngine, QuestionKind,
 };
 use client_tools_core::protocol::MAX_FRAME_BYTES;
 use client_tools_core::registry::{Declaration, ToolKind};
@@ -168,7 +168,8 @@ fn a_call_runs_its_handler_once_and_answers_with_its_result() {
     let outputs = page.take();
     assert!(matches!(
         &events(&outputs)[..],
-        [Event::Activated { tool_name, call_id }] if tool_name == "read_board" && call_id == "1"
+        [Event::Call { tool_name, call_id, what: CallEvent::Activated }]
+            if tool_name == "read_board" && call_id == "1"
     ));
     let (call, input) = outputs
         .into_iter()
@@ -183,7 +184,8 @@ fn a_call_runs_its_handler_once_and_answers_with_its_result() {
     let outputs = page.take();
     assert!(matches!(
         &events(&outputs)[..],
-        [Event::Finished { is_error: false, duration_ms, .. }] if *duration_ms == 40.0
+        [Event::Call { what: CallEvent::Finished { is_error: false, duration_ms }, .. }]
+            if *duration_ms == 40.0
     ));
     page.outputs = outputs;
     let answer = only_answer(&page.sent(), 1);
@@ -301,8 +303,16 @@ fn a_timeout_aborts_the_handler_and_a_late_result_changes_nothing() {
         Output::Abort { call: c, reason } if *c == call && reason == "timed out after 5000 ms"
     ));
     let events = events(&outputs);
-    assert!(matches!(&events[0], Event::Cancelled { reason, .. } if reason == "timeout"));
-    assert!(matches!(&events[1], Event::Finished { is_error: true, .. }));
+    assert!(
+        matches!(&events[0], Event::Call { what: CallEvent::Cancelled { reason }, .. } if reason == "timeout")
+    );
+    assert!(matches!(
+        &events[1],
+        Event::Call {
+            what: CallEvent::Finished { is_error: true, .. },
+            ..
+        }
+    ));
     page.outputs = outputs;
     let answer = only_answer(&page.sent(), 1);
     assert_eq!(answer_text(&answer), ("timed out after 5000 ms", true));
@@ -339,7 +349,7 @@ fn a_runtime_cancel_aborts_and_sends_nothing_but_a_resend_learns_it() {
         matches!(&outputs[0], Output::Abort { call: c, reason } if *c == call && reason == "user stopped")
     );
     assert!(
-        matches!(&events(&outputs)[..], [Event::Cancelled { reason, .. }] if reason == "user stopped")
+        matches!(&events(&outputs)[..], [Event::Call { what: CallEvent::Cancelled { reason }, .. }] if reason == "user stopped")
     );
     assert!(!outputs.iter().any(|o| matches!(o, Output::Send(_))));
     page.settle(call, HandlerOutcome::Returned("{}".into()));
@@ -560,7 +570,7 @@ fn a_cancel_while_a_person_decides_withdraws_the_dialog() {
     let outputs = page.take();
     assert!(matches!(outputs[0], Output::WithdrawAsk { call: c } if c == call));
     assert!(matches!(&events(&outputs)[..],
-        [Event::Cancelled { reason, .. }] if reason == "cancelled by the agent runtime"));
+        [Event::Call { what: CallEvent::Cancelled { reason }, .. }] if reason == "cancelled by the agent runtime"));
     page.input(Input::Answered {
         call,
         answer: Answer::Approve {
@@ -746,7 +756,7 @@ fn a_form_waiting_for_its_submit_is_human_time() {
     });
     let outputs = page.take();
     assert!(matches!(&events(&outputs)[..],
-        [Event::Cancelled { reason, .. }] if reason == "the form was reset"));
+        [Event::Call { what: CallEvent::Cancelled { reason }, .. }] if reason == "the form was reset"));
     page.outputs = outputs;
     let answer = only_answer(&page.sent(), 3);
     assert_eq!(
