@@ -43,3 +43,14 @@ export function dispatchToolEvent(type, detail) {
   const target = modelContext instanceof EventTarget ? modelContext : window;
   target.dispatchEvent(new CustomEvent(type, { detail }));
 }
+export function typeName(value) {
+  return value === null ? "null" : typeof value;
+}
+export function errorMessage(thrown) {
+  if (thrown instanceof Error) return String(thrown.message);
+  if (typeof thrown === "string") return thrown;
+  if (thrown === undefined || thrown === null) return `the handler threw ${typeName(thrown)}`;
+  let text;
+  try { text = JSON.stringify(thrown); } catch {}
+  return typeof text === "string" ? `the handler threw ${text}` : `the handler threw a ${typeName(thrown)}`;
+}

@@ -38,6 +38,14 @@ extern "C" {
     /// is the checking replacer used.
     #[wasm_bindgen(js_name = jsonText, catch)]
     fn json_text(value: &JsValue) -> Result<JsValue, JsValue>;
+
+    /// The message of whatever a handler threw: an `Error`'s message, a string, or a description.
+    #[wasm_bindgen(js_name = errorMessage)]
+    pub fn error_message(thrown: &JsValue) -> String;
+
+    /// `typeof`, with `null` named.
+    #[wasm_bindgen(js_name = typeName)]
+    pub fn js_type_name(value: &JsValue) -> String;
 }
 
 /// A JS value as JSON text; the error says why it is not JSON (cycles, BigInt, functions, symbols).
@@ -86,36 +94,6 @@ pub fn to_plain<T: Serialize>(value: &T) -> JsValue {
         Ok(text) => from_json_text(&text),
         Err(_) => JsValue::NULL,
     }
-}
-
-/// The message of whatever a handler threw: an `Error`'s message, a string, or a description.
-pub fn error_message(thrown: &JsValue) -> String {
-    if let Some(error) = thrown.dyn_ref::<js_sys::Error>() {
-        return String::from(error.message());
-    }
-    if let Some(text) = thrown.as_string() {
-        return text;
-    }
-    if thrown.is_undefined() || thrown.is_null() {
-        return format!("the handler threw {}", js_type_name(thrown));
-    }
-    match js_sys::JSON::stringify(thrown)
-        .ok()
-        .and_then(|s| JsValue::from(s).as_string())
-    {
-        Some(text) => format!("the handler threw {text}"),
-        None => format!("the handler threw a {}", js_type_name(thrown)),
-    }
-}
-
-pub fn js_type_name(value: &JsValue) -> String {
-    if value.is_null() {
-        return "null".into();
-    }
-    value
-        .js_typeof()
-        .as_string()
-        .unwrap_or_else(|| "value".into())
 }
 
 /// Builds a plain object from key/value pairs (event details, handler context).

@@ -6,7 +6,7 @@
 use std::ops::Deref;
 use std::rc::Rc;
 
-use client_tools_core::page_api::{self, PageOptions, FUNCTION_OPTIONS, KNOWN_OPTIONS};
+use client_tools_core::page_api::{self, PageOptions, KNOWN_OPTIONS};
 use client_tools_core::CoreError;
 use wasm_bindgen::{JsCast, JsValue};
 
@@ -49,27 +49,21 @@ impl Options {
         let keys = js::keys(value);
         page_api::reject_unknown_keys(keys.iter().map(String::as_str), KNOWN_OPTIONS)
             .map_err(CoreError::InvalidOptions)?;
+        // The functions and the words are taken out: the core reads the rest as JSON.
         let copy = js_sys::Object::assign(&js_sys::Object::new(), value.unchecked_ref());
-        let strings =
-            Strings::parse(&js::get(&copy, "strings")).map_err(CoreError::InvalidOptions)?;
-        let _ = js_sys::Reflect::delete_property(&copy, &JsValue::from_str("strings"));
-        let mut confirm = None;
-        for key in FUNCTION_OPTIONS {
+        let take = |key: &str| {
             let field = js::get(&copy, key);
             let _ = js_sys::Reflect::delete_property(&copy, &JsValue::from_str(key));
-            if field.is_undefined() || field.is_null() {
-                continue;
-            }
-            match field.dyn_into::<js_sys::Function>() {
-                Ok(function) => confirm = Some(function),
-                Err(other) => {
-                    return Err(CoreError::InvalidOptions(format!(
-                        "'{key}' must be a function, got {}",
-                        js::js_type_name(&other)
-                    )))
-                }
-            }
-        }
+            field
+        };
+        let strings = Strings::parse(&take("strings")).map_err(CoreError::InvalidOptions)?;
+        let confirm = match take("confirm") {
+            field if field.is_undefined() || field.is_null() => None,
+            field => Some(field.dyn_into::<js_sys::Function>().map_err(|other| {
+                let got = js::js_type_name(&other);
+                CoreError::InvalidOptions(format!("'confirm' must be a function, got {got}"))
+            })?),
+        };
         let text = js::plain_json_text(&copy).map_err(CoreError::InvalidOptions)?;
         Ok(Self {
             page: PageOptions::read(&text)?,

@@ -50,9 +50,6 @@ crate::typescript_interface! {
 }
 
 /// The keys holding functions: serde cannot read those, so they are read by hand.
-/// The options that are functions (taken out by the SDK before the rest is read here).
-pub const FUNCTION_OPTIONS: &[&str] = &["confirm"];
-
 /// The constructor's options, checked (the functions and the `strings` apart).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
