@@ -1,19 +1,21 @@
-//! One simulated page: a native WebSocket client that plays the page's part of the wire protocol
-//! (SPEC §6): its first frame is `clienttools/connect` (the page token, if any), the bridge answers
-//! with the session id it assigned, and then the page is the MCP server, with one tool, `echo`,
-//! that returns its arguments.
+//! One simulated page: a native WebSocket client driving the page engine that ships
+//! (`client_tools_core::page_engine`, the same state machine the browser SDK drives) over the wire
+//! protocol (SPEC §6): its first frame is `clienttools/connect` (the page token, if any), the bridge
+//! answers with the session id it assigned, and then the page is the MCP server, with one tool,
+//! `echo`, whose handler returns its arguments at once.
 //!
-//! No browser and no SDK: what is measured is the bridge, so the page side does as little as a
-//! correct MCP server can.
+//! No browser: what is measured is the bridge, so the page side does what the SDK's engine does and
+//! nothing more.
 
-use client_tools_core::connect::{encode_connect, ConnectParams, ConnectResult, CONNECT_ID};
-use client_tools_core::protocol::{
-    self, code, encode_error, encode_result, method, CallToolParams, CallToolResult,
-    Implementation, InitializeResult, Message as Rpc, RequestId, RpcError, Tool, ToolsListResult,
-    PROTOCOL_VERSION,
-};
+use std::time::Instant;
+
+use client_tools_core::connect::{self, encode_connect, ConnectParams, ConnectResult};
+use client_tools_core::page_engine::{EngineConfig, HandlerOutcome, Input, Output, PageEngine};
+use client_tools_core::protocol::{self, method, Message as Rpc};
+use client_tools_core::registry::{Declaration, ToolKind};
+use client_tools_core::time::Millis;
 use futures_util::{SinkExt, StreamExt};
-use serde_json::{json, Value};
+use serde_json::json;
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::{Message, Utf8Bytes};
@@ -32,6 +34,8 @@ pub struct SimulatedPage {
     socket: Socket,
     /// The session id the bridge assigned in its answer to `clienttools/connect`.
     session_id: String,
+    engine: PageEngine<()>,
+    started: Instant,
 }
 
 impl SimulatedPage {
@@ -56,10 +60,25 @@ impl SimulatedPage {
                 break connect_answer(text.as_str())?;
             }
         };
-        Ok(Self {
+        let mut engine = PageEngine::new(EngineConfig::default(), 30_000, Vec::new());
+        let echo = Declaration {
+            original_name: TOOL_NAME.into(),
+            description: Some("Returns its arguments.".into()),
+            parameters: Some(json!({ "type": "object" })),
+            ..Declaration::default()
+        };
+        engine
+            .registry_mut()
+            .define(echo, ToolKind::Function, ())
+            .map_err(|e| e.to_string())?;
+        let mut page = Self {
             socket,
             session_id: connected.session_id,
-        })
+            engine,
+            started: Instant::now(),
+        };
+        page.handle(Input::SessionBegun { resumed: false }).await?;
+        Ok(page)
     }
 
     /// The session id agents call this page by.
@@ -70,7 +89,15 @@ impl SimulatedPage {
     /// Answers the bridge until it has asked for the tools: after that the session is usable.
     pub async fn handshake(&mut self) -> Result<(), String> {
         loop {
-            if self.answer_next().await?.as_deref() == Some(method::TOOLS_LIST) {
+            let Some(text) = read(&mut self.socket).await? else {
+                continue;
+            };
+            let listed = matches!(
+                protocol::decode(text.as_str()),
+                Ok(Rpc::Request { method, .. }) if method == method::TOOLS_LIST
+            );
+            self.handle(Input::Frame(text.as_str())).await?;
+            if listed {
                 return Ok(());
             }
         }
@@ -80,34 +107,63 @@ impl SimulatedPage {
     /// pages by dropping them, so any end seen here is a failure.
     pub async fn serve(mut self) -> String {
         loop {
-            if let Err(reason) = self.answer_next().await {
+            let wake = self.engine.poll_timeout().map(|at| {
+                let due = self.started + std::time::Duration::from_secs_f64(at.0.max(0.0) / 1e3);
+                tokio::time::Instant::from_std(due)
+            });
+            let next = tokio::select! {
+                read = read(&mut self.socket) => read,
+                _ = sleep_until(wake) => {
+                    if let Err(reason) = self.handle(Input::Timeout).await {
+                        return reason;
+                    }
+                    continue;
+                }
+            };
+            let handled = match next {
+                Ok(Some(text)) => self.handle(Input::Frame(text.as_str())).await,
+                Ok(None) => Ok(()),
+                Err(reason) => Err(reason),
+            };
+            if let Err(reason) = handled {
                 return reason;
             }
         }
     }
 
-    /// Reads one frame and answers it if it is a request; returns the method answered.
-    async fn answer_next(&mut self) -> Result<Option<String>, String> {
-        let Some(text) = read(&mut self.socket).await? else {
-            return Ok(None);
-        };
-        let (id, method, params) = match protocol::decode(text.as_str()) {
-            Ok(Rpc::Request { id, method, params }) => (id, method, params),
-            // Notifications need no answer; the page sends no requests, so expects no responses.
-            Ok(Rpc::Notification { .. } | Rpc::Response { .. }) => return Ok(None),
-            Err(error) => {
-                return Err(format!(
-                    "the bridge sent an undecodable frame: {}",
-                    error.error.message
-                ))
+    fn now(&self) -> Millis {
+        Millis(self.started.elapsed().as_secs_f64() * 1e3)
+    }
+
+    /// Feeds the engine, then performs what it asks: frames go to the bridge, and `echo`'s handler
+    /// answers with its arguments at once.
+    async fn handle(&mut self, input: Input<'_>) -> Result<(), String> {
+        self.engine.handle(self.now(), input);
+        while let Some(output) = self.engine.poll_output() {
+            match output {
+                Output::Send(frame) => self
+                    .socket
+                    .send(Message::text(frame))
+                    .await
+                    .map_err(|e| format!("writing to the bridge: {e}"))?,
+                Output::RunHandler { call, input, .. } => {
+                    let outcome = HandlerOutcome::Returned(input);
+                    let now = self.now();
+                    self.engine
+                        .handle(now, Input::HandlerSettled { call, outcome });
+                }
+                // Nobody is asked, nothing is aborted or listened to on a simulated page.
+                _ => {}
             }
-        };
-        let frame = answer(&id, &method, params);
-        self.socket
-            .send(Message::text(frame))
-            .await
-            .map_err(|e| format!("writing to the bridge: {e}"))?;
-        Ok(Some(method))
+        }
+        Ok(())
+    }
+}
+
+async fn sleep_until(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
     }
 }
 
@@ -128,80 +184,14 @@ async fn read(socket: &mut Socket) -> Result<Option<Utf8Bytes>, String> {
 
 /// The bridge's answer to `clienttools/connect`, its first frame: the session, or why it refused.
 fn connect_answer(text: &str) -> Result<ConnectResult, String> {
-    match protocol::decode(text) {
-        Ok(Rpc::Response { id, result }) if id == RequestId::String(CONNECT_ID.into()) => {
-            let result = result.map_err(|error| {
-                format!(
-                    "the bridge refused clienttools/connect: {} ({})",
-                    error.message, error.code
-                )
-            })?;
-            serde_json::from_value(result)
-                .map_err(|e| format!("malformed answer to clienttools/connect: {e}"))
-        }
-        _ => Err(format!(
-            "the bridge's first frame is not the answer to clienttools/connect: {text}"
-        )),
-    }
-}
-
-/// The response frame to one request of the bridge.
-fn answer(id: &RequestId, requested: &str, params: Value) -> String {
-    match requested {
-        method::INITIALIZE => encode_result(
-            id,
-            &InitializeResult {
-                protocol_version: PROTOCOL_VERSION.into(),
-                capabilities: json!({ "tools": { "listChanged": true } }),
-                server_info: Implementation {
-                    name: "client-tools-load".into(),
-                    version: env!("CARGO_PKG_VERSION").into(),
-                },
-                instructions: None,
-            },
-        ),
-        method::TOOLS_LIST => encode_result(
-            id,
-            &ToolsListResult {
-                tools: vec![echo_tool()],
-                next_cursor: None,
-            },
-        ),
-        method::TOOLS_CALL => encode_result(id, &call(params)),
-        method::PING => encode_result(id, &json!({})),
-        other => encode_error(
-            Some(id),
-            &RpcError::new(code::METHOD_NOT_FOUND, format!("method not found: {other}")),
-        ),
-    }
-}
-
-fn echo_tool() -> Tool {
-    Tool {
-        name: TOOL_NAME.into(),
-        description: Some("Returns its arguments.".into()),
-        input_schema: json!({ "type": "object" }),
-        output_schema: None,
-        annotations: None,
-        meta: None,
-    }
-}
-
-/// `echo` returns its arguments: as JSON text content and, for an object, as structured content.
-fn call(params: Value) -> CallToolResult {
-    match serde_json::from_value::<CallToolParams>(params) {
-        Ok(call) if call.name == TOOL_NAME => {
-            CallToolResult::success(call.arguments.unwrap_or_else(|| json!({})))
-        }
-        Ok(call) => CallToolResult::error(format!("no tool '{}' on this page", call.name)),
-        Err(error) => CallToolResult::error(format!("malformed tools/call params: {error}")),
-    }
+    connect::read_answer(text).map_err(|failure| failure.message(None))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use client_tools_core::connect::{code as connect_code, encode_refusal};
+    use client_tools_core::connect::{code as connect_code, encode_refusal, CONNECT_ID};
+    use client_tools_core::protocol::{encode_result, RequestId};
 
     #[test]
     fn the_connect_answer_names_the_session_or_says_why_not() {
