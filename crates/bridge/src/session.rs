@@ -13,7 +13,7 @@ use std::time::{Duration, Instant, SystemTime};
 use client_tools_core::call::outcome;
 use client_tools_core::protocol::{
     self, encode_error, encode_notification, encode_request, encode_result, method, CallToolResult,
-    ProgressParams, RequestId, Tool,
+    DecodeError, Message, ProgressParams, RequestId, Tool,
 };
 use client_tools_core::registry::is_allowed;
 use serde_json::{Map, Value};
@@ -25,6 +25,7 @@ use crate::call_meta::{self, PreparedCall, RequestedTimeout};
 use crate::cluster::{Outbound, Publisher, RelayRoutes};
 use crate::limits::Limits;
 use crate::outgoing::OutgoingSender;
+use crate::page_answer;
 use crate::request_engine::{Answer, Purpose, Request, RequestEngine, Settled};
 pub use crate::request_engine::{RequestFailure, RECONNECT_GRACE};
 
@@ -692,6 +693,33 @@ impl PageSession {
                 request_id: Some(id.to_string()),
                 ..Outbound::frame(route, frame)
             });
+        }
+    }
+
+    /// Hands the page's answers and progress reports to the requests they belong to: the one
+    /// reading of a page's frame, whether it came on the page's own socket or relayed from the node
+    /// that holds it. Anything else comes back decoded (or why it could not be) for the caller;
+    /// `None` when it was delivered.
+    pub(crate) fn deliver_answer(&self, text: &str) -> Option<Result<Message, DecodeError>> {
+        if let Some((id, result)) = page_answer::read(text) {
+            self.resolve(&id, Ok(result));
+            return None;
+        }
+        match protocol::decode(text) {
+            Ok(Message::Response { id, result }) => {
+                let result = result.map(|value| {
+                    serde_json::value::to_raw_value(&value).expect("a JSON value always prints")
+                });
+                self.resolve(&id, result);
+                None
+            }
+            Ok(Message::Notification { method, params }) if method == method::PROGRESS => {
+                if let Ok(progress) = serde_json::from_value(params) {
+                    self.progress(progress);
+                }
+                None
+            }
+            other => Some(other),
         }
     }
 

@@ -14,7 +14,6 @@ use tokio::sync::Notify;
 use super::wire::{self, Entry, Reply};
 use super::Cluster;
 use crate::outgoing::{self, Outgoing, OutgoingReceiver};
-use crate::routes::page::deliver_answer;
 use crate::session::PageSession;
 
 /// Bytes a relayed frame's subjects may take beyond the frame, within NATS's limit.
@@ -142,7 +141,7 @@ pub(super) async fn receive(cluster: Arc<Cluster>, mut inbox: async_nats::Subscr
         // The page's answer or progress, relayed, goes to the request it belongs to; anything
         // else is ignored (only requests this node sent are waiting).
         if let Ok(text) = std::str::from_utf8(&message.payload) {
-            let _ = deliver_answer(&session, text);
+            let _ = session.deliver_answer(text);
         }
     }
 }

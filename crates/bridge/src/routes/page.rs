@@ -29,7 +29,6 @@ use tokio::time::Instant;
 use crate::auth::{page_origin_allowed, secrets_match};
 use crate::limits::MAX_MESSAGE_BYTES;
 use crate::outgoing::{self, Outgoing, OutgoingSender};
-use crate::page_answer;
 use crate::server::Bridge;
 use crate::session::PageSession;
 use crate::sessions::{Claimed, ConnectionSlot};
@@ -353,7 +352,7 @@ pub(crate) fn handle_frame(
     refresh: &Notify,
     text: &str,
 ) {
-    let message = match deliver_answer(session, text) {
+    let message = match session.deliver_answer(text) {
         None => return,
         Some(Err(error)) => {
             if let Some(answer) = error.to_frame() {
@@ -380,35 +379,6 @@ pub(crate) fn handle_frame(
             };
             send_reply(reply, frame);
         }
-    }
-}
-
-/// Hands the page's answers and progress reports to the requests they belong to (on a page's own
-/// socket, and relayed from another cluster node: crate::cluster). Anything else comes back
-/// decoded (or why it could not be) for the caller; `None` when it was delivered.
-pub(crate) fn deliver_answer(
-    session: &PageSession,
-    text: &str,
-) -> Option<Result<Rpc, protocol::DecodeError>> {
-    if let Some((id, result)) = page_answer::read(text) {
-        session.resolve(&id, Ok(result));
-        return None;
-    }
-    match protocol::decode(text) {
-        Ok(Rpc::Response { id, result }) => {
-            let result = result.map(|value| {
-                serde_json::value::to_raw_value(&value).expect("a JSON value always prints")
-            });
-            session.resolve(&id, result);
-            None
-        }
-        Ok(Rpc::Notification { method, params }) if method == method::PROGRESS => {
-            if let Ok(progress) = serde_json::from_value(params) {
-                session.progress(progress);
-            }
-            None
-        }
-        other => Some(other),
     }
 }
 
