@@ -21,6 +21,7 @@ pub mod limits;
 pub mod mcp;
 mod outgoing;
 mod page_answer;
+mod relay_routes;
 mod request_engine;
 mod routes;
 mod server;

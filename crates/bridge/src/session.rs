@@ -22,12 +22,15 @@ use tokio::sync::{mpsc, oneshot, watch, Notify};
 use crate::agent_tools::AgentTools;
 use crate::call_frame;
 use crate::call_meta::{self, PreparedCall, RequestedTimeout};
-use crate::cluster::{Outbound, Publisher, RelayRoutes};
 use crate::limits::Limits;
 use crate::outgoing::OutgoingSender;
 use crate::page_answer;
+use crate::relay_routes::RelayRoutes;
 use crate::request_engine::{Answer, Purpose, Request, RequestEngine, Settled};
 pub use crate::request_engine::{RequestFailure, RECONNECT_GRACE};
+
+/// Close code sent to a connection replaced by its page's newer one (RFC 6455 private range).
+pub(crate) const CLOSE_REPLACED: u16 = 4000;
 
 /// Extra time the runtime waits beyond a call's timeout: the page's 2 s grace for late handlers
 /// plus the network, so the page's own, more precise, outcome normally arrives first.
@@ -50,6 +53,15 @@ pub(crate) enum RelayRefused {
     NotHere,
     /// The page's limits or queue refuse it (the reason).
     Refused(String),
+}
+
+/// Where the page's answers and progress on requests relayed to it through this bridge go back
+/// (in a cluster: to the node that relayed them, which implements this). The session knows such a
+/// request only by the opaque route its relayer gave ([`PageSession::relay_to_page`]).
+pub(crate) trait RelayReplies: Send + Sync {
+    /// Sends the page's `frame` back along `route`: its answer to relayed request `request`, or
+    /// (`None`) a progress report.
+    fn send_back(&self, route: String, request: Option<String>, frame: String);
 }
 
 /// What carries a session's frames to its page.
@@ -90,8 +102,8 @@ pub struct PageSession {
     default_timeout: Duration,
     /// Tool arguments and results go to the trace (`debug`) only when the operator asked.
     log_payloads: bool,
-    /// In a cluster: where the answers to relayed requests are sent (crate::cluster).
-    publisher: Option<Publisher>,
+    /// In a cluster: where the answers to relayed requests are sent.
+    relay_replies: Option<Arc<dyn RelayReplies>>,
 }
 
 /// A session's public summary (`GET /api/sessions`).
@@ -127,13 +139,16 @@ impl PageSession {
             agent_tools: Arc::default(),
             default_timeout: Duration::from_millis(client_tools_core::registry::DEFAULT_TIMEOUT_MS),
             log_payloads,
-            publisher: None,
+            relay_replies: None,
         }
     }
 
-    /// In a cluster: relayed requests are answered through `publisher` (crate::cluster).
-    pub(crate) fn with_publisher(mut self, publisher: Option<Publisher>) -> Self {
-        self.publisher = publisher;
+    /// In a cluster: relayed requests are answered through `relay_replies`.
+    pub(crate) fn with_relay_replies(
+        mut self,
+        relay_replies: Option<Arc<dyn RelayReplies>>,
+    ) -> Self {
+        self.relay_replies = relay_replies;
         self
     }
 
@@ -533,9 +548,9 @@ impl PageSession {
             return;
         };
         drop(state);
-        if let Some(publisher) = &self.publisher {
+        if let Some(replies) = &self.relay_replies {
             let frame = encode_notification(method::PROGRESS, &progress);
-            publisher.send(Outbound::frame(route, frame));
+            replies.send_back(route, None, frame);
         }
     }
 
@@ -579,7 +594,7 @@ impl PageSession {
         // replaced and stops, so no two live connections share one session.
         if let Some(previous) = state.connection.take() {
             state.engine.close_link(
-                crate::sessions::CLOSE_REPLACED,
+                CLOSE_REPLACED,
                 "replaced by a newer connection of the same page session",
             );
             previous.kill.notify_one();
@@ -688,11 +703,8 @@ impl PageSession {
             Ok(result) => encode_result(id, &result),
             Err(error) => encode_error(Some(id), &error),
         };
-        if let Some(publisher) = &self.publisher {
-            publisher.send(Outbound {
-                request_id: Some(id.to_string()),
-                ..Outbound::frame(route, frame)
-            });
+        if let Some(replies) = &self.relay_replies {
+            replies.send_back(route, Some(id.to_string()), frame);
         }
     }
 

@@ -17,12 +17,9 @@ use client_tools_core::registry::DEFAULT_TIMEOUT_MS;
 use sha2::{Digest, Sha256};
 
 use crate::agent_tools::AgentTools;
-use crate::cluster::Publisher;
 use crate::limits::Limits;
-use crate::session::{PageSession, Via};
+use crate::session::{PageSession, RelayReplies, Via, CLOSE_REPLACED};
 
-/// Close code sent to a connection replaced by its page's newer one (RFC 6455 private range).
-pub const CLOSE_REPLACED: u16 = 4000;
 /// How often, at most, expired sessions are swept (on the next access to the table).
 const SWEEP_EVERY: Duration = Duration::from_secs(1);
 
@@ -34,8 +31,8 @@ pub struct Sessions {
     log_payloads: bool,
     agent_tools: Arc<AgentTools>,
     default_timeout: Duration,
-    /// In a cluster: how sessions answer requests other nodes relay (crate::cluster).
-    publisher: OnceLock<Publisher>,
+    /// In a cluster: how sessions answer requests other nodes relay.
+    relay_replies: OnceLock<Arc<dyn RelayReplies>>,
 }
 
 struct Table {
@@ -91,13 +88,13 @@ impl Sessions {
             log_payloads,
             agent_tools: Arc::default(),
             default_timeout: Duration::from_millis(DEFAULT_TIMEOUT_MS),
-            publisher: OnceLock::new(),
+            relay_replies: OnceLock::new(),
         }
     }
 
     /// Joins the cluster: every session made from now on answers relayed requests through it.
-    pub(crate) fn set_publisher(&self, publisher: Publisher) {
-        let _ = self.publisher.set(publisher);
+    pub(crate) fn set_relay_replies(&self, replies: Arc<dyn RelayReplies>) {
+        let _ = self.relay_replies.set(replies);
     }
 
     /// The `--tools FILE` tools and the default call timeout every session's calls use.
@@ -233,7 +230,7 @@ impl Sessions {
                         self.log_payloads,
                     )
                     .with_agent_tools(self.agent_tools.clone(), self.default_timeout)
-                    .with_publisher(self.publisher.get().cloned()),
+                    .with_relay_replies(self.relay_replies.get().cloned()),
                 )
             })
             .clone();

@@ -13,7 +13,6 @@
 mod directory;
 mod link;
 mod owner;
-mod relay_routes;
 mod wire;
 
 use std::collections::{HashMap, HashSet};
@@ -28,12 +27,11 @@ use sha2::{Digest, Sha256};
 use tokio::sync::mpsc;
 
 use crate::config::BridgeConfig;
-use crate::session::{visible_tools, PageSession, SessionInfo, Via};
+use crate::session::{visible_tools, PageSession, SessionInfo, Via, CLOSE_REPLACED};
 use crate::sessions::{self, Claimed, Refused, Sessions};
 use directory::{Directory, HEARTBEAT};
-pub(crate) use relay_routes::RelayRoutes;
 use wire::{Entry, Heartbeat, Hello};
-pub(crate) use wire::{Outbound, Publisher};
+use wire::{Outbound, Publisher};
 
 /// How to reach NATS (`--nats URL` and its credentials). `Debug` never shows a secret.
 #[derive(Clone, Default)]
@@ -148,7 +146,7 @@ impl Cluster {
             .await
             .map_err(|error| format!("cannot connect to NATS at {}: {error}", options.url))?;
         let (publisher, outbound) = Publisher::new();
-        sessions.set_publisher(publisher.clone());
+        sessions.set_relay_replies(Arc::new(publisher.clone()));
         let cluster = Arc::new(Cluster {
             node: node.clone(),
             max_payload: client.server_info().max_payload,
@@ -411,7 +409,7 @@ impl Cluster {
             tracing::warn!(session = %session.id(), node = %elsewhere.node, "this page session is connected to another node too: the older connection, here, is closed");
             session.close_generation(
                 generation,
-                sessions::CLOSE_REPLACED,
+                CLOSE_REPLACED,
                 "replaced by a newer connection of the same page session on another node",
             );
         }

@@ -15,6 +15,8 @@ use client_tools_core::protocol::Tool;
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
+use crate::session::RelayReplies;
+
 pub(crate) const DIRECTORY: &str = "clienttools.directory";
 pub(crate) const HEARTBEAT: &str = "clienttools.heartbeat";
 pub(crate) const HELLO: &str = "clienttools.hello";
@@ -212,6 +214,16 @@ impl Publisher {
         if let Err(error) = self.0.try_send(message) {
             tracing::warn!(subject = %error.into_inner().subject, "cluster message dropped: the queue to NATS is full");
         }
+    }
+}
+
+/// The page's answers to requests another node relayed go back to that node's inbox (`route`).
+impl RelayReplies for Publisher {
+    fn send_back(&self, route: String, request: Option<String>, frame: String) {
+        self.send(Outbound {
+            request_id: request,
+            ..Outbound::frame(route, frame)
+        });
     }
 }
 
