@@ -11,6 +11,7 @@
 
 pub mod agent_tools;
 mod auth;
+mod bridge;
 mod call_frame;
 mod call_meta;
 mod cluster;
@@ -29,10 +30,10 @@ pub mod session;
 mod sessions;
 
 pub use agent_tools::AgentTools;
+pub use bridge::Bridge;
 pub use call_meta::{PreparedCall, CONFIRMED_BY_AGENT};
 pub use client_tools_core::protocol::CallToolResult;
 pub use cluster::ClusterOptions;
 pub use config::{BridgeConfig, ConfirmVia};
 pub use limits::Limits;
-pub use server::Bridge;
 pub use session::PageSession;

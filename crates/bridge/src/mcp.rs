@@ -18,10 +18,10 @@ use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
+use crate::bridge::Bridge;
 use crate::call_meta::PreparedCall;
 use crate::config::ConfirmVia;
 use crate::confirm::{self, Binding, Decision};
-use crate::server::Bridge;
 use crate::session::PageSession;
 
 /// How often an agent bound to no page yet looks for one (to announce its tools), and how often its

@@ -16,7 +16,7 @@ use client_tools_core::protocol::CallToolResult;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use crate::server::Bridge;
+use crate::bridge::Bridge;
 use crate::session::SessionInfo;
 
 pub async fn list_sessions(State(bridge): State<Bridge>) -> Json<Vec<SessionInfo>> {

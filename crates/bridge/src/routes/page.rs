@@ -27,9 +27,9 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use crate::auth::{page_origin_allowed, secrets_match};
+use crate::bridge::Bridge;
 use crate::limits::MAX_MESSAGE_BYTES;
 use crate::outgoing::{self, Outgoing, OutgoingSender};
-use crate::server::Bridge;
 use crate::session::PageSession;
 use crate::sessions::{Claimed, ConnectionSlot};
 
