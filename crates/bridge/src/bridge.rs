@@ -5,11 +5,11 @@
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use crate::agent_confirmation::RequestStates;
 use crate::cluster::{Cluster, ClusterOptions};
 use crate::config::BridgeConfig;
-use crate::confirm::RequestStates;
-use crate::session::{PageSession, SessionInfo};
-use crate::sessions::{Claimed, Refused, Sessions};
+use crate::page_session::{PageSession, SessionInfo};
+use crate::session_table::{Claimed, Refused, SessionTable};
 use client_tools_core::connect::ConnectParams;
 
 /// Cheap to clone: all clones share the same sessions.
@@ -20,7 +20,7 @@ pub struct Bridge {
 
 struct Inner {
     config: BridgeConfig,
-    sessions: Arc<Sessions>,
+    sessions: Arc<SessionTable>,
     /// The key and spent list of the agent-side confirmation's `requestState`s (2026-07-28).
     request_states: RequestStates,
     /// Set once the bridge joined a cluster ([`Bridge::join_cluster`]).
@@ -29,7 +29,7 @@ struct Inner {
 
 impl Bridge {
     pub fn new(config: BridgeConfig) -> Self {
-        let sessions = Sessions::new(
+        let sessions = SessionTable::new(
             config.limits.clone(),
             config.allow.clone(),
             config.log_payloads,
@@ -53,7 +53,7 @@ impl Bridge {
         &self.inner.request_states
     }
 
-    pub(crate) fn table(&self) -> &Arc<Sessions> {
+    pub(crate) fn table(&self) -> &Arc<SessionTable> {
         &self.inner.sessions
     }
 
@@ -80,7 +80,7 @@ impl Bridge {
         self.inner.cluster.get()
     }
 
-    /// A page's connect (crate::sessions; in a cluster, crate::cluster).
+    /// A page's connect (crate::session_table; in a cluster, crate::cluster).
     pub(crate) async fn claim(&self, params: &ConnectParams) -> Result<Claimed, Refused> {
         match self.cluster() {
             Some(cluster) => cluster.claim(params).await,

@@ -18,11 +18,11 @@ use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
+use crate::agent_confirmation::{self, Binding, Decision};
 use crate::bridge::Bridge;
-use crate::call_meta::PreparedCall;
 use crate::config::ConfirmVia;
-use crate::confirm::{self, Binding, Decision};
-use crate::session::PageSession;
+use crate::page_session::PageSession;
+use crate::prepared_call::PreparedCall;
 
 /// How often an agent bound to no page yet looks for one (to announce its tools), and how often its
 /// announcer checks that the agent is still there.
@@ -131,7 +131,7 @@ impl McpAgent {
     }
 }
 
-/// What the agent-side confirmation decided for a call (crate::confirm).
+/// What the agent-side confirmation decided for a call (crate::agent_confirmation).
 enum Confirmation {
     /// The call goes to the page (confirmed by the agent's person, or the page asks).
     Proceed,
@@ -162,7 +162,7 @@ impl McpAgent {
         let wanted = self.bridge.config().confirm_via == ConfirmVia::Agent
             && call.needs_confirmation()
             && can_elicit(context);
-        let question = wanted.then(|| confirm::question(call)).flatten();
+        let question = wanted.then(|| agent_confirmation::question(call)).flatten();
         if wanted && question.is_none() {
             tracing::info!(
                 tool = call.name(),
@@ -181,7 +181,7 @@ impl McpAgent {
         let handshake_era = context
             .protocol_version()
             .is_none_or(|version| version.has_initialize());
-        let forwarded = confirm::forwarded_digest(call);
+        let forwarded = agent_confirmation::forwarded_digest(call);
         let decision = if handshake_era {
             if retried {
                 return Confirmation::Refused(protocol::CallToolResult::error(
@@ -191,7 +191,7 @@ impl McpAgent {
             }
             let asked = context.peer.create_elicitation_with_timeout(
                 question,
-                Some(Duration::from_millis(confirm::STATE_TTL_MS)),
+                Some(Duration::from_millis(agent_confirmation::STATE_TTL_MS)),
             );
             let ticking = progress_while_waiting(context, waited);
             let answer = tokio::select! {
@@ -216,7 +216,9 @@ impl McpAgent {
                 let again =
                     page.prepare_call(&request.name, arguments, Some(&context.meta.0 .0), None);
                 match again {
-                    Ok(again) if confirm::forwarded_digest(&again) == forwarded => *call = again,
+                    Ok(again) if agent_confirmation::forwarded_digest(&again) == forwarded => {
+                        *call = again
+                    }
                     Ok(_) => {
                         return Confirmation::Refused(protocol::CallToolResult::error(format!(
                             "tool '{}' changed while the person at the agent decided (its \
@@ -241,8 +243,8 @@ impl McpAgent {
                     ));
                 }
                 let question = InputRequests::from([(
-                    confirm::INPUT_KEY.to_owned(),
-                    confirm::input_request(&question),
+                    agent_confirmation::INPUT_KEY.to_owned(),
+                    agent_confirmation::input_request(&question),
                 )]);
                 let state = states.issue(&binding, now);
                 return Confirmation::Ask(InputRequiredResult::new(Some(question), Some(state)));
@@ -253,11 +255,11 @@ impl McpAgent {
             let answer = request
                 .input_responses
                 .as_ref()
-                .and_then(|responses| responses.get(confirm::INPUT_KEY));
+                .and_then(|responses| responses.get(agent_confirmation::INPUT_KEY));
             let Some(answer) = answer else {
                 return Confirmation::Refused(protocol::CallToolResult::error(format!(
                     "the retried call carries no inputResponses['{}'] (the person's answer)",
-                    confirm::INPUT_KEY
+                    agent_confirmation::INPUT_KEY
                 )));
             };
             match serde_json::from_value::<ElicitResult>(answer.clone()) {
@@ -265,7 +267,7 @@ impl McpAgent {
                 Err(error) => {
                     return Confirmation::Refused(protocol::CallToolResult::error(format!(
                         "inputResponses['{}'] is not an elicitation result: {error}",
-                        confirm::INPUT_KEY
+                        agent_confirmation::INPUT_KEY
                     )))
                 }
             }
@@ -415,7 +417,7 @@ impl ServerHandler for McpAgent {
             Err(text) => return Ok(CallToolResult::error(vec![ContentBlock::text(text)]).into()),
         };
         let arguments = Value::Object(request.arguments.clone().unwrap_or_default());
-        // The agent's `_meta` is checked as on every route (crate::call_meta).
+        // The agent's `_meta` is checked as on every route (crate::prepared_call).
         let prepared = page.prepare_call(&request.name, arguments, Some(&context.meta.0 .0), None);
         let mut call = match prepared {
             Ok(call) => call,

@@ -1,10 +1,10 @@
 //! What happens to the bridge's requests to one page, and nothing else: which requests wait, until
 //! when, what a disconnect, a reconnect, progress, an answer or silence does to them (SPEC §9).
 //!
-//! Sans-IO (STYLE 13): the engine takes events and the current time and never waits. It puts
-//! frames on the connection's bounded queue ([`OutgoingSender`], memory, not a socket) and settles
-//! each request through its own channel; [`crate::session::PageSession`] owns it under its mutex and
-//! does the waiting (one timer per caller, woken at [`RequestEngine::wake_at`]).
+//! Sans-IO (STYLE 13): the engine takes events and the current time and never waits. It puts frames
+//! on the connection's bounded queue ([`OutgoingSender`], memory, not a socket) and settles each
+//! request through its own channel; [`crate::page_session::PageSession`] owns it under its mutex
+//! and does the waiting (one timer per caller, woken at [`RequestEngine::wake_at`]).
 
 use std::collections::hash_map::{Entry, HashMap};
 use std::time::{Duration, Instant};
@@ -17,7 +17,7 @@ use client_tools_core::protocol::{
 use serde_json::value::RawValue;
 use tokio::sync::{mpsc, oneshot};
 
-use crate::outgoing::OutgoingSender;
+use crate::connection_queue::OutgoingSender;
 
 /// How long a call whose page disconnected waits for the page to come back (a reload, a network
 /// blip) before it fails. When the page reconnects, the call is sent again with the same id.
@@ -422,9 +422,9 @@ impl RequestEngine {
     }
 }
 
-/// The engine driven through [`crate::session::PageSession`], as the bridge uses it, against a fake
-/// page: a connection whose outgoing queue the test reads and whose answers it hands to `resolve`.
-/// Time is paused: deadlines and grace periods pass at once, exactly.
+/// The engine driven through [`crate::page_session::PageSession`], as the bridge uses it, against a
+/// fake page: a connection whose outgoing queue the test reads and whose answers it hands to
+/// `resolve`. Time is paused: deadlines and grace periods pass at once, exactly.
 #[cfg(test)]
 pub(crate) mod tests {
     use std::sync::Arc;
@@ -439,9 +439,9 @@ pub(crate) mod tests {
     use tokio::time::{sleep, Instant};
 
     use super::*;
+    use crate::connection_queue::{self, Outgoing, OutgoingReceiver};
     use crate::limits::Limits;
-    use crate::outgoing::{self, Outgoing, OutgoingReceiver};
-    use crate::session::PageSession;
+    use crate::page_session::PageSession;
 
     /// A call's timeout in these tests; the bridge waits 2.5 s more for the page's own outcome.
     const TIMEOUT: Duration = Duration::from_secs(1);
@@ -474,7 +474,7 @@ pub(crate) mod tests {
             frames: usize,
             bytes: usize,
         ) -> Self {
-            let (sender, queue) = outgoing::channel(frames, bytes);
+            let (sender, queue) = connection_queue::channel(frames, bytes);
             let kill = Arc::new(Notify::new());
             let generation = session.attach(sender, kill.clone());
             Self {

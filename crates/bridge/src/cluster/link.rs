@@ -13,8 +13,8 @@ use tokio::sync::Notify;
 
 use super::wire::{self, Entry, Reply};
 use super::Cluster;
-use crate::outgoing::{self, Outgoing, OutgoingReceiver};
-use crate::session::PageSession;
+use crate::connection_queue::{self, Outgoing, OutgoingReceiver};
+use crate::page_session::PageSession;
 
 /// Bytes a relayed frame's subjects may take beyond the frame, within NATS's limit.
 const ENVELOPE_BYTES: usize = 512;
@@ -24,7 +24,7 @@ const ENVELOPE_BYTES: usize = 512;
 pub(super) fn attach(cluster: &Cluster, session: &Arc<PageSession>, entry: &Entry) -> Option<u64> {
     let limits = &cluster.config.limits;
     let (sender, queue) =
-        outgoing::channel(limits.outgoing_queue_frames, limits.outgoing_queue_bytes);
+        connection_queue::channel(limits.outgoing_queue_frames, limits.outgoing_queue_bytes);
     let kill = Arc::new(Notify::new());
     let connected_at =
         UNIX_EPOCH + std::time::Duration::from_millis(entry.connected_at_ms.unwrap_or_default());

@@ -27,8 +27,8 @@ use sha2::{Digest, Sha256};
 use tokio::sync::mpsc;
 
 use crate::config::BridgeConfig;
-use crate::session::{visible_tools, PageSession, SessionInfo, Via, CLOSE_REPLACED};
-use crate::sessions::{self, Claimed, Refused, Sessions};
+use crate::page_session::{visible_tools, PageSession, SessionInfo, Via, CLOSE_REPLACED};
+use crate::session_table::{self, Claimed, Refused, SessionTable};
 use directory::{Directory, HEARTBEAT};
 use wire::{Entry, Heartbeat, Hello};
 use wire::{Outbound, Publisher};
@@ -79,7 +79,7 @@ pub(crate) struct Cluster {
     publisher: Publisher,
     /// Digest of the access settings every node must share ([`Heartbeat::policy`]).
     policy: String,
-    sessions: Arc<Sessions>,
+    sessions: Arc<SessionTable>,
     directory: Mutex<Directory>,
     /// Linked sessions: which node each one's link goes to.
     links: Mutex<HashMap<String, LinkState>>,
@@ -106,9 +106,9 @@ impl Cluster {
     pub(crate) async fn join(
         options: &ClusterOptions,
         config: &BridgeConfig,
-        sessions: Arc<Sessions>,
+        sessions: Arc<SessionTable>,
     ) -> Result<Arc<Cluster>, String> {
-        let node = sessions::random_hex(8);
+        let node = session_table::random_hex(8);
         let (events_tx, events) = mpsc::channel(64);
         let mut connect = async_nats::ConnectOptions::new()
             .name(format!("client-tools-bridge {node}"))
@@ -585,7 +585,7 @@ impl Cluster {
         let Some(id) = params
             .resume_secret
             .as_deref()
-            .and_then(sessions::id_of_secret)
+            .and_then(session_table::id_of_secret)
         else {
             return self.sessions.claim(params, false).await;
         };
@@ -661,7 +661,7 @@ fn policy_of(config: &BridgeConfig) -> String {
         }
         hash.update(b"\x01");
     }
-    sessions::hex(&hash.finalize()[..16])
+    session_table::hex(&hash.finalize()[..16])
 }
 
 fn unix_ms(time: SystemTime) -> u64 {

@@ -28,10 +28,10 @@ use tokio::time::Instant;
 
 use crate::auth::{page_origin_allowed, secrets_match};
 use crate::bridge::Bridge;
+use crate::connection_queue::{self, Outgoing, OutgoingSender};
 use crate::limits::MAX_MESSAGE_BYTES;
-use crate::outgoing::{self, Outgoing, OutgoingSender};
-use crate::session::PageSession;
-use crate::sessions::{Claimed, ConnectionSlot};
+use crate::page_session::PageSession;
+use crate::session_table::{Claimed, ConnectionSlot};
 
 /// How long the page has to answer `initialize` and `tools/list`.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -91,7 +91,7 @@ async fn serve_page(bridge: Bridge, _slot: ConnectionSlot, socket: WebSocket) {
         return;
     }
     let (outgoing_tx, outgoing_rx) =
-        outgoing::channel(limits.outgoing_queue_frames, limits.outgoing_queue_bytes);
+        connection_queue::channel(limits.outgoing_queue_frames, limits.outgoing_queue_bytes);
     let kill = Arc::new(Notify::new());
     let generation = session.attach(outgoing_tx.clone(), kill.clone());
     if let Some(cluster) = bridge.cluster() {
@@ -246,7 +246,7 @@ fn truncate_reason(message: &str) -> String {
 /// does a page that takes `idle_timeout` to take what is queued (it is not reading).
 async fn write(
     mut sink: Sink,
-    mut outgoing: outgoing::OutgoingReceiver,
+    mut outgoing: connection_queue::OutgoingReceiver,
     ping_interval: Duration,
     idle_timeout: Duration,
 ) {
@@ -282,7 +282,7 @@ async fn write(
 /// close is sent (the connection ends).
 async fn send_queued(
     sink: &mut Sink,
-    outgoing: &mut outgoing::OutgoingReceiver,
+    outgoing: &mut connection_queue::OutgoingReceiver,
     first: Outgoing,
 ) -> Result<bool, axum::Error> {
     let mut next = Some(first);

@@ -11,8 +11,8 @@ use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Map, Value};
 
 /// The request `id` calling tool `name`; `_meta` carries `extensions` (the `clienttools/` keys of
-/// crate::call_meta), the call's timeout (the page's handler budget) and the id as `progressToken`,
-/// so the page's progress reports name the call they extend.
+/// crate::prepared_call), the call's timeout (the page's handler budget) and the id as
+/// `progressToken`, so the page's progress reports name the call they extend.
 pub(crate) fn tool_call(
     id: &str,
     name: &str,

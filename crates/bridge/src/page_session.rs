@@ -20,14 +20,14 @@ use serde_json::{Map, Value};
 use tokio::sync::{mpsc, oneshot, watch, Notify};
 
 use crate::agent_tools::AgentTools;
-use crate::call_frame;
-use crate::call_meta::{self, PreparedCall, RequestedTimeout};
+use crate::connection_queue::OutgoingSender;
 use crate::limits::Limits;
-use crate::outgoing::OutgoingSender;
 use crate::page_answer;
+use crate::prepared_call::{self, PreparedCall, RequestedTimeout};
 use crate::relay_routes::RelayRoutes;
 use crate::request_engine::{Answer, Purpose, Request, RequestEngine, Settled};
 pub use crate::request_engine::{RequestFailure, RECONNECT_GRACE};
+use crate::tool_call_frame;
 
 /// Close code sent to a connection replaced by its page's newer one (RFC 6455 private range).
 pub(crate) const CLOSE_REPLACED: u16 = 4000;
@@ -209,7 +209,7 @@ impl PageSession {
         &self.agent_tools
     }
 
-    /// Checks a call and decides what it carries (crate::call_meta): which tool `name` means (a
+    /// Checks a call and decides what it carries (crate::prepared_call): which tool `name` means (a
     /// listed or an original name: the call goes under the listed one), the allow-list (by original
     /// name), the caller's `_meta` (`clienttools/confirmedBy` is refused), a `--tools` tool's
     /// schemas, policy and input, the timeout (`requested`: `/api`'s `timeoutMs` — else the
@@ -239,14 +239,15 @@ impl PageSession {
         // Only the `Arc` is copied under the lock: schemas compile and arguments are checked
         // without holding it.
         let page_tools = self.lock().tools.clone();
-        let context = call_meta::Context {
+        let context = prepared_call::Context {
             session: &self.id,
             allow: &self.allow,
             default_timeout: self.default_timeout,
             agent_tools: &self.agent_tools,
             page_tools: &page_tools,
         };
-        call_meta::prepare(&context, name, arguments, caller_meta, requested).inspect_err(|result| {
+        let prepared = prepared_call::prepare(&context, name, arguments, caller_meta, requested);
+        prepared.inspect_err(|result| {
             tracing::info_span!("tool_call", session = %self.id, tool = ?name, outcome = "refused")
                 .in_scope(|| tracing::info!(reason = %result.text(), "tool call refused"));
         })
@@ -338,9 +339,10 @@ impl PageSession {
     }
 
     /// Runs a call [`Self::prepare_call`] of this session accepted (and, when it needed
-    /// confirmation at the agent's side, the person approved: crate::confirm). `None` when `cancel`
-    /// completed first. A call prepared by another session, or whose tool the allow-list does not
-    /// allow (now), is refused here too: this is the Rust API's route as much as a helper.
+    /// confirmation at the agent's side, the person approved: crate::agent_confirmation). `None`
+    /// when `cancel` completed first. A call prepared by another session, or whose tool the
+    /// allow-list does not allow (now), is refused here too: this is the Rust API's route as much
+    /// as a helper.
     pub async fn call_prepared(
         &self,
         call: PreparedCall,
@@ -392,7 +394,8 @@ impl PageSession {
             tracing::info_span!("tool_call", session = %self.id, tool = ?name, call = %id)
                 .in_scope(|| tracing::debug!(%arguments, "tool call arguments"));
         }
-        let frame = call_frame::tool_call(id, name, &arguments, timeout.as_millis() as u64, &meta);
+        let frame =
+            tool_call_frame::tool_call(id, name, &arguments, timeout.as_millis() as u64, &meta);
         let request = Request {
             id: id.to_owned(),
             frame,
@@ -441,7 +444,7 @@ impl PageSession {
             )));
         }
         let page_tools = self.lock().tools.clone();
-        let original = call_meta::listed_original(call.name(), &self.agent_tools, &page_tools);
+        let original = prepared_call::listed_original(call.name(), &self.agent_tools, &page_tools);
         if !is_allowed(&self.allow, &original) {
             return Err(outcome::not_allowed(call.name()));
         }
@@ -904,7 +907,7 @@ mod tests {
     use tokio::time::sleep;
 
     use super::*;
-    use crate::outgoing::Outgoing;
+    use crate::connection_queue::Outgoing;
     use crate::request_engine::tests::{session, FakePage};
 
     const TIMEOUT: Duration = Duration::from_secs(1);

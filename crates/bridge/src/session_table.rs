@@ -18,12 +18,12 @@ use sha2::{Digest, Sha256};
 
 use crate::agent_tools::AgentTools;
 use crate::limits::Limits;
-use crate::session::{PageSession, RelayReplies, Via, CLOSE_REPLACED};
+use crate::page_session::{PageSession, RelayReplies, Via, CLOSE_REPLACED};
 
 /// How often, at most, expired sessions are swept (on the next access to the table).
 const SWEEP_EVERY: Duration = Duration::from_secs(1);
 
-pub struct Sessions {
+pub struct SessionTable {
     table: Mutex<Table>,
     connections: AtomicUsize,
     limits: Limits,
@@ -64,9 +64,9 @@ impl std::fmt::Display for Refused {
     }
 }
 
-/// Counts one open page connection while it lives (see [`Sessions::open_connection`]).
+/// Counts one open page connection while it lives (see [`SessionTable::open_connection`]).
 pub struct ConnectionSlot {
-    sessions: Arc<Sessions>,
+    sessions: Arc<SessionTable>,
 }
 
 impl Drop for ConnectionSlot {
@@ -75,7 +75,7 @@ impl Drop for ConnectionSlot {
     }
 }
 
-impl Sessions {
+impl SessionTable {
     pub fn new(limits: Limits, allow: Vec<String>, log_payloads: bool) -> Self {
         Self {
             table: Mutex::new(Table {
@@ -327,8 +327,8 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
 mod tests {
     use super::*;
 
-    fn sessions(limits: Limits) -> Sessions {
-        Sessions::new(limits, Vec::new(), false)
+    fn sessions(limits: Limits) -> SessionTable {
+        SessionTable::new(limits, Vec::new(), false)
     }
 
     #[tokio::test]
@@ -396,7 +396,7 @@ mod tests {
             ..Limits::default()
         });
         let linked = sessions.linked(&"a".repeat(32)).unwrap();
-        let (sender, _queue) = crate::outgoing::channel(8, 1 << 16);
+        let (sender, _queue) = crate::connection_queue::channel(8, 1 << 16);
         let kill = Arc::new(tokio::sync::Notify::new());
         let node = "b".repeat(16);
         let at = std::time::SystemTime::now();
@@ -410,7 +410,7 @@ mod tests {
         // The forgotten session's link was told to stop.
         assert!(futures_util::FutureExt::now_or_never(kill.notified()).is_some());
         // A page's own live session is never forgotten for another page.
-        let (sender, _queue) = crate::outgoing::channel(8, 1 << 16);
+        let (sender, _queue) = crate::connection_queue::channel(8, 1 << 16);
         page.session
             .attach(sender, Arc::new(tokio::sync::Notify::new()));
         let refused = sessions.claim(&ConnectParams::default(), false).await;

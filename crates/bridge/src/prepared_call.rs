@@ -5,8 +5,9 @@
 //! whether the call needs a person's confirmation.
 //!
 //! `clienttools/confirmedBy` is never taken from a caller: only the bridge sets it, after the
-//! person at the agent approved the call (crate::confirm). A [`PreparedCall`] is made only here and
-//! its fields are read-only outside this crate: a caller of the Rust API cannot forge one.
+//! person at the agent approved the call (crate::agent_confirmation). A [`PreparedCall`] is made
+//! only here and its fields are read-only outside this crate: a caller of the Rust API cannot forge
+//! one.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -136,7 +137,7 @@ impl PreparedCall {
         }
     }
 
-    /// Parts for the frame (crate::session).
+    /// Parts for the frame (crate::page_session).
     pub(crate) fn into_parts(self) -> (String, Value, Map<String, Value>, Duration) {
         (self.name, self.arguments, self.meta, self.timeout)
     }

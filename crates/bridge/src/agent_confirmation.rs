@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-use crate::call_meta::PreparedCall;
+use crate::prepared_call::PreparedCall;
 
 /// The key of the one input request in an `InputRequiredResult`.
 pub const INPUT_KEY: &str = "confirm";
