@@ -1,25 +1,15 @@
-//! What happens to one tool call (SPEC §5), as pure logic: the page side asks this module what a
-//! call may do and which result ends it; the browser layer only runs the handler and the timers.
-//!
-//! Time comes from an injected [`Clock`], so every rule (the 2 s grace, the timeout) is tested
-//! without waiting. [`CallState`] guarantees exactly one outcome: after the first
-//! [`CallState::finish`] or [`CallState::cancel`], every later attempt is refused.
+//! The rules of one tool call (SPEC §5) that need no time: admission (allow-list, handler,
+//! schemas, timeout and confirmation policy), a person's decision, and the result checks, with the
+//! error results worded once. [`crate::page_engine`] applies them through a call's life.
 
 use std::sync::Arc;
 
 use serde_json::Value;
 
 use crate::protocol::{meta, CallToolParams, CallToolResult};
-use crate::registry::{self, is_allowed, RegisteredTool, ToolKind, MAX_TIMEOUT_MS};
+use crate::limits::MAX_TIMEOUT_MS;
+use crate::registry::{is_allowed, RegisteredTool, ToolKind};
 use crate::validate::CompiledSchema;
-
-/// How long a call for a tool without handler waits for one to be registered (SPEC §3).
-pub const HANDLER_GRACE_MS: f64 = 2_000.0;
-
-/// Milliseconds on some monotonic scale.
-pub trait Clock {
-    fn now_ms(&self) -> f64;
-}
 
 /// The error results of SPEC §5, worded once.
 pub mod outcome {
@@ -251,8 +241,7 @@ impl<H> PreparedCall<H> {
     }
 }
 
-/// Longest wait for a human (confirmation, result form), and its default (SPEC §5).
-pub const HUMAN_WAIT_MAX_MS: u64 = 300_000;
+pub use crate::limits::HUMAN_WAIT_MAX_MS;
 
 /// What the page's `confirm` callback decided (SPEC §7).
 #[derive(Debug, Clone, PartialEq, serde::Deserialize)]
@@ -327,101 +316,6 @@ pub fn complete_text(text: &str, output: Option<&CompiledSchema>) -> CallToolRes
     }
 }
 
-/// Where a call is in its life.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Phase {
-    WaitingForHandler { until_ms: f64 },
-    AwaitingConfirmation,
-    Running { deadline_ms: f64 },
-    Finished,
-    Cancelled,
-}
-
-/// One call's state: enforces that it ends exactly once.
-#[derive(Debug, Clone)]
-pub struct CallState {
-    phase: Phase,
-}
-
-impl CallState {
-    /// A call that has just arrived and has no handler yet.
-    pub fn waiting_for_handler(clock: &impl Clock) -> Self {
-        Self {
-            phase: Phase::WaitingForHandler {
-                until_ms: clock.now_ms() + HANDLER_GRACE_MS,
-            },
-        }
-    }
-
-    /// A call whose handler starts now.
-    pub fn running(clock: &impl Clock, timeout_ms: u64) -> Self {
-        let mut state = Self {
-            phase: Phase::AwaitingConfirmation,
-        };
-        state.start(clock, timeout_ms);
-        state
-    }
-
-    pub fn phase(&self) -> Phase {
-        self.phase
-    }
-
-    pub fn is_over(&self) -> bool {
-        matches!(self.phase, Phase::Finished | Phase::Cancelled)
-    }
-
-    /// Waiting for the user: the handler's clock is not running (SPEC §5).
-    pub fn await_confirmation(&mut self) {
-        if !self.is_over() {
-            self.phase = Phase::AwaitingConfirmation;
-        }
-    }
-
-    /// The handler starts now: its timeout counts from here.
-    pub fn start(&mut self, clock: &impl Clock, timeout_ms: u64) {
-        if !self.is_over() {
-            self.phase = Phase::Running {
-                deadline_ms: clock.now_ms() + timeout_ms as f64,
-            };
-        }
-    }
-
-    /// Milliseconds until the current wait ends (grace or handler timeout); `None` when no timer runs.
-    pub fn remaining_ms(&self, clock: &impl Clock) -> Option<f64> {
-        match self.phase {
-            Phase::WaitingForHandler { until_ms } => Some((until_ms - clock.now_ms()).max(0.0)),
-            Phase::Running { deadline_ms } => Some((deadline_ms - clock.now_ms()).max(0.0)),
-            _ => None,
-        }
-    }
-
-    /// Whether the current wait has run out.
-    pub fn expired(&self, clock: &impl Clock) -> bool {
-        self.remaining_ms(clock) == Some(0.0)
-    }
-
-    /// Ends the call with `result`; `Some` only the first time (the result to send).
-    pub fn finish(&mut self, result: CallToolResult) -> Option<CallToolResult> {
-        if self.is_over() {
-            return None;
-        }
-        self.phase = Phase::Finished;
-        Some(result)
-    }
-
-    /// The runtime cancelled: no result is sent. `true` when this ended the call.
-    pub fn cancel(&mut self) -> bool {
-        if self.is_over() {
-            return false;
-        }
-        self.phase = Phase::Cancelled;
-        true
-    }
-}
-
-/// The default timeout applied to agent tools when neither page nor runtime says otherwise.
-pub const DEFAULT_TIMEOUT_MS: u64 = registry::DEFAULT_TIMEOUT_MS;
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -441,14 +335,6 @@ mod tests {
     }
     use crate::registry::{Declaration, Registry};
     use serde_json::json;
-    use std::cell::Cell;
-
-    struct FakeClock(Cell<f64>);
-    impl Clock for FakeClock {
-        fn now_ms(&self) -> f64 {
-            self.0.get()
-        }
-    }
 
     fn params(name: &str, arguments: Value) -> CallToolParams {
         CallToolParams {
@@ -667,38 +553,6 @@ mod tests {
         );
         let good = complete_text(r#"{"tasks": []}"#, tool.output.as_deref());
         assert!(!good.is_error);
-    }
-
-    #[test]
-    fn state_machine_ends_exactly_once_and_pauses_for_humans() {
-        let clock = FakeClock(Cell::new(1_000.0));
-        let mut state = CallState::waiting_for_handler(&clock);
-        assert_eq!(state.remaining_ms(&clock), Some(HANDLER_GRACE_MS));
-        clock.0.set(3_000.0);
-        assert!(state.expired(&clock));
-
-        state.await_confirmation();
-        clock.0.set(100_000.0);
-        assert_eq!(
-            state.remaining_ms(&clock),
-            None,
-            "human time is not counted"
-        );
-        state.start(&clock, 500);
-        clock.0.set(100_499.0);
-        assert!(!state.expired(&clock));
-        clock.0.set(100_500.0);
-        assert!(state.expired(&clock));
-
-        assert!(state.finish(outcome::timed_out(500)).is_some());
-        assert!(state.finish(CallToolResult::success(json!(1))).is_none());
-        assert!(!state.cancel());
-
-        let mut cancelled = CallState::running(&clock, 10);
-        assert!(cancelled.cancel());
-        assert!(cancelled
-            .finish(CallToolResult::success(json!(1)))
-            .is_none());
     }
 
     #[test]

@@ -17,8 +17,7 @@ use crate::protocol::{encode_error, encode_request, RequestId, RpcError};
 pub const CONNECT: &str = "clienttools/connect";
 /// The request id the page uses for it.
 pub const CONNECT_ID: &str = "clienttools-connect";
-/// How long the runtime waits for the first frame before it closes the socket.
-pub const CONNECT_TIMEOUT_MS: u64 = 10_000;
+pub use crate::limits::CONNECT_TIMEOUT_MS;
 
 /// Error codes of a refused connect (JSON-RPC implementation-defined range).
 pub mod code {

@@ -8,8 +8,7 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
-/// How many finished calls' answers are kept for re-sending.
-pub const RESULT_STORE_LIMIT: usize = 1_000;
+pub use crate::limits::RESULT_STORE_LIMIT;
 
 /// What to do with an arriving call id.
 #[derive(Debug, Clone, PartialEq, Eq)]

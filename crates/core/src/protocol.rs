@@ -10,11 +10,7 @@ use serde_json::{Map, Value};
 
 /// The MCP revision spoken between page and runtime.
 pub const PROTOCOL_VERSION: &str = "2025-11-25";
-/// Frames larger than this are refused (SPEC §6).
-pub const MAX_FRAME_BYTES: usize = 1024 * 1024;
-/// Frames nested deeper than this are refused: serde_json's recursion limit, which [`decode`] applies
-/// on both sides. [`check_outgoing`] measures a frame against it before it is sent.
-pub const MAX_FRAME_DEPTH: usize = 128;
+pub use crate::limits::{MAX_FRAME_BYTES, MAX_FRAME_DEPTH};
 
 /// `_meta` keys of the client-tools extensions.
 pub mod meta {

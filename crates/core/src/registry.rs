@@ -16,10 +16,7 @@ use crate::protocol::{self, meta};
 use crate::validate::{self, CompiledSchema};
 use crate::{CoreError, WarningCode};
 
-/// Default handler timeout (SPEC §3).
-pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;
-/// Longest handler timeout; larger values are clamped (SPEC §3).
-pub const MAX_TIMEOUT_MS: u64 = 300_000;
+pub use crate::limits::{DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ToolKind {

@@ -1,16 +1,22 @@
-//! Fuzzing the core with proptest: frame decoding, and the call state machine with the ledger.
+//! Fuzzing the core with proptest: frame decoding, and the page engine that ships (every input in
+//! any order, with time).
 //!
 //! A short run is part of `cargo test` (and so of `cargo xtask test`). A long run:
 //! `FUZZ_SECONDS=600 cargo test -p client-tools-core --release --test fuzz -- --nocapture`
 //! keeps generating cases until the time is up and prints how many it executed. Frames are
 //! generated freely and by mutating the seed corpus in `crates/core/fuzz-corpus/`.
 
-use std::cell::Cell;
+use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
-use client_tools_core::call::{CallState, Clock};
-use client_tools_core::ledger::{Arrival, CallLedger};
-use client_tools_core::protocol::{self, code, CallToolResult, Message};
+use client_tools_core::call::ConfirmDecision;
+use client_tools_core::page_engine::{
+    CallHandle, Caller, EngineConfig, HandlerOutcome, Input, Output, PageEngine,
+};
+use client_tools_core::protocol::{self, code, CallToolParams, Message};
+use client_tools_core::registry::{Declaration, ToolKind};
+use client_tools_core::time::Millis;
+use serde_json::json;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 
@@ -103,103 +109,246 @@ fn check_frame(text: &str) -> Result<(), TestCaseError> {
 
 #[derive(Debug, Clone)]
 enum Op {
-    Arrive(u8),
-    Finish(u8),
-    Expire(u8),
+    /// `tools/call` with id, tool, arguments that fit or not, and a progress token or not.
+    Call(u8, u8, bool, bool),
+    /// Any frame (generated or mutated from the corpus).
+    Frame(String),
     Cancel(u8),
-    Advance(u16),
-    Confirm(u8),
-    Start(u8, u16),
+    /// Settles the n-th handler the engine asked to run, one of four ways.
+    Settle(u8, u8),
+    /// Decides the n-th question to a person, one of five ways.
+    Decide(u8, u8),
+    Progress(u8),
+    Withdraw(u8),
+    /// A page call (`invoke`) of a tool.
+    PageCall(u8),
+    /// The late tool is defined (or removed again).
+    ToggleLateTool,
+    Session(bool),
+    Advance(u32),
 }
+
+const TOOLS: [&str; 5] = ["plain", "confirm", "late", "agent_tool", "pick"];
 
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
-        (0u8..8).prop_map(Op::Arrive),
-        (0u8..8).prop_map(Op::Finish),
-        (0u8..8).prop_map(Op::Expire),
-        (0u8..8).prop_map(Op::Cancel),
-        any::<u16>().prop_map(Op::Advance),
-        (0u8..8).prop_map(Op::Confirm),
-        (0u8..8, 1u16..5000).prop_map(|(i, t)| Op::Start(i, t)),
+        6 => (0u8..6, 0u8..5, any::<bool>(), any::<bool>()).prop_map(|(i, t, ok, p)| Op::Call(i, t, ok, p)),
+        1 => frame().prop_map(Op::Frame),
+        2 => (0u8..6).prop_map(Op::Cancel),
+        4 => (any::<u8>(), 0u8..4).prop_map(|(n, how)| Op::Settle(n, how)),
+        3 => (any::<u8>(), 0u8..5).prop_map(|(n, how)| Op::Decide(n, how)),
+        1 => any::<u8>().prop_map(Op::Progress),
+        1 => any::<u8>().prop_map(Op::Withdraw),
+        1 => (0u8..5).prop_map(Op::PageCall),
+        1 => Just(Op::ToggleLateTool),
+        1 => any::<bool>().prop_map(Op::Session),
+        4 => prop_oneof![0u32..3_000, 0u32..400_000].prop_map(Op::Advance),
     ]
 }
 
-struct FakeClock(Cell<f64>);
-
-impl Clock for FakeClock {
-    fn now_ms(&self) -> f64 {
-        self.0.get()
+fn engine() -> PageEngine<u8> {
+    let mut engine = PageEngine::new(EngineConfig::default(), 30_000, vec!["5".into()]);
+    let schema = json!({"type": "object", "properties": {"n": {"type": "integer"}}});
+    let registry = engine.registry_mut();
+    for (name, confirm, timeout) in [("plain", false, 2_000.0), ("confirm", true, 500.0)] {
+        let declaration = Declaration {
+            original_name: name.into(),
+            parameters: Some(schema.clone()),
+            output_schema: Some(json!({"type": "object"})),
+            require_confirmation: Some(confirm),
+            timeout_ms: Some(timeout),
+            ..Declaration::default()
+        };
+        registry.define(declaration, ToolKind::Function, 0).unwrap();
     }
+    registry.register_handler("agent_tool", 1).unwrap();
+    engine
 }
 
-/// Drives the ledger and one `CallState` per id through any interleaving: a handler starts at most
-/// once per remembered id, each run yields at most one outcome, human waits stop the clock.
-fn check_calls(ops: &[Op]) -> Result<(), TestCaseError> {
-    let clock = FakeClock(Cell::new(0.0));
-    let mut ledger = CallLedger::new(4);
-    let mut states: Vec<Option<CallState>> = vec![None; 8];
-    let mut started = [0u32; 8];
-    let mut outcomes = [0u32; 8];
+/// What the fuzzer saw of the engine's outputs so far.
+#[derive(Default)]
+struct Seen {
+    /// Handles the engine ever asked to run: a handle runs at most once.
+    ran: HashSet<CallHandle>,
+    /// (session, agent call id) whose handler ran: at most once per session.
+    ran_ids: HashSet<(u32, String)>,
+    /// Handlers running and questions open, by handle, in the order asked.
+    running: Vec<CallHandle>,
+    asking: Vec<CallHandle>,
+    /// Page calls begun and settled.
+    page_calls: HashSet<CallHandle>,
+    settled: HashSet<CallHandle>,
+}
+
+/// Drives the page engine that ships through any interleaving of frames, handler ends, decisions,
+/// cancels, sessions and time: a handler runs at most once per call id and session, nothing is
+/// asked of a call that ended, a page call settles exactly once, the timer never asks to be woken
+/// in the past, and once time runs on every call has ended (no hang).
+fn check_engine(ops: &[Op]) -> Result<(), TestCaseError> {
+    let mut engine = engine();
+    let mut now = Millis(0.0);
+    let mut session = 0u32;
+    let mut late_defined = false;
+    let mut seen = Seen::default();
     for op in ops {
-        match *op {
-            Op::Arrive(i) => {
-                if ledger.arrive(&i.to_string()) == Arrival::Run {
-                    let previous = states[i as usize].as_ref();
-                    prop_assert!(previous.is_none_or(|s| s.is_over()), "id {} ran twice", i);
-                    states[i as usize] = Some(CallState::waiting_for_handler(&clock));
-                    started[i as usize] += 1;
+        match op {
+            Op::Call(id, tool, fits, progress) => {
+                let name = TOOLS[*tool as usize];
+                let n = if *fits { json!(1) } else { json!("one") };
+                let mut meta = json!({});
+                if *progress {
+                    meta["progressToken"] = json!(id);
+                }
+                if name == "pick" {
+                    meta["clienttools/fallback"] = json!("form");
+                    meta["clienttools/outputSchema"] = json!({"type": "object"});
+                }
+                let frame = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                    "params": {"name": name, "arguments": {"n": n}, "_meta": meta}});
+                engine.handle(now, Input::Frame(&frame.to_string()));
+            }
+            Op::Frame(text) => engine.handle(now, Input::Frame(text)),
+            Op::Cancel(id) => {
+                let frame = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                                   "params": {"requestId": id}});
+                engine.handle(now, Input::Frame(&frame.to_string()));
+            }
+            Op::Settle(n, how) => {
+                if let Some(&call) = pick(&seen.running, *n) {
+                    let outcome = match how {
+                        0 => HandlerOutcome::Returned(r#"{"ok":true}"#.into()),
+                        1 => HandlerOutcome::Returned("[1]".into()),
+                        2 => HandlerOutcome::Threw("no".into()),
+                        _ => HandlerOutcome::ReturnedNothing,
+                    };
+                    engine.handle(now, Input::HandlerSettled { call, outcome });
                 }
             }
-            Op::Finish(i) | Op::Expire(i) => {
-                let only_if_expired = matches!(op, Op::Expire(_));
-                if let Some(state) = states[i as usize].as_mut() {
-                    if (!only_if_expired || state.expired(&clock))
-                        && state.finish(CallToolResult::error("done")).is_some()
-                    {
-                        outcomes[i as usize] += 1;
-                        ledger.finish(&i.to_string(), format!("answer {i}"));
-                    }
+            Op::Decide(n, how) => {
+                if let Some(&call) = pick(&seen.asking, *n) {
+                    let decision = match how {
+                        0 => Ok(ConfirmDecision::Approve),
+                        1 => Ok(ConfirmDecision::Reject { reason: None }),
+                        2 => Ok(ConfirmDecision::Modify { input: json!({"n": 2}) }),
+                        3 => Ok(ConfirmDecision::Modify { input: json!({"n": "x"}) }),
+                        _ => Err("the dialog was closed".into()),
+                    };
+                    engine.handle(now, Input::Decided { call, decision, allow_for_session: *how == 0 });
+                    engine.handle(now, Input::ResultGiven { call, value: (*how < 2).then(|| json!({})) });
                 }
             }
-            Op::Cancel(i) => {
-                if let Some(state) = states[i as usize].as_mut() {
-                    if state.cancel() {
-                        outcomes[i as usize] += 1;
-                        ledger.finish(&i.to_string(), "cancelled".into());
-                    }
+            Op::Progress(n) => {
+                if let Some(&call) = pick(&seen.running, *n) {
+                    let input = Input::Progress { call, progress: 1.0, total: None, message: None };
+                    engine.handle(now, input);
                 }
             }
-            Op::Advance(ms) => clock.0.set(clock.0.get() + f64::from(ms)),
-            Op::Confirm(i) => {
-                if let Some(state) = states[i as usize].as_mut() {
-                    state.await_confirmation();
+            Op::Withdraw(n) => {
+                if let Some(&call) = pick(&seen.running, *n) {
+                    engine.handle(now, Input::Withdraw { call, reason: "reset".into() });
+                }
+            }
+            Op::PageCall(tool) => {
+                let params = CallToolParams {
+                    name: TOOLS[*tool as usize].into(),
+                    arguments: Some(json!({"n": 1})),
+                    meta: None,
+                };
+                let call = engine.begin_page_call(now, params, None, Caller::Page);
+                seen.page_calls.insert(call);
+            }
+            Op::ToggleLateTool => {
+                if late_defined {
+                    engine.registry_mut().unregister("late");
+                } else {
+                    engine.registry_mut().register_handler("late", 2).unwrap();
+                }
+                late_defined = !late_defined;
+                engine.handle(now, Input::ToolsChanged);
+            }
+            Op::Session(resumed) => {
+                if !resumed {
+                    session += 1;
+                }
+                engine.handle(now, Input::SessionBegun { resumed: *resumed });
+            }
+            Op::Advance(ms) => {
+                now = now.after(u64::from(*ms));
+                wake(&mut engine, now)?;
+            }
+        }
+        drain(&mut engine, session, &mut seen)?;
+    }
+    // Time runs on with no one answering: every call ends by itself.
+    for _ in 0..700 {
+        now = now.after(1_000);
+        wake(&mut engine, now)?;
+        drain(&mut engine, session, &mut seen)?;
+    }
+    prop_assert_eq!(engine.live_calls(), 0, "a call never ended");
+    prop_assert_eq!(engine.poll_timeout(), None);
+    prop_assert_eq!(&seen.page_calls, &seen.settled, "every page call settles");
+    Ok(())
+}
+
+fn pick(handles: &[CallHandle], n: u8) -> Option<&CallHandle> {
+    (!handles.is_empty()).then(|| &handles[n as usize % handles.len()])
+}
+
+/// Wakes the engine when it asked; afterwards it never asks for a time already past.
+fn wake(engine: &mut PageEngine<u8>, now: Millis) -> Result<(), TestCaseError> {
+    if engine.poll_timeout().is_some_and(|at| at <= now) {
+        engine.handle(now, Input::Timeout);
+        let next = engine.poll_timeout();
+        prop_assert!(next.is_none_or(|at| at > now), "woken at {:?} for {:?}", now, next);
+    }
+    Ok(())
+}
+
+fn drain(engine: &mut PageEngine<u8>, session: u32, seen: &mut Seen) -> Result<(), TestCaseError> {
+    while let Some(output) = engine.poll_output() {
+        match output {
+            Output::RunHandler { call, call_id, .. } => {
+                prop_assert!(seen.ran.insert(call), "handle {:?} ran twice", call);
+                if !call_id.starts_with("local-") {
                     prop_assert!(
-                        state.remaining_ms(&clock).is_none(),
-                        "no timer while a human decides"
+                        seen.ran_ids.insert((session, call_id.clone())),
+                        "call id {} ran twice in one session",
+                        call_id
                     );
                 }
+                seen.asking.retain(|c| *c != call);
+                seen.running.push(call);
             }
-            Op::Start(i, timeout) => {
-                if let Some(state) = states[i as usize].as_mut() {
-                    state.start(&clock, u64::from(timeout));
-                }
+            Output::AskPerson { call, .. } => {
+                prop_assert!(!seen.ran.contains(&call), "asked after it ran");
+                seen.asking.push(call);
             }
-        }
-        for i in 0..8 {
-            prop_assert!(
-                started[i] <= outcomes[i] + 1,
-                "id {}: {:?} {:?}",
-                i,
-                started,
-                outcomes
-            );
-            prop_assert!(
-                outcomes[i] <= started[i],
-                "id {}: more outcomes than runs",
-                i
-            );
+            Output::Abort { call, .. } => {
+                prop_assert!(seen.running.contains(&call), "aborted what never ran");
+                seen.running.retain(|c| *c != call);
+            }
+            Output::WithdrawAsk { call } => {
+                prop_assert!(seen.asking.contains(&call), "withdrew what was never asked");
+                seen.asking.retain(|c| *c != call);
+            }
+            Output::Settled { call, .. } => {
+                prop_assert!(seen.page_calls.contains(&call));
+                prop_assert!(seen.settled.insert(call), "page call {:?} settled twice", call);
+            }
+            Output::Send(frame) => {
+                prop_assert!(protocol::check_outgoing(&frame).is_ok());
+                // The runtime reads it (an error response with a `null` id it reads as one it
+                // never answers).
+                let read = protocol::decode(&frame).map_or_else(|e| e.was_response, |_| true);
+                prop_assert!(read, "sent what the runtime refuses: {}", frame);
+            }
+            Output::Emit(_) => {}
         }
     }
+    // Whatever the person or handler does now, an ended call is not live.
+    seen.running.retain(|c| engine.is_live(*c));
+    seen.asking.retain(|c| engine.is_live(*c));
     Ok(())
 }
 
@@ -216,8 +365,8 @@ fn run(cases: u32, deadline: Option<Instant>) -> u64 {
             .run(&frame(), |text| check_frame(&text))
             .unwrap();
         TestRunner::new(config())
-            .run(&proptest::collection::vec(op(), 1..300), |ops| {
-                check_calls(&ops)
+            .run(&proptest::collection::vec(op(), 1..200), |ops| {
+                check_engine(&ops)
             })
             .unwrap();
         executed += 2 * u64::from(cases);
@@ -228,7 +377,7 @@ fn run(cases: u32, deadline: Option<Instant>) -> u64 {
 }
 
 #[test]
-fn fuzz_frames_and_call_state() {
+fn fuzz_frames_and_the_page_engine() {
     let seconds: Option<u64> = std::env::var("FUZZ_SECONDS")
         .ok()
         .and_then(|s| s.parse().ok());

@@ -1,0 +1,1176 @@
+//! The page as an MCP server (SPEC §5–§7), sans-IO: every rule of a call's life in one state
+//! machine that takes inputs and the time and hands back what to do.
+//!
+//! The shape is quinn-proto's and str0m's: [`PageEngine::handle`] takes an [`Input`] (a frame's
+//! text, a handler settled, a person decided, the timer…) with the current time,
+//! [`PageEngine::poll_output`] hands back one [`Output`] at a time (send a frame, run a handler, ask
+//! a person, emit an event, abort), and [`PageEngine::poll_timeout`] says when to wake it again. The
+//! wasm SDK drives it with one timer and the socket; the tests and the bench's simulated pages drive
+//! it natively, with time as a parameter.
+//!
+//! The engine owns the tool registry, admission, the at-most-once ledger, the 2 s wait for a late
+//! handler, deadlines, human-time accounting (no handler time while a person decides; progress
+//! every second), progress offsets, the outgoing-frame check, the result mapping and the session
+//! rules. A call ends exactly once: every path out of a call goes through `end`, which removes
+//! the call, so a second ending finds nothing.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+
+use crate::call::{self, outcome, Admission, ConfirmDecision, Confirmed, PreparedCall};
+use crate::codes::WarningCode;
+use crate::ledger::{Arrival, CallLedger};
+use crate::limits::{HANDLER_GRACE_MS, HUMAN_WAIT_MAX_MS, HUMAN_WAIT_TICK_MS};
+use crate::protocol::{
+    self, check_outgoing, code, encode_error, encode_notification, encode_result, method,
+    CallToolParams, CallToolResult, CancelledParams, Implementation, InitializeResult, Message,
+    ProgressParams, RequestId, RpcError, ToolsListResult, PROTOCOL_VERSION,
+};
+use crate::registry::{RegisteredTool, Registry, ToolKind};
+use crate::time::Millis;
+use crate::validate::CompiledSchema;
+
+/// One call inside the engine: what inputs and outputs name it by. Never reused, and unrelated to
+/// the call id the runtime chose (a hostile runtime cannot make two calls share a handle).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct CallHandle(pub u64);
+
+/// Who asked for a call: agents are subject to the allow-list, the page itself is not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Caller {
+    Agent,
+    Page,
+}
+
+/// What the engine is told.
+#[derive(Debug)]
+pub enum Input<'a> {
+    /// A text frame from the runtime.
+    Frame(&'a str),
+    /// A handler (or a form tool's fill and submit) ended.
+    HandlerSettled {
+        call: CallHandle,
+        outcome: HandlerOutcome,
+    },
+    /// The person (or the page's `confirm` callback) decided; `Err` says why no decision came.
+    Decided {
+        call: CallHandle,
+        decision: Result<ConfirmDecision, String>,
+        /// The person allowed the tool for the rest of the page's life.
+        allow_for_session: bool,
+    },
+    /// The person filled in the result form (`None`: they cancelled it).
+    ResultGiven {
+        call: CallHandle,
+        value: Option<Value>,
+    },
+    /// A running form tool waits for the person to submit: human time, not handler time.
+    WaitingForPerson { call: CallHandle },
+    /// The person submitted: the handler's timeout counts from now.
+    PersonDone { call: CallHandle },
+    /// `ctx.reportProgress` of a running handler.
+    Progress {
+        call: CallHandle,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<String>,
+    },
+    /// The page's tools changed (defined, registered, unregistered).
+    ToolsChanged,
+    /// The runtime accepted the connection; a new session (`resumed: false`) owes nothing to an
+    /// earlier one.
+    SessionBegun { resumed: bool },
+    /// Whoever made a page call stopped it (the browser's agent aborted): no result is sent.
+    Cancel { call: CallHandle, reason: String },
+    /// The page withdrew the call (its form was reset or removed): it ends with an error result.
+    Withdraw { call: CallHandle, reason: String },
+    /// The time [`PageEngine::poll_timeout`] named has come (or passed).
+    Timeout,
+}
+
+/// How a handler ended, as the driver saw it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HandlerOutcome {
+    /// It returned this value, as JSON text.
+    Returned(String),
+    /// It returned `undefined`: a success with a `null` result.
+    ReturnedNothing,
+    /// It threw or rejected with this message.
+    Threw(String),
+    /// Its value cannot be JSON (why).
+    NotSerializable(String),
+}
+
+/// What the driver must do.
+#[derive(Debug)]
+pub enum Output<H> {
+    /// Send this frame to the runtime (already checked against the runtime's limits).
+    Send(String),
+    /// Run the tool's handler (or fill its form) on `input`, JSON text.
+    RunHandler {
+        call: CallHandle,
+        call_id: String,
+        tool: Arc<RegisteredTool<H>>,
+        input: String,
+    },
+    /// Ask a person (the dialog, or the page's `confirm` callback).
+    AskPerson {
+        call: CallHandle,
+        call_id: String,
+        ask: Ask<H>,
+    },
+    /// The call ended while a person was being asked: close what was shown.
+    WithdrawAsk { call: CallHandle },
+    /// The call ended while its handler ran: abort its `ctx.signal` (or stop filling its form).
+    Abort { call: CallHandle, reason: String },
+    /// A page call ([`PageEngine::begin_page_call`]) ended; `None`: it was cancelled.
+    Settled {
+        call: CallHandle,
+        result: Option<CallToolResult>,
+    },
+    /// Tell the page.
+    Emit(Event),
+}
+
+/// What a person is asked.
+#[derive(Debug)]
+pub enum Ask<H> {
+    /// Confirm (or edit, or reject) a call before its handler runs (SPEC §7).
+    Confirm {
+        tool: Arc<RegisteredTool<H>>,
+        /// What the dialog calls the tool: its annotations' title, the call's, its original name.
+        title: String,
+        /// The tool's description, else the call's (an agent-defined tool).
+        description: Option<String>,
+        input: String,
+        input_schema: Option<Arc<CompiledSchema>>,
+        /// Whether the dialog may offer "allow for this session".
+        offer_session: bool,
+    },
+    /// Fill in the result of an agent-defined tool that has no handler (SPEC §7).
+    ResultForm {
+        title: String,
+        description: Option<String>,
+        original_name: String,
+        output: Arc<CompiledSchema>,
+        /// The call's arguments, when it had any worth showing.
+        context: Option<String>,
+    },
+}
+
+/// A page event (SPEC §4); the driver adds `connectionchange`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    Activated {
+        tool_name: String,
+        call_id: String,
+    },
+    Cancelled {
+        tool_name: String,
+        call_id: String,
+        reason: String,
+    },
+    Finished {
+        tool_name: String,
+        call_id: String,
+        is_error: bool,
+        duration_ms: f64,
+    },
+    ToolsChanged,
+    Warning {
+        code: WarningCode,
+        message: String,
+        tool_name: Option<String>,
+    },
+}
+
+/// The page's own settings the engine applies.
+#[derive(Debug, Clone, Default)]
+pub struct EngineConfig {
+    /// Original names agents may call; empty = all.
+    pub allow: Vec<String>,
+    /// Whether the dialog offers "allow for this session".
+    pub offer_allow_for_session: bool,
+}
+
+/// Where a call's outcome goes.
+#[derive(Debug)]
+enum Reply {
+    /// A `tools/call` frame: answered with a frame, kept in the ledger for re-sends.
+    Frame(RequestId),
+    /// A page call: [`Output::Settled`].
+    Page,
+}
+
+/// A wait for a person: not handler time, bounded by [`HUMAN_WAIT_MAX_MS`], progress each tick.
+#[derive(Debug)]
+struct HumanWait {
+    why: Waiting,
+    next_tick: Millis,
+    waited_ms: u64,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Waiting {
+    Confirmation,
+    ResultForm,
+    FormSubmit,
+}
+
+impl Waiting {
+    /// The progress message while waiting.
+    fn message(self) -> &'static str {
+        match self {
+            Waiting::Confirmation => "waiting for the user to confirm",
+            Waiting::ResultForm => "waiting for the user to fill in the result",
+            Waiting::FormSubmit => "the user to submit the form",
+        }
+    }
+
+    /// The call's result when the person did not answer in time.
+    fn expired(self) -> CallToolResult {
+        match self {
+            Waiting::Confirmation => CallToolResult::error(format!(
+                "no confirmation from the user within {HUMAN_WAIT_MAX_MS} ms"
+            )),
+            Waiting::ResultForm => CallToolResult::error(format!(
+                "no result from the user within {HUMAN_WAIT_MAX_MS} ms"
+            )),
+            Waiting::FormSubmit => outcome::handler_failed("the user did not submit the form in time"),
+        }
+    }
+}
+
+impl HumanWait {
+    fn new(why: Waiting, now: Millis) -> Self {
+        Self {
+            why,
+            next_tick: now.after(HUMAN_WAIT_TICK_MS),
+            waited_ms: 0,
+        }
+    }
+}
+
+#[derive(Debug)]
+enum Phase<H> {
+    /// No handler yet: admitted again when the tools change, failed when the grace ends.
+    WaitingForHandler { until: Millis },
+    Confirming {
+        prepared: PreparedCall<H>,
+        wait: HumanWait,
+    },
+    ResultForm {
+        output: Arc<CompiledSchema>,
+        wait: HumanWait,
+    },
+    Running {
+        prepared: PreparedCall<H>,
+        modified_input: Option<Value>,
+        /// `None` while a person fills the tool's form (then `person` runs).
+        deadline: Option<Millis>,
+        person: Option<HumanWait>,
+    },
+}
+
+#[derive(Debug)]
+struct Call<H> {
+    handle: CallHandle,
+    call_id: String,
+    reply: Reply,
+    caller: Caller,
+    params: CallToolParams,
+    /// The input as JSON text, as it stood in the frame (the handler parses it once).
+    input: String,
+    progress_token: Option<Value>,
+    /// Progress reported while a person decided (ms waited): the handler's own reports go above
+    /// it, because MCP progress must only increase.
+    progress_base: f64,
+    /// When `toolactivated` was emitted (its `toolresult` reports the duration); `None` before.
+    activated_at: Option<Millis>,
+    phase: Phase<H>,
+}
+
+impl<H> Call<H> {
+    /// The tool's name for events: the normalized name once admitted, else the name as called.
+    fn tool_name(&self) -> &str {
+        match &self.phase {
+            Phase::Confirming { prepared, .. } | Phase::Running { prepared, .. } => {
+                &prepared.tool.name
+            }
+            _ => &self.params.name,
+        }
+    }
+
+    /// When this call next needs the engine.
+    fn wakes_at(&self) -> Option<Millis> {
+        match &self.phase {
+            Phase::WaitingForHandler { until } => Some(*until),
+            Phase::Confirming { wait, .. } | Phase::ResultForm { wait, .. } => Some(wait.next_tick),
+            Phase::Running {
+                deadline, person, ..
+            } => match person {
+                Some(wait) => Some(wait.next_tick),
+                None => *deadline,
+            },
+        }
+    }
+}
+
+/// How a call's work is cut short when it ends early.
+struct Stop<'a> {
+    /// The reason its handler's `ctx.signal` aborts with.
+    abort: &'a str,
+    /// The reason of its `toolcancel` event; `None`: no event (a person did not answer in time).
+    toolcancel: Option<&'a str>,
+}
+
+impl<'a> Stop<'a> {
+    /// Cancelled or withdrawn: the handler aborts and `toolcancel` says why, with one reason.
+    fn cancelled(reason: &'a str) -> Option<Self> {
+        Some(Self {
+            abort: reason,
+            toolcancel: Some(reason),
+        })
+    }
+}
+
+/// How a call ends.
+enum Ending {
+    /// With this result, reported to the page (`toolresult`).
+    Result(CallToolResult),
+    /// With this result, not reported as a finished run (a rejection before anything ran, or a
+    /// withdrawal, whose `toolcancel` said it already).
+    Quiet(CallToolResult),
+    /// Cancelled: no result is sent.
+    Cancelled,
+}
+
+/// The page's calls, sans-IO. `H` is the page's handler (a JavaScript function in the browser).
+pub struct PageEngine<H> {
+    registry: Registry<H>,
+    config: EngineConfig,
+    ledger: CallLedger,
+    calls: Vec<Call<H>>,
+    outputs: VecDeque<Output<H>>,
+    next_handle: u64,
+    /// Tools the person allowed for the rest of this page's life, by name.
+    allowed_for_session: Vec<String>,
+}
+
+impl<H> PageEngine<H> {
+    /// `interrupted`: agent call ids the previous page of this session left running (SPEC §5).
+    pub fn new(config: EngineConfig, default_timeout_ms: u64, interrupted: Vec<String>) -> Self {
+        Self {
+            registry: Registry::new(default_timeout_ms),
+            config,
+            ledger: CallLedger::default().with_interrupted(interrupted),
+            calls: Vec::new(),
+            outputs: VecDeque::new(),
+            next_handle: 1,
+            allowed_for_session: Vec::new(),
+        }
+    }
+
+    pub fn registry(&self) -> &Registry<H> {
+        &self.registry
+    }
+
+    /// Change the tools, then tell the engine ([`Input::ToolsChanged`]).
+    pub fn registry_mut(&mut self) -> &mut Registry<H> {
+        &mut self.registry
+    }
+
+    pub fn config(&self) -> &EngineConfig {
+        &self.config
+    }
+
+    /// Agent call ids running now (kept when the page unloads, so the next page does not run them
+    /// again).
+    pub fn running_agent_calls(&self) -> Vec<String> {
+        self.ledger.running_ids()
+    }
+
+    /// How many calls are live (any phase).
+    pub fn live_calls(&self) -> usize {
+        self.calls.len()
+    }
+
+    /// Whether `call` has not ended yet.
+    pub fn is_live(&self, call: CallHandle) -> bool {
+        self.position(call).is_some()
+    }
+
+    /// The page calls a tool itself (`invoke`, the browser's agent): the same pipeline as an
+    /// agent's call; it ends with [`Output::Settled`].
+    pub fn begin_page_call(
+        &mut self,
+        now: Millis,
+        params: CallToolParams,
+        input: Option<String>,
+        caller: Caller,
+    ) -> CallHandle {
+        let handle = self.new_handle();
+        let call_id = format!("local-{}", handle.0);
+        self.begin(now, handle, call_id, Reply::Page, caller, params, input);
+        handle
+    }
+
+    /// The next thing to do, in order.
+    pub fn poll_output(&mut self) -> Option<Output<H>> {
+        self.outputs.pop_front()
+    }
+
+    /// When the engine next needs [`Input::Timeout`]; `None`: no timer.
+    pub fn poll_timeout(&self) -> Option<Millis> {
+        self.calls.iter().filter_map(Call::wakes_at).min()
+    }
+
+    pub fn handle(&mut self, now: Millis, input: Input<'_>) {
+        match input {
+            Input::Frame(text) => self.frame(now, text),
+            Input::HandlerSettled { call, outcome } => self.settled(now, call, outcome),
+            Input::Decided {
+                call,
+                decision,
+                allow_for_session,
+            } => self.decided(now, call, decision, allow_for_session),
+            Input::ResultGiven { call, value } => self.result_given(now, call, value),
+            Input::WaitingForPerson { call } => self.waiting_for_person(now, call),
+            Input::PersonDone { call } => self.person_done(now, call),
+            Input::Progress {
+                call,
+                progress,
+                total,
+                message,
+            } => self.progress(call, progress, total, message),
+            Input::ToolsChanged => self.tools_changed(now),
+            Input::SessionBegun { resumed } => self.session_begun(now, resumed),
+            Input::Cancel { call, reason } => {
+                self.end(now, call, Ending::Cancelled, Stop::cancelled(&reason))
+            }
+            Input::Withdraw { call, reason } => {
+                let result = outcome::withdrawn(&reason);
+                self.end(now, call, Ending::Quiet(result), Stop::cancelled(&reason))
+            }
+            Input::Timeout => self.timeout(now),
+        }
+    }
+
+    // ---- frames -------------------------------------------------------------------------------
+
+    fn frame(&mut self, now: Millis, text: &str) {
+        // The hot frame first, read without a `Value` for its arguments (they are validated and
+        // handed to the handler as text); anything else through the full decoder.
+        if let Some((id, params, arguments)) = protocol::decode_call(text) {
+            let arguments = arguments.map(str::to_owned);
+            return self.agent_call(now, id, params, arguments);
+        }
+        match protocol::decode(text) {
+            // `None` for a malformed response: answering it could start an error ping-pong.
+            Err(error) => {
+                if let Some(answer) = error.to_frame() {
+                    self.send(answer, Kind::Other);
+                }
+            }
+            Ok(Message::Request { id, method, params }) => {
+                self.request(now, text, id, &method, params)
+            }
+            Ok(Message::Notification { method, params }) => self.notification(now, &method, params),
+            // The page sends no requests of its own: there is nothing to match a response to.
+            Ok(Message::Response { .. }) => {}
+        }
+    }
+
+    fn request(&mut self, now: Millis, frame: &str, id: RequestId, method: &str, params: Value) {
+        match method {
+            method::INITIALIZE => {
+                let frame = encode_result(&id, &initialize_result());
+                self.send(frame, Kind::Other);
+            }
+            method::PING => self.send(encode_result(&id, &json!({})), Kind::Other),
+            method::TOOLS_LIST => {
+                let result = ToolsListResult {
+                    tools: self.registry.to_mcp_tools(&self.config.allow),
+                    next_cursor: None,
+                };
+                let frame = encode_result(&id, &result);
+                self.send(frame, Kind::ToolsList(&id));
+            }
+            method::TOOLS_CALL => match serde_json::from_value::<CallToolParams>(params) {
+                Err(error) => self.reply_error(
+                    &id,
+                    code::INVALID_PARAMS,
+                    format!("invalid tools/call params: {error}"),
+                ),
+                Ok(params) => {
+                    let arguments = protocol::call_arguments_text(frame).map(str::to_owned);
+                    self.agent_call(now, id, params, arguments)
+                }
+            },
+            other => self.reply_error(
+                &id,
+                code::METHOD_NOT_FOUND,
+                format!("method not found: {other}"),
+            ),
+        }
+    }
+
+    fn notification(&mut self, now: Millis, method: &str, params: Value) {
+        // `notifications/initialized` and unknown notifications need no answer.
+        if method != method::CANCELLED {
+            return;
+        }
+        let Ok(cancelled) = serde_json::from_value::<CancelledParams>(params) else {
+            return;
+        };
+        let call_id = cancelled.request_id.to_string();
+        let found = self.calls.iter().find(|call| {
+            matches!(call.reply, Reply::Frame(_)) && call.call_id == call_id
+        });
+        if let Some(handle) = found.map(|call| call.handle) {
+            let reason = cancelled
+                .reason
+                .unwrap_or_else(|| "cancelled by the agent runtime".into());
+            self.end(now, handle, Ending::Cancelled, Stop::cancelled(&reason));
+        }
+    }
+
+    fn reply_error(&mut self, id: &RequestId, code: i64, message: String) {
+        self.send(encode_error(Some(id), &RpcError::new(code, message)), Kind::Other);
+    }
+
+    /// A `tools/call` from the runtime: at most once per call id (SPEC §5).
+    fn agent_call(
+        &mut self,
+        now: Millis,
+        id: RequestId,
+        params: CallToolParams,
+        arguments: Option<String>,
+    ) {
+        let call_id = id.to_string();
+        match self.ledger.arrive(&call_id) {
+            // Re-sent while it runs: it is answered once, when it ends.
+            Arrival::Join => {}
+            // Stored answers fit already (they passed the check when first sent).
+            Arrival::Resend(frame) => self.outputs.push_back(Output::Send(frame)),
+            Arrival::Interrupted => {
+                let result = CallToolResult::error(format!(
+                    "the page was reloaded while call {call_id} was running; it was not run again"
+                ));
+                let frame = self.call_answer(&id, &params.name, &result);
+                self.ledger.finish(&call_id, frame.clone());
+                self.outputs.push_back(Output::Send(frame));
+            }
+            Arrival::Run => {
+                let handle = self.new_handle();
+                let reply = Reply::Frame(id);
+                self.begin(now, handle, call_id, reply, Caller::Agent, params, arguments);
+            }
+        }
+    }
+
+    // ---- a call's life ------------------------------------------------------------------------
+
+    fn new_handle(&mut self) -> CallHandle {
+        let handle = CallHandle(self.next_handle);
+        self.next_handle += 1;
+        handle
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn begin(
+        &mut self,
+        now: Millis,
+        handle: CallHandle,
+        call_id: String,
+        reply: Reply,
+        caller: Caller,
+        params: CallToolParams,
+        input: Option<String>,
+    ) {
+        let input = match (input, &params.arguments) {
+            (Some(text), _) => text,
+            (None, Some(arguments)) => arguments.to_string(),
+            (None, None) => "{}".to_owned(),
+        };
+        let progress_token = params.meta_value("progressToken").cloned();
+        self.calls.push(Call {
+            handle,
+            call_id,
+            reply,
+            caller,
+            params,
+            input,
+            progress_token,
+            progress_base: 0.0,
+            activated_at: None,
+            phase: Phase::WaitingForHandler {
+                until: now.after(HANDLER_GRACE_MS),
+            },
+        });
+        self.admit(now, handle);
+    }
+
+    fn position(&self, handle: CallHandle) -> Option<usize> {
+        self.calls.iter().position(|call| call.handle == handle)
+    }
+
+    fn call_mut(&mut self, handle: CallHandle) -> Option<&mut Call<H>> {
+        self.calls.iter_mut().find(|call| call.handle == handle)
+    }
+
+    /// Admission of a call waiting for its handler: run, ask, wait on, or end.
+    fn admit(&mut self, now: Millis, handle: CallHandle) {
+        let Some(at) = self.position(handle) else {
+            return;
+        };
+        let call = &self.calls[at];
+        let Phase::WaitingForHandler { until } = call.phase else {
+            return;
+        };
+        let allow: &[String] = match call.caller {
+            Caller::Agent => &self.config.allow,
+            Caller::Page => &[],
+        };
+        let tool = self.registry.get(&call.params.name);
+        let admission = call::admit_text(tool, &call.params, &call.input, allow, now >= until);
+        match admission {
+            Admission::WaitForHandler => {}
+            Admission::Reject(result) => self.end(now, handle, Ending::Quiet(result), None),
+            Admission::ResultForm { output } => {
+                let call = &mut self.calls[at];
+                let schema = output.schema();
+                // Who asks: the tool's title and description from the call (an agent-defined
+                // tool), else the output schema's.
+                let text = |key: &str, meta_key: &str| {
+                    call.params
+                        .meta_value(meta_key)
+                        .or_else(|| schema.get(key))
+                        .and_then(Value::as_str)
+                        .map(str::to_owned)
+                };
+                let shows_arguments = !matches!(call.input.trim(), "" | "{}" | "null");
+                let ask = Ask::ResultForm {
+                    title: text("title", protocol::meta::TITLE)
+                        .unwrap_or_else(|| call.params.name.clone()),
+                    description: text("description", protocol::meta::DESCRIPTION),
+                    original_name: call.params.name.clone(),
+                    output: output.clone(),
+                    context: shows_arguments.then(|| call.input.clone()),
+                };
+                call.phase = Phase::ResultForm {
+                    output,
+                    wait: HumanWait::new(Waiting::ResultForm, now),
+                };
+                self.activate(now, at);
+                let call = &self.calls[at];
+                let (call, call_id) = (call.handle, call.call_id.clone());
+                self.outputs
+                    .push_back(Output::AskPerson { call, call_id, ask });
+            }
+            Admission::Run(prepared) => {
+                let confirm = prepared.require_confirmation
+                    && (prepared.confirmation_forced_by_call
+                        || !self.allowed_for_session.contains(&prepared.tool.name));
+                let call = &mut self.calls[at];
+                if !confirm {
+                    call.phase = running_phase(prepared, None);
+                    self.activate(now, at);
+                    return self.run(now, at);
+                }
+                let tool = prepared.tool.clone();
+                let title = tool
+                    .annotations
+                    .as_ref()
+                    .and_then(|a| a.get("title"))
+                    .and_then(Value::as_str)
+                    .or(prepared.call_title.as_deref())
+                    .unwrap_or(&tool.original_name)
+                    .to_owned();
+                let ask = Ask::Confirm {
+                    title,
+                    description: tool
+                        .description
+                        .clone()
+                        .or_else(|| prepared.call_description.clone()),
+                    input: call.input.clone(),
+                    input_schema: prepared.input_schema_shared(),
+                    offer_session: !prepared.confirmation_forced_by_call
+                        && self.config.offer_allow_for_session,
+                    tool,
+                };
+                call.phase = Phase::Confirming {
+                    prepared,
+                    wait: HumanWait::new(Waiting::Confirmation, now),
+                };
+                let call_id = call.call_id.clone();
+                self.activate(now, at);
+                self.outputs.push_back(Output::AskPerson {
+                    call: handle,
+                    call_id,
+                    ask,
+                });
+            }
+        }
+    }
+
+    /// `toolactivated`: the call passed admission and will run (or ask a person first).
+    fn activate(&mut self, now: Millis, at: usize) {
+        let call = &mut self.calls[at];
+        call.activated_at = Some(now);
+        let event = Event::Activated {
+            tool_name: call.tool_name().to_owned(),
+            call_id: call.call_id.clone(),
+        };
+        self.outputs.push_back(Output::Emit(event));
+    }
+
+    /// The handler starts now: its timeout counts from here.
+    fn run(&mut self, now: Millis, at: usize) {
+        let call = &mut self.calls[at];
+        let Phase::Running {
+            prepared, deadline, ..
+        } = &mut call.phase
+        else {
+            return;
+        };
+        *deadline = Some(now.after(prepared.timeout_ms));
+        let output = Output::RunHandler {
+            call: call.handle,
+            call_id: call.call_id.clone(),
+            tool: prepared.tool.clone(),
+            input: std::mem::take(&mut call.input),
+        };
+        self.outputs.push_back(output);
+    }
+
+    fn decided(
+        &mut self,
+        now: Millis,
+        handle: CallHandle,
+        decision: Result<ConfirmDecision, String>,
+        allow_for_session: bool,
+    ) {
+        let Some(at) = self.position(handle) else {
+            return;
+        };
+        if !matches!(self.calls[at].phase, Phase::Confirming { .. }) {
+            return;
+        }
+        let decision = match decision {
+            Ok(decision) => decision,
+            Err(why) => {
+                let result = CallToolResult::error(why);
+                return self.end(now, handle, Ending::Result(result), None);
+            }
+        };
+        let call = &mut self.calls[at];
+        let placeholder = Phase::WaitingForHandler { until: now };
+        let Phase::Confirming { prepared, .. } = std::mem::replace(&mut call.phase, placeholder)
+        else {
+            unreachable!("checked above")
+        };
+        if allow_for_session && !self.allowed_for_session.contains(&prepared.tool.name) {
+            self.allowed_for_session.push(prepared.tool.name.clone());
+        }
+        match call::apply_decision(&prepared, decision) {
+            Confirmed::End(result) => {
+                call.phase = running_phase(prepared, None);
+                self.end(now, handle, Ending::Result(result), None)
+            }
+            Confirmed::Run { modified_input } => {
+                if let Some(input) = &modified_input {
+                    call.input = input.to_string();
+                }
+                call.phase = running_phase(prepared, modified_input);
+                self.run(now, at)
+            }
+        }
+    }
+
+    fn result_given(&mut self, now: Millis, handle: CallHandle, value: Option<Value>) {
+        let Some(call) = self.calls.iter().find(|call| call.handle == handle) else {
+            return;
+        };
+        let Phase::ResultForm { output, .. } = &call.phase else {
+            return;
+        };
+        let result = match value {
+            Some(value) => call::complete_text(&value.to_string(), Some(output)),
+            None => outcome::user_cancelled(),
+        };
+        self.end(now, handle, Ending::Result(result), None);
+    }
+
+    fn waiting_for_person(&mut self, now: Millis, handle: CallHandle) {
+        if let Some(call) = self.call_mut(handle) {
+            if let Phase::Running {
+                deadline, person, ..
+            } = &mut call.phase
+            {
+                *deadline = None;
+                *person = Some(HumanWait::new(Waiting::FormSubmit, now));
+            }
+        }
+    }
+
+    fn person_done(&mut self, now: Millis, handle: CallHandle) {
+        if let Some(call) = self.call_mut(handle) {
+            if let Phase::Running {
+                prepared,
+                deadline,
+                person,
+                ..
+            } = &mut call.phase
+            {
+                if person.take().is_some() {
+                    *deadline = Some(now.after(prepared.timeout_ms));
+                }
+            }
+        }
+    }
+
+    fn settled(&mut self, now: Millis, handle: CallHandle, outcome: HandlerOutcome) {
+        let Some(call) = self.calls.iter().find(|call| call.handle == handle) else {
+            return; // ended already (timed out, cancelled): a late handler changes nothing
+        };
+        let Phase::Running {
+            prepared,
+            modified_input,
+            ..
+        } = &call.phase
+        else {
+            return;
+        };
+        let output = prepared.output.as_deref();
+        let mut result = match outcome {
+            HandlerOutcome::Threw(message) => outcome::handler_failed(&message),
+            HandlerOutcome::NotSerializable(why) => outcome::not_serializable(&why),
+            HandlerOutcome::ReturnedNothing => call::complete_text("null", output),
+            HandlerOutcome::Returned(text) => {
+                let result = call::complete_text(&text, output);
+                if result.is_error {
+                    let warning = Event::Warning {
+                        code: WarningCode::OutputInvalid,
+                        message: result.text().to_owned(),
+                        tool_name: Some(prepared.tool.name.clone()),
+                    };
+                    self.outputs.push_back(Output::Emit(warning));
+                }
+                result
+            }
+        };
+        if let Some(input) = modified_input.clone() {
+            call::mark_modified(&mut result, input);
+        }
+        self.end(now, handle, Ending::Result(result), None);
+    }
+
+    fn progress(
+        &mut self,
+        handle: CallHandle,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<String>,
+    ) {
+        let Some(call) = self.calls.iter().find(|call| call.handle == handle) else {
+            return; // over: reports after the end are dropped
+        };
+        let base = call.progress_base;
+        let call_id = call.call_id.clone();
+        let token = call.progress_token.clone();
+        self.send_progress(&call_id, token, progress + base, total.map(|t| t + base), message);
+    }
+
+    fn send_progress(
+        &mut self,
+        call_id: &str,
+        token: Option<Value>,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<String>,
+    ) {
+        let Some(progress_token) = token else {
+            return; // the runtime did not ask for progress
+        };
+        let params = ProgressParams {
+            progress_token,
+            progress,
+            total,
+            message,
+        };
+        let frame = encode_notification(method::PROGRESS, &params);
+        self.send(frame, Kind::Progress(call_id));
+    }
+
+    fn tools_changed(&mut self, now: Millis) {
+        self.outputs.push_back(Output::Emit(Event::ToolsChanged));
+        let frame = encode_notification(method::TOOLS_LIST_CHANGED, &json!({}));
+        self.send(frame, Kind::Other);
+        // Calls waiting for a handler may have one now.
+        let waiting: Vec<CallHandle> = self
+            .calls
+            .iter()
+            .filter(|call| matches!(call.phase, Phase::WaitingForHandler { .. }))
+            .map(|call| call.handle)
+            .collect();
+        for handle in waiting {
+            self.admit(now, handle);
+        }
+    }
+
+    /// A new session owes nothing to an earlier one: its stored answers and interrupted ids are
+    /// forgotten, and agent calls still live for it are cancelled (nobody can receive their
+    /// results: their ids mean nothing to the new session's runtime).
+    fn session_begun(&mut self, now: Millis, resumed: bool) {
+        if resumed {
+            return;
+        }
+        let earlier: Vec<CallHandle> = self
+            .calls
+            .iter()
+            .filter(|call| matches!(call.reply, Reply::Frame(_)))
+            .map(|call| call.handle)
+            .collect();
+        for handle in earlier {
+            let reason = "the runtime started a new session";
+            self.end(now, handle, Ending::Cancelled, Stop::cancelled(reason));
+        }
+        self.ledger = CallLedger::default();
+    }
+
+    fn timeout(&mut self, now: Millis) {
+        let due: Vec<CallHandle> = self
+            .calls
+            .iter()
+            .filter(|call| call.wakes_at().is_some_and(|at| at <= now))
+            .map(|call| call.handle)
+            .collect();
+        for handle in due {
+            self.wake(now, handle);
+        }
+    }
+
+    fn wake(&mut self, now: Millis, handle: CallHandle) {
+        let Some(at) = self.position(handle) else {
+            return;
+        };
+        let call = &mut self.calls[at];
+        let wait = match &mut call.phase {
+            Phase::WaitingForHandler { .. } => return self.admit(now, handle),
+            Phase::Running {
+                prepared,
+                deadline: Some(deadline),
+                person: None,
+                modified_input,
+            } if *deadline <= now => {
+                let mut result = outcome::timed_out(prepared.timeout_ms);
+                if let Some(input) = modified_input.clone() {
+                    call::mark_modified(&mut result, input);
+                }
+                let abort = result.text().to_owned();
+                let stop = Stop {
+                    abort: &abort,
+                    toolcancel: Some("timeout"),
+                };
+                return self.end(now, handle, Ending::Result(result), Some(stop));
+            }
+            Phase::Running {
+                person: Some(wait), ..
+            }
+            | Phase::Confirming { wait, .. }
+            | Phase::ResultForm { wait, .. } => wait,
+            Phase::Running { .. } => return,
+        };
+        if wait.next_tick > now {
+            return;
+        }
+        while wait.next_tick <= now && wait.waited_ms < HUMAN_WAIT_MAX_MS {
+            wait.waited_ms += HUMAN_WAIT_TICK_MS;
+            wait.next_tick = wait.next_tick.after(HUMAN_WAIT_TICK_MS);
+        }
+        let (why, waited_ms) = (wait.why, wait.waited_ms);
+        if waited_ms >= HUMAN_WAIT_MAX_MS {
+            let mut result = why.expired();
+            if let Phase::Running {
+                modified_input: Some(input),
+                ..
+            } = &call.phase
+            {
+                call::mark_modified(&mut result, input.clone());
+            }
+            let abort = result.text().to_owned();
+            let stop = Stop {
+                abort: &abort,
+                toolcancel: None,
+            };
+            return self.end(now, handle, Ending::Result(result), Some(stop));
+        }
+        call.progress_base = waited_ms as f64;
+        let (call_id, token) = (call.call_id.clone(), call.progress_token.clone());
+        let message = Some(why.message().to_owned());
+        self.send_progress(&call_id, token, waited_ms as f64, None, message);
+    }
+
+    /// Ends a call, once: the call leaves the engine here, so a later ending finds nothing.
+    /// `stop`: the call's work is cut short (what was shown is withdrawn, its handler aborted).
+    fn end(&mut self, now: Millis, handle: CallHandle, ending: Ending, stop: Option<Stop<'_>>) {
+        let Some(at) = self.position(handle) else {
+            return;
+        };
+        let call = self.calls.remove(at);
+        let tool_name = call.tool_name().to_owned();
+        if let Some(stop) = stop {
+            match &call.phase {
+                Phase::Confirming { .. } | Phase::ResultForm { .. } => {
+                    self.outputs.push_back(Output::WithdrawAsk { call: handle })
+                }
+                Phase::Running { .. } => self.outputs.push_back(Output::Abort {
+                    call: handle,
+                    reason: stop.abort.to_owned(),
+                }),
+                Phase::WaitingForHandler { .. } => {}
+            }
+            if let (Some(reason), Some(_)) = (stop.toolcancel, call.activated_at) {
+                self.outputs.push_back(Output::Emit(Event::Cancelled {
+                    tool_name: tool_name.clone(),
+                    call_id: call.call_id.clone(),
+                    reason: reason.to_owned(),
+                }));
+            }
+        }
+        let result = match ending {
+            Ending::Result(result) => {
+                if let Some(started) = call.activated_at {
+                    self.outputs.push_back(Output::Emit(Event::Finished {
+                        tool_name: tool_name.clone(),
+                        call_id: call.call_id.clone(),
+                        is_error: result.is_error,
+                        duration_ms: now.since(started),
+                    }));
+                }
+                Some(result)
+            }
+            Ending::Quiet(result) => Some(result),
+            Ending::Cancelled => None,
+        };
+        match call.reply {
+            Reply::Page => self.outputs.push_back(Output::Settled {
+                call: handle,
+                result,
+            }),
+            Reply::Frame(id) => {
+                let sent = result.is_some();
+                // A cancelled call sends nothing now, but a re-send of it learns what happened.
+                let result =
+                    result.unwrap_or_else(|| CallToolResult::error("the call was cancelled"));
+                let frame = self.call_answer(&id, &tool_name, &result);
+                self.ledger.finish(&call.call_id, frame.clone());
+                if sent {
+                    self.outputs.push_back(Output::Send(frame));
+                }
+            }
+        }
+    }
+
+    // ---- what leaves ------------------------------------------------------------------------
+
+    /// The answer frame to `tools/call` `id`: when the runtime would refuse it, an error result for
+    /// the same call naming the limit, so the call still ends with exactly one outcome.
+    fn call_answer(&mut self, id: &RequestId, tool: &str, result: &CallToolResult) -> String {
+        let frame = encode_result(id, result);
+        let Err(limit) = check_outgoing(&frame) else {
+            return frame;
+        };
+        self.warn(
+            format!(
+                "the result of '{tool}' (call {id}) was not sent: {limit}; \
+                 the agent gets an error result instead"
+            ),
+            Some(tool),
+        );
+        let error = CallToolResult::error(format!("the tool's result was not sent: {limit}"));
+        encode_result(id, &error)
+    }
+
+    /// Sends a frame if the runtime would accept it; what does not fit is replaced or dropped, by
+    /// kind, with a page warning (SPEC §6: a side never sends what the other would refuse).
+    fn send(&mut self, frame: String, kind: Kind<'_>) {
+        let Err(limit) = check_outgoing(&frame) else {
+            return self.outputs.push_back(Output::Send(frame));
+        };
+        drop(frame);
+        match kind {
+            Kind::ToolsList(id) => {
+                self.warn(
+                    format!(
+                        "the tool list was not sent: {limit}; the runtime gets an error instead \
+                         (a tool's schema or description is too large)"
+                    ),
+                    None,
+                );
+                let error = RpcError::new(
+                    code::INTERNAL_ERROR,
+                    format!("the page's tool list was not sent: {limit}"),
+                );
+                self.outputs
+                    .push_back(Output::Send(encode_error(Some(id), &error)));
+            }
+            Kind::Progress(call_id) => self.warn(
+                format!("a progress notification of call {call_id} was dropped: {limit}"),
+                None,
+            ),
+            Kind::Other => self.warn(
+                format!("a frame for the runtime was dropped: {limit}"),
+                None,
+            ),
+        }
+    }
+
+    fn warn(&mut self, message: String, tool_name: Option<&str>) {
+        self.outputs.push_back(Output::Emit(Event::Warning {
+            code: WarningCode::FrameLimit,
+            message,
+            tool_name: tool_name.map(str::to_owned),
+        }));
+    }
+}
+
+fn running_phase<H>(prepared: PreparedCall<H>, modified_input: Option<Value>) -> Phase<H> {
+    Phase::Running {
+        prepared,
+        modified_input,
+        deadline: None,
+        person: None,
+    }
+}
+
+/// What a frame is, which decides what replaces it when it does not fit.
+enum Kind<'a> {
+    /// The answer to `tools/list` `id`: replaced by a JSON-RPC error response.
+    ToolsList(&'a RequestId),
+    /// `notifications/progress` of a call: dropped (a hint; the result still comes).
+    Progress(&'a str),
+    /// Anything else (small by construction): dropped.
+    Other,
+}
+
+/// The page's answer to `initialize`: an MCP server with tools that change.
+pub fn initialize_result() -> InitializeResult {
+    InitializeResult {
+        protocol_version: PROTOCOL_VERSION.into(),
+        capabilities: json!({ "tools": { "listChanged": true } }),
+        server_info: Implementation {
+            name: "client-tools".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+        },
+        instructions: None,
+    }
+}
+
+/// Whether a tool runs a form (filled and submitted by the driver) rather than a function.
+pub fn is_form<H>(tool: &RegisteredTool<H>) -> bool {
+    tool.kind == ToolKind::Form
+}

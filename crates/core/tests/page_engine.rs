@@ -1,0 +1,821 @@
+//! The page engine, natively, with time as a parameter: every row of SPEC §5 and the waiting rules
+//! of §7, frame in → outputs out. No browser and no sleep: a test says what time it is.
+
+use client_tools_core::call::ConfirmDecision;
+use client_tools_core::limits::{HANDLER_GRACE_MS, HUMAN_WAIT_MAX_MS};
+use client_tools_core::page_engine::{
+    Ask, CallHandle, Caller, EngineConfig, Event, HandlerOutcome, Input, Output, PageEngine,
+};
+use client_tools_core::protocol::{CallToolParams, MAX_FRAME_BYTES};
+use client_tools_core::registry::{Declaration, ToolKind};
+use client_tools_core::time::Millis;
+use client_tools_core::WarningCode;
+use serde_json::{json, Value};
+
+/// An engine, the time, and everything it asked for so far.
+struct Page {
+    engine: PageEngine<&'static str>,
+    now: Millis,
+    outputs: Vec<Output<&'static str>>,
+}
+
+impl Page {
+    fn new() -> Self {
+        Self::with(EngineConfig::default(), Vec::new())
+    }
+
+    fn with(config: EngineConfig, interrupted: Vec<String>) -> Self {
+        let mut page = Self {
+            engine: PageEngine::new(config, 30_000, interrupted),
+            now: Millis(1_000.0),
+            outputs: Vec::new(),
+        };
+        page.define(json!({
+            "name": "read_board",
+            "description": "Read the board",
+            "parameters": {"type": "object", "properties": {"boardId": {"type": "string"}},
+                           "required": ["boardId"]},
+            "outputSchema": {"type": "object", "required": ["tasks"]},
+            "timeoutMs": 5000
+        }));
+        page.define(json!({
+            "name": "wipe",
+            "description": "Wipe the board",
+            "parameters": {"type": "object", "properties": {"boardId": {"type": "string"}},
+                           "required": ["boardId"]},
+            "requireConfirmation": true,
+            "timeoutMs": 1000
+        }));
+        page.outputs.clear();
+        page
+    }
+
+    fn define(&mut self, declaration: Value) {
+        let declaration = Declaration {
+            original_name: declaration["name"].as_str().unwrap().into(),
+            description: declaration["description"].as_str().map(str::to_owned),
+            parameters: declaration.get("parameters").cloned(),
+            output_schema: declaration.get("outputSchema").cloned(),
+            require_confirmation: declaration["requireConfirmation"].as_bool(),
+            timeout_ms: declaration["timeoutMs"].as_f64(),
+            ..Declaration::default()
+        };
+        let registry = self.engine.registry_mut();
+        registry
+            .define(declaration, ToolKind::Function, "handler")
+            .unwrap();
+        self.input(Input::ToolsChanged);
+    }
+
+    fn input(&mut self, input: Input<'_>) {
+        self.engine.handle(self.now, input);
+        while let Some(output) = self.engine.poll_output() {
+            self.outputs.push(output);
+        }
+    }
+
+    fn frame(&mut self, frame: Value) {
+        self.input(Input::Frame(&frame.to_string()));
+    }
+
+    fn call(&mut self, id: i64, name: &str, arguments: Value) {
+        self.frame(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                          "params": {"name": name, "arguments": arguments}}));
+    }
+
+    /// Moves the clock to `ms` later, waking the engine at every time it asked for on the way.
+    fn advance(&mut self, ms: u64) {
+        let until = self.now.after(ms);
+        while let Some(at) = self.engine.poll_timeout().filter(|at| *at <= until) {
+            self.now = self.now.max(at);
+            self.input(Input::Timeout);
+        }
+        self.now = until;
+    }
+
+    fn take(&mut self) -> Vec<Output<&'static str>> {
+        std::mem::take(&mut self.outputs)
+    }
+
+    /// The frames sent, parsed.
+    fn sent(&mut self) -> Vec<Value> {
+        self.take()
+            .into_iter()
+            .filter_map(|output| match output {
+                Output::Send(frame) => Some(serde_json::from_str(&frame).unwrap()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The handler the engine asked to run (the only one since the last take).
+    fn ran(&mut self) -> (CallHandle, String) {
+        let runs: Vec<_> = self
+            .take()
+            .into_iter()
+            .filter_map(|output| match output {
+                Output::RunHandler { call, input, .. } => Some((call, input)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(runs.len(), 1, "expected one handler run: {runs:?}");
+        runs.into_iter().next().unwrap()
+    }
+
+    fn settle(&mut self, call: CallHandle, outcome: HandlerOutcome) {
+        self.input(Input::HandlerSettled { call, outcome });
+    }
+}
+
+fn runs(outputs: &[Output<&'static str>]) -> usize {
+    outputs
+        .iter()
+        .filter(|o| matches!(o, Output::RunHandler { .. }))
+        .count()
+}
+
+fn events(outputs: &[Output<&'static str>]) -> Vec<Event> {
+    outputs
+        .iter()
+        .filter_map(|o| match o {
+            Output::Emit(event) => Some(event.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn answer_text(frame: &Value) -> (&str, bool) {
+    let result = &frame["result"];
+    (
+        result["content"][0]["text"].as_str().unwrap(),
+        result["isError"].as_bool().unwrap(),
+    )
+}
+
+/// The one answer frame among the outputs, for call `id`.
+fn only_answer(frames: &[Value], id: i64) -> Value {
+    let answers: Vec<_> = frames.iter().filter(|f| f["id"] == id).collect();
+    assert_eq!(answers.len(), 1, "{frames:?}");
+    answers[0].clone()
+}
+
+// ---- SPEC §5, row by row ----------------------------------------------------------------------
+
+#[test]
+fn a_call_runs_its_handler_once_and_answers_with_its_result() {
+    let mut page = Page::new();
+    page.call(1, "read_board", json!({"boardId": "b1"}));
+    let outputs = page.take();
+    assert!(matches!(
+        &events(&outputs)[..],
+        [Event::Activated { tool_name, call_id }] if tool_name == "read_board" && call_id == "1"
+    ));
+    let (call, input) = outputs
+        .into_iter()
+        .find_map(|o| match o {
+            Output::RunHandler { call, input, .. } => Some((call, input)),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(input, r#"{"boardId":"b1"}"#, "the arguments as they stood");
+    page.now = page.now.after(40);
+    page.settle(call, HandlerOutcome::Returned(r#"{"tasks":[]}"#.into()));
+    let outputs = page.take();
+    assert!(matches!(
+        &events(&outputs)[..],
+        [Event::Finished { is_error: false, duration_ms, .. }] if *duration_ms == 40.0
+    ));
+    page.outputs = outputs;
+    let answer = only_answer(&page.sent(), 1);
+    assert_eq!(answer["result"]["structuredContent"], json!({"tasks": []}));
+    assert_eq!(page.engine.live_calls(), 0);
+    assert_eq!(page.engine.poll_timeout(), None, "no timer once nothing is live");
+}
+
+#[test]
+fn no_handler_waits_out_the_grace_then_fails() {
+    let mut page = Page::new();
+    page.call(1, "later", json!({}));
+    assert!(page.take().is_empty(), "nothing yet: a handler may come");
+    assert_eq!(
+        page.engine.poll_timeout(),
+        Some(page.now.after(HANDLER_GRACE_MS))
+    );
+    page.advance(HANDLER_GRACE_MS - 1);
+    assert!(page.take().is_empty());
+    page.advance(1);
+    let answer = only_answer(&page.sent(), 1);
+    assert_eq!(
+        answer_text(&answer),
+        (
+            "no handler registered for tool 'later' on this page",
+            true
+        )
+    );
+}
+
+#[test]
+fn a_handler_registered_within_the_grace_runs_at_once() {
+    let mut page = Page::new();
+    page.call(1, "late_tool", json!({}));
+    page.advance(500);
+    page.engine
+        .registry_mut()
+        .register_handler("late_tool", "late")
+        .unwrap();
+    page.input(Input::ToolsChanged);
+    let outputs = page.take();
+    assert_eq!(runs(&outputs), 1, "{outputs:?}");
+    assert!(outputs.iter().any(|o| matches!(o, Output::Send(f) if f.contains("list_changed"))));
+}
+
+#[test]
+fn the_allow_list_refuses_before_anything_runs() {
+    let config = EngineConfig {
+        allow: vec!["wipe".into()],
+        ..EngineConfig::default()
+    };
+    let mut page = Page::with(config, Vec::new());
+    page.call(1, "read_board", json!({"boardId": "b1"}));
+    let outputs = page.take();
+    assert_eq!(runs(&outputs), 0);
+    assert!(events(&outputs).is_empty(), "never activated");
+    page.outputs = outputs;
+    let answer = only_answer(&page.sent(), 1);
+    assert_eq!(
+        answer_text(&answer),
+        ("tool 'read_board' is not allowed", true)
+    );
+    // The page's own calls are not subject to it.
+    let call = page.engine.begin_page_call(
+        page.now,
+        CallToolParams {
+            name: "read_board".into(),
+            arguments: Some(json!({"boardId": "b1"})),
+            meta: None,
+        },
+        None,
+        Caller::Page,
+    );
+    page.input(Input::ToolsChanged);
+    let outputs = page.take();
+    assert!(outputs
+        .iter()
+        .any(|o| matches!(o, Output::RunHandler { call: c, .. } if *c == call)));
+}
+
+#[test]
+fn invalid_input_lists_each_error() {
+    let mut page = Page::new();
+    page.call(1, "read_board", json!({"boardId": 7}));
+    let outputs = page.take();
+    assert_eq!(runs(&outputs), 0);
+    page.outputs = outputs;
+    let answer = only_answer(&page.sent(), 1);
+    let (text, is_error) = answer_text(&answer);
+    assert!(is_error && text.starts_with("invalid input:\n/boardId: "), "{text}");
+}
+
+#[test]
+fn a_throw_becomes_an_error_result_with_its_message() {
+    let mut page = Page::new();
+    page.call(1, "read_board", json!({"boardId": "b1"}));
+    let (call, _) = page.ran();
+    page.settle(call, HandlerOutcome::Threw("board offline".into()));
+    let answer = only_answer(&page.sent(), 1);
+    assert_eq!(answer_text(&answer), ("board offline", true));
+}
+
+#[test]
+fn a_timeout_aborts_the_handler_and_a_late_result_changes_nothing() {
+    let mut page = Page::new();
+    page.call(1, "read_board", json!({"boardId": "b1"}));
+    let (call, _) = page.ran();
+    assert_eq!(page.engine.poll_timeout(), Some(page.now.after(5_000)));
+    page.advance(4_999);
+    assert!(page.take().is_empty());
+    page.advance(1);
+    let outputs = page.take();
+    assert!(matches!(
+        &outputs[0],
+        Output::Abort { call: c, reason } if *c == call && reason == "timed out after 5000 ms"
+    ));
+    let events = events(&outputs);
+    assert!(matches!(&events[0], Event::Cancelled { reason, .. } if reason == "timeout"));
+    assert!(matches!(&events[1], Event::Finished { is_error: true, .. }));
+    page.outputs = outputs;
+    let answer = only_answer(&page.sent(), 1);
+    assert_eq!(answer_text(&answer), ("timed out after 5000 ms", true));
+
+    page.settle(call, HandlerOutcome::Returned(r#"{"tasks":[]}"#.into()));
+    assert!(page.take().is_empty(), "the call ended once");
+}
+
+#[test]
+fn the_runtime_timeout_bounds_a_page_tool() {
+    let mut page = Page::new();
+    page.frame(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "read_board", "arguments": {"boardId": "b"},
+        "_meta": {"clienttools/timeoutMs": 200}}}));
+    page.ran();
+    page.advance(200);
+    let answer = only_answer(&page.sent(), 1);
+    assert_eq!(answer_text(&answer), ("timed out after 200 ms", true));
+}
+
+#[test]
+fn a_runtime_cancel_aborts_and_sends_nothing_but_a_resend_learns_it() {
+    let mut page = Page::new();
+    page.call(1, "read_board", json!({"boardId": "b1"}));
+    let (call, _) = page.ran();
+    page.frame(json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                      "params": {"requestId": 1, "reason": "user stopped"}}));
+    let outputs = page.take();
+    assert!(matches!(&outputs[0], Output::Abort { call: c, reason } if *c == call && reason == "user stopped"));
+    assert!(matches!(&events(&outputs)[..], [Event::Cancelled { reason, .. }] if reason == "user stopped"));
+    assert!(!outputs.iter().any(|o| matches!(o, Output::Send(_))));
+    page.settle(call, HandlerOutcome::Returned("{}".into()));
+    assert!(page.take().is_empty());
+    page.call(1, "read_board", json!({"boardId": "b1"}));
+    let answer = only_answer(&page.sent(), 1);
+    assert_eq!(answer_text(&answer), ("the call was cancelled", true));
+}
+
+#[test]
+fn output_failing_its_schema_is_an_error_and_a_warning() {
+    let mut page = Page::new();
+    page.call(1, "read_board", json!({"boardId": "b1"}));
+    let (call, _) = page.ran();
+    page.settle(call, HandlerOutcome::Returned(r#"{"nope":1}"#.into()));
+    let outputs = page.take();
+    assert!(events(&outputs).iter().any(|e| matches!(
+        e,
+        Event::Warning { code: WarningCode::OutputInvalid, .. }
+    )));
+    page.outputs = outputs;
+    let answer = only_answer(&page.sent(), 1);
+    let (text, is_error) = answer_text(&answer);
+    assert!(is_error && text.contains("output schema") && text.contains("tasks"), "{text}");
+}
+
+#[test]
+fn a_result_that_is_not_json_is_an_error() {
+    let mut page = Page::new();
+    page.call(1, "read_board", json!({"boardId": "b1"}));
+    let (call, _) = page.ran();
+    page.settle(
+        call,
+        HandlerOutcome::NotSerializable("the value of \"f\" is a function".into()),
+    );
+    let answer = only_answer(&page.sent(), 1);
+    let (text, _) = answer_text(&answer);
+    assert!(text.contains("not JSON-serializable"), "{text}");
+}
+
+#[test]
+fn a_result_too_large_to_send_is_replaced_by_an_error_naming_the_limit() {
+    let mut page = Page::new();
+    page.call(1, "read_board", json!({"boardId": "b1"}));
+    let (call, _) = page.ran();
+    let huge = format!(r#"{{"tasks":["{}"]}}"#, "x".repeat(MAX_FRAME_BYTES));
+    page.settle(call, HandlerOutcome::Returned(huge));
+    let outputs = page.take();
+    assert!(events(&outputs)
+        .iter()
+        .any(|e| matches!(e, Event::Warning { code: WarningCode::FrameLimit, .. })));
+    page.outputs = outputs;
+    let answer = only_answer(&page.sent(), 1);
+    let (text, is_error) = answer_text(&answer);
+    assert!(is_error && text.starts_with("the tool's result was not sent"), "{text}");
+}
+
+// ---- confirmation (SPEC §5, §7) ---------------------------------------------------------------
+
+fn confirm_ask(outputs: &[Output<&'static str>]) -> CallHandle {
+    outputs
+        .iter()
+        .find_map(|o| match o {
+            Output::AskPerson {
+                call,
+                ask: Ask::Confirm { .. },
+                ..
+            } => Some(*call),
+            _ => None,
+        })
+        .expect("a confirmation is asked")
+}
+
+#[test]
+fn a_rejection_ends_the_call_and_the_handler_never_runs() {
+    let mut page = Page::new();
+    page.call(1, "wipe", json!({"boardId": "b1"}));
+    let outputs = page.take();
+    assert_eq!(runs(&outputs), 0);
+    let call = confirm_ask(&outputs);
+    page.input(Input::Decided {
+        call,
+        decision: Ok(ConfirmDecision::Reject {
+            reason: Some("not now".into()),
+        }),
+        allow_for_session: false,
+    });
+    let answer = only_answer(&page.sent(), 1);
+    assert_eq!(answer_text(&answer), ("rejected by the user: not now", true));
+}
+
+#[test]
+fn a_modified_input_is_validated_again_run_and_reported() {
+    let mut page = Page::new();
+    page.call(1, "wipe", json!({"boardId": "b1"}));
+    let call = confirm_ask(&page.take());
+    page.input(Input::Decided {
+        call,
+        decision: Ok(ConfirmDecision::Modify {
+            input: json!({"boardId": "b2"}),
+        }),
+        allow_for_session: false,
+    });
+    let (handler_call, input) = page.ran();
+    assert_eq!(handler_call, call);
+    assert_eq!(input, r#"{"boardId":"b2"}"#);
+    page.settle(call, HandlerOutcome::Returned("\"wiped\"".into()));
+    let answer = only_answer(&page.sent(), 1);
+    assert_eq!(
+        answer["result"]["_meta"]["clienttools/modifiedInput"],
+        json!({"boardId": "b2"})
+    );
+
+    page.call(2, "wipe", json!({"boardId": "b1"}));
+    let call = confirm_ask(&page.take());
+    page.input(Input::Decided {
+        call,
+        decision: Ok(ConfirmDecision::Modify {
+            input: json!({"boardId": 3}),
+        }),
+        allow_for_session: false,
+    });
+    let outputs = page.take();
+    assert_eq!(runs(&outputs), 0, "an invalid edit never runs");
+    page.outputs = outputs;
+    let answer = only_answer(&page.sent(), 2);
+    let (text, _) = answer_text(&answer);
+    assert!(text.contains("/boardId"), "{text}");
+}
+
+#[test]
+fn human_time_is_not_handler_time_and_sends_progress_every_second() {
+    let mut page = Page::new();
+    page.frame(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "wipe", "arguments": {"boardId": "b"}, "_meta": {"progressToken": "p1"}}}));
+    let call = confirm_ask(&page.take());
+    // The person takes 10 s — ten times the handler's 1 s timeout.
+    page.advance(10_000);
+    let progress: Vec<f64> = page
+        .sent()
+        .iter()
+        .map(|f| {
+            assert_eq!(f["method"], "notifications/progress");
+            assert_eq!(f["params"]["progressToken"], "p1");
+            f["params"]["progress"].as_f64().unwrap()
+        })
+        .collect();
+    assert_eq!(progress, (1..=10).map(|s| f64::from(s) * 1000.0).collect::<Vec<_>>());
+    page.input(Input::Decided {
+        call,
+        decision: Ok(ConfirmDecision::Approve),
+        allow_for_session: false,
+    });
+    page.ran();
+    // The handler's own progress goes above what the wait reported: MCP progress only increases.
+    page.input(Input::Progress {
+        call,
+        progress: 0.5,
+        total: Some(1.0),
+        message: None,
+    });
+    let sent = page.sent();
+    assert_eq!(sent[0]["params"]["progress"], 10_000.5);
+    assert_eq!(sent[0]["params"]["total"], 10_001.0);
+    // Its timeout counts from the approval.
+    page.advance(999);
+    assert!(page.sent().is_empty());
+    page.advance(1);
+    let answer = only_answer(&page.sent(), 1);
+    assert_eq!(answer_text(&answer), ("timed out after 1000 ms", true));
+}
+
+#[test]
+fn a_person_who_never_answers_ends_the_call_after_the_human_bound() {
+    let mut page = Page::new();
+    page.call(1, "wipe", json!({"boardId": "b1"}));
+    let call = confirm_ask(&page.take());
+    page.advance(HUMAN_WAIT_MAX_MS - 1);
+    assert!(page.sent().is_empty(), "no progress without a token, no answer yet");
+    page.advance(1);
+    let outputs = page.take();
+    assert!(outputs
+        .iter()
+        .any(|o| matches!(o, Output::WithdrawAsk { call: c } if *c == call)));
+    page.outputs = outputs;
+    let answer = only_answer(&page.sent(), 1);
+    assert_eq!(
+        answer_text(&answer),
+        ("no confirmation from the user within 300000 ms", true)
+    );
+}
+
+#[test]
+fn a_cancel_while_a_person_decides_withdraws_the_dialog() {
+    let mut page = Page::new();
+    page.call(1, "wipe", json!({"boardId": "b1"}));
+    let call = confirm_ask(&page.take());
+    page.frame(json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                      "params": {"requestId": 1}}));
+    let outputs = page.take();
+    assert!(matches!(outputs[0], Output::WithdrawAsk { call: c } if c == call));
+    assert!(matches!(&events(&outputs)[..],
+        [Event::Cancelled { reason, .. }] if reason == "cancelled by the agent runtime"));
+    page.input(Input::Decided {
+        call,
+        decision: Ok(ConfirmDecision::Approve),
+        allow_for_session: false,
+    });
+    assert!(page.take().is_empty(), "a decision after the end runs nothing");
+}
+
+#[test]
+fn allow_for_session_skips_the_dialog_unless_the_call_forces_it() {
+    let config = EngineConfig {
+        offer_allow_for_session: true,
+        ..EngineConfig::default()
+    };
+    let mut page = Page::with(config, Vec::new());
+    page.call(1, "wipe", json!({"boardId": "b1"}));
+    let outputs = page.take();
+    assert!(outputs.iter().any(|o| matches!(
+        o,
+        Output::AskPerson { ask: Ask::Confirm { offer_session: true, .. }, .. }
+    )));
+    let call = confirm_ask(&outputs);
+    page.input(Input::Decided {
+        call,
+        decision: Ok(ConfirmDecision::Approve),
+        allow_for_session: true,
+    });
+    page.ran();
+    page.call(2, "wipe", json!({"boardId": "b1"}));
+    page.ran();
+    page.frame(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+        "name": "wipe", "arguments": {"boardId": "b"},
+        "_meta": {"clienttools/requireConfirmation": true}}}));
+    let outputs = page.take();
+    assert!(outputs.iter().any(|o| matches!(
+        o,
+        Output::AskPerson { ask: Ask::Confirm { offer_session: false, .. }, .. }
+    )));
+}
+
+#[test]
+fn a_confirmation_that_could_not_be_asked_is_an_error_result() {
+    let mut page = Page::new();
+    page.call(1, "wipe", json!({"boardId": "b1"}));
+    let call = confirm_ask(&page.take());
+    page.input(Input::Decided {
+        call,
+        decision: Err("the dialog was closed".into()),
+        allow_for_session: false,
+    });
+    let answer = only_answer(&page.sent(), 1);
+    assert_eq!(answer_text(&answer), ("the dialog was closed", true));
+}
+
+// ---- the result form (SPEC §7) ----------------------------------------------------------------
+
+fn result_form_call(page: &mut Page, id: i64) -> CallHandle {
+    page.frame(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+        "name": "pick_date", "arguments": {},
+        "_meta": {"clienttools/fallback": "form",
+                  "clienttools/outputSchema": {"type": "object", "required": ["date"],
+                                               "properties": {"date": {"type": "string"}}}}}}));
+    page.advance(HANDLER_GRACE_MS);
+    page.take()
+        .iter()
+        .find_map(|o| match o {
+            Output::AskPerson {
+                call,
+                ask: Ask::ResultForm { title, context, .. },
+                ..
+            } => {
+                assert_eq!(title, "pick_date");
+                assert_eq!(context, &None, "no arguments to show");
+                Some(*call)
+            }
+            _ => None,
+        })
+        .expect("the result form is asked")
+}
+
+#[test]
+fn the_result_form_answers_with_what_the_person_gave() {
+    let mut page = Page::new();
+    let call = result_form_call(&mut page, 1);
+    page.input(Input::ResultGiven {
+        call,
+        value: Some(json!({"date": "2026-12-24"})),
+    });
+    let answer = only_answer(&page.sent(), 1);
+    assert_eq!(answer["result"]["structuredContent"]["date"], "2026-12-24");
+
+    let call = result_form_call(&mut page, 2);
+    page.input(Input::ResultGiven { call, value: None });
+    let answer = only_answer(&page.sent(), 2);
+    assert_eq!(answer_text(&answer), ("the user cancelled", true));
+
+    let call = result_form_call(&mut page, 3);
+    page.advance(HUMAN_WAIT_MAX_MS);
+    let outputs = page.take();
+    assert!(outputs
+        .iter()
+        .any(|o| matches!(o, Output::WithdrawAsk { call: c } if *c == call)));
+    page.outputs = outputs;
+    let answer = only_answer(&page.sent(), 3);
+    assert_eq!(
+        answer_text(&answer),
+        ("no result from the user within 300000 ms", true)
+    );
+}
+
+// ---- form tools: waiting for the person to submit ---------------------------------------------
+
+#[test]
+fn a_form_waiting_for_its_submit_is_human_time() {
+    let mut page = Page::new();
+    page.engine
+        .registry_mut()
+        .define(
+            Declaration {
+                original_name: "book".into(),
+                timeout_ms: Some(1_000.0),
+                ..Declaration::default()
+            },
+            ToolKind::Form,
+            "form",
+        )
+        .unwrap();
+    page.input(Input::ToolsChanged);
+    page.take();
+    page.call(1, "book", json!({}));
+    let (call, _) = page.ran();
+    page.input(Input::WaitingForPerson { call });
+    page.advance(60_000);
+    assert!(page.sent().is_empty(), "no timeout while the person fills it");
+    page.input(Input::PersonDone { call });
+    page.advance(1_000);
+    let outputs = page.take();
+    assert!(matches!(&outputs[0], Output::Abort { call: c, .. } if *c == call));
+    page.outputs = outputs;
+    let answer = only_answer(&page.sent(), 1);
+    assert_eq!(answer_text(&answer), ("timed out after 1000 ms", true));
+
+    page.call(2, "book", json!({}));
+    let (call, _) = page.ran();
+    page.input(Input::WaitingForPerson { call });
+    page.advance(HUMAN_WAIT_MAX_MS);
+    let answer = only_answer(&page.sent(), 2);
+    assert_eq!(
+        answer_text(&answer),
+        ("the user did not submit the form in time", true)
+    );
+
+    page.call(3, "book", json!({}));
+    let (call, _) = page.ran();
+    page.input(Input::Withdraw {
+        call,
+        reason: "the form was reset".into(),
+    });
+    let outputs = page.take();
+    assert!(matches!(&events(&outputs)[..],
+        [Event::Cancelled { reason, .. }] if reason == "the form was reset"));
+    page.outputs = outputs;
+    let answer = only_answer(&page.sent(), 3);
+    assert_eq!(
+        answer_text(&answer),
+        ("cancelled by the page: the form was reset", true)
+    );
+}
+
+// ---- at most once per call id (SPEC §5) --------------------------------------------------------
+
+#[test]
+fn a_resent_call_joins_the_run_or_gets_its_stored_answer() {
+    let mut page = Page::new();
+    page.call(1, "read_board", json!({"boardId": "b1"}));
+    let (call, _) = page.ran();
+    page.call(1, "read_board", json!({"boardId": "b1"}));
+    assert!(page.take().is_empty(), "joins the run in progress");
+    page.settle(call, HandlerOutcome::Returned(r#"{"tasks":[1]}"#.into()));
+    let first = only_answer(&page.sent(), 1);
+    page.call(1, "read_board", json!({"boardId": "b1"}));
+    let outputs = page.take();
+    assert_eq!(runs(&outputs), 0);
+    page.outputs = outputs;
+    assert_eq!(only_answer(&page.sent(), 1), first);
+}
+
+#[test]
+fn a_call_interrupted_by_a_reload_is_not_run_again() {
+    let mut page = Page::with(EngineConfig::default(), vec!["9".into()]);
+    page.call(9, "read_board", json!({"boardId": "b1"}));
+    let outputs = page.take();
+    assert_eq!(runs(&outputs), 0);
+    page.outputs = outputs;
+    let answer = only_answer(&page.sent(), 9);
+    let (text, is_error) = answer_text(&answer);
+    assert!(is_error && text.contains("was not run again"), "{text}");
+}
+
+#[test]
+fn a_new_session_cancels_the_earlier_sessions_calls_a_resumed_one_keeps_them() {
+    let mut page = Page::new();
+    page.call(1, "read_board", json!({"boardId": "b1"}));
+    let (call, _) = page.ran();
+    page.input(Input::SessionBegun { resumed: true });
+    assert!(page.take().is_empty());
+    assert_eq!(page.engine.running_agent_calls(), vec!["1".to_owned()]);
+    page.input(Input::SessionBegun { resumed: false });
+    let outputs = page.take();
+    assert!(matches!(&outputs[0], Output::Abort { call: c, .. } if *c == call));
+    assert!(!outputs.iter().any(|o| matches!(o, Output::Send(_))));
+    // The new session's call 1 is a new call.
+    page.call(1, "read_board", json!({"boardId": "b1"}));
+    page.ran();
+}
+
+// ---- page calls ----------------------------------------------------------------------------
+
+#[test]
+fn a_page_call_settles_once_and_a_cancel_settles_it_with_nothing() {
+    let mut page = Page::new();
+    let params = CallToolParams {
+        name: "read_board".into(),
+        arguments: Some(json!({"boardId": "b1"})),
+        meta: None,
+    };
+    let call = page
+        .engine
+        .begin_page_call(page.now, params.clone(), None, Caller::Page);
+    page.input(Input::ToolsChanged);
+    page.take();
+    page.settle(call, HandlerOutcome::Returned(r#"{"tasks":[]}"#.into()));
+    let settled: Vec<_> = page
+        .take()
+        .into_iter()
+        .filter_map(|o| match o {
+            Output::Settled { call: c, result } => Some((c, result)),
+            _ => None,
+        })
+        .collect();
+    assert!(matches!(&settled[..], [(c, Some(r))] if *c == call && !r.is_error));
+
+    let call = page
+        .engine
+        .begin_page_call(page.now, params, None, Caller::Agent);
+    page.input(Input::Cancel {
+        call,
+        reason: "the browser's agent aborted the call".into(),
+    });
+    let outputs = page.take();
+    assert!(outputs
+        .iter()
+        .any(|o| matches!(o, Output::Settled { call: c, result: None } if *c == call)));
+}
+
+// ---- frames that are not calls (SPEC §6) -------------------------------------------------------
+
+#[test]
+fn initialize_ping_list_and_unknown_methods_are_answered_here() {
+    let mut page = Page::new();
+    page.frame(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"}}}));
+    page.frame(json!({"jsonrpc": "2.0", "id": 2, "method": "ping"}));
+    page.frame(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}));
+    page.frame(json!({"jsonrpc": "2.0", "id": 4, "method": "resources/list"}));
+    page.frame(json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"arguments": 1}}));
+    page.input(Input::Frame("{not json"));
+    page.frame(json!({"jsonrpc": "2.0", "id": 6, "result": {}}));
+    let sent = page.sent();
+    assert_eq!(sent.len(), 6, "responses are never answered: {sent:?}");
+    assert_eq!(sent[0]["result"]["capabilities"]["tools"]["listChanged"], true);
+    assert_eq!(sent[1]["result"], json!({}));
+    let names: Vec<_> = sent[2]["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["read_board", "wipe"]);
+    assert_eq!(sent[3]["error"]["code"], -32601);
+    assert_eq!(sent[4]["error"]["code"], -32602);
+    assert_eq!(sent[5]["error"]["code"], -32700);
+}
