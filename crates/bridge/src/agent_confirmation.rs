@@ -7,7 +7,8 @@
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Mutex;
 
-use client_tools_core::call::{outcome, HUMAN_WAIT_MAX_MS};
+use client_tools_core::call::outcome;
+use client_tools_core::limits::HUMAN_WAIT_MAX_MS;
 use client_tools_core::protocol::CallToolResult;
 use hmac::{Hmac, KeyInit, Mac};
 use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction, InputRequest};

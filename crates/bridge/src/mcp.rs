@@ -6,6 +6,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use client_tools_core::limits::HUMAN_WAIT_TICK_MS;
 use client_tools_core::protocol::{self, ProgressParams};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitResult,
@@ -29,8 +30,8 @@ use crate::prepared_call::PreparedCall;
 const UNBOUND_POLL: Duration = Duration::from_millis(500);
 /// How long `tools/list` and `tools/call` wait for a first page to connect.
 const FIRST_PAGE_WAIT: Duration = Duration::from_secs(10);
-/// How often progress is reported while the person at the agent decides.
-const WAITING_PROGRESS: Duration = Duration::from_secs(1);
+/// How often progress is reported while the person at the agent decides (the page's tick too).
+const WAITING_PROGRESS: Duration = Duration::from_millis(HUMAN_WAIT_TICK_MS);
 
 /// One agent's MCP session: which page session it is bound to.
 #[derive(Clone)]
@@ -517,9 +518,10 @@ async fn forward_progress(
     after: f64,
 ) {
     while let Some(update) = progress.recv().await {
-        let mut param = ProgressNotificationParam::new(token.clone(), after + update.progress);
+        let update = update.above(after);
+        let mut param = ProgressNotificationParam::new(token.clone(), update.progress);
         if let Some(total) = update.total {
-            param = param.with_total(after + total);
+            param = param.with_total(total);
         }
         if let Some(message) = update.message {
             param = param.with_message(message);

@@ -9,7 +9,8 @@
 
 use std::fmt;
 
-use client_tools_core::protocol::{RequestId, MAX_FRAME_BYTES};
+use client_tools_core::limits::MAX_FRAME_BYTES;
+use client_tools_core::protocol::RequestId;
 use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 

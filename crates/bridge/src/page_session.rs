@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use client_tools_core::call::outcome;
+use client_tools_core::limits::{ANSWER_SLACK_MS, DEFAULT_TIMEOUT_MS};
 use client_tools_core::protocol::{
     self, encode_error, encode_notification, encode_request, encode_result, method, CallToolResult,
     DecodeError, Message, ProgressParams, RequestId, Tool,
@@ -32,9 +33,10 @@ use crate::tool_call_frame;
 /// Close code sent to a connection replaced by its page's newer one (RFC 6455 private range).
 pub(crate) const CLOSE_REPLACED: u16 = 4000;
 
-/// Extra time the runtime waits beyond a call's timeout: the page's 2 s grace for late handlers
-/// plus the network, so the page's own, more precise, outcome normally arrives first.
-const ANSWER_SLACK: Duration = Duration::from_millis(2_500);
+/// Extra time the runtime waits beyond a call's timeout (the core's `limits::ANSWER_SLACK_MS`, the
+/// page's grace for late handlers plus the network), so the page's own, more precise, outcome
+/// normally arrives first.
+const ANSWER_SLACK: Duration = Duration::from_millis(ANSWER_SLACK_MS);
 
 /// The live connection of a session (its requests' side is in the engine).
 struct Connection {
@@ -137,7 +139,7 @@ impl PageSession {
             changes: watch::channel(0).0,
             allow,
             agent_tools: Arc::default(),
-            default_timeout: Duration::from_millis(client_tools_core::registry::DEFAULT_TIMEOUT_MS),
+            default_timeout: Duration::from_millis(DEFAULT_TIMEOUT_MS),
             log_payloads,
             relay_replies: None,
         }

@@ -9,7 +9,7 @@
 use std::collections::hash_map::{Entry, HashMap};
 use std::time::{Duration, Instant};
 
-use client_tools_core::call::HUMAN_WAIT_MAX_MS;
+use client_tools_core::limits::HUMAN_WAIT_MAX_MS;
 use client_tools_core::protocol::{
     check_outgoing, encode_notification, method, CancelledParams, ProgressParams, RequestId,
     RpcError,
@@ -429,9 +429,8 @@ impl RequestEngine {
 pub(crate) mod tests {
     use std::sync::Arc;
 
-    use client_tools_core::protocol::{
-        decode, CallToolResult, Message, MAX_FRAME_BYTES, MAX_FRAME_DEPTH,
-    };
+    use client_tools_core::limits::{MAX_FRAME_BYTES, MAX_FRAME_DEPTH};
+    use client_tools_core::protocol::{decode, CallToolResult, Message};
     use futures_util::FutureExt;
     use serde_json::{json, Value};
     use tokio::sync::Notify;

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use client_tools_core::connect::{ConnectParams, ConnectResult};
-use client_tools_core::registry::DEFAULT_TIMEOUT_MS;
+use client_tools_core::limits::DEFAULT_TIMEOUT_MS;
 use sha2::{Digest, Sha256};
 
 use crate::agent_tools::AgentTools;

@@ -364,7 +364,7 @@ fn padded(bytes: usize) -> String {
 
 /// Sizes of large frames, around the frame limit and the read cap.
 fn large() -> impl Strategy<Value = usize> {
-    let limit = protocol::MAX_FRAME_BYTES;
+    let limit = client_tools_core::limits::MAX_FRAME_BYTES;
     prop_oneof![
         Just(limit),
         Just(limit + 1),
