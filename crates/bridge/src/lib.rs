@@ -24,8 +24,6 @@
 //! - `request_engine`: the rules of the requests waiting on one page (deadlines, grace, progress).
 //! - `prepared_call`: what a call carries besides its arguments (`_meta`, timeout), checked once.
 //! - [`config`]: the bridge's settings (the command-line flags as a struct).
-//! - `tool_call_frame`: the `tools/call` request frame, printed straight from its parts.
-//! - `page_answer`: a page's answer to a request, read without building a JSON tree.
 //! - `relay_routes`: where the page's answers to requests relayed to it go back.
 //! - `connection_queue`: the bounded queue of frames to one page connection (socket or link).
 //! - [`agent_tools`]: the operator's `--tools FILE` tools.
@@ -41,7 +39,6 @@ mod connection_queue;
 mod guard;
 pub mod limits;
 pub mod mcp;
-mod page_answer;
 pub mod page_session;
 mod prepared_call;
 mod relay_routes;
@@ -49,7 +46,6 @@ mod request_engine;
 mod routes;
 mod server;
 mod session_table;
-mod tool_call_frame;
 
 pub use agent_tools::AgentTools;
 pub use bridge::Bridge;

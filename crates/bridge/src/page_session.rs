@@ -23,12 +23,10 @@ use tokio::sync::{mpsc, oneshot, watch, Notify};
 use crate::agent_tools::AgentTools;
 use crate::connection_queue::OutgoingSender;
 use crate::limits::Limits;
-use crate::page_answer;
 use crate::prepared_call::{self, PreparedCall, RequestedTimeout};
 use crate::relay_routes::RelayRoutes;
 use crate::request_engine::{Answer, Purpose, Request, RequestEngine, Settled};
 pub use crate::request_engine::{RequestFailure, RECONNECT_GRACE};
-use crate::tool_call_frame;
 
 /// Close code sent to a connection replaced by its page's newer one (RFC 6455 private range).
 pub(crate) const CLOSE_REPLACED: u16 = 4000;
@@ -397,7 +395,7 @@ impl PageSession {
                 .in_scope(|| tracing::debug!(%arguments, "tool call arguments"));
         }
         let frame =
-            tool_call_frame::tool_call(id, name, &arguments, timeout.as_millis() as u64, &meta);
+            protocol::encode_tool_call(id, name, &arguments, timeout.as_millis() as u64, &meta);
         let request = Request {
             id: id.to_owned(),
             frame,
@@ -718,7 +716,7 @@ impl PageSession {
     /// that holds it. Anything else comes back decoded (or why it could not be) for the caller;
     /// `None` when it was delivered.
     pub(crate) fn deliver_answer(&self, text: &str) -> Option<Result<Message, DecodeError>> {
-        if let Some((id, result)) = page_answer::read(text) {
+        if let Some((id, result)) = protocol::read_answer(text) {
             self.resolve(&id, Ok(result));
             return None;
         }

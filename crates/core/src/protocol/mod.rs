@@ -12,6 +12,14 @@ use serde_json::{Map, Value};
 pub const PROTOCOL_VERSION: &str = "2025-11-25";
 pub use crate::limits::{MAX_FRAME_BYTES, MAX_FRAME_DEPTH};
 
+mod call_frame;
+#[cfg(feature = "runtime")]
+mod page_answer;
+
+pub use call_frame::encode_tool_call;
+#[cfg(feature = "runtime")]
+pub use page_answer::read_answer;
+
 /// `_meta` keys of the client-tools extensions.
 pub mod meta {
     pub const ORIGINAL_NAME: &str = "clienttools/originalName";
