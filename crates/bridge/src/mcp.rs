@@ -11,7 +11,7 @@ use client_tools_core::protocol::{self, ProgressParams};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitResult,
     Implementation, InitializeRequestParams, InitializeResult, InputRequests, InputRequiredResult,
-    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ResultType,
+    ListToolsResult, MetaObject, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
     ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
@@ -348,13 +348,19 @@ fn to_mcp_tool(tool: &protocol::Tool) -> Option<Tool> {
         .and_then(|value| serde_json::from_value(value).ok())
 }
 
-fn to_mcp_result(result: &protocol::CallToolResult) -> CallToolResult {
-    let mut converted: CallToolResult = serde_json::to_value(result)
-        .ok()
-        .and_then(|value| serde_json::from_value(value).ok())
-        .unwrap_or_else(|| CallToolResult::error(vec![ContentBlock::text(result.text())]));
-    // Revision 2026-07-28 requires `resultType` (rmcp strips it again for older peers).
-    converted.result_type = Some(ResultType::COMPLETE);
+/// The agent's result, built field by field from the page's (no JSON round trip on each call).
+fn to_mcp_result(result: protocol::CallToolResult) -> CallToolResult {
+    let content = result
+        .content
+        .into_iter()
+        .map(|protocol::Content::Text { text }| ContentBlock::text(text))
+        .collect();
+    // `success` sets `resultType`, which revision 2026-07-28 requires (rmcp strips it again for
+    // older peers).
+    let mut converted = CallToolResult::success(content);
+    converted.structured_content = result.structured_content;
+    converted.is_error = Some(result.is_error);
+    converted.meta = result.meta.map(MetaObject);
     converted
 }
 
@@ -422,7 +428,7 @@ impl ServerHandler for McpAgent {
         let prepared = page.prepare_call(&request.name, arguments, Some(&context.meta.0 .0), None);
         let mut call = match prepared {
             Ok(call) => call,
-            Err(refused) => return Ok(to_mcp_result(&refused).into()),
+            Err(refused) => return Ok(to_mcp_result(refused).into()),
         };
         let mut waited = 0.0;
         match self
@@ -431,7 +437,7 @@ impl ServerHandler for McpAgent {
         {
             Confirmation::Proceed => {}
             Confirmation::Ask(question) => return Ok(question.into()),
-            Confirmation::Refused(result) => return Ok(to_mcp_result(&result).into()),
+            Confirmation::Refused(result) => return Ok(to_mcp_result(result).into()),
         }
         let cancelled = context.ct.clone();
         let cancel = async move {
@@ -449,7 +455,7 @@ impl ServerHandler for McpAgent {
         }
         // A cancelled call has no result (rmcp drops the response of a cancelled request).
         let result = result.unwrap_or_else(|| protocol::CallToolResult::error("cancelled"));
-        Ok(to_mcp_result(&result).into())
+        Ok(to_mcp_result(result).into())
     }
 
     // Revision 2026-07-28 has no `initialize`: `tools/list_changed` travels on listen streams.
@@ -528,6 +534,37 @@ async fn forward_progress(
         }
         if peer.notify_progress(param).await.is_err() {
             return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rmcp::model::ResultType;
+    use serde_json::json;
+
+    use super::*;
+
+    /// Built directly, the agent's result is the one rmcp reads from the page's result's JSON.
+    #[test]
+    fn results_convert_as_their_json_reads() {
+        let mut with_meta = protocol::CallToolResult::success(json!({"tasks": [1, 2]}));
+        with_meta.meta = json!({"clienttools/modifiedInput": {"id": 3}})
+            .as_object()
+            .cloned();
+        let mut null_structured = protocol::CallToolResult::success(json!("done"));
+        null_structured.structured_content = Some(Value::Null);
+        for result in [
+            protocol::CallToolResult::success(json!("plain text")),
+            protocol::CallToolResult::success(json!([1, "two"])),
+            protocol::CallToolResult::error("boom"),
+            with_meta,
+            null_structured,
+        ] {
+            let json = serde_json::to_value(&result).unwrap();
+            let mut read: CallToolResult = serde_json::from_value(json).unwrap();
+            read.result_type = Some(ResultType::COMPLETE);
+            assert_eq!(to_mcp_result(result.clone()), read, "{result:?}");
         }
     }
 }
