@@ -21,7 +21,8 @@
 //! - `session_table`: the bridge's page sessions: ownership by secret, limits, expiry, newest.
 //! - [`page_session`]: one page session: its tools, its connection, its calls and their trace.
 //! - `agent_confirmation`: confirmation by the person at the agent (`--confirm-via agent`).
-//! - `request_engine`: the rules of the requests waiting on one page (deadlines, grace, progress).
+//! - `request_engine`: the rules of the requests waiting on one page (deadlines, grace, progress),
+//!   sans-IO: its outputs are values that `page_session` performs.
 //! - `prepared_call`: what a call carries besides its arguments (`_meta`, timeout), checked once.
 //! - [`config`]: the bridge's settings (the command-line flags as a struct).
 //! - `relay_routes`: where the page's answers to requests relayed to it go back.

@@ -2,9 +2,11 @@
 //! and the calls waiting for its answers.
 //!
 //! A session outlives its connections: a page that reloads or reconnects gets the same
-//! [`PageSession`] back. The rules for waiting requests are the [`RequestEngine`]'s; this file does
-//! the waiting, the allow-list, and one trace span per tool call.
+//! [`PageSession`] back. The rules for waiting requests are the [`RequestEngine`]'s; this file is
+//! its driver (it performs the engine's outputs on the connection's queue and the callers'
+//! channels, and does the waiting), and adds the allow-list and one trace span per tool call.
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -25,7 +27,7 @@ use crate::connection_queue::OutgoingSender;
 use crate::limits::Limits;
 use crate::prepared_call::{self, PreparedCall, RequestedTimeout};
 use crate::relay_routes::RelayRoutes;
-use crate::request_engine::{Answer, Purpose, Request, RequestEngine, Settled};
+use crate::request_engine::{Answer, Output, Purpose, Request, RequestEngine, Settled};
 pub use crate::request_engine::{RequestFailure, RECONNECT_GRACE};
 
 /// Close code sent to a connection replaced by its page's newer one (RFC 6455 private range).
@@ -39,6 +41,8 @@ const ANSWER_SLACK: Duration = Duration::from_millis(ANSWER_SLACK_MS);
 /// The live connection of a session (its requests' side is in the engine).
 struct Connection {
     generation: u64,
+    /// The bounded queue of frames to the page (its socket's writer, or a cluster link).
+    outgoing: OutgoingSender,
     /// Stops the connection's reader: the connection ends (see [`PageSession::close_connection`]).
     kill: Arc<Notify>,
     /// When the page's socket was accepted (on the node that holds it, in a cluster).
@@ -83,6 +87,56 @@ struct State {
     tools_listed: bool,
     /// Requests other cluster nodes relayed to this session's page: where its answers go.
     routes: RelayRoutes,
+    /// The callers waiting on the engine's requests, by request id.
+    waiters: HashMap<String, Waiter>,
+}
+
+/// A caller waiting on a request: where its outcome and the page's progress go.
+struct Waiter {
+    settle: oneshot::Sender<Settled>,
+    /// Dropped reports when it is full (progress is a hint: the next one supersedes it).
+    observer: Option<mpsc::Sender<ProgressParams>>,
+}
+
+impl State {
+    /// Performs what the engine decided: frames onto the connection's queue (a request's frame the
+    /// queue refuses fails that request), outcomes and progress to the waiting callers.
+    fn perform(&mut self) {
+        while let Some(output) = self.engine.poll_output() {
+            match output {
+                Output::Send { frame, request } => {
+                    let Some(connection) = &self.connection else {
+                        continue; // the engine sends only while connected
+                    };
+                    let Err(full) = connection.outgoing.try_send(frame) else {
+                        continue;
+                    };
+                    match request {
+                        Some(id) => self.engine.unsent(&id, full.to_string()),
+                        None => tracing::warn!(%full, "notification to the page dropped"),
+                    }
+                }
+                Output::Settle { id, outcome } => {
+                    if let Some(waiter) = self.waiters.remove(&id) {
+                        let _ = waiter.settle.send(outcome);
+                    }
+                }
+                Output::Progress { id, report } => {
+                    let observer = self.waiters.get(&id).and_then(|w| w.observer.as_ref());
+                    if let Some(observer) = observer {
+                        let _ = observer.try_send(report);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Runs `step` on the engine and performs what it decided.
+    fn drive<R>(&mut self, step: impl FnOnce(&mut RequestEngine) -> R) -> R {
+        let result = step(&mut self.engine);
+        self.perform();
+        result
+    }
 }
 
 pub struct PageSession {
@@ -130,6 +184,7 @@ impl PageSession {
                 generations: 0,
                 tools_listed: false,
                 routes: RelayRoutes::new(limits.max_pending_per_session * RelayRoutes::PER_PENDING),
+                waiters: HashMap::new(),
             }),
             instance: instance_id(),
             next_request: AtomicU64::new(1),
@@ -401,9 +456,8 @@ impl PageSession {
             frame,
             timeout: timeout + ANSWER_SLACK,
             purpose: Purpose::ToolCall,
-            observer: progress,
         };
-        let settled = self.send_and_wait(request, cancel).await;
+        let settled = self.send_and_wait(request, progress, cancel).await;
         match settled {
             Ok(Ok(result)) => match serde_json::from_str::<CallToolResult>(result.get()) {
                 Ok(result) => {
@@ -460,7 +514,7 @@ impl PageSession {
     ) -> Result<Answer, RequestFailure> {
         let id = self.next_request_id();
         let request = new_request(id, method, params, timeout, Purpose::Housekeeping);
-        self.send_and_wait(request, std::future::pending::<String>())
+        self.send_and_wait(request, None, std::future::pending::<String>())
             .await
     }
 
@@ -477,7 +531,7 @@ impl PageSession {
             Purpose::Probe,
         );
         // Any answer, even an error, shows the page is there.
-        self.send_and_wait(request, std::future::pending::<String>())
+        self.send_and_wait(request, None, std::future::pending::<String>())
             .await
             .is_ok()
     }
@@ -488,23 +542,32 @@ impl PageSession {
     }
 
     /// Hands the request to the engine and waits for its outcome: the answer, a failure the engine
-    /// decides when woken at its deadline, or `cancel` (the page is told; no answer then).
+    /// decides when woken at its deadline, or `cancel` (the page is told; no answer then). The
+    /// page's progress on it goes to `observer`.
     async fn send_and_wait(
         &self,
         request: Request,
+        observer: Option<mpsc::Sender<ProgressParams>>,
         cancel: impl Future<Output = String>,
     ) -> Settled {
         let id = request.id.clone();
-        let begun = self.lock().engine.begin(request, now());
-        let mut settled = match begun {
-            Ok(settled) => settled,
-            Err(failure) => {
-                if failure == RequestFailure::Unresponsive {
-                    self.ping_page();
-                }
-                return Err(failure);
+        let (settle, mut settled) = oneshot::channel();
+        let begun = {
+            let mut state = self.lock();
+            let begun = state.engine.begin(request, now());
+            if begun.is_ok() {
+                let waiter = Waiter { settle, observer };
+                state.waiters.insert(id.clone(), waiter);
+                state.perform();
             }
+            begun
         };
+        if let Err(failure) = begun {
+            if failure == RequestFailure::Unresponsive {
+                self.ping_page();
+            }
+            return Err(failure);
+        }
         let _stop_if_dropped = CancelOnDrop {
             session: self,
             id: &id,
@@ -518,11 +581,13 @@ impl PageSession {
             tokio::select! {
                 biased;
                 received = &mut settled => return outcome_of(received),
-                () = tokio::time::sleep_until(wake.into()) => self.lock().engine.expire(&id, now()),
+                () = tokio::time::sleep_until(wake.into()) => {
+                    self.lock().drive(|engine| engine.handle_timeout(now()));
+                }
                 // A disconnect starts the grace, a reconnect ends it: look at the wake time again.
                 _ = changes.changed() => {}
                 reason = &mut cancel => {
-                    if self.lock().engine.cancel(&id, &reason) {
+                    if self.cancel_request(&id, &reason) {
                         return Err(RequestFailure::Cancelled);
                     }
                     return outcome_of(settled.await); // the outcome came first: it stands
@@ -531,19 +596,26 @@ impl PageSession {
         }
     }
 
+    /// The caller gave up on request `id` (the engine tells the page); `false` when it had settled.
+    fn cancel_request(&self, id: &str, reason: &str) -> bool {
+        let mut state = self.lock();
+        state.waiters.remove(id);
+        state.drive(|engine| engine.cancel(id, reason))
+    }
+
     /// Fail-fast mode: ask the page whether it answers again, without making anyone wait (any
     /// answer ends fail-fast).
     fn ping_page(&self) {
         let id = RequestId::String(format!("{}-ping", self.instance));
         let frame = encode_request(&id, method::PING, &serde_json::json!({}));
-        self.lock().engine.notify(frame);
+        self.lock().drive(|engine| engine.notify(frame));
     }
 
     /// The page reported progress on a request: the runtime waits longer (up to the hard bound).
     pub(crate) fn progress(&self, progress: ProgressParams) {
         self.progress_seen.fetch_add(1, Ordering::Relaxed);
         let mut state = self.lock();
-        let Some(progress) = state.engine.progress(progress, now()) else {
+        let Some(progress) = state.drive(|engine| engine.progress(progress, now())) else {
             return;
         };
         let token = progress.progress_token.as_str().unwrap_or_default();
@@ -560,7 +632,7 @@ impl PageSession {
     /// Sends a notification to the page if it is connected (dropped if it is not reading).
     pub(crate) fn notify_page(&self, method: &str, params: &impl serde::Serialize) {
         let frame = encode_notification(method, params);
-        self.lock().engine.notify(frame);
+        self.lock().drive(|engine| engine.notify(frame));
     }
 
     /// A page connection starts: returns its generation (to tell stale connections apart). Calls
@@ -596,21 +668,22 @@ impl PageSession {
         // Never a silent swap: a connection still attached (two claims that raced) is told it was
         // replaced and stops, so no two live connections share one session.
         if let Some(previous) = state.connection.take() {
-            state.engine.close_link(
+            previous.outgoing.close(
                 CLOSE_REPLACED,
-                "replaced by a newer connection of the same page session",
+                "replaced by a newer connection of the same page session".to_owned(),
             );
             previous.kill.notify_one();
         }
         state.generations += 1;
         let generation = state.generations;
-        state.engine.connected(outgoing);
         state.connection = Some(Connection {
             generation,
+            outgoing,
             kill,
             attached_at,
             via,
         });
+        state.drive(RequestEngine::connected);
         generation
     }
 
@@ -643,7 +716,7 @@ impl PageSession {
             .as_ref()
             .filter(|c| c.generation == generation)
         {
-            state.engine.close_link(code, reason);
+            connection.outgoing.close(code, reason.to_owned());
             connection.kill.notify_one();
         }
     }
@@ -664,7 +737,8 @@ impl PageSession {
     /// Request `id` never reached the page (no cluster node holds its socket): it ends now,
     /// "not connected".
     pub(crate) fn not_delivered(&self, id: &str) {
-        self.lock().engine.fail(id, RequestFailure::NotConnected);
+        self.lock()
+            .drive(|engine| engine.fail(id, RequestFailure::NotConnected));
     }
 
     /// The connection of `generation` ended: waiting calls get [`RECONNECT_GRACE`] to see it back.
@@ -675,7 +749,7 @@ impl PageSession {
         }
         state.connection = None;
         state.routes.clear();
-        state.engine.disconnected(now());
+        state.drive(|engine| engine.disconnected(now()));
         drop(state);
         self.changes.send_modify(|n| *n += 1);
     }
@@ -686,7 +760,7 @@ impl PageSession {
     pub(crate) fn close_connection(&self, code: u16, reason: &str) {
         let state = self.lock();
         if let Some(connection) = &state.connection {
-            state.engine.close_link(code, reason);
+            connection.outgoing.close(code, reason.to_owned());
             connection.kill.notify_one();
         }
     }
@@ -695,7 +769,7 @@ impl PageSession {
     /// node relayed goes back to that node.
     pub(crate) fn resolve(&self, id: &RequestId, answer: Answer) {
         let mut state = self.lock();
-        let Some(answer) = state.engine.answer(id, answer) else {
+        let Some(answer) = state.drive(|engine| engine.answer(id, answer)) else {
             return;
         };
         let Some(route) = state.routes.take(&id.to_string()) else {
@@ -765,7 +839,11 @@ impl PageSession {
         protocol::check_outgoing(&frame).map_err(|limit| {
             RelayRefused::Refused(format!("the call cannot be sent to the page: {limit}"))
         })?;
-        state.engine.send(frame).map_err(RelayRefused::Refused)?;
+        let connection = state.connection.as_ref().ok_or(RelayRefused::NotHere)?;
+        connection
+            .outgoing
+            .try_send(frame)
+            .map_err(|full| RelayRefused::Refused(full.to_string()))?;
         if let Some(id) = request_id {
             state.routes.insert(id, reply.to_owned());
         }
@@ -785,7 +863,7 @@ impl PageSession {
     /// must answer each once.
     #[cfg(any(test, feature = "testing"))]
     pub fn resend_pending(&self) {
-        self.lock().engine.resend_pending();
+        self.lock().drive(RequestEngine::resend_pending);
     }
 
     /// How many progress notifications the page has sent (all calls).
@@ -840,9 +918,7 @@ struct CancelOnDrop<'a> {
 impl Drop for CancelOnDrop<'_> {
     fn drop(&mut self) {
         self.session
-            .lock()
-            .engine
-            .cancel(self.id, "the runtime stopped waiting");
+            .cancel_request(self.id, "the runtime stopped waiting");
     }
 }
 
@@ -875,7 +951,6 @@ fn new_request(
         frame,
         timeout,
         purpose,
-        observer: None,
     }
 }
 
