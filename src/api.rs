@@ -1,24 +1,23 @@
 //! The `ClientTools` class (SPEC §4): the whole JavaScript API, each method a thin wrapper that
-//! converts arguments and delegates to the core or to [`crate::call_runner`].
+//! converts arguments and hands them to the page engine ([`crate::page`]).
 
 use client_tools_core::WarningCode;
 use std::rc::Rc;
 
+use client_tools_core::connection::Connection;
+use client_tools_core::page_api;
+use client_tools_core::page_engine::{Caller, EngineConfig, PageEngine};
 use client_tools_core::protocol::{CallToolParams, CallToolResult};
 use client_tools_core::registry::ToolKind;
 use client_tools_core::CoreError;
-use serde::Serialize;
-use serde_json::Value;
 use wasm_bindgen::prelude::*;
 
-use crate::call_runner::{self, Caller, IncomingCall};
-use crate::events::EVENT_TYPES;
 use crate::options::Options;
-use crate::page::Page;
+use crate::page::{Drivers, Page};
 use crate::transport::{self, custom, websocket};
 use crate::typescript::*;
-use crate::webmcp::forms::FormTools;
-use crate::{declaration, errors, js, session};
+use crate::webmcp::state::FormTools;
+use crate::{declaration, driver, errors, js, session};
 
 /// Client tools of one page: define them, connect to the agent runtime, watch the calls.
 /// (Cloning in Rust shares the same page state.)
@@ -26,20 +25,6 @@ use crate::{declaration, errors, js, session};
 #[derive(Clone)]
 pub struct ClientTools {
     page: Rc<Page>,
-}
-
-/// One entry of `list()`.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct ListedTool {
-    name: String,
-    original_name: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    description: Option<String>,
-    input_schema: Value,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    output_schema: Option<Value>,
-    kind: &'static str,
 }
 
 #[wasm_bindgen]
@@ -54,8 +39,21 @@ impl ClientTools {
         } else {
             (None, Vec::new())
         };
+        let config = EngineConfig {
+            allow: options.allow.clone(),
+            offer_allow_for_session: options.allow_for_session,
+        };
+        let engine = PageEngine::new(config, options.default_timeout_ms, interrupted);
+        let connection = options.endpoint.clone().map(|endpoint| {
+            let seed = (js_sys::Math::random() * u64::MAX as f64) as u64;
+            Connection::new(endpoint, options.token.clone(), resume_secret, seed)
+        });
+        let drivers = Drivers {
+            perform: driver::perform,
+            connection: websocket::feed,
+        };
         let tools = ClientTools {
-            page: Page::new(options, resume_secret, interrupted),
+            page: Page::new(options, engine, connection, drivers),
         };
         if tools.page.options.endpoint.is_some() {
             remember_running_calls_on_unload(&tools.page);
@@ -79,15 +77,11 @@ impl ClientTools {
     #[wasm_bindgen(js_name = defineFunction)]
     pub fn define_function(&self, declaration: FunctionDeclarationArg) -> Result<String, JsValue> {
         let (declaration, handler) = declaration::parse(&declaration).map_err(errors::to_js)?;
-        let defined =
-            self.page
-                .registry
-                .borrow_mut()
-                .define(declaration, ToolKind::Function, handler);
-        let (name, warnings) = defined.map_err(errors::to_js)?;
-        self.page.report(&warnings);
-        self.page.tools_changed();
-        Ok(name)
+        let defined = self.page.change_tools(|registry| {
+            let (name, warnings) = registry.define(declaration, ToolKind::Function, handler)?;
+            Ok((name, warnings, true))
+        });
+        defined.map_err(errors::to_js)
     }
 
     /// Attaches a handler to a tool the agent defines; its schemas arrive with each call.
@@ -103,42 +97,25 @@ impl ClientTools {
         let Some(handler) = handler.dyn_ref::<js_sys::Function>().cloned() else {
             return Err(errors::to_js(CoreError::HandlerNotFunction(name)));
         };
-        let registered = self
-            .page
-            .registry
-            .borrow_mut()
-            .register_handler(&name, handler);
-        let (normalized, warnings) = registered.map_err(errors::to_js)?;
-        self.page.report(&warnings);
-        self.page.tools_changed();
-        Ok(normalized)
+        let registered = self.page.change_tools(|registry| {
+            let (name, warnings) = registry.register_handler(&name, handler)?;
+            Ok((name, warnings, true))
+        });
+        registered.map_err(errors::to_js)
     }
 
     /// Removes a tool (by normalized or original name); `false` when there was none.
     pub fn unregister(&self, name: &str) -> bool {
-        let removed = self.page.registry.borrow_mut().unregister(name);
-        if removed {
-            self.page.tools_changed();
-        }
-        removed
+        let removed = self.page.change_tools(|registry| {
+            let removed = registry.unregister(name);
+            Ok((removed, Vec::new(), removed))
+        });
+        removed.unwrap_or(false)
     }
 
     /// Every tool with its names, schemas and kind.
     pub fn list(&self) -> ListedTools {
-        let listed: Vec<ListedTool> = self
-            .page
-            .registry
-            .borrow()
-            .tools()
-            .map(|tool| ListedTool {
-                name: tool.name.clone(),
-                original_name: tool.original_name.clone(),
-                description: tool.description.clone(),
-                input_schema: tool.input_schema(),
-                output_schema: tool.output_schema(),
-                kind: tool.kind.as_str(),
-            })
-            .collect();
+        let listed = page_api::listing(self.page.engine.borrow().registry());
         js::to_plain(&listed).unchecked_into()
     }
 
@@ -187,23 +164,23 @@ impl ClientTools {
         listener: ListenerArg,
     ) -> Result<Unsubscribe, JsValue> {
         let event_type = JsValue::from(event_type).as_string().unwrap_or_default();
-        if !EVENT_TYPES.contains(&event_type.as_str()) {
-            return Err(errors::to_js(CoreError::InvalidOptions(format!(
-                "unknown event type '{event_type}'; expected one of {}",
-                EVENT_TYPES.join(", ")
-            ))));
-        }
         let listener: JsValue = listener.into();
         let Some(listener) = listener.dyn_ref::<js_sys::Function>().cloned() else {
             return Err(errors::to_js(CoreError::InvalidOptions(
                 "an event listener must be a function".into(),
             )));
         };
-        let id = self.page.events.subscribe(&event_type, listener);
+        let subscribed = self
+            .page
+            .events
+            .listeners
+            .borrow_mut()
+            .subscribe(&event_type, listener);
+        let id = subscribed.map_err(|why| errors::to_js(CoreError::InvalidOptions(why)))?;
         let page = Rc::downgrade(&self.page);
         let unsubscribe = Closure::once_into_js(move || {
             if let Some(page) = page.upgrade() {
-                page.events.unsubscribe(id);
+                page.events.listeners.borrow_mut().unsubscribe(id);
             }
         });
         Ok(unsubscribe.unchecked_into())
@@ -219,10 +196,10 @@ impl ClientTools {
         let page = self.page.clone();
         let name = name.to_owned();
         wasm_bindgen_futures::future_to_promise(async move {
-            if page.registry.borrow().get(&name).is_none() {
+            if page.engine.borrow().registry().get(&name).is_none() {
                 return Err(errors::to_js(CoreError::UnknownTool(name)));
             }
-            let (arguments, text) = call_runner::arguments_from_js(&input).map_err(|why| {
+            let (arguments, text) = js::arguments_from_js(&input).map_err(|why| {
                 errors::to_js(CoreError::InvalidOptions(format!(
                     "input of '{name}' is not JSON: {why}"
                 )))
@@ -232,9 +209,7 @@ impl ClientTools {
                 arguments,
                 meta: None,
             };
-            let call = IncomingCall::new(params, text.as_deref());
-            let call_id = page.next_local_call_id();
-            let result = call_runner::run_call(page, call_id, call, Caller::Page).await;
+            let result = page.call(params, text, Caller::Page, |_| {}).await;
             // Stopped without a result (its form withdrawn, say): still exactly one outcome.
             let result = result.unwrap_or_else(|| CallToolResult::error("the call was cancelled"));
             Ok(js::to_plain(&result))
@@ -266,7 +241,7 @@ fn remember_running_calls_on_unload(page: &Rc<Page>) {
     let weak = Rc::downgrade(page);
     let listener = Closure::<dyn Fn()>::new(move || {
         if let Some(page) = weak.upgrade() {
-            session::store_running_calls(&page.ledger.borrow().running_ids());
+            session::store_running_calls(&page.engine.borrow().running_agent_calls());
         }
     });
     let _ = window.add_event_listener_with_callback("pagehide", listener.as_ref().unchecked_ref());

@@ -4,67 +4,30 @@
 //! back into the SDK while an event is being delivered. A throwing listener is reported on the
 //! console and does not stop the others (or the call that emitted the event).
 
+use std::cell::RefCell;
+
+use client_tools_core::page_api::{Listeners, DOM_EVENTS};
 use client_tools_core::WarningCode;
-use std::cell::{Cell, RefCell};
 
 use wasm_bindgen::JsValue;
 
 use crate::js;
 
-/// Event types a page can subscribe to.
-pub const EVENT_TYPES: &[&str] = &[
-    "toolactivated",
-    "toolcancel",
-    "toolresult",
-    "toolschanged",
-    "connectionchange",
-    "warning",
-];
-
-/// Events that are also dispatched as DOM `CustomEvent`s.
-const DOM_EVENTS: &[&str] = &["toolactivated", "toolcancel"];
-
+/// The page's listeners (the bookkeeping is the core's `Listeners`).
 #[derive(Default)]
 pub struct EventHub {
-    listeners: RefCell<Vec<(u32, String, js_sys::Function)>>,
-    next_id: Cell<u32>,
+    pub listeners: RefCell<Listeners<js_sys::Function>>,
 }
 
 impl EventHub {
-    /// Adds a listener; the id removes it again.
-    pub fn subscribe(&self, event_type: &str, listener: js_sys::Function) -> u32 {
-        let id = self.next_id.get();
-        self.next_id.set(id + 1);
-        self.listeners
-            .borrow_mut()
-            .push((id, event_type.to_owned(), listener));
-        id
-    }
-
-    pub fn unsubscribe(&self, id: u32) {
-        self.listeners.borrow_mut().retain(|(i, _, _)| *i != id);
-    }
-
-    /// Whether emitting `event_type` would reach anyone (a listener, or the DOM for DOM events),
-    /// so hot paths can skip building the detail.
+    /// Whether emitting `event_type` would reach anyone, so hot paths can skip building the detail.
     pub fn wants(&self, event_type: &str) -> bool {
-        DOM_EVENTS.contains(&event_type)
-            || self
-                .listeners
-                .borrow()
-                .iter()
-                .any(|(_, t, _)| t == event_type)
+        self.listeners.borrow().wants(event_type)
     }
 
     /// Delivers `detail` to every listener of `event_type`, then to the DOM where that applies.
     pub fn emit(&self, event_type: &str, detail: &js_sys::Object) {
-        let targets: Vec<js_sys::Function> = self
-            .listeners
-            .borrow()
-            .iter()
-            .filter(|(_, t, _)| t == event_type)
-            .map(|(_, _, f)| f.clone())
-            .collect();
+        let targets = self.listeners.borrow().of(event_type);
         let _ = js_sys::Reflect::set(detail, &"type".into(), &event_type.into());
         for listener in targets {
             if let Err(thrown) = listener.call1(&JsValue::NULL, detail) {

@@ -9,58 +9,15 @@ use serde_json::Value;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
-#[wasm_bindgen(inline_js = r#"
-function strictStringify(value) {
-  return JSON.stringify(value, function (key, v) {
-    const t = typeof v;
-    if (t === "function" || t === "symbol") {
-      const where = key === "" ? "the value" : `the value of "${key}"`;
-      throw new TypeError(`${where} is a ${t}`);
-    }
-    return v;
-  });
-}
-function mayLoseData(v, seen) {
-  const t = typeof v;
-  if (t === "function" || t === "symbol") return true;
-  if (t !== "object" || v === null) return false;
-  if (typeof v.toJSON === "function" || seen.includes(v)) return true;
-  seen.push(v);
-  for (const k in v) if (mayLoseData(v[k], seen)) return true;
-  seen.pop();
-  return false;
-}
-export function jsonText(value) {
-  try {
-    if (!mayLoseData(value, [])) return JSON.stringify(value);
-  } catch {}
-  return strictStringify(value);
-}
-const controllers = new WeakMap();
-export function handlerContext(callId, toolName, originalName, report) {
-  const controller = new AbortController();
-  const reportProgress = (progress, total, message) => report(callId, progress, total, message);
-  const ctx = { signal: controller.signal, callId, toolName, originalName, reportProgress };
-  controllers.set(ctx, controller);
-  return ctx;
-}
-export function abortHandlerContext(ctx, reason) {
-  controllers.get(ctx).abort(new Error(reason));
-}
-export function dispatchToolEvent(type, detail) {
-  if (typeof window === "undefined") return;
-  const modelContext = window.document && window.document.modelContext;
-  const target = modelContext instanceof EventTarget ? modelContext : window;
-  target.dispatchEvent(new CustomEvent(type, { detail }));
-}
-"#)]
+#[wasm_bindgen(module = "/src/js.js")]
 extern "C" {
     /// A handler's `ctx` built in one call into JavaScript (its `AbortController`, the literal and
-    /// `reportProgress` bound to the call id: each made from Rust would be a crossing of its own).
-    /// It cannot throw: every browser that runs this module has `AbortController`.
+    /// `reportProgress` bound to the call's handle: each made from Rust would be a crossing of its
+    /// own). It cannot throw: every browser that runs this module has `AbortController`.
     #[wasm_bindgen(js_name = handlerContext)]
     pub fn handler_context(
         call_id: &str,
+        call: f64,
         tool_name: &str,
         original_name: &str,
         report_progress: &js_sys::Function,
@@ -95,44 +52,21 @@ pub fn to_json(value: &JsValue) -> Result<Value, String> {
     serde_json::from_str(&to_json_text(value)?).map_err(|e| e.to_string())
 }
 
-/// Reads a plain object (no functions left in it) as `T`, through its JSON text: numbers that JSON
-/// cannot hold (`NaN`, `Infinity`) are refused by name rather than read as `null`.
-pub fn read_plain<T: serde::de::DeserializeOwned>(object: &JsValue) -> Result<T, String> {
-    let keys = js_sys::Object::keys(object.unchecked_ref::<js_sys::Object>());
-    for key in keys.iter().filter_map(|k| k.as_string()) {
+/// The JSON text of a plain object (no functions left in it), for the core to read: numbers
+/// that JSON cannot hold (`NaN`, `Infinity`) are refused by name rather than read as `null`.
+pub fn plain_json_text(object: &JsValue) -> Result<String, String> {
+    for key in keys(object) {
         if let Some(n) = get(object, &key).as_f64().filter(|n| !n.is_finite()) {
             return Err(format!("'{key}' must be a finite number, got {n}"));
         }
     }
-    let text = to_json_text(object)?;
-    serde_json::from_str(&text).map_err(|e| {
-        // serde_json's position ("at line 1 column 40") points into a text the page never wrote.
-        let message = e.to_string();
-        let message = match message.rfind(" at line ") {
-            Some(cut) => message[..cut].to_owned(),
-            None => message,
-        };
-        match key_at_fault::<T>(&text) {
-            Some(key) => format!("'{key}': {message}"),
-            None => message,
-        }
-    })
+    to_json_text(object)
 }
 
-/// The key whose value `T` refused: the first one without which the object reads (serde names
-/// the wrong type, not where it was).
-fn key_at_fault<T: serde::de::DeserializeOwned>(text: &str) -> Option<String> {
-    let Ok(Value::Object(object)) = serde_json::from_str::<Value>(text) else {
-        return None;
-    };
-    object.keys().find_map(|key| {
-        let mut without = object.clone();
-        without.remove(key);
-        let text = Value::Object(without).to_string();
-        serde_json::from_str::<T>(&text)
-            .is_ok()
-            .then(|| key.clone())
-    })
+/// The own enumerable keys of an object.
+pub fn keys(object: &JsValue) -> Vec<String> {
+    let keys = js_sys::Object::keys(object.unchecked_ref::<js_sys::Object>());
+    keys.iter().filter_map(|k| k.as_string()).collect()
 }
 
 /// A JSON value as a fresh JS value.
@@ -204,20 +138,6 @@ pub fn get(object: &JsValue, key: &str) -> JsValue {
         .unwrap_or(JsValue::UNDEFINED)
 }
 
-/// Fails with the first key of `object` that is not in `known` (typos are errors, not defaults).
-pub fn reject_unknown_keys(object: &JsValue, known: &[&str]) -> Result<(), String> {
-    let keys = js_sys::Object::keys(object.unchecked_ref::<js_sys::Object>());
-    for key in keys.iter().filter_map(|k| k.as_string()) {
-        if !known.contains(&key.as_str()) {
-            return Err(format!(
-                "unknown field `{key}`, expected one of {}",
-                known.join(", ")
-            ));
-        }
-    }
-    Ok(())
-}
-
 thread_local! {
     /// Looked up once: every call reads the clock several times, and each lookup of `window` and
     /// `performance` would cross into JavaScript again.
@@ -238,11 +158,57 @@ pub fn window() -> Option<web_sys::Window> {
     WINDOW.with(Clone::clone)
 }
 
-/// The monotonic page clock, for the core's call state machine.
-pub struct PageClock;
+/// What calling page code gave back.
+pub enum Called {
+    Returned(JsValue),
+    /// It threw (the message).
+    Threw(String),
+    /// It returned a thenable: [`settle`] it.
+    Promise(js_sys::Promise),
+}
 
-impl client_tools_core::call::Clock for PageClock {
-    fn now_ms(&self) -> f64 {
-        now_ms()
+/// Calls page code (a handler, a `confirm` callback) with no borrow held by the caller.
+pub fn call_function(function: &js_sys::Function, args: &js_sys::Array) -> Called {
+    match function.apply(&JsValue::UNDEFINED, args) {
+        Err(thrown) => Called::Threw(error_message(&thrown)),
+        Ok(value) if is_thenable(&value) => Called::Promise(js_sys::Promise::resolve(&value)),
+        Ok(value) => Called::Returned(value),
     }
+}
+
+/// A promise's value, or its rejection's message.
+pub async fn settle(promise: js_sys::Promise) -> Result<JsValue, String> {
+    wasm_bindgen_futures::JsFuture::from(promise)
+        .await
+        .map_err(|thrown| error_message(&thrown))
+}
+
+/// [`call_function`], awaited.
+pub async fn call_and_settle(
+    function: &js_sys::Function,
+    args: &js_sys::Array,
+) -> Result<JsValue, String> {
+    match call_function(function, args) {
+        Called::Returned(value) => Ok(value),
+        Called::Threw(message) => Err(message),
+        Called::Promise(promise) => settle(promise).await,
+    }
+}
+
+fn is_thenable(value: &JsValue) -> bool {
+    value.is_instance_of::<js_sys::Promise>()
+        || (value.is_object() && get(value, "then").is_function())
+}
+
+/// Reads `arguments` given by page code (`invoke`, the browser's agent) as JSON, kept with their
+/// text; `undefined` means no arguments.
+pub fn arguments_from_js(
+    input: &JsValue,
+) -> Result<(Option<serde_json::Value>, Option<String>), String> {
+    if input.is_undefined() {
+        return Ok((None, None));
+    }
+    let text = to_json_text(input)?;
+    let value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+    Ok((Some(value), Some(text)))
 }

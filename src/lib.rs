@@ -1,27 +1,34 @@
 //! client-tools: the browser SDK, compiled to WebAssembly.
 //!
-//! This crate is the thin binding of STYLE.md: it converts JavaScript values, owns JS callbacks and
-//! the WebSocket, and delegates every decision to `client-tools-core`. Where to look:
+//! A driver of the core's page engine (`client_tools_core::page_engine`), which decides everything
+//! about a call (SPEC §5–§7); this crate converts JavaScript values, owns the JS callbacks, the one
+//! page timer, the WebSocket and the DOM. Where to look:
 //!
 //! - [`api`]: the `ClientTools` class exported to JavaScript (SPEC §4);
-//! - [`page`]: the state one `ClientTools` instance shares with its transport and calls;
-//! - [`call_runner`]: what happens to one call, from arrival to its single result (SPEC §5);
-//! - [`transport::websocket`]: the connection to the agent runtime (SPEC §6);
-//! - [`ui`]: the confirmation dialog and the result form (SPEC §7);
-//! - [`outgoing`]: no frame leaves that the runtime would refuse (size, depth).
+//! - [`page`]: the state one instance shares, and the loop that feeds the engine and performs
+//!   what it returns, with one timer;
+//! - [`driver`]: each engine output performed (frames, handlers and their `ctx`, events);
+//! - [`ask`]: asking a person (the dialog, the page's `confirm`, the result form);
+//! - [`transport`]: the connection to the agent runtime (SPEC §6): [`transport::websocket`], or a
+//!   channel the page supplies ([`transport::custom`]);
+//! - [`session`]: what the page keeps of its session in `sessionStorage`;
+//! - [`ui`]: the dialog and the form generated from a schema (SPEC §7);
+//! - [`webmcp`]: `<form toolname>` tools and the browser's own `modelContext` (SPEC §8);
+//! - [`events`]: `on(type, fn)` listeners and the DOM events;
+//! - [`options`], [`declaration`]: reading the constructor's options and `defineFunction`'s
+//!   declarations; [`typescript`]: the types they have in TypeScript;
+//! - [`validator`]: `SchemaValidator`, the core's JSON Schema validation for page code;
+//! - [`js`]: conversions between JavaScript values and JSON; [`errors`]: errors thrown to
+//!   JavaScript.
 
 pub mod api;
-pub mod call_runner;
-pub mod confirmation;
-pub mod context;
-mod deadlines;
+pub mod ask;
 pub mod declaration;
+pub mod driver;
 pub mod errors;
 pub mod events;
 pub mod js;
-pub mod mcp_server;
 pub mod options;
-pub mod outgoing;
 pub mod page;
 pub mod session;
 pub mod transport;

@@ -1,291 +1,282 @@
-//! The state one `ClientTools` instance shares with its connection and its running calls.
+//! The state one `ClientTools` instance shares with its connection and its calls, and the loop
+//! that drives the core's page engine: [`Page::feed`] hands it an input with the time, then every
+//! output it returns is performed ([`Page::perform`], set by [`crate::driver`]) and the one page
+//! timer is armed for the engine's next wake-up.
 //!
 //! Everything lives behind `Rc` + `RefCell` (a page is single-threaded). Borrows are short and
-//! never held across a call into page JavaScript (STYLE #7).
+//! never held across a call into page JavaScript (STYLE #7): the engine is borrowed to take one
+//! output, released, and only then is the output performed.
 
-use client_tools_core::WarningCode;
 use std::cell::{Cell, RefCell};
 use std::rc::{Rc, Weak};
 
 use client_tools_core::connect::ConnectResult;
-use client_tools_core::ledger::CallLedger;
-use client_tools_core::protocol::{encode_notification, method, ProgressParams};
+use client_tools_core::connection::{ConnInput, Connection, ConnectionState};
+use client_tools_core::page_engine::{
+    CallHandle, Caller, HandlerOutcome, Input, Output, PageEngine,
+};
+use client_tools_core::protocol::{CallToolParams, CallToolResult};
 use client_tools_core::registry::{Registry, Warning};
-use futures::channel::{mpsc, oneshot};
-use serde_json::{json, Value};
+use client_tools_core::time::Millis;
+use client_tools_core::{CoreError, WarningCode};
+use futures::channel::oneshot;
 use wasm_bindgen::prelude::*;
 
-use crate::deadlines::Deadlines;
 use crate::events::EventHub;
 use crate::options::Options;
-use crate::outgoing::{self, Kind};
-use crate::webmcp::browser_agent::BrowserAgent;
-use crate::webmcp::forms::FormTools;
-
-/// Connection states reported by `connectionchange` (SPEC §4).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ConnectionState {
-    Disconnected,
-    Connecting,
-    Connected,
-    Reconnecting,
-}
-
-impl ConnectionState {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ConnectionState::Disconnected => "disconnected",
-            ConnectionState::Connecting => "connecting",
-            ConnectionState::Connected => "connected",
-            ConnectionState::Reconnecting => "reconnecting",
-        }
-    }
-}
+use crate::webmcp::state::{BrowserAgent, FormTools};
 
 /// The page's link to the runtime: where frames go, and whether the page wants to stay connected.
 #[derive(Default)]
 pub struct Link {
-    pub outgoing: Option<mpsc::UnboundedSender<String>>,
-    pub close: Option<oneshot::Sender<()>>,
+    /// The WebSocket of the connection engine's current attempt.
+    pub socket: Option<Socket>,
+    /// The runtime answered the socket's first frame: frames may go straight to it.
+    pub live: bool,
+    /// `connect()` calls waiting for the connection engine's outcome.
+    pub connecting: Vec<oneshot::Sender<Result<(), CoreError>>>,
     /// A page-supplied `send(frame)` (`attachTransport`), used instead of the WebSocket.
     pub custom: Option<js_sys::Function>,
     /// Frames produced while the socket was down, sent after the reconnect (bounded).
     pub backlog: Vec<String>,
 }
 
+/// A WebSocket with the handlers that feed its events back (removed before it is dropped).
+pub struct Socket {
+    pub socket: web_sys::WebSocket,
+    pub handlers: [Closure<dyn FnMut(JsValue)>; 3],
+}
+
 /// How many frames are kept while disconnected; older ones are dropped first.
 pub const BACKLOG_LIMIT: usize = 1_000;
 
-/// Why a running call must stop before its handler returns.
-pub enum Stop {
-    /// The runtime cancelled it (`notifications/cancelled`, or a new session): no result is sent.
-    Cancelled(String),
-    /// Its handler ran past its timeout ([`crate::deadlines`]).
-    TimedOut,
+/// What a call has outside the engine while it runs: how to stop its handler or its form.
+pub enum Running {
+    /// A handler's `ctx` (its `signal` aborts).
+    Handler(js_sys::Object),
+    /// A form being filled: the sender stops the wait for its submit.
+    Form(oneshot::Sender<()>),
 }
 
-impl Stop {
-    /// The `reason` of the `toolcancel` event.
-    pub fn reason(self) -> String {
-        match self {
-            Stop::Cancelled(reason) => reason,
-            Stop::TimedOut => "timeout".into(),
-        }
-    }
-}
-
-/// The calls in progress, by call id. A page runs few at once: a scanned `Vec` costs the package
-/// less than a `HashMap` (this was the module's only `HashMap` of its own).
+/// Per-call state the driver keeps beside the engine, by call handle. A page runs few calls at
+/// once: scanned `Vec`s cost the package less than maps.
 #[derive(Default)]
-pub struct RunningCalls(Vec<(String, RunningCall)>);
-
-impl RunningCalls {
-    pub fn insert(&mut self, call_id: String, call: RunningCall) {
-        self.remove(&call_id);
-        self.0.push((call_id, call));
-    }
-
-    pub fn get(&self, call_id: &str) -> Option<&RunningCall> {
-        self.0
-            .iter()
-            .find(|(id, _)| id == call_id)
-            .map(|(_, call)| call)
-    }
-
-    pub fn get_mut(&mut self, call_id: &str) -> Option<&mut RunningCall> {
-        self.0
-            .iter_mut()
-            .find(|(id, _)| id == call_id)
-            .map(|(_, call)| call)
-    }
-
-    pub fn remove(&mut self, call_id: &str) -> Option<RunningCall> {
-        let at = self.0.iter().position(|(id, _)| id == call_id)?;
-        Some(self.0.swap_remove(at).1)
-    }
+pub struct CallSlots {
+    pub running: Vec<(CallHandle, Running)>,
+    /// Dialog requests shown, to withdraw when the call ends first.
+    pub asked: Vec<(CallHandle, u32)>,
+    /// Page calls (`invoke`, the browser's agent) waiting for their outcome.
+    pub waiting: Vec<(CallHandle, oneshot::Sender<Option<CallToolResult>>)>,
 }
 
-/// A call whose handler may still be running.
-pub struct RunningCall {
-    /// Stops the call, once.
-    pub stop: Option<oneshot::Sender<Stop>>,
-    /// Where `ctx.reportProgress` reports to, when the runtime asked for progress.
-    pub progress_token: Option<Value>,
-    /// Progress already reported while a person decided (ms waited): the handler's own reports are
-    /// sent above it, because MCP progress must only increase.
-    pub progress_base: f64,
-    /// Why the page withdrew the call ([`crate::call_runner::withdraw`]): it ends with an error
-    /// result, where a runtime cancel ends with none.
-    pub withdrawn: Option<String>,
+/// Takes the entry of `call` out of `slots`.
+pub fn take<T>(slots: &mut Vec<(CallHandle, T)>, call: CallHandle) -> Option<T> {
+    let at = slots.iter().position(|(c, _)| *c == call)?;
+    Some(slots.swap_remove(at).1)
+}
+
+/// What performs the engines' outputs (the driver's and the transport's functions: the page only
+/// calls them, so nothing here imports them).
+pub struct Drivers {
+    /// Performs one page engine output.
+    pub perform: fn(&Rc<Page>, Output<js_sys::Function>),
+    /// Feeds the connection engine (its timer).
+    pub connection: fn(&Rc<Page>, ConnInput<'_>),
 }
 
 type ProgressCallback = Closure<dyn Fn(JsValue, JsValue, JsValue, JsValue)>;
 
 pub struct Page {
     pub options: Options,
-    pub registry: RefCell<Registry<js_sys::Function>>,
+    /// Every rule of a call's life, and the tools.
+    pub engine: RefCell<PageEngine<js_sys::Function>>,
+    /// The connection to the runtime (none without an `endpoint`).
+    pub connection: RefCell<Option<Connection>>,
     pub events: EventHub,
-    /// Calls in progress, by call id.
-    pub running: RefCell<RunningCalls>,
+    pub calls: RefCell<CallSlots>,
     pub link: RefCell<Link>,
     pub state: Cell<ConnectionState>,
     /// The runtime's id for this page's session: unknown until the first successful connect.
     pub session_id: RefCell<Option<String>>,
-    /// What resumes the session on the next connect (from the last connect, or `sessionStorage`).
-    pub resume_secret: RefCell<Option<String>>,
-    /// Counts the sessions this page had: a call answers only the session it arrived in.
-    pub session_epoch: Cell<u64>,
-    /// Which agent call ids ran, run, or were interrupted by a reload (at most once per id).
-    pub ledger: RefCell<CallLedger>,
-    /// The handler timeouts of running calls (one page timer).
-    pub deadlines: Deadlines,
-    /// Tools the user allowed for the rest of this page's life (`allowForSession`), by name.
-    pub allowed_for_session: RefCell<Vec<String>>,
     /// The `<form toolname>` tools (SPEC §8).
     pub forms: FormTools,
     /// What is registered with the browser's `modelContext` (SPEC §8).
     pub browser_agent: BrowserAgent,
-    /// This page itself, for what must hold it weakly (the browser agent's `execute`).
-    this: Weak<Page>,
-    next_local_call: Cell<u64>,
+    drivers: Drivers,
+    /// The one page timer: the time it is armed for, and its id.
+    timer: RefCell<Option<(Millis, JsValue)>>,
+    on_timer: Closure<dyn Fn()>,
     report_progress: ProgressCallback,
 }
 
+#[wasm_bindgen]
+extern "C" {
+    // The global functions (a window's or a worker's).
+    #[wasm_bindgen(js_name = setTimeout)]
+    fn set_timeout(handler: &js_sys::Function, ms: f64) -> JsValue;
+    #[wasm_bindgen(js_name = clearTimeout)]
+    fn clear_timeout(id: &JsValue);
+}
+
+/// Browsers treat a longer `setTimeout` delay as 0.
+const MAX_DELAY_MS: f64 = i32::MAX as f64;
+
+/// The time, for the engine.
+pub fn now() -> Millis {
+    Millis(crate::js::now_ms())
+}
+
 impl Page {
-    /// `resume_secret` and `interrupted`: what the previous page of this tab left (the secret of its
-    /// session, the call ids that were running when it was unloaded).
+    /// `drivers` perform what the engines ask for.
     pub fn new(
         options: Options,
-        resume_secret: Option<String>,
-        interrupted: Vec<String>,
+        engine: PageEngine<js_sys::Function>,
+        connection: Option<Connection>,
+        drivers: Drivers,
     ) -> Rc<Self> {
         Rc::new_cyclic(|weak: &Weak<Page>| {
-            let deadlines = Deadlines::new(weak.clone());
-            let this = weak.clone();
+            let on_timer = {
+                let weak = weak.clone();
+                Closure::new(move || {
+                    if let Some(page) = weak.upgrade() {
+                        page.timer.replace(None);
+                        (page.drivers.connection)(&page, ConnInput::Timeout);
+                        page.feed(Input::Timeout);
+                    }
+                })
+            };
             let weak = weak.clone();
             let report_progress = Closure::new(
-                move |call_id: JsValue, progress: JsValue, total: JsValue, message: JsValue| {
-                    if let (Some(page), Some(call_id)) = (weak.upgrade(), call_id.as_string()) {
-                        page.report_progress(
-                            &call_id,
-                            progress.as_f64(),
-                            total.as_f64(),
-                            message.as_string(),
-                        );
+                move |call: JsValue, progress: JsValue, total: JsValue, message: JsValue| {
+                    if let (Some(page), Some(call)) = (weak.upgrade(), call.as_f64()) {
+                        page.feed(Input::Progress {
+                            call: CallHandle(call as u64),
+                            progress: progress.as_f64().unwrap_or(0.0),
+                            total: total.as_f64(),
+                            message: message.as_string(),
+                        });
                     }
                 },
             );
             Self {
-                deadlines,
-                registry: RefCell::new(Registry::new(options.default_timeout_ms)),
                 options,
+                engine: RefCell::new(engine),
+                connection: RefCell::new(connection),
                 events: EventHub::default(),
-                running: RefCell::default(),
+                calls: RefCell::default(),
                 link: RefCell::new(Link::default()),
                 state: Cell::new(ConnectionState::Disconnected),
-                ledger: RefCell::new(CallLedger::default().with_interrupted(interrupted)),
                 session_id: RefCell::new(None),
-                resume_secret: RefCell::new(resume_secret),
-                session_epoch: Cell::new(0),
-                allowed_for_session: RefCell::default(),
                 forms: FormTools::default(),
-                browser_agent: BrowserAgent::new(this.clone()),
-                this,
-                next_local_call: Cell::new(1),
+                browser_agent: BrowserAgent::default(),
+                drivers,
+                timer: RefCell::new(None),
+                on_timer,
                 report_progress,
             }
         })
     }
 
-    /// `(callId, progress, total?, message?)`: bound to a call id, it becomes `ctx.reportProgress`.
+    /// Hands the engine one input, then performs what it asks.
+    pub fn feed(self: &Rc<Self>, input: Input<'_>) {
+        self.engine.borrow_mut().handle(now(), input);
+        self.drain();
+    }
+
+    /// Performs the engine's outputs in order (an output may feed the engine again: what that
+    /// adds is performed in the same loop), then arms the timer for its next wake-up.
+    pub fn drain(self: &Rc<Self>) {
+        loop {
+            let output = self.engine.borrow_mut().poll_output();
+            match output {
+                Some(output) => (self.drivers.perform)(self, output),
+                None => break,
+            }
+        }
+        self.arm_timer();
+    }
+
+    /// One `setTimeout` for the engines' earliest wake-up, replaced only when that changes.
+    pub fn arm_timer(&self) {
+        let calls = self.engine.borrow().poll_timeout();
+        let connection = self
+            .connection
+            .borrow()
+            .as_ref()
+            .and_then(|c| c.poll_timeout());
+        let wanted = calls.into_iter().chain(connection).min();
+        let armed = self.timer.borrow().as_ref().map(|(at, _)| *at);
+        if wanted == armed {
+            return;
+        }
+        let next = wanted.map(|at| {
+            let delay = (at.0 - crate::js::now_ms()).clamp(0.0, MAX_DELAY_MS);
+            (
+                at,
+                set_timeout(self.on_timer.as_ref().unchecked_ref(), delay.ceil()),
+            )
+        });
+        if let Some((_, earlier)) = self.timer.replace(next) {
+            clear_timeout(&earlier);
+        }
+    }
+
+    /// The page calls a tool itself (`invoke`, the browser's agent): `started` learns the call's
+    /// handle before it runs; the outcome is `None` when it was cancelled.
+    pub async fn call(
+        self: &Rc<Self>,
+        params: CallToolParams,
+        input: Option<String>,
+        caller: Caller,
+        started: impl FnOnce(CallHandle),
+    ) -> Option<CallToolResult> {
+        let (sender, outcome) = oneshot::channel();
+        let call = self
+            .engine
+            .borrow_mut()
+            .begin_page_call(now(), params, input, caller);
+        self.calls.borrow_mut().waiting.push((call, sender));
+        started(call);
+        self.drain();
+        outcome.await.ok().flatten()
+    }
+
+    /// A handler's (or a form's) value or throw, told to the engine as it reads it.
+    pub fn settle(self: &Rc<Self>, call: CallHandle, settled: Result<JsValue, String>) {
+        take(&mut self.calls.borrow_mut().running, call);
+        let outcome = match settled {
+            Err(message) => HandlerOutcome::Threw(message),
+            Ok(value) if value.is_undefined() => HandlerOutcome::ReturnedNothing,
+            Ok(value) => match crate::js::to_json_text(&value) {
+                Ok(text) => HandlerOutcome::Returned(text),
+                Err(why) => HandlerOutcome::NotSerializable(why),
+            },
+        };
+        self.feed(Input::HandlerSettled { call, outcome });
+    }
+
+    /// `(call, progress, total?, message?)`: bound to a call handle, it becomes `ctx.reportProgress`.
     pub fn report_progress_fn(&self) -> &js_sys::Function {
         self.report_progress.as_ref().unchecked_ref()
     }
 
-    /// Sends `notifications/progress` for a running call that has a progress token (the handler's
-    /// `ctx.reportProgress`): above what was reported while a person decided, `total` shifted alike.
-    pub fn report_progress(
-        &self,
-        call_id: &str,
-        progress: Option<f64>,
-        total: Option<f64>,
-        message: Option<String>,
-    ) {
-        let (token, base) = match self.running.borrow().get(call_id) {
-            Some(call) => (call.progress_token.clone(), call.progress_base),
-            None => return,
-        };
-        let progress = progress.unwrap_or(0.0) + base;
-        self.send_progress(call_id, token, progress, total.map(|t| t + base), message);
-    }
-
-    /// Progress while a person decides (`waited_ms` so far); the handler's reports go above it.
-    pub fn report_waiting(&self, call_id: &str, waited_ms: f64, message: &str) {
-        let token = match self.running.borrow_mut().get_mut(call_id) {
-            Some(call) => {
-                call.progress_base = waited_ms;
-                call.progress_token.clone()
-            }
-            None => return,
-        };
-        self.send_progress(call_id, token, waited_ms, None, Some(message.into()));
-    }
-
-    fn send_progress(
-        &self,
-        call_id: &str,
-        token: Option<Value>,
-        progress: f64,
-        total: Option<f64>,
-        message: Option<String>,
-    ) {
-        if let Some(progress_token) = token {
-            let params = ProgressParams {
-                progress_token,
-                progress,
-                total,
-                message,
-            };
-            let frame = encode_notification(method::PROGRESS, &params);
-            self.send_as(frame, Kind::Progress { call_id });
-        }
-    }
-
-    /// The runtime accepted the connection (`client_tools_core::connect`): remember the session.
-    /// A new session (`resumed: false`) owes nothing to an earlier one: its interrupted call ids,
-    /// stored answers and waiting frames are forgotten, and agent calls still running for it are
-    /// cancelled (nobody can receive their results).
-    pub fn begin_session(&self, session: ConnectResult) {
+    /// The runtime accepted the connection (`client_tools_core::connect`): remember the session. A
+    /// new session (`resumed: false`) owes nothing to an earlier one: frames waiting for it are
+    /// dropped, and the engine ends the earlier session's calls.
+    pub fn begin_session(self: &Rc<Self>, session: ConnectResult) {
         crate::session::store(&session);
-        *self.resume_secret.borrow_mut() = Some(session.resume_secret);
         *self.session_id.borrow_mut() = Some(session.session_id);
-        if session.resumed {
-            return;
+        if !session.resumed {
+            self.link.borrow_mut().backlog.clear();
         }
-        self.session_epoch.set(self.session_epoch.get() + 1);
-        self.link.borrow_mut().backlog.clear();
-        let earlier = std::mem::take(&mut *self.ledger.borrow_mut());
-        for call_id in earlier.running_ids() {
-            let reason = "the runtime started a new session".into();
-            crate::call_runner::stop(self, &call_id, Stop::Cancelled(reason));
-        }
+        self.feed(Input::SessionBegun {
+            resumed: session.resumed,
+        });
     }
 
-    /// Sends a frame to the runtime (or keeps it for after the reconnect), if it fits the runtime's
-    /// limits; see [`Self::send_as`].
-    pub fn send(&self, frame: String) {
-        self.send_as(frame, Kind::Other);
-    }
-
-    /// Sends a frame of a known kind: one the runtime would refuse is replaced or dropped by
-    /// [`outgoing::fit`], the one place that checks.
-    pub fn send_as(&self, frame: String, kind: Kind<'_>) {
-        if let Some(frame) = outgoing::fit(&self.events, frame, kind) {
-            self.transmit(frame);
-        }
-    }
-
-    fn transmit(&self, mut frame: String) {
+    /// Sends a frame to the runtime (or keeps it for after the reconnect). The engine checked it
+    /// against the runtime's limits.
+    pub fn transmit(&self, frame: String) {
         // The function is called with no borrow held: it may hand a frame straight back.
         let custom = self.link.borrow().custom.clone();
         if let Some(send) = custom {
@@ -300,10 +291,11 @@ impl Page {
             return;
         }
         let mut link = self.link.borrow_mut();
-        if let Some(outgoing) = &link.outgoing {
-            match outgoing.unbounded_send(frame) {
-                Ok(()) => return,
-                Err(closed) => frame = closed.into_inner(),
+        if let (true, Some(socket)) = (link.live, &link.socket) {
+            // A socket that cannot take it is closing: its close event starts the reconnect, and
+            // the frame waits for it.
+            if socket.socket.send_with_str(&frame).is_ok() {
+                return;
             }
         }
         if self.state.get() == ConnectionState::Disconnected {
@@ -322,13 +314,26 @@ impl Page {
         }
     }
 
-    /// The tool list changed: tell the page and the runtime.
-    pub fn tools_changed(&self) {
-        if let Some(page) = self.this.upgrade() {
-            BrowserAgent::sync(&page);
+    /// The tools changed: the engine tells the runtime and the page.
+    pub fn tools_changed(self: &Rc<Self>) {
+        self.feed(Input::ToolsChanged);
+    }
+
+    /// Changes the tools (no borrow is held after), reports the change's warnings, and tells the
+    /// engine when `change` says it changed anything.
+    pub fn change_tools<T>(
+        self: &Rc<Self>,
+        change: impl FnOnce(
+            &mut Registry<js_sys::Function>,
+        ) -> Result<(T, Vec<Warning>, bool), CoreError>,
+    ) -> Result<T, CoreError> {
+        let changed = change(self.engine.borrow_mut().registry_mut());
+        let (value, warnings, changed) = changed?;
+        self.report(&warnings);
+        if changed {
+            self.tools_changed();
         }
-        self.events.emit("toolschanged", &js_sys::Object::new());
-        self.send(encode_notification(method::TOOLS_LIST_CHANGED, &json!({})));
+        Ok(value)
     }
 
     pub fn report(&self, warnings: &[Warning]) {
@@ -337,11 +342,12 @@ impl Page {
                 .warn(warning.code, &warning.message, warning.tool_name.as_deref());
         }
     }
+}
 
-    /// A fresh id for a call the page makes itself (`invoke`).
-    pub fn next_local_call_id(&self) -> String {
-        let n = self.next_local_call.get();
-        self.next_local_call.set(n + 1);
-        format!("local-{n}")
+impl Drop for Page {
+    fn drop(&mut self) {
+        if let Some((_, id)) = self.timer.take() {
+            clear_timeout(&id);
+        }
     }
 }

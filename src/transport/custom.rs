@@ -7,8 +7,10 @@ use std::rc::Rc;
 
 use client_tools_core::CoreError;
 
-use crate::mcp_server;
-use crate::page::{ConnectionState, Page};
+use client_tools_core::connection::{ConnInput, ConnectionState};
+use client_tools_core::page_engine::Input;
+
+use crate::page::Page;
 use crate::transport::websocket;
 
 /// Routes every frame to `send` from now on, closing a WebSocket connection first. Frames kept for
@@ -16,7 +18,7 @@ use crate::transport::websocket;
 /// `send` is called synchronously and its return value is ignored (an async `send` must handle its
 /// own failures).
 pub fn attach(page: &Rc<Page>, send: js_sys::Function) {
-    websocket::close(page);
+    websocket::feed(page, ConnInput::Detach);
     {
         let mut link = page.link.borrow_mut();
         link.custom = Some(send);
@@ -25,13 +27,13 @@ pub fn attach(page: &Rc<Page>, send: js_sys::Function) {
     page.set_state(ConnectionState::Connected);
 }
 
-/// Hands one frame from the runtime to the page's MCP server.
+/// Hands one frame from the runtime to the page engine.
 pub fn receive(page: &Rc<Page>, frame: &str) -> Result<(), CoreError> {
     if page.link.borrow().custom.is_none() {
         return Err(CoreError::NotConnected(
             "receiveFrame needs a transport: call attachTransport(send) first".into(),
         ));
     }
-    mcp_server::handle_frame(page, frame);
+    page.feed(Input::Frame(frame));
     Ok(())
 }

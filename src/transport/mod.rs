@@ -5,11 +5,15 @@
 pub mod custom;
 pub mod websocket;
 
-use crate::page::{ConnectionState, Page};
+use std::rc::Rc;
+
+use client_tools_core::connection::{ConnInput, ConnectionState};
+
+use crate::page::Page;
 
 /// Ends the connection, whichever transport carries it; no reconnect follows.
-pub fn disconnect(page: &Page) {
-    websocket::close(page);
+pub fn disconnect(page: &Rc<Page>) {
+    websocket::feed(page, ConnInput::Disconnect);
     page.link.borrow_mut().custom = None;
     page.set_state(ConnectionState::Disconnected);
 }

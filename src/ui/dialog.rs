@@ -8,8 +8,8 @@
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
-use std::sync::Arc;
 
+use client_tools_core::page_engine::Question;
 use client_tools_core::validate::CompiledSchema;
 use futures::channel::oneshot;
 use serde_json::Value;
@@ -22,37 +22,20 @@ use super::schema_form::{self, FieldErrors};
 use super::strings::{Strings, S};
 use crate::js;
 
-/// What the user is asked.
-pub enum Kind {
-    /// Approve or reject a call; `offer_session`: show "allow for the rest of this session".
-    Confirm { offer_session: bool },
-    /// Fill in the result of a call.
-    Result,
-}
+pub use client_tools_core::page_engine::{Answer, QuestionKind as Kind};
 
+/// What the user is asked (the engine's question), and the words to ask it with.
 pub struct Request {
-    pub kind: Kind,
-    /// The heading (the tool's title, else its original name).
-    pub title: String,
-    pub description: Option<String>,
-    pub original_name: String,
-    /// What the form shows: the proposed input, or the result form's initial value.
-    pub value: Value,
-    /// The schema of the form: the input schema (confirmation), the output schema (result form).
-    pub schema: Option<Arc<CompiledSchema>>,
-    /// The call's arguments as JSON text, shown above a result form.
-    pub context: Option<String>,
+    pub question: Question,
     pub strings: Rc<Strings>,
 }
 
-/// What the user decided.
-#[derive(Debug, PartialEq)]
-pub enum Answer {
-    Approve { allow_session: bool },
-    Modify(Value),
-    Reject(Option<String>),
-    Result(Value),
-    Cancelled,
+impl std::ops::Deref for Request {
+    type Target = Question;
+
+    fn deref(&self) -> &Question {
+        &self.question
+    }
 }
 
 struct Pending {

@@ -2,12 +2,12 @@
 //! schema-form renderer, in a shadow root the page's CSS cannot reach.
 //!
 //! - [`schema_form`]: schema + value → fields; fields → value; errors → fields;
-//! - [`result_form`]: the user supplies the result of an agent tool that has no handler;
+//! - the result form (an agent tool with no handler, answered by the user) is [`dialog`] with
+//!   `Kind::Result`, asked by `crate::ask`;
 //! - [`dialog`]: the `<client-tools-ui>` host, its `<dialog>`, the queue of requests, focus;
 //! - [`strings`]: the words shown, overridable with the `strings` option.
 
 pub mod dialog;
-pub mod result_form;
 pub mod schema_form;
 pub mod strings;
 

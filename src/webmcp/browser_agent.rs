@@ -8,121 +8,106 @@
 //! schema on the page, and tools the allow-list leaves out are not offered.
 
 use client_tools_core::WarningCode;
-use std::cell::RefCell;
 use std::rc::{Rc, Weak};
 
+use client_tools_core::page_engine::{CallHandle, Caller, Input};
 use client_tools_core::protocol::CallToolParams;
 use client_tools_core::registry::{self, ToolKind};
 use serde_json::json;
 use wasm_bindgen::prelude::*;
 
-use crate::call_runner::{self, Caller, IncomingCall};
+use super::state::{BrowserAgent, Registration};
 use crate::js;
-use crate::page::{Page, Stop};
+use crate::page::Page;
 
-/// What this page registered with the browser, by tool name.
-pub struct BrowserAgent {
-    registered: RefCell<Vec<Registration>>,
-    /// `stop(callId)`: what an `execute` signal's abort calls (one closure for every call).
-    stop_call: Closure<dyn FnMut(JsValue)>,
-}
-
-struct Registration {
-    name: String,
-    /// The registered definition: a tool whose definition changed is registered again.
-    definition: String,
-    controller: JsValue,
-}
-
-impl BrowserAgent {
-    pub fn new(page: Weak<Page>) -> Self {
-        let stop_call = Closure::new(move |call_id: JsValue| {
-            if let (Some(page), Some(call_id)) = (page.upgrade(), call_id.as_string()) {
-                let why = Stop::Cancelled("the browser's agent aborted the call".into());
-                call_runner::stop(&page, &call_id, why);
-            }
-        });
-        Self {
-            registered: RefCell::default(),
-            stop_call,
-        }
-    }
-
-    fn stop_call(&self) -> &js_sys::Function {
-        self.stop_call.as_ref().unchecked_ref()
-    }
-
-    /// Brings the browser's registrations in step with the registry (after every tool change).
-    pub fn sync(page: &Rc<Page>) {
-        if !page.options.expose_to_browser {
-            return;
-        }
-        let Some(model_context) = super::model_context() else {
-            return;
-        };
-        let native_forms = super::browser_has_webmcp();
-        let wanted: Vec<(String, String, JsValue)> = page
-            .registry
-            .borrow()
-            .tools()
-            .filter(|tool| match tool.kind {
-                ToolKind::Function => true,
-                ToolKind::Form => !native_forms,
-                ToolKind::Handler => false,
-            })
-            .filter(|tool| registry::is_allowed(&page.options.allow, &tool.original_name))
-            .map(|tool| {
-                // The tool as `registerTool` takes it (`execute` is added in JavaScript).
-                let mut definition = json!({
-                    "name": tool.name,
-                    "title": tool.original_name,
-                    "inputSchema": tool.input_schema(),
+/// `stop(call)`, made once per page: an `execute` signal's abort cancels the call.
+fn stop_call(page: &Rc<Page>) -> js_sys::Function {
+    let mut stop_call = page.browser_agent.stop_call.borrow_mut();
+    let closure = stop_call.get_or_insert_with(|| {
+        let page = Rc::downgrade(page);
+        Closure::new(move |call: JsValue| {
+            if let (Some(page), Some(call)) = (page.upgrade(), call.as_f64()) {
+                page.feed(Input::Cancel {
+                    call: CallHandle(call as u64),
+                    reason: "the browser's agent aborted the call".into(),
                 });
-                if let Some(description) = &tool.description {
-                    definition["description"] = description.as_str().into();
-                }
-                if let Some(annotations) = &tool.annotations {
-                    definition["annotations"] = annotations.clone();
-                }
-                let text = definition.to_string();
-                let object = js::from_json_text(&text);
-                (tool.name.clone(), text, object)
-            })
-            .collect();
+            }
+        })
+    });
+    closure.as_ref().unchecked_ref::<js_sys::Function>().clone()
+}
 
-        let stale: Vec<Registration> = {
-            let mut registered = page.browser_agent.registered.borrow_mut();
-            let (kept, stale) = std::mem::take(&mut *registered).into_iter().partition(|r| {
-                wanted
-                    .iter()
-                    .any(|(n, d, _)| *n == r.name && *d == r.definition)
+/// Brings the browser's registrations in step with the registry (after every tool change).
+pub fn sync(page: &Rc<Page>) {
+    if !page.options.expose_to_browser {
+        return;
+    }
+    let Some(model_context) = super::model_context() else {
+        return;
+    };
+    let native_forms = super::browser_has_webmcp();
+    let wanted: Vec<(String, String, JsValue)> = page
+        .engine
+        .borrow()
+        .registry()
+        .tools()
+        .filter(|tool| match tool.kind {
+            ToolKind::Function => true,
+            ToolKind::Form => !native_forms,
+            ToolKind::Handler => false,
+        })
+        .filter(|tool| registry::is_allowed(&page.options.allow, &tool.original_name))
+        .map(|tool| {
+            // The tool as `registerTool` takes it (`execute` is added in JavaScript).
+            let mut definition = json!({
+                "name": tool.name,
+                "title": tool.original_name,
+                "inputSchema": tool.input_schema(),
             });
-            *registered = kept;
-            stale
-        };
-        for registration in stale {
-            abort(&registration.controller);
-        }
-        for (name, definition, tool) in wanted {
-            let known = page
-                .browser_agent
-                .registered
-                .borrow()
-                .iter()
-                .any(|r| r.name == name);
-            if known {
-                continue;
+            if let Some(description) = &tool.description {
+                definition["description"] = description.as_str().into();
             }
-            let controller = register(page, &model_context, &name, &tool);
-            page.browser_agent
-                .registered
-                .borrow_mut()
-                .push(Registration {
-                    name,
-                    definition,
-                    controller,
-                });
+            if let Some(annotations) = &tool.annotations {
+                definition["annotations"] = annotations.clone();
+            }
+            let text = definition.to_string();
+            let object = js::from_json_text(&text);
+            (tool.name.clone(), text, object)
+        })
+        .collect();
+
+    let stale: Vec<Registration> = {
+        let mut registered = page.browser_agent.registered.borrow_mut();
+        let (kept, stale) = std::mem::take(&mut *registered).into_iter().partition(|r| {
+            wanted
+                .iter()
+                .any(|(n, d, _)| *n == r.name && *d == r.definition)
+        });
+        *registered = kept;
+        stale
+    };
+    for registration in stale {
+        abort(&registration.controller);
+    }
+    for (name, definition, tool) in wanted {
+        let known = page
+            .browser_agent
+            .registered
+            .borrow()
+            .iter()
+            .any(|r| r.name == name);
+        if known {
+            continue;
         }
+        let controller = register(page, &model_context, &name, &tool);
+        page.browser_agent
+            .registered
+            .borrow_mut()
+            .push(Registration {
+                name,
+                definition,
+                controller,
+            });
     }
 }
 
@@ -169,10 +154,9 @@ fn execute(page: Weak<Page>, name: String, input: JsValue, signal: JsValue) -> j
         let page = page
             .upgrade()
             .ok_or_else(|| JsValue::from_str("the page's ClientTools is gone"))?;
-        let (arguments, text) = call_runner::arguments_from_js(&input)
+        let (arguments, text) = js::arguments_from_js(&input)
             .map_err(|why| JsValue::from_str(&format!("input of '{name}' is not JSON: {why}")))?;
-        let call_id = page.next_local_call_id();
-        if super::aborted_or_watch(&signal, &call_id, page.browser_agent.stop_call()) {
+        if super::signal_aborted(&signal) {
             return Ok(JsValue::UNDEFINED);
         }
         let params = CallToolParams {
@@ -180,8 +164,9 @@ fn execute(page: Weak<Page>, name: String, input: JsValue, signal: JsValue) -> j
             arguments,
             meta: None,
         };
-        let call = IncomingCall::new(params, text.as_deref());
-        match call_runner::run_call(page, call_id, call, Caller::Agent).await {
+        let stop = stop_call(&page);
+        let watch = |call: CallHandle| super::watch_abort(&signal, call.0 as f64, &stop);
+        match page.call(params, text, Caller::Agent, watch).await {
             Some(result) => Ok(js::to_plain(&result)),
             // Cancelled: `registerWithBrowser`'s wrapper rejects with an `AbortError`.
             None => Ok(JsValue::UNDEFINED),

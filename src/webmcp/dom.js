@@ -198,12 +198,14 @@ export function registerWithBrowser(modelContext, tool, execute, onError) {
   return controller;
 }
 
-// Whether `signal` (if it is one) has aborted already; else `stop(callId)` when it aborts.
-export function abortedOrWatch(signal, callId, stop) {
-  if (!(signal instanceof AbortSignal)) return false;
-  if (signal.aborted) return true;
-  signal.addEventListener("abort", () => stop(callId), { once: true });
-  return false;
+// Whether `signal` (if it is one) has aborted already.
+export function signalAborted(signal) {
+  return signal instanceof AbortSignal && signal.aborted;
+}
+
+// `stop(call)` when `signal` (if it is one) aborts.
+export function watchAbort(signal, call, stop) {
+  if (signal instanceof AbortSignal) signal.addEventListener("abort", () => stop(call), { once: true });
 }
 
 export function modelContext() {

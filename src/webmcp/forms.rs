@@ -7,16 +7,16 @@
 //! ([`super::form_handle`]); [`super::form_call`] runs the calls.
 
 use client_tools_core::WarningCode;
-use std::cell::RefCell;
 use std::rc::{Rc, Weak};
 
 use client_tools_core::form_tool::{self, Control};
+use client_tools_core::page_engine::{CallHandle, Input};
 use client_tools_core::registry::{Declaration, ToolKind, Warning};
 use futures::channel::oneshot;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
-use crate::call_runner;
+use super::state::{ActiveCall, FormTool, FormTools, Submitted, Watching};
 use crate::js;
 use crate::page::Page;
 
@@ -24,29 +24,6 @@ use crate::page::Page;
 pub const FORM_ACTIVE: &str = "data-tool-form-active";
 /// The attribute on the submit button while the user is asked to submit (`:tool-submit-active`).
 pub const SUBMIT_ACTIVE: &str = "data-tool-submit-active";
-
-/// What the page did with the `submit` event of a form an agent filled.
-pub struct Submitted {
-    /// The promise the page gave `respondWith`.
-    pub response: Option<js_sys::Promise>,
-    /// The form's values as the event began (before the page's listeners could change them).
-    pub values: serde_json::Value,
-}
-
-#[derive(Default)]
-pub struct FormTools {
-    tools: RefCell<Vec<FormTool>>,
-    watching: RefCell<Option<Watching>>,
-    /// The last scan's warnings: a rescan does not repeat one (a refused form stays refused).
-    warned: RefCell<Vec<String>>,
-}
-
-/// The observer and the window's capture listeners, for as long as the page lives.
-struct Watching {
-    observer: JsValue,
-    on_mutations: Closure<dyn FnMut(JsValue)>,
-    on_form_event: Closure<dyn FnMut(JsValue)>,
-}
 
 /// The form events a call listens for, on the window in the capture phase.
 const FORM_EVENTS: [&str; 2] = ["submit", "reset"];
@@ -63,20 +40,6 @@ impl Drop for Watching {
         }
         let _ = &self.on_mutations;
     }
-}
-
-struct FormTool {
-    form: JsValue,
-    original_name: String,
-    name: String,
-    /// Description and schema as last defined: a rescan redefines the tool only when they change.
-    signature: String,
-    call: Option<ActiveCall>,
-}
-
-struct ActiveCall {
-    call_id: String,
-    submitted: Option<oneshot::Sender<Submitted>>,
 }
 
 /// The controls of `form`, as the core reads them.
@@ -122,12 +85,12 @@ impl FormTools {
         rescan(page);
     }
 
-    /// Marks the form busy with `call_id`; the error says why it cannot be (to follow "the form of
+    /// Marks the form busy with `call`; the error says why it cannot be (to follow "the form of
     /// tool 'x'").
     pub fn begin(
         &self,
         form: &JsValue,
-        call_id: &str,
+        call: CallHandle,
     ) -> Result<oneshot::Receiver<Submitted>, &'static str> {
         let mut tools = self.tools.borrow_mut();
         let Some(tool) = tools.iter_mut().find(|t| &t.form == form) else {
@@ -138,16 +101,16 @@ impl FormTools {
         }
         let (sender, receiver) = oneshot::channel();
         tool.call = Some(ActiveCall {
-            call_id: call_id.to_owned(),
+            call,
             submitted: Some(sender),
         });
         Ok(receiver)
     }
 
     /// The call ended: the form is free again.
-    pub fn end(&self, call_id: &str) {
+    pub fn end(&self, call: CallHandle) {
         for tool in self.tools.borrow_mut().iter_mut() {
-            if tool.call.as_ref().is_some_and(|c| c.call_id == call_id) {
+            if tool.call.as_ref().is_some_and(|c| c.call == call) {
                 tool.call = None;
             }
         }
@@ -177,18 +140,19 @@ impl FormTools {
 
     /// A form reset cancels the call filling it (SPEC §8) — until it is submitted: a page that
     /// resets its form after answering does not take its answer back.
-    fn reset(&self, page: &Page, event: &JsValue) {
+    fn reset(&self, page: &Rc<Page>, event: &JsValue) {
         let form = js::get(event, "target");
-        let call_id = self
+        let call = self
             .tools
             .borrow()
             .iter()
             .find(|t| t.form == form)
             .and_then(|t| t.call.as_ref())
             .filter(|c| c.submitted.is_some())
-            .map(|c| c.call_id.clone());
-        if let Some(call_id) = call_id {
-            call_runner::withdraw(page, &call_id, "the form was reset");
+            .map(|c| c.call);
+        if let Some(call) = call {
+            let reason = "the form was reset".into();
+            page.feed(Input::Withdraw { call, reason });
         }
     }
 }
@@ -230,7 +194,10 @@ pub fn rescan(page: &Rc<Page>) {
             page.forms.tools.borrow_mut().push(tool);
             continue;
         }
-        page.registry.borrow_mut().unregister(&tool.name);
+        page.engine
+            .borrow_mut()
+            .registry_mut()
+            .unregister(&tool.name);
         changed = true;
         if let Some(call) = tool.call.filter(|c| c.submitted.is_some()) {
             let why = if found.iter().any(|(f, _)| *f == tool.form) {
@@ -238,7 +205,7 @@ pub fn rescan(page: &Rc<Page>) {
             } else {
                 "the form was removed"
             };
-            withdrawn.push((call.call_id, why));
+            withdrawn.push((call.call, why));
         }
     }
 
@@ -256,7 +223,7 @@ pub fn rescan(page: &Rc<Page>) {
             continue;
         }
         if known.is_none() {
-            let taken = page.registry.borrow().get(&original_name);
+            let taken = page.engine.borrow().registry().get(&original_name);
             if let Some(tool) = taken {
                 let whose = if tool.kind == ToolKind::Form {
                     "another form"
@@ -281,10 +248,11 @@ pub fn rescan(page: &Rc<Page>) {
             ..Declaration::default()
         };
         let handler = super::form_handle(&form);
-        let defined = page
-            .registry
-            .borrow_mut()
-            .define(declaration, ToolKind::Form, handler);
+        let defined =
+            page.engine
+                .borrow_mut()
+                .registry_mut()
+                .define(declaration, ToolKind::Form, handler);
         match defined {
             Ok((name, defined_warnings)) => {
                 changed = true;
@@ -313,8 +281,11 @@ pub fn rescan(page: &Rc<Page>) {
         }
     }
 
-    for (call_id, why) in withdrawn {
-        call_runner::withdraw(page, &call_id, why);
+    for (call, why) in withdrawn {
+        page.feed(Input::Withdraw {
+            call,
+            reason: why.into(),
+        });
     }
     let messages: Vec<String> = warnings.iter().map(|w| w.message.clone()).collect();
     let before = page.forms.warned.replace(messages);
@@ -328,7 +299,7 @@ pub fn rescan(page: &Rc<Page>) {
 /// Whether the registry still holds `tool` as this form's tool (the page may have defined a
 /// function of that name, or unregistered it).
 fn owns(page: &Page, tool: &FormTool) -> bool {
-    let held = page.registry.borrow().get(&tool.name);
+    let held = page.engine.borrow().registry().get(&tool.name);
     held.is_some_and(|t| t.kind == ToolKind::Form && t.original_name == tool.original_name)
 }
 

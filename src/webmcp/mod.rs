@@ -8,6 +8,7 @@
 pub mod browser_agent;
 pub mod form_call;
 pub mod forms;
+pub mod state;
 
 use wasm_bindgen::prelude::*;
 
@@ -42,9 +43,12 @@ extern "C" {
         execute: &JsValue,
         on_error: &JsValue,
     ) -> JsValue;
-    /// Whether `signal` has aborted already; else `stop(callId)` is called when it aborts.
-    #[wasm_bindgen(js_name = abortedOrWatch)]
-    fn aborted_or_watch(signal: &JsValue, call_id: &str, stop: &js_sys::Function) -> bool;
+    /// Whether `signal` has aborted already.
+    #[wasm_bindgen(js_name = signalAborted)]
+    fn signal_aborted(signal: &JsValue) -> bool;
+    /// `stop(call)` when `signal` aborts.
+    #[wasm_bindgen(js_name = watchAbort)]
+    fn watch_abort(signal: &JsValue, call: f64, stop: &js_sys::Function);
     /// `document.modelContext`, else the deprecated `navigator.modelContext` (Chromium), when
     /// present.
     #[wasm_bindgen(js_name = modelContext)]

@@ -10,8 +10,9 @@
 //! owns the id, across reconnects and runtime restarts, and nobody can claim an id without it.
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
-use crate::protocol::{encode_error, encode_request, RequestId, RpcError};
+use crate::protocol::{self, encode_error, encode_request, Message, RequestId, RpcError};
 
 /// The method of the page's first frame.
 pub const CONNECT: &str = "clienttools/connect";
@@ -89,10 +90,130 @@ pub fn encode_refusal(code: i64, message: impl Into<String>) -> String {
     )
 }
 
+/// Why the runtime's answer to the connect frame gave no session.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ConnectFailure {
+    /// The runtime refused (its error; it closes the socket next).
+    Refused(RpcError),
+    /// The answer was not one a client-tools runtime gives (the message says what was wrong).
+    Unexpected(String),
+}
+
+/// Reads the runtime's first frame, the answer to [`CONNECT`]. Whatever it is, it is a response:
+/// never answered.
+pub fn read_answer(text: &str) -> Result<ConnectResult, ConnectFailure> {
+    let unexpected = || {
+        ConnectFailure::Unexpected(
+            "the runtime's first frame was not the answer to 'clienttools/connect' \
+             (is it a client-tools bridge of this version?)"
+                .into(),
+        )
+    };
+    let (id, result) = match protocol::decode(text) {
+        Ok(Message::Response { id, result }) => (Some(id), result),
+        // A refusal sent before the runtime could read the request has a `null` id (read from the
+        // parsed value: a struct deserializer from text would cost kilobytes of wasm).
+        _ => {
+            let value = serde_json::from_str::<Value>(text).map_err(|_| unexpected())?;
+            let refusal = value.get("error").filter(|_| value["id"].is_null());
+            match refusal.and_then(|error| error["message"].as_str()) {
+                Some(message) => {
+                    let code = refusal.and_then(|error| error["code"].as_i64());
+                    (None, Err(RpcError::new(code.unwrap_or_default(), message)))
+                }
+                None => return Err(unexpected()),
+            }
+        }
+    };
+    if id.is_some_and(|id| id != RequestId::String(CONNECT_ID.into())) {
+        return Err(unexpected());
+    }
+    match result {
+        Err(error) => Err(ConnectFailure::Refused(error)),
+        Ok(value) => serde_json::from_value(value).map_err(|e| {
+            ConnectFailure::Unexpected(format!(
+                "the runtime's answer to the connect frame is malformed: {e}"
+            ))
+        }),
+    }
+}
+
+impl ConnectFailure {
+    /// What the page is told; never `token`, even if the runtime echoed it.
+    pub fn message(&self, token: Option<&str>) -> String {
+        let message = match self {
+            ConnectFailure::Unexpected(message) => message.clone(),
+            ConnectFailure::Refused(error) => {
+                format!("the bridge refused the connection: {}", error.message)
+            }
+        };
+        redact(message, token)
+    }
+}
+
+/// `message` without `token` in it (a runtime may echo what it was sent).
+pub fn redact(message: String, token: Option<&str>) -> String {
+    match token {
+        Some(token) if !token.is_empty() && message.contains(token) => message.replace(token, "…"),
+        _ => message,
+    }
+}
+
+/// First reconnect delay; doubled after each failure up to [`MAX_BACKOFF_MS`].
+pub const BASE_BACKOFF_MS: f64 = 250.0;
+pub const MAX_BACKOFF_MS: f64 = 10_000.0;
+
+/// The wait before reconnect attempt `attempt` (from 0): capped exponential backoff with jitter,
+/// between half the cap and the cap (`random` in `0..1`, so pages that lost one runtime together
+/// do not return together).
+pub fn reconnect_delay_ms(attempt: u32, random: f64) -> f64 {
+    let cap = (BASE_BACKOFF_MS * 2f64.powi(attempt.min(16) as i32)).min(MAX_BACKOFF_MS);
+    cap / 2.0 + random.clamp(0.0, 1.0) * cap / 2.0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::{decode, Message};
+    use crate::protocol::decode;
+
+    #[test]
+    fn the_answer_is_a_session_a_refusal_or_unexpected() {
+        let ok = r#"{"jsonrpc":"2.0","id":"clienttools-connect","result":
+            {"sessionId":"s1","resumeSecret":"x","resumed":true}}"#;
+        assert_eq!(read_answer(ok).unwrap().session_id, "s1");
+        let refused = encode_refusal(code::UNAUTHORIZED, "wrong token t0k");
+        let failure = read_answer(&refused).unwrap_err();
+        assert!(matches!(&failure, ConnectFailure::Refused(e) if e.code == code::UNAUTHORIZED));
+        assert_eq!(
+            failure.message(Some("t0k")),
+            "the bridge refused the connection: wrong token …"
+        );
+        let early = r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32002,"message":"bad"}}"#;
+        assert!(matches!(
+            read_answer(early),
+            Err(ConnectFailure::Refused(_))
+        ));
+        for unexpected in [
+            r#"{"jsonrpc":"2.0","id":1,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","method":"ping","id":2}"#,
+            r#"{"jsonrpc":"2.0","id":"clienttools-connect","result":{"sessionId":1}}"#,
+            "not json",
+        ] {
+            assert!(
+                matches!(read_answer(unexpected), Err(ConnectFailure::Unexpected(_))),
+                "{unexpected}"
+            );
+        }
+    }
+
+    #[test]
+    fn reconnects_back_off_with_jitter_up_to_a_cap() {
+        assert_eq!(reconnect_delay_ms(0, 0.0), 125.0);
+        assert_eq!(reconnect_delay_ms(0, 1.0), 250.0);
+        assert_eq!(reconnect_delay_ms(3, 0.5), 1_500.0);
+        assert_eq!(reconnect_delay_ms(40, 1.0), MAX_BACKOFF_MS);
+        assert_eq!(reconnect_delay_ms(40, 0.0), MAX_BACKOFF_MS / 2.0);
+    }
 
     #[test]
     fn the_connect_frame_is_a_request_with_camel_case_params() {

@@ -11,6 +11,8 @@
 //! - [`ledger`]: at most once per call id, across reconnects and reloads;
 //! - [`limits`]: every limit and default of a call's life, with its reason;
 //! - [`time`]: the engines' time ([`time::Millis`]), given by the driver;
+//! - [`page_api`]: what a page may pass to the SDK (options, declarations), their keys, checks
+//!   and TypeScript, from one list each;
 //! - [`names`]: SPEC §2, how an original tool name becomes an agent-safe name;
 //! - [`registry`]: the tools a page offers, and the original ⇄ normalized mapping;
 //! - [`validate`]: JSON Schema compiled once per tool, errors as `instancePath: message`;
@@ -18,6 +20,7 @@
 //! - [`protocol`]: the JSON-RPC / MCP messages of SPEC §6, and every codec of the wire (the
 //!   runtime's `tools/call` frame and its reading of answers too);
 //! - [`connect`]: the page's first frame (credentials and session resumption, outside the URL);
+//! - [`connection`]: the page's connection, sans-IO: handshake, reconnects with backoff;
 //! - [`form`]: which form field a schema becomes (the confirmation dialog, the result form);
 //! - [`form_tool`]: a `<form toolname>`'s controls as a tool's input schema, and its filling;
 //! - [`codes`]: the stable error and warning codes, with their TypeScript unions;
@@ -26,12 +29,14 @@
 pub mod call;
 pub mod codes;
 pub mod connect;
+pub mod connection;
 pub mod error;
 pub mod form;
 pub mod form_tool;
 pub mod ledger;
 pub mod limits;
 pub mod names;
+pub mod page_api;
 pub mod page_engine;
 pub mod protocol;
 pub mod registry;

@@ -97,16 +97,14 @@ pub enum TimeoutBound {
     Max,
 }
 
+// The runtime outwaits the page, and a person's wait reports in time: checked when compiling.
+const _: () = assert!(ANSWER_SLACK_MS > HANDLER_GRACE_MS);
+const _: () = assert!(HUMAN_WAIT_TICK_MS < ANSWER_SLACK_MS);
+const _: () = assert!(DEFAULT_TIMEOUT_MS <= MAX_TIMEOUT_MS);
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_runtime_outwaits_the_page() {
-        const { assert!(ANSWER_SLACK_MS > HANDLER_GRACE_MS) };
-        const { assert!(HUMAN_WAIT_TICK_MS < ANSWER_SLACK_MS) };
-        const { assert!(DEFAULT_TIMEOUT_MS <= MAX_TIMEOUT_MS) };
-    }
 
     #[test]
     fn one_timeout_rule() {

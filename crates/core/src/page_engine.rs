@@ -54,18 +54,8 @@ pub enum Input<'a> {
         call: CallHandle,
         outcome: HandlerOutcome,
     },
-    /// The person (or the page's `confirm` callback) decided; `Err` says why no decision came.
-    Decided {
-        call: CallHandle,
-        decision: Result<ConfirmDecision, String>,
-        /// The person allowed the tool for the rest of the page's life.
-        allow_for_session: bool,
-    },
-    /// The person filled in the result form (`None`: they cancelled it).
-    ResultGiven {
-        call: CallHandle,
-        value: Option<Value>,
-    },
+    /// The person (the dialog, or the page's `confirm` callback) answered what was asked.
+    Answered { call: CallHandle, answer: Answer },
     /// A running form tool waits for the person to submit: human time, not handler time.
     WaitingForPerson { call: CallHandle },
     /// The person submitted: the handler's timeout counts from now.
@@ -119,7 +109,7 @@ pub enum Output<H> {
     AskPerson {
         call: CallHandle,
         call_id: String,
-        ask: Ask<H>,
+        question: Question,
     },
     /// The call ended while a person was being asked: close what was shown.
     WithdrawAsk { call: CallHandle },
@@ -134,30 +124,63 @@ pub enum Output<H> {
     Emit(Event),
 }
 
-/// What a person is asked.
-#[derive(Debug)]
-pub enum Ask<H> {
-    /// Confirm (or edit, or reject) a call before its handler runs (SPEC §7).
-    Confirm {
-        tool: Arc<RegisteredTool<H>>,
-        /// What the dialog calls the tool: its annotations' title, the call's, its original name.
-        title: String,
-        /// The tool's description, else the call's (an agent-defined tool).
-        description: Option<String>,
-        input: String,
-        input_schema: Option<Arc<CompiledSchema>>,
-        /// Whether the dialog may offer "allow for this session".
-        offer_session: bool,
-    },
+/// What a person is asked: everything a dialog shows, and what a page's `confirm` callback gets.
+#[derive(Debug, Clone)]
+pub struct Question {
+    pub kind: QuestionKind,
+    /// The heading: the tool's annotations' title, the call's, else its original name.
+    pub title: String,
+    /// The tool's description, else the call's (an agent-defined tool).
+    pub description: Option<String>,
+    pub tool_name: String,
+    pub original_name: String,
+    /// The tool's own description (what a `confirm` callback is told).
+    pub tool_description: Option<String>,
+    /// What the form shows: the proposed input, or the result form's initial value.
+    pub value: Value,
+    /// The form's schema: the input schema (a confirmation), the output schema (a result form).
+    pub schema: Option<Arc<CompiledSchema>>,
+    /// The call's arguments as JSON text, shown above a result form when it has any.
+    pub context: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QuestionKind {
+    /// Approve, edit or reject a call before its handler runs (SPEC §7); `offer_session`: may
+    /// offer "allow for the rest of this session".
+    Confirm { offer_session: bool },
     /// Fill in the result of an agent-defined tool that has no handler (SPEC §7).
-    ResultForm {
-        title: String,
-        description: Option<String>,
-        original_name: String,
-        output: Arc<CompiledSchema>,
-        /// The call's arguments, when it had any worth showing.
-        context: Option<String>,
+    Result,
+}
+
+/// What the person answered.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Answer {
+    Approve {
+        allow_session: bool,
     },
+    /// Approve, on this edited input (validated again).
+    Modify(Value),
+    Reject(Option<String>),
+    /// A result form's value.
+    Result(Value),
+    /// Closed without an answer (a confirmation: an error result; a result form: "the user
+    /// cancelled").
+    Cancelled,
+    /// The person could not be asked (no dialog could be shown, the callback failed): why.
+    Failed(String),
+}
+
+impl From<ConfirmDecision> for Answer {
+    fn from(decision: ConfirmDecision) -> Self {
+        match decision {
+            ConfirmDecision::Approve => Answer::Approve {
+                allow_session: false,
+            },
+            ConfirmDecision::Modify { input } => Answer::Modify(input),
+            ConfirmDecision::Reject { reason } => Answer::Reject(reason),
+        }
+    }
 }
 
 /// A page event (SPEC §4); the driver adds `connectionchange`.
@@ -238,7 +261,9 @@ impl Waiting {
             Waiting::ResultForm => CallToolResult::error(format!(
                 "no result from the user within {HUMAN_WAIT_MAX_MS} ms"
             )),
-            Waiting::FormSubmit => outcome::handler_failed("the user did not submit the form in time"),
+            Waiting::FormSubmit => {
+                outcome::handler_failed("the user did not submit the form in time")
+            }
         }
     }
 }
@@ -431,12 +456,7 @@ impl<H> PageEngine<H> {
         match input {
             Input::Frame(text) => self.frame(now, text),
             Input::HandlerSettled { call, outcome } => self.settled(now, call, outcome),
-            Input::Decided {
-                call,
-                decision,
-                allow_for_session,
-            } => self.decided(now, call, decision, allow_for_session),
-            Input::ResultGiven { call, value } => self.result_given(now, call, value),
+            Input::Answered { call, answer } => self.answered(now, call, answer),
             Input::WaitingForPerson { call } => self.waiting_for_person(now, call),
             Input::PersonDone { call } => self.person_done(now, call),
             Input::Progress {
@@ -526,9 +546,10 @@ impl<H> PageEngine<H> {
             return;
         };
         let call_id = cancelled.request_id.to_string();
-        let found = self.calls.iter().find(|call| {
-            matches!(call.reply, Reply::Frame(_)) && call.call_id == call_id
-        });
+        let found = self
+            .calls
+            .iter()
+            .find(|call| matches!(call.reply, Reply::Frame(_)) && call.call_id == call_id);
         if let Some(handle) = found.map(|call| call.handle) {
             let reason = cancelled
                 .reason
@@ -538,7 +559,10 @@ impl<H> PageEngine<H> {
     }
 
     fn reply_error(&mut self, id: &RequestId, code: i64, message: String) {
-        self.send(encode_error(Some(id), &RpcError::new(code, message)), Kind::Other);
+        self.send(
+            encode_error(Some(id), &RpcError::new(code, message)),
+            Kind::Other,
+        );
     }
 
     /// A `tools/call` from the runtime: at most once per call id (SPEC §5).
@@ -566,7 +590,15 @@ impl<H> PageEngine<H> {
             Arrival::Run => {
                 let handle = self.new_handle();
                 let reply = Reply::Frame(id);
-                self.begin(now, handle, call_id, reply, Caller::Agent, params, arguments);
+                self.begin(
+                    now,
+                    handle,
+                    call_id,
+                    reply,
+                    Caller::Agent,
+                    params,
+                    arguments,
+                );
             }
         }
     }
@@ -652,12 +684,16 @@ impl<H> PageEngine<H> {
                         .map(str::to_owned)
                 };
                 let shows_arguments = !matches!(call.input.trim(), "" | "{}" | "null");
-                let ask = Ask::ResultForm {
+                let question = Question {
+                    kind: QuestionKind::Result,
                     title: text("title", protocol::meta::TITLE)
                         .unwrap_or_else(|| call.params.name.clone()),
                     description: text("description", protocol::meta::DESCRIPTION),
+                    tool_name: call.params.name.clone(),
                     original_name: call.params.name.clone(),
-                    output: output.clone(),
+                    tool_description: None,
+                    value: crate::form::initial_value(schema),
+                    schema: Some(output.clone()),
                     context: shows_arguments.then(|| call.input.clone()),
                 };
                 call.phase = Phase::ResultForm {
@@ -667,8 +703,11 @@ impl<H> PageEngine<H> {
                 self.activate(now, at);
                 let call = &self.calls[at];
                 let (call, call_id) = (call.handle, call.call_id.clone());
-                self.outputs
-                    .push_back(Output::AskPerson { call, call_id, ask });
+                self.outputs.push_back(Output::AskPerson {
+                    call,
+                    call_id,
+                    question,
+                });
             }
             Admission::Run(prepared) => {
                 let confirm = prepared.require_confirmation
@@ -680,7 +719,7 @@ impl<H> PageEngine<H> {
                     self.activate(now, at);
                     return self.run(now, at);
                 }
-                let tool = prepared.tool.clone();
+                let tool = &prepared.tool;
                 let title = tool
                     .annotations
                     .as_ref()
@@ -689,17 +728,22 @@ impl<H> PageEngine<H> {
                     .or(prepared.call_title.as_deref())
                     .unwrap_or(&tool.original_name)
                     .to_owned();
-                let ask = Ask::Confirm {
+                let question = Question {
+                    kind: QuestionKind::Confirm {
+                        offer_session: !prepared.confirmation_forced_by_call
+                            && self.config.offer_allow_for_session,
+                    },
                     title,
                     description: tool
                         .description
                         .clone()
                         .or_else(|| prepared.call_description.clone()),
-                    input: call.input.clone(),
-                    input_schema: prepared.input_schema_shared(),
-                    offer_session: !prepared.confirmation_forced_by_call
-                        && self.config.offer_allow_for_session,
-                    tool,
+                    tool_name: tool.name.clone(),
+                    original_name: tool.original_name.clone(),
+                    tool_description: tool.description.clone(),
+                    value: serde_json::from_str(&call.input).unwrap_or_default(),
+                    schema: prepared.input_schema_shared(),
+                    context: None,
                 };
                 call.phase = Phase::Confirming {
                     prepared,
@@ -710,7 +754,7 @@ impl<H> PageEngine<H> {
                 self.outputs.push_back(Output::AskPerson {
                     call: handle,
                     call_id,
-                    ask,
+                    question,
                 });
             }
         }
@@ -746,35 +790,47 @@ impl<H> PageEngine<H> {
         self.outputs.push_back(output);
     }
 
-    fn decided(
-        &mut self,
-        now: Millis,
-        handle: CallHandle,
-        decision: Result<ConfirmDecision, String>,
-        allow_for_session: bool,
-    ) {
+    fn answered(&mut self, now: Millis, handle: CallHandle, answer: Answer) {
         let Some(at) = self.position(handle) else {
-            return;
+            return; // ended already: an answer after a cancel runs nothing
         };
-        if !matches!(self.calls[at].phase, Phase::Confirming { .. }) {
-            return;
-        }
-        let decision = match decision {
-            Ok(decision) => decision,
-            Err(why) => {
+        let call = &mut self.calls[at];
+        let decision = match (&call.phase, answer) {
+            (Phase::ResultForm { output, .. }, Answer::Result(value)) => {
+                let result = call::complete_text(&value.to_string(), Some(output));
+                return self.end(now, handle, Ending::Result(result), None);
+            }
+            (Phase::ResultForm { .. } | Phase::Confirming { .. }, Answer::Failed(why)) => {
                 let result = CallToolResult::error(why);
                 return self.end(now, handle, Ending::Result(result), None);
             }
+            (Phase::ResultForm { .. }, _) => {
+                let result = outcome::user_cancelled();
+                return self.end(now, handle, Ending::Result(result), None);
+            }
+            (Phase::Confirming { .. }, Answer::Approve { allow_session }) => {
+                let name = call.tool_name().to_owned();
+                if allow_session && !self.allowed_for_session.contains(&name) {
+                    self.allowed_for_session.push(name);
+                }
+                ConfirmDecision::Approve
+            }
+            (Phase::Confirming { .. }, Answer::Modify(input)) => ConfirmDecision::Modify { input },
+            (Phase::Confirming { .. }, Answer::Reject(reason)) => {
+                ConfirmDecision::Reject { reason }
+            }
+            (Phase::Confirming { .. }, _) => {
+                let result = CallToolResult::error("the dialog was closed");
+                return self.end(now, handle, Ending::Result(result), None);
+            }
+            _ => return,
         };
         let call = &mut self.calls[at];
         let placeholder = Phase::WaitingForHandler { until: now };
         let Phase::Confirming { prepared, .. } = std::mem::replace(&mut call.phase, placeholder)
         else {
-            unreachable!("checked above")
+            unreachable!("matched above")
         };
-        if allow_for_session && !self.allowed_for_session.contains(&prepared.tool.name) {
-            self.allowed_for_session.push(prepared.tool.name.clone());
-        }
         match call::apply_decision(&prepared, decision) {
             Confirmed::End(result) => {
                 call.phase = running_phase(prepared, None);
@@ -788,20 +844,6 @@ impl<H> PageEngine<H> {
                 self.run(now, at)
             }
         }
-    }
-
-    fn result_given(&mut self, now: Millis, handle: CallHandle, value: Option<Value>) {
-        let Some(call) = self.calls.iter().find(|call| call.handle == handle) else {
-            return;
-        };
-        let Phase::ResultForm { output, .. } = &call.phase else {
-            return;
-        };
-        let result = match value {
-            Some(value) => call::complete_text(&value.to_string(), Some(output)),
-            None => outcome::user_cancelled(),
-        };
-        self.end(now, handle, Ending::Result(result), None);
     }
 
     fn waiting_for_person(&mut self, now: Millis, handle: CallHandle) {
@@ -881,7 +923,13 @@ impl<H> PageEngine<H> {
         let base = call.progress_base;
         let call_id = call.call_id.clone();
         let token = call.progress_token.clone();
-        self.send_progress(&call_id, token, progress + base, total.map(|t| t + base), message);
+        self.send_progress(
+            &call_id,
+            token,
+            progress + base,
+            total.map(|t| t + base),
+            message,
+        );
     }
 
     fn send_progress(

@@ -9,16 +9,15 @@
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
-use client_tools_core::call::ConfirmDecision;
 use client_tools_core::page_engine::{
-    CallHandle, Caller, EngineConfig, HandlerOutcome, Input, Output, PageEngine,
+    Answer, CallHandle, Caller, EngineConfig, HandlerOutcome, Input, Output, PageEngine,
 };
 use client_tools_core::protocol::{self, code, meta, method, CallToolParams, Message, RequestId};
 use client_tools_core::registry::{Declaration, ToolKind};
 use client_tools_core::time::Millis;
-use serde_json::json;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
+use serde_json::json;
 
 mod mutation;
 use mutation::{apply, edit};
@@ -183,7 +182,7 @@ enum Op {
     Cancel(u8),
     /// Settles the n-th handler the engine asked to run, one of four ways.
     Settle(u8, u8),
-    /// Decides the n-th question to a person, one of five ways.
+    /// Answers the n-th question to a person, one of seven ways.
     Decide(u8, u8),
     Progress(u8),
     Withdraw(u8),
@@ -203,7 +202,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => frame().prop_map(Op::Frame),
         2 => (0u8..6).prop_map(Op::Cancel),
         4 => (any::<u8>(), 0u8..4).prop_map(|(n, how)| Op::Settle(n, how)),
-        3 => (any::<u8>(), 0u8..5).prop_map(|(n, how)| Op::Decide(n, how)),
+        3 => (any::<u8>(), 0u8..7).prop_map(|(n, how)| Op::Decide(n, how)),
         1 => any::<u8>().prop_map(Op::Progress),
         1 => any::<u8>().prop_map(Op::Withdraw),
         1 => (0u8..5).prop_map(Op::PageCall),
@@ -293,26 +292,40 @@ fn check_engine(ops: &[Op]) -> Result<(), TestCaseError> {
             }
             Op::Decide(n, how) => {
                 if let Some(&call) = pick(&seen.asking, *n) {
-                    let decision = match how {
-                        0 => Ok(ConfirmDecision::Approve),
-                        1 => Ok(ConfirmDecision::Reject { reason: None }),
-                        2 => Ok(ConfirmDecision::Modify { input: json!({"n": 2}) }),
-                        3 => Ok(ConfirmDecision::Modify { input: json!({"n": "x"}) }),
-                        _ => Err("the dialog was closed".into()),
+                    let answer = match how {
+                        0 => Answer::Approve {
+                            allow_session: true,
+                        },
+                        1 => Answer::Reject(None),
+                        2 => Answer::Modify(json!({"n": 2})),
+                        3 => Answer::Modify(json!({"n": "x"})),
+                        4 => Answer::Result(json!({})),
+                        5 => Answer::Cancelled,
+                        _ => Answer::Failed("no dialog".into()),
                     };
-                    engine.handle(now, Input::Decided { call, decision, allow_for_session: *how == 0 });
-                    engine.handle(now, Input::ResultGiven { call, value: (*how < 2).then(|| json!({})) });
+                    engine.handle(now, Input::Answered { call, answer });
                 }
             }
             Op::Progress(n) => {
                 if let Some(&call) = pick(&seen.running, *n) {
-                    let input = Input::Progress { call, progress: 1.0, total: None, message: None };
+                    let input = Input::Progress {
+                        call,
+                        progress: 1.0,
+                        total: None,
+                        message: None,
+                    };
                     engine.handle(now, input);
                 }
             }
             Op::Withdraw(n) => {
                 if let Some(&call) = pick(&seen.running, *n) {
-                    engine.handle(now, Input::Withdraw { call, reason: "reset".into() });
+                    engine.handle(
+                        now,
+                        Input::Withdraw {
+                            call,
+                            reason: "reset".into(),
+                        },
+                    );
                 }
             }
             Op::PageCall(tool) => {
@@ -367,7 +380,12 @@ fn wake(engine: &mut PageEngine<u8>, now: Millis) -> Result<(), TestCaseError> {
     if engine.poll_timeout().is_some_and(|at| at <= now) {
         engine.handle(now, Input::Timeout);
         let next = engine.poll_timeout();
-        prop_assert!(next.is_none_or(|at| at > now), "woken at {:?} for {:?}", now, next);
+        prop_assert!(
+            next.is_none_or(|at| at > now),
+            "woken at {:?} for {:?}",
+            now,
+            next
+        );
     }
     Ok(())
 }
@@ -401,7 +419,11 @@ fn drain(engine: &mut PageEngine<u8>, session: u32, seen: &mut Seen) -> Result<(
             }
             Output::Settled { call, .. } => {
                 prop_assert!(seen.page_calls.contains(&call));
-                prop_assert!(seen.settled.insert(call), "page call {:?} settled twice", call);
+                prop_assert!(
+                    seen.settled.insert(call),
+                    "page call {:?} settled twice",
+                    call
+                );
             }
             Output::Send(frame) => {
                 prop_assert!(protocol::check_outgoing(&frame).is_ok());

@@ -1,10 +1,10 @@
 //! The page engine, natively, with time as a parameter: every row of SPEC §5 and the waiting rules
 //! of §7, frame in → outputs out. No browser and no sleep: a test says what time it is.
 
-use client_tools_core::call::ConfirmDecision;
 use client_tools_core::limits::{HANDLER_GRACE_MS, HUMAN_WAIT_MAX_MS};
 use client_tools_core::page_engine::{
-    Ask, CallHandle, Caller, EngineConfig, Event, HandlerOutcome, Input, Output, PageEngine,
+    Answer, CallHandle, Caller, EngineConfig, Event, HandlerOutcome, Input, Output, PageEngine,
+    QuestionKind,
 };
 use client_tools_core::protocol::{CallToolParams, MAX_FRAME_BYTES};
 use client_tools_core::registry::{Declaration, ToolKind};
@@ -189,7 +189,11 @@ fn a_call_runs_its_handler_once_and_answers_with_its_result() {
     let answer = only_answer(&page.sent(), 1);
     assert_eq!(answer["result"]["structuredContent"], json!({"tasks": []}));
     assert_eq!(page.engine.live_calls(), 0);
-    assert_eq!(page.engine.poll_timeout(), None, "no timer once nothing is live");
+    assert_eq!(
+        page.engine.poll_timeout(),
+        None,
+        "no timer once nothing is live"
+    );
 }
 
 #[test]
@@ -207,10 +211,7 @@ fn no_handler_waits_out_the_grace_then_fails() {
     let answer = only_answer(&page.sent(), 1);
     assert_eq!(
         answer_text(&answer),
-        (
-            "no handler registered for tool 'later' on this page",
-            true
-        )
+        ("no handler registered for tool 'later' on this page", true)
     );
 }
 
@@ -226,7 +227,9 @@ fn a_handler_registered_within_the_grace_runs_at_once() {
     page.input(Input::ToolsChanged);
     let outputs = page.take();
     assert_eq!(runs(&outputs), 1, "{outputs:?}");
-    assert!(outputs.iter().any(|o| matches!(o, Output::Send(f) if f.contains("list_changed"))));
+    assert!(outputs
+        .iter()
+        .any(|o| matches!(o, Output::Send(f) if f.contains("list_changed"))));
 }
 
 #[test]
@@ -273,7 +276,10 @@ fn invalid_input_lists_each_error() {
     page.outputs = outputs;
     let answer = only_answer(&page.sent(), 1);
     let (text, is_error) = answer_text(&answer);
-    assert!(is_error && text.starts_with("invalid input:\n/boardId: "), "{text}");
+    assert!(
+        is_error && text.starts_with("invalid input:\n/boardId: "),
+        "{text}"
+    );
 }
 
 #[test]
@@ -314,9 +320,11 @@ fn a_timeout_aborts_the_handler_and_a_late_result_changes_nothing() {
 #[test]
 fn the_runtime_timeout_bounds_a_page_tool() {
     let mut page = Page::new();
-    page.frame(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+    page.frame(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
         "name": "read_board", "arguments": {"boardId": "b"},
-        "_meta": {"clienttools/timeoutMs": 200}}}));
+        "_meta": {"clienttools/timeoutMs": 200}}}),
+    );
     page.ran();
     page.advance(200);
     let answer = only_answer(&page.sent(), 1);
@@ -328,11 +336,17 @@ fn a_runtime_cancel_aborts_and_sends_nothing_but_a_resend_learns_it() {
     let mut page = Page::new();
     page.call(1, "read_board", json!({"boardId": "b1"}));
     let (call, _) = page.ran();
-    page.frame(json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
-                      "params": {"requestId": 1, "reason": "user stopped"}}));
+    page.frame(
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                      "params": {"requestId": 1, "reason": "user stopped"}}),
+    );
     let outputs = page.take();
-    assert!(matches!(&outputs[0], Output::Abort { call: c, reason } if *c == call && reason == "user stopped"));
-    assert!(matches!(&events(&outputs)[..], [Event::Cancelled { reason, .. }] if reason == "user stopped"));
+    assert!(
+        matches!(&outputs[0], Output::Abort { call: c, reason } if *c == call && reason == "user stopped")
+    );
+    assert!(
+        matches!(&events(&outputs)[..], [Event::Cancelled { reason, .. }] if reason == "user stopped")
+    );
     assert!(!outputs.iter().any(|o| matches!(o, Output::Send(_))));
     page.settle(call, HandlerOutcome::Returned("{}".into()));
     assert!(page.take().is_empty());
@@ -350,12 +364,18 @@ fn output_failing_its_schema_is_an_error_and_a_warning() {
     let outputs = page.take();
     assert!(events(&outputs).iter().any(|e| matches!(
         e,
-        Event::Warning { code: WarningCode::OutputInvalid, .. }
+        Event::Warning {
+            code: WarningCode::OutputInvalid,
+            ..
+        }
     )));
     page.outputs = outputs;
     let answer = only_answer(&page.sent(), 1);
     let (text, is_error) = answer_text(&answer);
-    assert!(is_error && text.contains("output schema") && text.contains("tasks"), "{text}");
+    assert!(
+        is_error && text.contains("output schema") && text.contains("tasks"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -380,13 +400,20 @@ fn a_result_too_large_to_send_is_replaced_by_an_error_naming_the_limit() {
     let huge = format!(r#"{{"tasks":["{}"]}}"#, "x".repeat(MAX_FRAME_BYTES));
     page.settle(call, HandlerOutcome::Returned(huge));
     let outputs = page.take();
-    assert!(events(&outputs)
-        .iter()
-        .any(|e| matches!(e, Event::Warning { code: WarningCode::FrameLimit, .. })));
+    assert!(events(&outputs).iter().any(|e| matches!(
+        e,
+        Event::Warning {
+            code: WarningCode::FrameLimit,
+            ..
+        }
+    )));
     page.outputs = outputs;
     let answer = only_answer(&page.sent(), 1);
     let (text, is_error) = answer_text(&answer);
-    assert!(is_error && text.starts_with("the tool's result was not sent"), "{text}");
+    assert!(
+        is_error && text.starts_with("the tool's result was not sent"),
+        "{text}"
+    );
 }
 
 // ---- confirmation (SPEC §5, §7) ---------------------------------------------------------------
@@ -395,11 +422,11 @@ fn confirm_ask(outputs: &[Output<&'static str>]) -> CallHandle {
     outputs
         .iter()
         .find_map(|o| match o {
-            Output::AskPerson {
-                call,
-                ask: Ask::Confirm { .. },
-                ..
-            } => Some(*call),
+            Output::AskPerson { call, question, .. }
+                if matches!(question.kind, QuestionKind::Confirm { .. }) =>
+            {
+                Some(*call)
+            }
             _ => None,
         })
         .expect("a confirmation is asked")
@@ -412,15 +439,15 @@ fn a_rejection_ends_the_call_and_the_handler_never_runs() {
     let outputs = page.take();
     assert_eq!(runs(&outputs), 0);
     let call = confirm_ask(&outputs);
-    page.input(Input::Decided {
+    page.input(Input::Answered {
         call,
-        decision: Ok(ConfirmDecision::Reject {
-            reason: Some("not now".into()),
-        }),
-        allow_for_session: false,
+        answer: Answer::Reject(Some("not now".into())),
     });
     let answer = only_answer(&page.sent(), 1);
-    assert_eq!(answer_text(&answer), ("rejected by the user: not now", true));
+    assert_eq!(
+        answer_text(&answer),
+        ("rejected by the user: not now", true)
+    );
 }
 
 #[test]
@@ -428,12 +455,9 @@ fn a_modified_input_is_validated_again_run_and_reported() {
     let mut page = Page::new();
     page.call(1, "wipe", json!({"boardId": "b1"}));
     let call = confirm_ask(&page.take());
-    page.input(Input::Decided {
+    page.input(Input::Answered {
         call,
-        decision: Ok(ConfirmDecision::Modify {
-            input: json!({"boardId": "b2"}),
-        }),
-        allow_for_session: false,
+        answer: Answer::Modify(json!({"boardId": "b2"})),
     });
     let (handler_call, input) = page.ran();
     assert_eq!(handler_call, call);
@@ -447,12 +471,9 @@ fn a_modified_input_is_validated_again_run_and_reported() {
 
     page.call(2, "wipe", json!({"boardId": "b1"}));
     let call = confirm_ask(&page.take());
-    page.input(Input::Decided {
+    page.input(Input::Answered {
         call,
-        decision: Ok(ConfirmDecision::Modify {
-            input: json!({"boardId": 3}),
-        }),
-        allow_for_session: false,
+        answer: Answer::Modify(json!({"boardId": 3})),
     });
     let outputs = page.take();
     assert_eq!(runs(&outputs), 0, "an invalid edit never runs");
@@ -465,8 +486,10 @@ fn a_modified_input_is_validated_again_run_and_reported() {
 #[test]
 fn human_time_is_not_handler_time_and_sends_progress_every_second() {
     let mut page = Page::new();
-    page.frame(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
-        "name": "wipe", "arguments": {"boardId": "b"}, "_meta": {"progressToken": "p1"}}}));
+    page.frame(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "wipe", "arguments": {"boardId": "b"}, "_meta": {"progressToken": "p1"}}}),
+    );
     let call = confirm_ask(&page.take());
     // The person takes 10 s — ten times the handler's 1 s timeout.
     page.advance(10_000);
@@ -479,11 +502,15 @@ fn human_time_is_not_handler_time_and_sends_progress_every_second() {
             f["params"]["progress"].as_f64().unwrap()
         })
         .collect();
-    assert_eq!(progress, (1..=10).map(|s| f64::from(s) * 1000.0).collect::<Vec<_>>());
-    page.input(Input::Decided {
+    assert_eq!(
+        progress,
+        (1..=10).map(|s| f64::from(s) * 1000.0).collect::<Vec<_>>()
+    );
+    page.input(Input::Answered {
         call,
-        decision: Ok(ConfirmDecision::Approve),
-        allow_for_session: false,
+        answer: Answer::Approve {
+            allow_session: false,
+        },
     });
     page.ran();
     // The handler's own progress goes above what the wait reported: MCP progress only increases.
@@ -510,7 +537,10 @@ fn a_person_who_never_answers_ends_the_call_after_the_human_bound() {
     page.call(1, "wipe", json!({"boardId": "b1"}));
     let call = confirm_ask(&page.take());
     page.advance(HUMAN_WAIT_MAX_MS - 1);
-    assert!(page.sent().is_empty(), "no progress without a token, no answer yet");
+    assert!(
+        page.sent().is_empty(),
+        "no progress without a token, no answer yet"
+    );
     page.advance(1);
     let outputs = page.take();
     assert!(outputs
@@ -529,18 +559,24 @@ fn a_cancel_while_a_person_decides_withdraws_the_dialog() {
     let mut page = Page::new();
     page.call(1, "wipe", json!({"boardId": "b1"}));
     let call = confirm_ask(&page.take());
-    page.frame(json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
-                      "params": {"requestId": 1}}));
+    page.frame(
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                      "params": {"requestId": 1}}),
+    );
     let outputs = page.take();
     assert!(matches!(outputs[0], Output::WithdrawAsk { call: c } if c == call));
     assert!(matches!(&events(&outputs)[..],
         [Event::Cancelled { reason, .. }] if reason == "cancelled by the agent runtime"));
-    page.input(Input::Decided {
+    page.input(Input::Answered {
         call,
-        decision: Ok(ConfirmDecision::Approve),
-        allow_for_session: false,
+        answer: Answer::Approve {
+            allow_session: false,
+        },
     });
-    assert!(page.take().is_empty(), "a decision after the end runs nothing");
+    assert!(
+        page.take().is_empty(),
+        "a decision after the end runs nothing"
+    );
 }
 
 #[test]
@@ -554,24 +590,29 @@ fn allow_for_session_skips_the_dialog_unless_the_call_forces_it() {
     let outputs = page.take();
     assert!(outputs.iter().any(|o| matches!(
         o,
-        Output::AskPerson { ask: Ask::Confirm { offer_session: true, .. }, .. }
+        Output::AskPerson { question, .. }
+            if question.kind == QuestionKind::Confirm { offer_session: true }
     )));
     let call = confirm_ask(&outputs);
-    page.input(Input::Decided {
+    page.input(Input::Answered {
         call,
-        decision: Ok(ConfirmDecision::Approve),
-        allow_for_session: true,
+        answer: Answer::Approve {
+            allow_session: true,
+        },
     });
     page.ran();
     page.call(2, "wipe", json!({"boardId": "b1"}));
     page.ran();
-    page.frame(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+    page.frame(
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
         "name": "wipe", "arguments": {"boardId": "b"},
-        "_meta": {"clienttools/requireConfirmation": true}}}));
+        "_meta": {"clienttools/requireConfirmation": true}}}),
+    );
     let outputs = page.take();
     assert!(outputs.iter().any(|o| matches!(
         o,
-        Output::AskPerson { ask: Ask::Confirm { offer_session: false, .. }, .. }
+        Output::AskPerson { question, .. }
+            if question.kind == QuestionKind::Confirm { offer_session: false }
     )));
 }
 
@@ -580,34 +621,44 @@ fn a_confirmation_that_could_not_be_asked_is_an_error_result() {
     let mut page = Page::new();
     page.call(1, "wipe", json!({"boardId": "b1"}));
     let call = confirm_ask(&page.take());
-    page.input(Input::Decided {
+    page.input(Input::Answered {
         call,
-        decision: Err("the dialog was closed".into()),
-        allow_for_session: false,
+        answer: Answer::Cancelled,
     });
     let answer = only_answer(&page.sent(), 1);
     assert_eq!(answer_text(&answer), ("the dialog was closed", true));
+
+    page.call(2, "wipe", json!({"boardId": "b1"}));
+    let call = confirm_ask(&page.take());
+    page.input(Input::Answered {
+        call,
+        answer: Answer::Failed("this page has no document body".into()),
+    });
+    let answer = only_answer(&page.sent(), 2);
+    assert_eq!(
+        answer_text(&answer),
+        ("this page has no document body", true)
+    );
 }
 
 // ---- the result form (SPEC §7) ----------------------------------------------------------------
 
 fn result_form_call(page: &mut Page, id: i64) -> CallHandle {
-    page.frame(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+    page.frame(
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
         "name": "pick_date", "arguments": {},
         "_meta": {"clienttools/fallback": "form",
                   "clienttools/outputSchema": {"type": "object", "required": ["date"],
-                                               "properties": {"date": {"type": "string"}}}}}}));
+                                               "properties": {"date": {"type": "string"}}}}}}),
+    );
     page.advance(HANDLER_GRACE_MS);
     page.take()
         .iter()
         .find_map(|o| match o {
-            Output::AskPerson {
-                call,
-                ask: Ask::ResultForm { title, context, .. },
-                ..
-            } => {
-                assert_eq!(title, "pick_date");
-                assert_eq!(context, &None, "no arguments to show");
+            Output::AskPerson { call, question, .. } if question.kind == QuestionKind::Result => {
+                assert_eq!(question.title, "pick_date");
+                assert_eq!(question.context, None, "no arguments to show");
+                assert_eq!(question.value, json!({}), "the schema's initial value");
                 Some(*call)
             }
             _ => None,
@@ -619,15 +670,18 @@ fn result_form_call(page: &mut Page, id: i64) -> CallHandle {
 fn the_result_form_answers_with_what_the_person_gave() {
     let mut page = Page::new();
     let call = result_form_call(&mut page, 1);
-    page.input(Input::ResultGiven {
+    page.input(Input::Answered {
         call,
-        value: Some(json!({"date": "2026-12-24"})),
+        answer: Answer::Result(json!({"date": "2026-12-24"})),
     });
     let answer = only_answer(&page.sent(), 1);
     assert_eq!(answer["result"]["structuredContent"]["date"], "2026-12-24");
 
     let call = result_form_call(&mut page, 2);
-    page.input(Input::ResultGiven { call, value: None });
+    page.input(Input::Answered {
+        call,
+        answer: Answer::Cancelled,
+    });
     let answer = only_answer(&page.sent(), 2);
     assert_eq!(answer_text(&answer), ("the user cancelled", true));
 
@@ -668,7 +722,10 @@ fn a_form_waiting_for_its_submit_is_human_time() {
     let (call, _) = page.ran();
     page.input(Input::WaitingForPerson { call });
     page.advance(60_000);
-    assert!(page.sent().is_empty(), "no timeout while the person fills it");
+    assert!(
+        page.sent().is_empty(),
+        "no timeout while the person fills it"
+    );
     page.input(Input::PersonDone { call });
     page.advance(1_000);
     let outputs = page.take();
@@ -795,18 +852,25 @@ fn a_page_call_settles_once_and_a_cancel_settles_it_with_nothing() {
 #[test]
 fn initialize_ping_list_and_unknown_methods_are_answered_here() {
     let mut page = Page::new();
-    page.frame(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    page.frame(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-11-25", "capabilities": {},
-        "clientInfo": {"name": "t", "version": "1"}}}));
+        "clientInfo": {"name": "t", "version": "1"}}}),
+    );
     page.frame(json!({"jsonrpc": "2.0", "id": 2, "method": "ping"}));
     page.frame(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"}));
     page.frame(json!({"jsonrpc": "2.0", "id": 4, "method": "resources/list"}));
-    page.frame(json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"arguments": 1}}));
+    page.frame(
+        json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"arguments": 1}}),
+    );
     page.input(Input::Frame("{not json"));
     page.frame(json!({"jsonrpc": "2.0", "id": 6, "result": {}}));
     let sent = page.sent();
     assert_eq!(sent.len(), 6, "responses are never answered: {sent:?}");
-    assert_eq!(sent[0]["result"]["capabilities"]["tools"]["listChanged"], true);
+    assert_eq!(
+        sent[0]["result"]["capabilities"]["tools"]["listChanged"],
+        true
+    );
     assert_eq!(sent[1]["result"], json!({}));
     let names: Vec<_> = sent[2]["result"]["tools"]
         .as_array()

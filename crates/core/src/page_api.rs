@@ -1,0 +1,361 @@
+//! What a page may hand the SDK (SPEC §3, §4): the constructor's options and `defineFunction`'s
+//! declarations — their keys, their TypeScript and their checks, from one list each, so that the
+//! keys checked at run time and those the `.d.ts` offers cannot drift apart. The SDK takes the
+//! functions out (serde cannot hold one) and hands the rest here as JSON text.
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::limits::{DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS};
+use crate::registry::{Declaration, Registry};
+use crate::CoreError;
+
+/// Declares the keys a plain object of the page may have and its TypeScript interface, from one
+/// list. Each entry: `"key" "?" : "TypeScript type", "doc";` (`""` when required).
+#[macro_export]
+macro_rules! typescript_interface {
+    (
+        $(#[$meta:meta])*
+        $keys:ident, $ts:ident = $name:literal {
+            $($key:literal $optional:literal : $ty:literal, $doc:literal;)*
+        }
+    ) => {
+        $(#[$meta])*
+        pub const $keys: &[&str] = &[$($key,)*];
+
+        /// The TypeScript interface of these keys (emitted into the package's `.d.ts`).
+        pub const $ts: &str = concat!(
+            "export interface ", $name, " {\n",
+            $("  /** ", $doc, " */\n  ", $key, $optional, ": ", $ty, ";\n",)*
+            "}\n"
+        );
+    };
+}
+
+crate::typescript_interface! {
+    /// Every option key (checked by hand, so that the error names the key as the page wrote it).
+    KNOWN_OPTIONS, OPTIONS_TS = "ClientToolsOptions" {
+        "endpoint" "?": "string", "Agent runtime WebSocket URL (ws:// or wss://); omit for page-only use.";
+        "token" "?": "string", "The page token (the bridge's `--page-token`): sent in the first frame on the socket, never in the URL.";
+        "allow" "?": "string[]", "Allow-list of ORIGINAL tool names agents may call; empty = all.";
+        "defaultTimeoutMs" "?": "number", "Handler timeout when a tool sets none (default 30000, max 300000).";
+        "confirm" "?": "(call: ConfirmRequest) => Promise<ConfirmDecision> | ConfirmDecision", "Custom confirmation instead of the built-in dialog (the result form stays built in).";
+        "forms" "?": "boolean", "Expose `<form toolname>` declarative tools (default true).";
+        "exposeToBrowser" "?": "boolean", "Also register with `document/navigator.modelContext` when present (default true).";
+        "autoConnect" "?": "boolean", "Connect as soon as the instance exists (default false).";
+        "allowForSession" "?": "boolean", "The built-in dialog offers \"Allow <tool> for the rest of this session\" (default false).";
+        "strings" "?": "Partial<Record<UiStringKey, string>>", "Words of the built-in dialog and result form, for localization (unknown keys throw).";
+    }
+}
+
+/// The keys holding functions: serde cannot read those, so they are read by hand.
+/// The options that are functions (taken out by the SDK before the rest is read here).
+pub const FUNCTION_OPTIONS: &[&str] = &["confirm"];
+
+/// The constructor's options, checked (the functions and the `strings` apart).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct PageOptions {
+    pub endpoint: Option<String>,
+    pub token: Option<String>,
+    pub allow: Vec<String>,
+    /// Read as any number, then checked: [`PageOptions::read`] leaves it a whole, clamped count.
+    #[serde(rename = "defaultTimeoutMs")]
+    default_timeout: Option<f64>,
+    #[serde(skip)]
+    pub default_timeout_ms: u64,
+    pub forms: bool,
+    pub expose_to_browser: bool,
+    pub auto_connect: bool,
+    pub allow_for_session: bool,
+}
+
+impl Default for PageOptions {
+    fn default() -> Self {
+        Self {
+            endpoint: None,
+            token: None,
+            allow: Vec::new(),
+            default_timeout: None,
+            default_timeout_ms: DEFAULT_TIMEOUT_MS,
+            forms: true,
+            expose_to_browser: true,
+            auto_connect: false,
+            allow_for_session: false,
+        }
+    }
+}
+
+impl PageOptions {
+    /// Reads the options from their JSON text; the error names the option at fault.
+    pub fn read(text: &str) -> Result<Self, CoreError> {
+        let mut options: Self = read_plain(text).map_err(CoreError::InvalidOptions)?;
+        options.default_timeout_ms = match options.default_timeout {
+            None => DEFAULT_TIMEOUT_MS,
+            Some(ms) if ms.is_nan() || ms <= 0.0 => {
+                return Err(CoreError::InvalidOptions(format!(
+                    "'defaultTimeoutMs' must be a positive number of milliseconds, got {ms}"
+                )))
+            }
+            Some(ms) => (ms.ceil() as u64).min(MAX_TIMEOUT_MS),
+        };
+        if let Some(endpoint) = &options.endpoint {
+            if !(endpoint.starts_with("ws://") || endpoint.starts_with("wss://")) {
+                return Err(CoreError::InvalidOptions(format!(
+                    "'endpoint' must be a ws:// or wss:// URL, got '{endpoint}'"
+                )));
+            }
+        }
+        Ok(options)
+    }
+}
+
+crate::typescript_interface! {
+    /// Every declaration key (checked by hand, so that the error names the key as the page wrote it).
+    DECLARATION_KEYS, DECLARATION_TS = "FunctionDeclaration" {
+        "name" "": "string", "The tool's name as the page knows it; agents see it normalized (`defineFunction` returns that name).";
+        "description" "?": "string", "What the tool does: agents choose tools by it (a warning when missing).";
+        "parameters" "?": "JsonSchema", "The input's JSON Schema (an object schema; compiled once, an invalid one throws).";
+        "outputSchema" "?": "JsonSchema", "The result's JSON Schema, checked before it is sent.";
+        "annotations" "?": "{ readOnlyHint?: boolean; destructiveHint?: boolean; consequentialHint?: boolean; idempotentHint?: boolean; openWorldHint?: boolean; untrustedContentHint?: boolean; title?: string }", "`destructiveHint` / `consequentialHint: true` ask the user first; `title` heads the dialog.";
+        "requireConfirmation" "?": "boolean", "`true`: always ask the user first; `false`: never, whatever the annotations say (a call's `_meta` may still ask).";
+        "timeoutMs" "?": "number", "The handler's timeout (default: the `defaultTimeoutMs` option; max 300000).";
+        "handler" "": "ToolHandler", "Runs the tool: returns a JSON value or a Promise of one.";
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct PlainDeclaration {
+    #[allow(dead_code)]
+    name: Value,
+    #[serde(default)]
+    description: Option<String>,
+    #[serde(default)]
+    parameters: Option<Value>,
+    #[serde(default)]
+    output_schema: Option<Value>,
+    #[serde(default)]
+    annotations: Option<Value>,
+    #[serde(default)]
+    require_confirmation: Option<bool>,
+    #[serde(default)]
+    timeout_ms: Option<f64>,
+}
+
+/// Reads a declaration of tool `name` from its JSON text (the handler taken out).
+pub fn read_declaration(name: String, text: &str) -> Result<Declaration, CoreError> {
+    let plain: PlainDeclaration = read_plain(text)
+        .map_err(|e| CoreError::InvalidOptions(format!("declaration of tool '{name}': {e}")))?;
+    Ok(Declaration {
+        original_name: name,
+        description: plain.description,
+        parameters: plain.parameters,
+        output_schema: plain.output_schema,
+        annotations: plain.annotations,
+        require_confirmation: plain.require_confirmation,
+        timeout_ms: plain.timeout_ms,
+    })
+}
+
+/// One entry of `list()`: a tool as the page sees it.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListedTool {
+    pub name: String,
+    pub original_name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    pub input_schema: Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
+    pub kind: &'static str,
+}
+
+/// Every tool of `registry`, for `list()`.
+pub fn listing<H>(registry: &Registry<H>) -> Vec<ListedTool> {
+    registry
+        .tools()
+        .map(|tool| ListedTool {
+            name: tool.name.clone(),
+            original_name: tool.original_name.clone(),
+            description: tool.description.clone(),
+            input_schema: tool.input_schema(),
+            output_schema: tool.output_schema(),
+            kind: tool.kind.as_str(),
+        })
+        .collect()
+}
+
+/// Event types a page can subscribe to (`on(type, fn)`, SPEC §4).
+pub const EVENT_TYPES: &[&str] = &[
+    "toolactivated",
+    "toolcancel",
+    "toolresult",
+    "toolschanged",
+    "connectionchange",
+    "warning",
+];
+
+/// Events that are also dispatched as DOM `CustomEvent`s (what WebMCP pages listen to).
+pub const DOM_EVENTS: &[&str] = &["toolactivated", "toolcancel"];
+
+/// The page's event listeners by type, each with the id that removes it. `F` is the listener (a
+/// JavaScript function in the browser).
+#[derive(Debug)]
+pub struct Listeners<F> {
+    entries: Vec<(u32, String, F)>,
+    next_id: u32,
+}
+
+impl<F> Default for Listeners<F> {
+    fn default() -> Self {
+        Self {
+            entries: Vec::new(),
+            next_id: 0,
+        }
+    }
+}
+
+impl<F: Clone> Listeners<F> {
+    /// Adds a listener of a known type (the error names the types there are); the id removes it.
+    pub fn subscribe(&mut self, event_type: &str, listener: F) -> Result<u32, String> {
+        if !EVENT_TYPES.contains(&event_type) {
+            return Err(format!(
+                "unknown event type '{event_type}'; expected one of {}",
+                EVENT_TYPES.join(", ")
+            ));
+        }
+        let id = self.next_id;
+        self.next_id += 1;
+        self.entries.push((id, event_type.to_owned(), listener));
+        Ok(id)
+    }
+
+    pub fn unsubscribe(&mut self, id: u32) {
+        self.entries.retain(|(i, _, _)| *i != id);
+    }
+
+    /// Whether emitting `event_type` would reach anyone (a listener, or the DOM for DOM events),
+    /// so hot paths can skip building the detail.
+    pub fn wants(&self, event_type: &str) -> bool {
+        DOM_EVENTS.contains(&event_type) || self.entries.iter().any(|(_, t, _)| t == event_type)
+    }
+
+    /// The listeners of `event_type`, copied out: a listener may subscribe or unsubscribe while
+    /// the event is delivered.
+    pub fn of(&self, event_type: &str) -> Vec<F> {
+        self.entries
+            .iter()
+            .filter(|(_, t, _)| t == event_type)
+            .map(|(_, _, f)| f.clone())
+            .collect()
+    }
+}
+
+/// Fails with the first of `keys` that is not in `known` (typos are errors, not defaults).
+pub fn reject_unknown_keys<'a>(
+    keys: impl IntoIterator<Item = &'a str>,
+    known: &[&str],
+) -> Result<(), String> {
+    match keys.into_iter().find(|key| !known.contains(key)) {
+        Some(key) => Err(format!(
+            "unknown field `{key}`, expected one of {}",
+            known.join(", ")
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Reads a plain object's JSON text as `T`; the error names the key at fault, without serde's
+/// position (it points into a text the page never wrote).
+pub fn read_plain<T: DeserializeOwned>(text: &str) -> Result<T, String> {
+    serde_json::from_str(text).map_err(|e| {
+        let message = e.to_string();
+        let message = match message.rfind(" at line ") {
+            Some(cut) => message[..cut].to_owned(),
+            None => message,
+        };
+        match key_at_fault::<T>(text) {
+            Some(key) => format!("'{key}': {message}"),
+            None => message,
+        }
+    })
+}
+
+/// The key whose value `T` refused: the first one without which the object reads (serde names
+/// the wrong type, not where it was).
+fn key_at_fault<T: DeserializeOwned>(text: &str) -> Option<String> {
+    let Ok(Value::Object(object)) = serde_json::from_str::<Value>(text) else {
+        return None;
+    };
+    object.keys().find_map(|key| {
+        let mut without = object.clone();
+        without.remove(key);
+        let text = Value::Object(without).to_string();
+        serde_json::from_str::<T>(&text)
+            .is_ok()
+            .then(|| key.clone())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options_are_read_strictly_with_the_key_at_fault_named() {
+        let options =
+            PageOptions::read(r#"{"endpoint":"ws://h/ws","defaultTimeoutMs":999999.5}"#).unwrap();
+        assert_eq!(options.default_timeout_ms, MAX_TIMEOUT_MS);
+        assert!(options.forms && options.expose_to_browser && !options.auto_connect);
+        assert_eq!(
+            PageOptions::read("{}").unwrap().default_timeout_ms,
+            DEFAULT_TIMEOUT_MS
+        );
+        let wrong = PageOptions::read(r#"{"allow":"x"}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(wrong.contains("'allow'"), "{wrong}");
+        let zero = PageOptions::read(r#"{"defaultTimeoutMs":0}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(zero.contains("positive"), "{zero}");
+        let http = PageOptions::read(r#"{"endpoint":"http://h"}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(http.contains("ws://"), "{http}");
+        let typo = reject_unknown_keys(["endpoint", "endpont"], KNOWN_OPTIONS).unwrap_err();
+        assert!(typo.starts_with("unknown field `endpont`"), "{typo}");
+        assert!(OPTIONS_TS.starts_with("export interface ClientToolsOptions {"));
+    }
+
+    #[test]
+    fn listeners_by_type_and_id() {
+        let mut listeners = Listeners::default();
+        let a = listeners.subscribe("warning", 'a').unwrap();
+        listeners.subscribe("warning", 'b').unwrap();
+        assert!(listeners.wants("warning") && listeners.wants("toolcancel"));
+        assert!(!listeners.wants("toolresult"));
+        listeners.unsubscribe(a);
+        assert_eq!(listeners.of("warning"), ['b']);
+        let unknown = listeners.subscribe("toolresults", 'c').unwrap_err();
+        assert!(
+            unknown.contains("expected one of toolactivated"),
+            "{unknown}"
+        );
+    }
+
+    #[test]
+    fn declarations_name_the_tool_and_the_key() {
+        let read = read_declaration("t".into(), r#"{"name":"t","timeoutMs":5}"#).unwrap();
+        assert_eq!(read.timeout_ms, Some(5.0));
+        let bad = read_declaration("t".into(), r#"{"name":"t","description":1}"#).unwrap_err();
+        assert!(
+            bad.to_string()
+                .contains("declaration of tool 't': 'description'"),
+            "{bad}"
+        );
+    }
+}

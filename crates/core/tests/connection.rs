@@ -1,0 +1,204 @@
+//! The page's connection engine natively, with time as a parameter: the handshake, joining a
+//! connect in progress, refusals, reconnects with backoff and the resume secret, timeouts.
+
+use client_tools_core::connect::{self, code, MAX_BACKOFF_MS};
+use client_tools_core::connection::{ConnInput, ConnOutput, Connection, ConnectionState};
+use client_tools_core::limits::CONNECT_TIMEOUT_MS;
+use client_tools_core::time::Millis;
+use client_tools_core::CoreError;
+use serde_json::{json, Value};
+
+struct Socket {
+    connection: Connection,
+    now: Millis,
+}
+
+impl Socket {
+    fn new(token: Option<&str>) -> Self {
+        Self {
+            connection: Connection::new("ws://h/ws".into(), token.map(str::to_owned), None, 7),
+            now: Millis(0.0),
+        }
+    }
+
+    fn input(&mut self, input: ConnInput<'_>) -> Vec<ConnOutput> {
+        self.connection.handle(self.now, input);
+        std::iter::from_fn(|| self.connection.poll_output()).collect()
+    }
+
+    /// Moves to the engine's next wake-up and wakes it.
+    fn wake(&mut self) -> Vec<ConnOutput> {
+        self.now = self.connection.poll_timeout().expect("a timer");
+        self.input(ConnInput::Timeout)
+    }
+}
+
+fn accepted(resumed: bool) -> String {
+    json!({"jsonrpc": "2.0", "id": connect::CONNECT_ID,
+           "result": {"sessionId": "s1", "resumeSecret": "secret-1", "resumed": resumed}})
+    .to_string()
+}
+
+fn first_frame(outputs: &[ConnOutput]) -> Value {
+    let sent = outputs.iter().find_map(|o| match o {
+        ConnOutput::Send(frame) => Some(frame),
+        _ => None,
+    });
+    serde_json::from_str(sent.expect("the connect frame")).unwrap()
+}
+
+#[test]
+fn a_connect_sends_the_credentials_first_and_joins_calls_in_progress() {
+    let mut socket = Socket::new(Some("t0k"));
+    let outputs = socket.input(ConnInput::Connect);
+    assert_eq!(
+        outputs,
+        [
+            ConnOutput::State(ConnectionState::Connecting),
+            ConnOutput::Open
+        ]
+    );
+    assert!(
+        socket.input(ConnInput::Connect).is_empty(),
+        "joins the first"
+    );
+    let outputs = socket.input(ConnInput::Opened);
+    let frame = first_frame(&outputs);
+    assert_eq!(frame["method"], connect::CONNECT);
+    assert_eq!(frame["params"], json!({"token": "t0k"}));
+    assert!(socket.connection.awaits_answer());
+    let outputs = socket.input(ConnInput::Answer(&accepted(false)));
+    assert!(matches!(&outputs[0], ConnOutput::Session(s) if s.session_id == "s1"));
+    assert_eq!(outputs[1], ConnOutput::State(ConnectionState::Connected));
+    assert_eq!(outputs[2], ConnOutput::Settled(Ok(())));
+    assert!(!socket.connection.awaits_answer());
+    assert_eq!(socket.connection.poll_timeout(), None);
+    assert_eq!(
+        socket.input(ConnInput::Connect),
+        [ConnOutput::Settled(Ok(()))]
+    );
+}
+
+#[test]
+fn a_refused_first_connect_fails_without_the_token_in_the_message() {
+    let mut socket = Socket::new(Some("t0k"));
+    socket.input(ConnInput::Connect);
+    socket.input(ConnInput::Opened);
+    let refusal = connect::encode_refusal(code::UNAUTHORIZED, "bad token t0k");
+    let outputs = socket.input(ConnInput::Answer(&refusal));
+    assert!(matches!(outputs[0], ConnOutput::Close { .. }));
+    assert_eq!(outputs[1], ConnOutput::State(ConnectionState::Disconnected));
+    let ConnOutput::Settled(Err(CoreError::ConnectionFailed { url, message })) = &outputs[2] else {
+        panic!("{outputs:?}")
+    };
+    assert_eq!(url, "ws://h/ws");
+    assert_eq!(message, "the bridge refused the connection: bad token …");
+}
+
+#[test]
+fn the_socket_and_the_answer_each_have_a_deadline() {
+    let mut socket = Socket::new(None);
+    socket.input(ConnInput::Connect);
+    assert_eq!(
+        socket.connection.poll_timeout(),
+        Some(Millis(CONNECT_TIMEOUT_MS as f64))
+    );
+    let outputs = socket.wake();
+    assert!(matches!(outputs[0], ConnOutput::Close { .. }));
+    assert!(matches!(&outputs[2], ConnOutput::Settled(Err(_))));
+
+    socket.input(ConnInput::Connect);
+    socket.input(ConnInput::Opened);
+    let outputs = socket.wake();
+    let ConnOutput::Settled(Err(CoreError::ConnectionFailed { message, .. })) = &outputs[2] else {
+        panic!("{outputs:?}")
+    };
+    assert!(
+        message.contains("did not answer the connect frame"),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_dropped_connection_reconnects_with_backoff_and_resumes_its_session() {
+    let mut socket = Socket::new(None);
+    socket.input(ConnInput::Connect);
+    socket.input(ConnInput::Opened);
+    socket.input(ConnInput::Answer(&accepted(false)));
+    socket.now = Millis(1_000.0);
+    let outputs = socket.input(ConnInput::Closed);
+    assert_eq!(outputs, [ConnOutput::State(ConnectionState::Reconnecting)]);
+    let mut previous_wait = 0.0;
+    for attempt in 0..8 {
+        let at = socket.connection.poll_timeout().unwrap();
+        let wait = at.0 - socket.now.0;
+        let cap = (250.0 * 2f64.powi(attempt)).min(MAX_BACKOFF_MS);
+        assert!(
+            wait >= cap / 2.0 && wait <= cap,
+            "attempt {attempt}: {wait}"
+        );
+        assert!(attempt < 2 || wait >= previous_wait / 2.0);
+        previous_wait = wait;
+        assert_eq!(socket.wake(), [ConnOutput::Open]);
+        // The runtime is down: the socket fails, and the page waits again.
+        assert!(socket.input(ConnInput::Closed).is_empty());
+    }
+    socket.wake();
+    let frame = first_frame(&socket.input(ConnInput::Opened));
+    assert_eq!(frame["params"]["resumeSecret"], "secret-1", "it resumes");
+    let outputs = socket.input(ConnInput::Answer(&accepted(true)));
+    assert!(matches!(&outputs[0], ConnOutput::Session(s) if s.resumed));
+    assert_eq!(outputs[1], ConnOutput::State(ConnectionState::Connected));
+    assert_eq!(outputs.len(), 2, "no connect() waits on a reconnect");
+}
+
+#[test]
+fn a_refusal_while_reconnecting_is_told_once_per_reason() {
+    let mut socket = Socket::new(None);
+    socket.input(ConnInput::Connect);
+    socket.input(ConnInput::Opened);
+    socket.input(ConnInput::Answer(&accepted(false)));
+    socket.input(ConnInput::Closed);
+    let refusal = connect::encode_refusal(code::OVERLOADED, "full");
+    let mut warnings = 0;
+    for _ in 0..3 {
+        socket.wake();
+        socket.input(ConnInput::Opened);
+        let outputs = socket.input(ConnInput::Answer(&refusal));
+        warnings += outputs
+            .iter()
+            .filter(|o| matches!(o, ConnOutput::Warn(m) if m.contains("full")))
+            .count();
+        socket.input(ConnInput::Closed);
+    }
+    assert_eq!(warnings, 1);
+    assert_eq!(socket.connection.state(), ConnectionState::Reconnecting);
+}
+
+#[test]
+fn disconnect_ends_everything_and_detach_reports_nothing() {
+    let mut socket = Socket::new(None);
+    socket.input(ConnInput::Connect);
+    let outputs = socket.input(ConnInput::Disconnect);
+    assert!(matches!(outputs[0], ConnOutput::Close { .. }));
+    assert!(matches!(
+        outputs[1],
+        ConnOutput::Settled(Err(CoreError::NotConnected(_)))
+    ));
+    assert_eq!(outputs[2], ConnOutput::State(ConnectionState::Disconnected));
+    assert_eq!(socket.connection.poll_timeout(), None);
+
+    socket.input(ConnInput::Connect);
+    socket.input(ConnInput::Opened);
+    socket.input(ConnInput::Answer(&accepted(false)));
+    let outputs = socket.input(ConnInput::Detach);
+    assert_eq!(
+        outputs,
+        [ConnOutput::Close {
+            code: 1000,
+            reason: "disconnect"
+        }]
+    );
+    assert_eq!(socket.connection.state(), ConnectionState::Disconnected);
+    assert!(socket.input(ConnInput::Closed).is_empty(), "no reconnect");
+}

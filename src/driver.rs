@@ -1,0 +1,136 @@
+//! What the page engine asks for, done in the browser: frames go to the transport, handlers run
+//! with their `ctx`, people are asked ([`crate::ask`]), forms filled
+//! ([`crate::webmcp::form_call`]), events reach the page. Every decision was the engine's; this
+//! module only performs it and feeds back what happened ([`Page::feed`]).
+
+use std::rc::Rc;
+
+use client_tools_core::page_engine::{CallHandle, Event, Output};
+use client_tools_core::registry::{RegisteredTool, ToolKind};
+use std::sync::Arc;
+
+use crate::js;
+use crate::page::{take, Page, Running};
+use crate::webmcp::{browser_agent, form_call};
+
+/// Performs one output of the engine (the page's [`crate::page::Perform`]).
+pub fn perform(page: &Rc<Page>, output: Output<js_sys::Function>) {
+    match output {
+        Output::Send(frame) => page.transmit(frame),
+        Output::RunHandler {
+            call,
+            call_id,
+            tool,
+            input,
+        } => match tool.kind {
+            ToolKind::Form => form_call::run(page, call, &tool, &input),
+            _ => run_handler(page, call, &call_id, &tool, &input),
+        },
+        Output::AskPerson {
+            call,
+            call_id,
+            question,
+        } => crate::ask::ask(page, call, &call_id, question),
+        Output::WithdrawAsk { call } => crate::ask::withdraw(page, call),
+        Output::Abort { call, reason } => {
+            let running = take(&mut page.calls.borrow_mut().running, call);
+            match running {
+                Some(Running::Handler(ctx)) => js::abort_handler_context(&ctx, &reason),
+                Some(Running::Form(stop)) => {
+                    let _ = stop.send(());
+                }
+                None => {}
+            }
+        }
+        Output::Settled { call, result } => {
+            if let Some(waiting) = take(&mut page.calls.borrow_mut().waiting, call) {
+                let _ = waiting.send(result);
+            }
+        }
+        Output::Emit(event) => emit(page, event),
+    }
+}
+
+/// Calls the handler with `(input, ctx)`; a returned promise is awaited. Whatever happens, the
+/// engine hears how it ended (once: after a timeout or cancel it ignores a late end).
+fn run_handler(
+    page: &Rc<Page>,
+    call: CallHandle,
+    call_id: &str,
+    tool: &Arc<RegisteredTool<js_sys::Function>>,
+    input: &str,
+) {
+    let ctx = js::handler_context(
+        call_id,
+        call.0 as f64,
+        &tool.name,
+        &tool.original_name,
+        page.report_progress_fn(),
+    );
+    page.calls
+        .borrow_mut()
+        .running
+        .push((call, Running::Handler(ctx.clone())));
+    let args = js_sys::Array::of2(&js::from_json_text(input), &ctx);
+    match js::call_function(&tool.handler, &args) {
+        js::Called::Returned(value) => page.settle(call, Ok(value)),
+        js::Called::Threw(message) => page.settle(call, Err(message)),
+        js::Called::Promise(promise) => {
+            let page = page.clone();
+            wasm_bindgen_futures::spawn_local(async move {
+                let settled = js::settle(promise).await;
+                page.settle(call, settled);
+            });
+        }
+    }
+}
+
+fn emit(page: &Rc<Page>, event: Event) {
+    let (event_type, detail) = match event {
+        Event::Activated { tool_name, call_id } => (
+            "toolactivated",
+            js::object(&[("toolName", tool_name.into()), ("callId", call_id.into())]),
+        ),
+        Event::Cancelled {
+            tool_name,
+            call_id,
+            reason,
+        } => (
+            "toolcancel",
+            js::object(&[
+                ("toolName", tool_name.into()),
+                ("callId", call_id.into()),
+                ("reason", reason.into()),
+            ]),
+        ),
+        Event::Finished {
+            tool_name,
+            call_id,
+            is_error,
+            duration_ms,
+        } => {
+            if !page.events.wants("toolresult") {
+                return;
+            }
+            (
+                "toolresult",
+                js::object(&[
+                    ("toolName", tool_name.into()),
+                    ("callId", call_id.into()),
+                    ("isError", is_error.into()),
+                    ("durationMs", duration_ms.into()),
+                ]),
+            )
+        }
+        Event::ToolsChanged => {
+            browser_agent::sync(page);
+            ("toolschanged", js_sys::Object::new())
+        }
+        Event::Warning {
+            code,
+            message,
+            tool_name,
+        } => return page.events.warn(code, &message, tool_name.as_deref()),
+    };
+    page.events.emit(event_type, &detail);
+}

@@ -1,0 +1,66 @@
+//! What a page keeps of its WebMCP tools (SPEC §8), held by [`crate::page::Page`]: the state
+//! alone, so the page needs nothing else of this folder. [`super::forms`] and
+//! [`super::browser_agent`] act on it.
+
+use std::cell::RefCell;
+
+use client_tools_core::page_engine::CallHandle;
+use futures::channel::oneshot;
+use wasm_bindgen::prelude::*;
+
+/// The `<form toolname>` tools of the document.
+#[derive(Default)]
+pub struct FormTools {
+    pub(super) tools: RefCell<Vec<FormTool>>,
+    pub(super) watching: RefCell<Option<Watching>>,
+    /// The last scan's warnings: a rescan does not repeat one (a refused form stays refused).
+    pub(super) warned: RefCell<Vec<String>>,
+}
+
+pub(super) struct FormTool {
+    pub form: JsValue,
+    pub original_name: String,
+    pub name: String,
+    /// Description and schema as last defined: a rescan redefines the tool only when they change.
+    pub signature: String,
+    pub call: Option<ActiveCall>,
+}
+
+/// The call filling a form.
+pub(super) struct ActiveCall {
+    pub call: CallHandle,
+    pub submitted: Option<oneshot::Sender<Submitted>>,
+}
+
+/// What the page did with the `submit` event of a form an agent filled.
+pub struct Submitted {
+    /// The promise the page gave `respondWith`.
+    pub response: Option<js_sys::Promise>,
+    /// The form's values as the event began (before the page's listeners could change them).
+    pub values: serde_json::Value,
+}
+
+/// The observer and the window's capture listeners, for as long as the page lives.
+pub(super) struct Watching {
+    pub observer: JsValue,
+    pub on_mutations: Closure<dyn FnMut(JsValue)>,
+    pub on_form_event: Closure<dyn FnMut(JsValue)>,
+}
+
+/// What this page registered with the browser's `modelContext`, by tool name.
+#[derive(Default)]
+pub struct BrowserAgent {
+    pub(super) registered: RefCell<Vec<Registration>>,
+    /// `stop(call)`: what an `execute` signal's abort calls (one closure for every call), made at
+    /// the first registration.
+    pub(super) stop_call: RefCell<Option<StopCall>>,
+}
+
+pub(super) type StopCall = Closure<dyn FnMut(JsValue)>;
+
+pub(super) struct Registration {
+    pub name: String,
+    /// The registered definition: a tool whose definition changed is registered again.
+    pub definition: String,
+    pub controller: JsValue,
+}
