@@ -10,9 +10,10 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
+use client_tools_core::limits::MAX_TIMEOUT_MS;
 use client_tools_core::names;
 use client_tools_core::protocol::{meta, Tool};
-use client_tools_core::registry::{resolve_timeout, MAX_TIMEOUT_MS};
+use client_tools_core::registry::resolve_timeout;
 use client_tools_core::validate::{self, CompiledSchema};
 use serde::Deserialize;
 use serde_json::{Map, Value};

@@ -16,7 +16,7 @@ use axum::response::{IntoResponse, Response};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
-use crate::server::Bridge;
+use crate::bridge::Bridge;
 
 /// Whether `presented` is `expected`, in time independent of where they differ (and of the
 /// expected length: both are hashed to 32 bytes first).

@@ -5,10 +5,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use client_tools_core::registry::{DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS};
+use client_tools_core::limits::{call_timeout, DEFAULT_TIMEOUT_MS};
 
 use crate::agent_tools::AgentTools;
-use crate::limits::Limits;
+use crate::limits::{whole_ms, Limits};
 
 /// Who is asked to confirm a call that needs it (SPEC §7, `--confirm-via`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -98,11 +98,10 @@ impl std::fmt::Debug for BridgeConfig {
     }
 }
 
-/// Clamps a requested call timeout to the SPEC's maximum (300 s); zero means the default.
+/// Clamps a requested call timeout to the SPEC's maximum (300 s, the core's
+/// `limits::call_timeout`); zero means the default.
 pub fn clamp_timeout(requested: Option<Duration>, default: Duration) -> Duration {
-    let max = Duration::from_millis(MAX_TIMEOUT_MS);
-    match requested {
-        Some(t) if !t.is_zero() => t.min(max),
-        _ => default.min(max),
-    }
+    let asked = requested.filter(|t| !t.is_zero()).map(whole_ms);
+    let ms = call_timeout(asked, None, whole_ms(default)).unwrap_or_else(|too_long| too_long.limit);
+    Duration::from_millis(ms)
 }

@@ -13,7 +13,7 @@ use futures_util::future::{ready, Either, Ready};
 use tower_layer::Layer;
 use tower_service::Service;
 
-use crate::server::Bridge;
+use crate::bridge::Bridge;
 
 /// `None` lets the request through; `Some` is the response it gets instead.
 pub(crate) type Check = fn(&Bridge, &Request) -> Option<Response>;

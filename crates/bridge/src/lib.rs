@@ -8,30 +8,51 @@
 //! The rule that shapes every API here: a call always ends with a [`CallToolResult`]. A page that is
 //! missing, gone or silent yields a text error result, never a failed request or a hang.
 //! Who may connect, and every bound, is in docs/security.md.
+//!
+//! The modules, from the top down (each imports only modules below it):
+//!
+//! - `server`: the HTTP server around a [`Bridge`]: its routers and `serve`.
+//! - `routes/`: `/ws` (`page`), `/mcp` (`agent`), `/api` (`api`), `/pkg/` and `/` (`site`).
+//! - `guard`: a check in front of a route that may answer instead of it, without boxing.
+//! - [`mcp`]: the bridge as an MCP server for agents (rmcp), one `McpAgent` per MCP session.
+//! - `auth`: credentials, `Host` and `Origin` checks.
+//! - `bridge`: [`Bridge`], the state every route shares: config, sessions, cluster.
+//! - `cluster/`: many nodes on NATS, one set of sessions; plugs into the session layer from above.
+//! - `session_table`: the bridge's page sessions: ownership by secret, limits, expiry, newest.
+//! - [`page_session`]: one page session: its tools, its connection, its calls and their trace.
+//! - `agent_confirmation`: confirmation by the person at the agent (`--confirm-via agent`).
+//! - `request_engine`: the rules of the requests waiting on one page (deadlines, grace, progress),
+//!   sans-IO: its outputs are values that `page_session` performs.
+//! - `prepared_call`: what a call carries besides its arguments (`_meta`, timeout), checked once.
+//! - [`config`]: the bridge's settings (the command-line flags as a struct).
+//! - `relay_routes`: where the page's answers to requests relayed to it go back.
+//! - `connection_queue`: the bounded queue of frames to one page connection (socket or link).
+//! - [`agent_tools`]: the operator's `--tools FILE` tools.
+//! - [`limits`]: every bound of the bridge, with its default.
 
+mod agent_confirmation;
 pub mod agent_tools;
 mod auth;
-mod call_frame;
-mod call_meta;
+mod bridge;
 mod cluster;
 pub mod config;
-mod confirm;
+mod connection_queue;
 mod guard;
 pub mod limits;
 pub mod mcp;
-mod outgoing;
-mod page_answer;
+pub mod page_session;
+mod prepared_call;
+mod relay_routes;
 mod request_engine;
 mod routes;
 mod server;
-pub mod session;
-mod sessions;
+mod session_table;
 
 pub use agent_tools::AgentTools;
-pub use call_meta::{PreparedCall, CONFIRMED_BY_AGENT};
+pub use bridge::Bridge;
 pub use client_tools_core::protocol::CallToolResult;
 pub use cluster::ClusterOptions;
 pub use config::{BridgeConfig, ConfirmVia};
 pub use limits::Limits;
-pub use server::Bridge;
-pub use session::PageSession;
+pub use page_session::{PageSession, SessionInfo};
+pub use prepared_call::{PreparedCall, CONFIRMED_BY_AGENT};

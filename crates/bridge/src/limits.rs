@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use client_tools_core::protocol::MAX_FRAME_BYTES;
+use client_tools_core::limits::{CONNECT_TIMEOUT_MS, MAX_FRAME_BYTES};
 
 /// The largest WebSocket message the bridge reads from a page. A frame up to [`MAX_FRAME_BYTES`] is
 /// decoded (and refused there with a clear JSON-RPC error when larger); a message beyond this
@@ -57,8 +57,14 @@ impl Default for Limits {
             session_ttl: Duration::from_secs(10 * 60),
             ping_interval: Duration::from_secs(15),
             idle_timeout: Duration::from_secs(45),
-            connect_timeout: Duration::from_millis(client_tools_core::connect::CONNECT_TIMEOUT_MS),
+            connect_timeout: Duration::from_millis(CONNECT_TIMEOUT_MS),
             takeover_probe: Duration::from_secs(2),
         }
     }
+}
+
+/// `duration` in whole milliseconds, rounded up (the unit of the core's timeout rule,
+/// `client_tools_core::limits::call_timeout`): a non-zero duration is never 0 ms.
+pub(crate) fn whole_ms(duration: Duration) -> u64 {
+    u64::try_from(duration.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX)
 }

@@ -8,6 +8,7 @@ use std::time::Duration;
 use clap::Parser;
 use client_tools_bridge::mcp::McpAgent;
 use client_tools_bridge::{AgentTools, Bridge, BridgeConfig, ClusterOptions, ConfirmVia, Limits};
+use client_tools_core::limits::DEFAULT_TIMEOUT_MS;
 use rmcp::ServiceExt;
 
 /// Relays tool calls between AI agents and the client tools of web pages.
@@ -40,7 +41,7 @@ struct Cli {
     #[arg(long)]
     allow: Vec<String>,
     /// Default per-call timeout in milliseconds (max 300000).
-    #[arg(long, default_value_t = 30_000)]
+    #[arg(long, default_value_t = DEFAULT_TIMEOUT_MS)]
     timeout_ms: u64,
     /// Serve one MCP session on stdin/stdout (for desktop MCP clients that launch the bridge);
     /// pages still connect over `/ws`.
@@ -158,7 +159,7 @@ async fn main() -> std::io::Result<()> {
         allow: cli.allow,
         timeout: client_tools_bridge::config::clamp_timeout(
             Some(Duration::from_millis(cli.timeout_ms)),
-            Duration::from_millis(30_000),
+            Duration::from_millis(DEFAULT_TIMEOUT_MS),
         ),
         limits: Limits {
             max_connections: cli.max_connections,

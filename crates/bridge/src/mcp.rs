@@ -6,11 +6,12 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use client_tools_core::limits::HUMAN_WAIT_TICK_MS;
 use client_tools_core::protocol::{self, ProgressParams};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitResult,
     Implementation, InitializeRequestParams, InitializeResult, InputRequests, InputRequiredResult,
-    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ResultType,
+    ListToolsResult, MetaObject, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
     ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
@@ -18,19 +19,19 @@ use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use crate::call_meta::PreparedCall;
+use crate::agent_confirmation::{self, Binding, Decision};
+use crate::bridge::Bridge;
 use crate::config::ConfirmVia;
-use crate::confirm::{self, Binding, Decision};
-use crate::server::Bridge;
-use crate::session::PageSession;
+use crate::page_session::PageSession;
+use crate::prepared_call::PreparedCall;
 
 /// How often an agent bound to no page yet looks for one (to announce its tools), and how often its
 /// announcer checks that the agent is still there.
 const UNBOUND_POLL: Duration = Duration::from_millis(500);
 /// How long `tools/list` and `tools/call` wait for a first page to connect.
 const FIRST_PAGE_WAIT: Duration = Duration::from_secs(10);
-/// How often progress is reported while the person at the agent decides.
-const WAITING_PROGRESS: Duration = Duration::from_secs(1);
+/// How often progress is reported while the person at the agent decides (the page's tick too).
+const WAITING_PROGRESS: Duration = Duration::from_millis(HUMAN_WAIT_TICK_MS);
 
 /// One agent's MCP session: which page session it is bound to.
 #[derive(Clone)]
@@ -131,7 +132,7 @@ impl McpAgent {
     }
 }
 
-/// What the agent-side confirmation decided for a call (crate::confirm).
+/// What the agent-side confirmation decided for a call (crate::agent_confirmation).
 enum Confirmation {
     /// The call goes to the page (confirmed by the agent's person, or the page asks).
     Proceed,
@@ -162,7 +163,7 @@ impl McpAgent {
         let wanted = self.bridge.config().confirm_via == ConfirmVia::Agent
             && call.needs_confirmation()
             && can_elicit(context);
-        let question = wanted.then(|| confirm::question(call)).flatten();
+        let question = wanted.then(|| agent_confirmation::question(call)).flatten();
         if wanted && question.is_none() {
             tracing::info!(
                 tool = call.name(),
@@ -181,7 +182,7 @@ impl McpAgent {
         let handshake_era = context
             .protocol_version()
             .is_none_or(|version| version.has_initialize());
-        let forwarded = confirm::forwarded_digest(call);
+        let forwarded = agent_confirmation::forwarded_digest(call);
         let decision = if handshake_era {
             if retried {
                 return Confirmation::Refused(protocol::CallToolResult::error(
@@ -191,7 +192,7 @@ impl McpAgent {
             }
             let asked = context.peer.create_elicitation_with_timeout(
                 question,
-                Some(Duration::from_millis(confirm::STATE_TTL_MS)),
+                Some(Duration::from_millis(agent_confirmation::STATE_TTL_MS)),
             );
             let ticking = progress_while_waiting(context, waited);
             let answer = tokio::select! {
@@ -216,7 +217,9 @@ impl McpAgent {
                 let again =
                     page.prepare_call(&request.name, arguments, Some(&context.meta.0 .0), None);
                 match again {
-                    Ok(again) if confirm::forwarded_digest(&again) == forwarded => *call = again,
+                    Ok(again) if agent_confirmation::forwarded_digest(&again) == forwarded => {
+                        *call = again
+                    }
                     Ok(_) => {
                         return Confirmation::Refused(protocol::CallToolResult::error(format!(
                             "tool '{}' changed while the person at the agent decided (its \
@@ -241,8 +244,8 @@ impl McpAgent {
                     ));
                 }
                 let question = InputRequests::from([(
-                    confirm::INPUT_KEY.to_owned(),
-                    confirm::input_request(&question),
+                    agent_confirmation::INPUT_KEY.to_owned(),
+                    agent_confirmation::input_request(&question),
                 )]);
                 let state = states.issue(&binding, now);
                 return Confirmation::Ask(InputRequiredResult::new(Some(question), Some(state)));
@@ -253,11 +256,11 @@ impl McpAgent {
             let answer = request
                 .input_responses
                 .as_ref()
-                .and_then(|responses| responses.get(confirm::INPUT_KEY));
+                .and_then(|responses| responses.get(agent_confirmation::INPUT_KEY));
             let Some(answer) = answer else {
                 return Confirmation::Refused(protocol::CallToolResult::error(format!(
                     "the retried call carries no inputResponses['{}'] (the person's answer)",
-                    confirm::INPUT_KEY
+                    agent_confirmation::INPUT_KEY
                 )));
             };
             match serde_json::from_value::<ElicitResult>(answer.clone()) {
@@ -265,7 +268,7 @@ impl McpAgent {
                 Err(error) => {
                     return Confirmation::Refused(protocol::CallToolResult::error(format!(
                         "inputResponses['{}'] is not an elicitation result: {error}",
-                        confirm::INPUT_KEY
+                        agent_confirmation::INPUT_KEY
                     )))
                 }
             }
@@ -345,13 +348,19 @@ fn to_mcp_tool(tool: &protocol::Tool) -> Option<Tool> {
         .and_then(|value| serde_json::from_value(value).ok())
 }
 
-fn to_mcp_result(result: &protocol::CallToolResult) -> CallToolResult {
-    let mut converted: CallToolResult = serde_json::to_value(result)
-        .ok()
-        .and_then(|value| serde_json::from_value(value).ok())
-        .unwrap_or_else(|| CallToolResult::error(vec![ContentBlock::text(result.text())]));
-    // Revision 2026-07-28 requires `resultType` (rmcp strips it again for older peers).
-    converted.result_type = Some(ResultType::COMPLETE);
+/// The agent's result, built field by field from the page's (no JSON round trip on each call).
+fn to_mcp_result(result: protocol::CallToolResult) -> CallToolResult {
+    let content = result
+        .content
+        .into_iter()
+        .map(|protocol::Content::Text { text }| ContentBlock::text(text))
+        .collect();
+    // `success` sets `resultType`, which revision 2026-07-28 requires (rmcp strips it again for
+    // older peers).
+    let mut converted = CallToolResult::success(content);
+    converted.structured_content = result.structured_content;
+    converted.is_error = Some(result.is_error);
+    converted.meta = result.meta.map(MetaObject);
     converted
 }
 
@@ -415,11 +424,11 @@ impl ServerHandler for McpAgent {
             Err(text) => return Ok(CallToolResult::error(vec![ContentBlock::text(text)]).into()),
         };
         let arguments = Value::Object(request.arguments.clone().unwrap_or_default());
-        // The agent's `_meta` is checked as on every route (crate::call_meta).
+        // The agent's `_meta` is checked as on every route (crate::prepared_call).
         let prepared = page.prepare_call(&request.name, arguments, Some(&context.meta.0 .0), None);
         let mut call = match prepared {
             Ok(call) => call,
-            Err(refused) => return Ok(to_mcp_result(&refused).into()),
+            Err(refused) => return Ok(to_mcp_result(refused).into()),
         };
         let mut waited = 0.0;
         match self
@@ -428,7 +437,7 @@ impl ServerHandler for McpAgent {
         {
             Confirmation::Proceed => {}
             Confirmation::Ask(question) => return Ok(question.into()),
-            Confirmation::Refused(result) => return Ok(to_mcp_result(&result).into()),
+            Confirmation::Refused(result) => return Ok(to_mcp_result(result).into()),
         }
         let cancelled = context.ct.clone();
         let cancel = async move {
@@ -446,7 +455,7 @@ impl ServerHandler for McpAgent {
         }
         // A cancelled call has no result (rmcp drops the response of a cancelled request).
         let result = result.unwrap_or_else(|| protocol::CallToolResult::error("cancelled"));
-        Ok(to_mcp_result(&result).into())
+        Ok(to_mcp_result(result).into())
     }
 
     // Revision 2026-07-28 has no `initialize`: `tools/list_changed` travels on listen streams.
@@ -515,15 +524,47 @@ async fn forward_progress(
     after: f64,
 ) {
     while let Some(update) = progress.recv().await {
-        let mut param = ProgressNotificationParam::new(token.clone(), after + update.progress);
+        let update = update.above(after);
+        let mut param = ProgressNotificationParam::new(token.clone(), update.progress);
         if let Some(total) = update.total {
-            param = param.with_total(after + total);
+            param = param.with_total(total);
         }
         if let Some(message) = update.message {
             param = param.with_message(message);
         }
         if peer.notify_progress(param).await.is_err() {
             return;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rmcp::model::ResultType;
+    use serde_json::json;
+
+    use super::*;
+
+    /// Built directly, the agent's result is the one rmcp reads from the page's result's JSON.
+    #[test]
+    fn results_convert_as_their_json_reads() {
+        let mut with_meta = protocol::CallToolResult::success(json!({"tasks": [1, 2]}));
+        with_meta.meta = json!({"clienttools/modifiedInput": {"id": 3}})
+            .as_object()
+            .cloned();
+        let mut null_structured = protocol::CallToolResult::success(json!("done"));
+        null_structured.structured_content = Some(Value::Null);
+        for result in [
+            protocol::CallToolResult::success(json!("plain text")),
+            protocol::CallToolResult::success(json!([1, "two"])),
+            protocol::CallToolResult::error("boom"),
+            with_meta,
+            null_structured,
+        ] {
+            let json = serde_json::to_value(&result).unwrap();
+            let mut read: CallToolResult = serde_json::from_value(json).unwrap();
+            read.result_type = Some(ResultType::COMPLETE);
+            assert_eq!(to_mcp_result(result.clone()), read, "{result:?}");
         }
     }
 }

@@ -1,23 +1,23 @@
 //! What happens to the bridge's requests to one page, and nothing else: which requests wait, until
 //! when, what a disconnect, a reconnect, progress, an answer or silence does to them (SPEC §9).
 //!
-//! Sans-IO (STYLE 13): the engine takes events and the current time and never waits. It puts
-//! frames on the connection's bounded queue ([`OutgoingSender`], memory, not a socket) and settles
-//! each request through its own channel; [`crate::session::PageSession`] owns it under its mutex and
-//! does the waiting (one timer per caller, woken at [`RequestEngine::wake_at`]).
+//! Sans-IO (STYLE 13): the engine takes events and the current time, never waits, and owns no
+//! channel or socket. What it decides comes out of [`RequestEngine::poll_output`] as values (a
+//! frame to send, a request settled, progress to pass on), and [`RequestEngine::poll_timeout`] says
+//! when it wants [`RequestEngine::handle_timeout`]. [`crate::page_session::PageSession`] is the
+//! driver: it owns the engine under its mutex, the connection's queue and each caller's waiter,
+//! and performs the outputs.
 
 use std::collections::hash_map::{Entry, HashMap};
+use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use client_tools_core::call::HUMAN_WAIT_MAX_MS;
+use client_tools_core::limits::HUMAN_WAIT_MAX_MS;
 use client_tools_core::protocol::{
     check_outgoing, encode_notification, method, CancelledParams, ProgressParams, RequestId,
     RpcError,
 };
 use serde_json::value::RawValue;
-use tokio::sync::{mpsc, oneshot};
-
-use crate::outgoing::OutgoingSender;
 
 /// How long a call whose page disconnected waits for the page to come back (a reload, a network
 /// blip) before it fails. When the page reconnects, the call is sent again with the same id.
@@ -100,8 +100,23 @@ pub(crate) struct Request {
     pub frame: String,
     pub timeout: Duration,
     pub purpose: Purpose,
-    /// Where the page's progress on this request goes; dropped when it is full.
-    pub observer: Option<mpsc::Sender<ProgressParams>>,
+}
+
+/// What the engine asks its driver to do, in order.
+#[derive(Debug)]
+pub(crate) enum Output {
+    /// Put `frame` on the page's connection. `request`: the request it carries; when the
+    /// connection's queue refuses it, the driver reports [`RequestEngine::unsent`]. A notification
+    /// (`None`) that does not fit is dropped.
+    Send {
+        frame: String,
+        request: Option<String>,
+    },
+    /// Request `id` ended: its caller gets `outcome`.
+    Settle { id: String, outcome: Settled },
+    /// The page reported progress on request `id`, for its caller (a hint: a caller that is not
+    /// keeping up misses it).
+    Progress { id: String, report: ProgressParams },
 }
 
 /// A request waiting for the page's answer.
@@ -109,7 +124,6 @@ struct Pending {
     /// The exact frame, sent again after a reconnect (same id: the page runs it at most once).
     frame: String,
     purpose: Purpose,
-    settle: oneshot::Sender<Settled>,
     /// When the engine stops waiting; progress from the page pushes it back.
     deadline: Instant,
     /// Progress never extends the wait beyond this.
@@ -117,16 +131,26 @@ struct Pending {
     timeout: Duration,
     /// Set while the page is away; the request fails [`RECONNECT_GRACE`] after it.
     disconnected_at: Option<Instant>,
-    observer: Option<mpsc::Sender<ProgressParams>>,
+}
+
+impl Pending {
+    /// When the request may expire next: its deadline, or the end of its reconnect grace.
+    fn wake_at(&self) -> Instant {
+        match self.disconnected_at {
+            Some(at) => self.deadline.min(at + RECONNECT_GRACE),
+            None => self.deadline,
+        }
+    }
 }
 
 /// The page's connection, as far as requests care.
+#[derive(Debug, Clone, Copy)]
 enum Link {
     /// No page has connected yet, since the session was created.
     Never {
         since: Instant,
     },
-    Up(OutgoingSender),
+    Up,
     /// The connection dropped; new requests wait [`RECONNECT_GRACE`] for the page to be back.
     Down {
         since: Instant,
@@ -140,6 +164,7 @@ pub(crate) struct RequestEngine {
     /// anything again (or reconnects).
     unresponsive: bool,
     max_pending: usize,
+    outputs: VecDeque<Output>,
 }
 
 impl RequestEngine {
@@ -149,17 +174,34 @@ impl RequestEngine {
             link: Link::Never { since: now },
             unresponsive: false,
             max_pending,
+            outputs: VecDeque::new(),
         }
     }
 
-    /// Sends a request, or fails it at once; the receiver gets its outcome. A frame the page would
-    /// refuse, a full queue or too many waiting requests fail this request alone. On
+    /// The next thing to do, in the order the engine decided them.
+    pub(crate) fn poll_output(&mut self) -> Option<Output> {
+        self.outputs.pop_front()
+    }
+
+    /// When the engine next wants [`Self::handle_timeout`]: the earliest deadline or end of a
+    /// reconnect grace of the waiting requests; `None` when none waits. (A driver with one timer
+    /// sleeps until then; `PageSession` times each caller with [`Self::wake_at`] instead.)
+    #[allow(dead_code)]
+    pub(crate) fn poll_timeout(&self) -> Option<Instant> {
+        self.pending.values().map(Pending::wake_at).min()
+    }
+
+    /// When request `id` may expire next (a driver with a timer per caller sleeps until then);
+    /// `None` once it is settled.
+    pub(crate) fn wake_at(&self, id: &str) -> Option<Instant> {
+        self.pending.get(id).map(Pending::wake_at)
+    }
+
+    /// Takes a request, or fails it at once. A frame the page would refuse, too many waiting
+    /// requests or (for a call) an unresponsive page fail this request alone; otherwise it waits,
+    /// and goes out now if the page is connected (else on its reconnect). On
     /// [`RequestFailure::Unresponsive`] the caller should ping the page: its answer ends fail-fast.
-    pub(crate) fn begin(
-        &mut self,
-        request: Request,
-        now: Instant,
-    ) -> Result<oneshot::Receiver<Settled>, RequestFailure> {
+    pub(crate) fn begin(&mut self, request: Request, now: Instant) -> Result<(), RequestFailure> {
         if let Err(limit) = check_outgoing(&request.frame) {
             return Err(RequestFailure::Refused(format!(
                 "the call cannot be sent to the page: {limit}"
@@ -176,51 +218,56 @@ impl RequestEngine {
         if request.purpose == Purpose::ToolCall && self.unresponsive {
             return Err(RequestFailure::Unresponsive);
         }
-        let disconnected_at = match &self.link {
-            Link::Up(outgoing) => {
-                outgoing
-                    .try_send(request.frame.clone())
-                    .map_err(|full| RequestFailure::Refused(full.to_string()))?;
+        let disconnected_at = match self.link {
+            Link::Up => {
+                self.outputs.push_back(Output::Send {
+                    frame: request.frame.clone(),
+                    request: Some(request.id.clone()),
+                });
                 None
             }
             // Dropped a moment ago: wait for the reconnect, the frame goes out on `connected`.
             Link::Down { since }
-                if request.purpose != Purpose::Probe && now < *since + RECONNECT_GRACE =>
+                if request.purpose != Purpose::Probe && now < since + RECONNECT_GRACE =>
             {
-                Some(*since)
+                Some(since)
             }
             Link::Down { .. } | Link::Never { .. } => return Err(RequestFailure::NotConnected),
         };
-        let (settle, settled) = oneshot::channel();
         self.pending.insert(
             request.id,
             Pending {
                 frame: request.frame,
                 purpose: request.purpose,
-                settle,
                 deadline: now + request.timeout,
                 hard_deadline: now + request.timeout + Duration::from_millis(HUMAN_WAIT_MAX_MS),
                 timeout: request.timeout,
                 disconnected_at,
-                observer: request.observer,
             },
         );
-        Ok(settled)
+        Ok(())
     }
 
-    /// When request `id` may expire next (its deadline, or the end of its reconnect grace); `None`
-    /// once it is settled.
-    pub(crate) fn wake_at(&self, id: &str) -> Option<Instant> {
-        let pending = self.pending.get(id)?;
-        Some(match pending.disconnected_at {
-            Some(at) => pending.deadline.min(at + RECONNECT_GRACE),
-            None => pending.deadline,
-        })
+    /// The connection's queue refused request `id`'s frame (`reason` says why): it ends, refused.
+    pub(crate) fn unsent(&mut self, id: &str, reason: String) {
+        self.settle(id, Err(RequestFailure::Refused(reason)));
     }
 
-    /// Fails request `id` if its grace or its deadline has passed. A timeout on a connected page
-    /// makes it unresponsive and tells it to stop (`notifications/cancelled`).
-    pub(crate) fn expire(&mut self, id: &str, now: Instant) {
+    /// Fails every request whose grace or deadline has passed. A timeout on a connected page makes
+    /// it unresponsive and tells it to stop (`notifications/cancelled`).
+    pub(crate) fn handle_timeout(&mut self, now: Instant) {
+        let due: Vec<String> = self
+            .pending
+            .iter()
+            .filter(|(_, pending)| pending.wake_at() <= now)
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in due {
+            self.expire(&id, now);
+        }
+    }
+
+    fn expire(&mut self, id: &str, now: Instant) {
         let Entry::Occupied(entry) = self.pending.entry(id.to_owned()) else {
             return;
         };
@@ -242,7 +289,7 @@ impl RequestEngine {
             }
             self.send_cancelled(id, "the runtime stopped waiting (timeout)");
         }
-        let _ = pending.settle.send(Err(failure));
+        self.push_settled(id.to_owned(), Err(failure));
     }
 
     /// An answer from the page, to any request: the page is responsive again. An answer to no
@@ -250,13 +297,14 @@ impl RequestEngine {
     pub(crate) fn answer(&mut self, id: &RequestId, answer: Answer) -> Option<Answer> {
         self.unresponsive = false;
         // The bridge's ids are strings: looked up as they are, without a copy.
-        let pending = match id {
-            RequestId::String(id) => self.pending.remove(id.as_str()),
-            RequestId::Number(n) => self.pending.remove(&n.to_string()),
-        };
-        match pending {
-            Some(pending) => {
-                let _ = pending.settle.send(Ok(answer));
+        let id = match id {
+            RequestId::String(id) => self.pending.remove_entry(id.as_str()),
+            RequestId::Number(n) => self.pending.remove_entry(&n.to_string()),
+        }
+        .map(|(id, _)| id);
+        match id {
+            Some(id) => {
+                self.push_settled(id, Ok(answer));
                 None
             }
             None => Some(answer),
@@ -271,34 +319,28 @@ impl RequestEngine {
         progress: ProgressParams,
         now: Instant,
     ) -> Option<ProgressParams> {
-        let Some(pending) = progress
-            .progress_token
-            .as_str()
-            .and_then(|token| self.pending.get_mut(token))
-        else {
+        let Some(token) = progress.progress_token.as_str() else {
+            return Some(progress);
+        };
+        let Some(pending) = self.pending.get_mut(token) else {
             return Some(progress);
         };
         pending.deadline = (now + pending.timeout).min(pending.hard_deadline);
-        if let Some(observer) = &pending.observer {
-            // Progress is a hint (the next report supersedes it): a full observer misses one.
-            let _ = observer.try_send(progress);
-        }
+        let id = token.to_owned();
+        self.outputs.push_back(Output::Progress {
+            id,
+            report: progress,
+        });
         None
     }
 
     /// Request `id` ends with `failure` now (it never reached the page: nothing to cancel there).
     pub(crate) fn fail(&mut self, id: &str, failure: RequestFailure) -> bool {
-        match self.pending.remove(id) {
-            Some(pending) => {
-                let _ = pending.settle.send(Err(failure));
-                true
-            }
-            None => false,
-        }
+        self.settle(id, Err(failure))
     }
 
     /// The caller gave up on request `id`: the page is told to stop. `false` when the request had
-    /// already settled (its outcome stands).
+    /// already settled (its outcome stands). Nothing is settled: the caller is gone.
     pub(crate) fn cancel(&mut self, id: &str, reason: &str) -> bool {
         let Some(pending) = self.pending.remove(id) else {
             return false;
@@ -311,24 +353,17 @@ impl RequestEngine {
 
     /// A page connection is up: waiting requests go out on it again with their ids (the page runs
     /// each at most once), probes of a connection it replaced fail, and fail-fast ends.
-    pub(crate) fn connected(&mut self, outgoing: OutgoingSender) {
+    pub(crate) fn connected(&mut self) {
         self.fail_probes();
         self.unresponsive = false;
-        let mut unsent = Vec::new();
+        self.link = Link::Up;
         for (id, pending) in &mut self.pending {
             pending.disconnected_at = None;
-            if let Err(full) = outgoing.try_send(pending.frame.clone()) {
-                unsent.push((id.clone(), full));
-            }
+            self.outputs.push_back(Output::Send {
+                frame: pending.frame.clone(),
+                request: Some(id.clone()),
+            });
         }
-        for (id, full) in unsent {
-            if let Some(pending) = self.pending.remove(&id) {
-                let _ = pending
-                    .settle
-                    .send(Err(RequestFailure::Refused(full.to_string())));
-            }
-        }
-        self.link = Link::Up(outgoing);
     }
 
     /// The connection dropped: waiting requests get [`RECONNECT_GRACE`] to see it back; probes fail.
@@ -348,31 +383,37 @@ impl RequestEngine {
             .map(|(id, _)| id.clone())
             .collect();
         for id in probes {
-            if let Some(probe) = self.pending.remove(&id) {
-                let _ = probe.settle.send(Err(RequestFailure::Disconnected));
+            self.settle(&id, Err(RequestFailure::Disconnected));
+        }
+    }
+
+    /// Ends request `id` with `outcome`; `false` when it was not waiting.
+    fn settle(&mut self, id: &str, outcome: Settled) -> bool {
+        match self.pending.remove_entry(id) {
+            Some((id, _)) => {
+                self.push_settled(id, outcome);
+                true
             }
+            None => false,
         }
     }
 
-    /// Sends a frame now, or says why not (the page is away, or not reading).
-    pub(crate) fn send(&self, frame: String) -> Result<(), String> {
-        match &self.link {
-            Link::Up(outgoing) => outgoing.try_send(frame).map_err(|full| full.to_string()),
-            Link::Never { .. } | Link::Down { .. } => Err("the page is not connected".to_owned()),
+    fn push_settled(&mut self, id: String, outcome: Settled) {
+        self.outputs.push_back(Output::Settle { id, outcome });
+    }
+
+    /// Sends a frame that may be lost (a notification) while the page is connected: dropped when
+    /// it is not, or not reading.
+    pub(crate) fn notify(&mut self, frame: String) {
+        if self.is_connected() {
+            self.outputs.push_back(Output::Send {
+                frame,
+                request: None,
+            });
         }
     }
 
-    /// Sends a frame that may be lost (a notification): dropped when the page is not connected or
-    /// not reading.
-    pub(crate) fn notify(&self, frame: String) {
-        if let Link::Up(outgoing) = &self.link {
-            if let Err(full) = outgoing.try_send(frame) {
-                tracing::warn!(%full, "notification to the page dropped");
-            }
-        }
-    }
-
-    fn send_cancelled(&self, id: &str, reason: &str) {
+    fn send_cancelled(&mut self, id: &str, reason: &str) {
         let params = CancelledParams {
             request_id: RequestId::String(id.to_owned()),
             reason: Some(reason.to_owned()),
@@ -380,15 +421,8 @@ impl RequestEngine {
         self.notify(encode_notification(method::CANCELLED, &params));
     }
 
-    /// Asks the connection's writer to close it with this WebSocket close code and reason.
-    pub(crate) fn close_link(&self, code: u16, reason: &str) {
-        if let Link::Up(outgoing) = &self.link {
-            outgoing.close(code, reason.to_owned());
-        }
-    }
-
     pub(crate) fn is_connected(&self) -> bool {
-        matches!(self.link, Link::Up(_))
+        matches!(self.link, Link::Up)
     }
 
     pub(crate) fn has_connected(&self) -> bool {
@@ -398,7 +432,7 @@ impl RequestEngine {
     /// How long no page has been connected (since creation when none ever was); `None` while one is.
     pub(crate) fn disconnected_for(&self, now: Instant) -> Option<Duration> {
         match self.link {
-            Link::Up(_) => None,
+            Link::Up => None,
             Link::Never { since } | Link::Down { since } => {
                 Some(now.saturating_duration_since(since))
             }
@@ -411,37 +445,279 @@ impl RequestEngine {
     }
 
     /// Sends every waiting request again, as after a reconnect (fault injection: the page must
-    /// answer each once).
+    /// answer each once; a copy that does not fit is dropped).
     #[cfg(any(test, feature = "testing"))]
-    pub(crate) fn resend_pending(&self) {
-        if let Link::Up(outgoing) = &self.link {
-            for pending in self.pending.values() {
-                let _ = outgoing.try_send(pending.frame.clone());
-            }
+    pub(crate) fn resend_pending(&mut self) {
+        let frames: Vec<String> = self.pending.values().map(|p| p.frame.clone()).collect();
+        for frame in frames {
+            self.notify(frame);
         }
     }
 }
 
-/// The engine driven through [`crate::session::PageSession`], as the bridge uses it, against a fake
-/// page: a connection whose outgoing queue the test reads and whose answers it hands to `resolve`.
-/// Time is paused: deadlines and grace periods pass at once, exactly.
+/// The engine alone, with time as a parameter: inputs in, outputs out, no runtime.
+#[cfg(test)]
+mod engine_tests {
+    use serde_json::json;
+
+    use super::*;
+
+    const TIMEOUT: Duration = Duration::from_secs(1);
+
+    fn engine(at: Instant) -> RequestEngine {
+        let mut engine = RequestEngine::new(8, at);
+        engine.connected();
+        assert!(outputs(&mut engine).is_empty());
+        engine
+    }
+
+    fn request(id: &str, purpose: Purpose) -> Request {
+        let frame = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call"}).to_string();
+        Request {
+            id: id.to_owned(),
+            frame,
+            timeout: TIMEOUT,
+            purpose,
+        }
+    }
+
+    fn outputs(engine: &mut RequestEngine) -> Vec<Output> {
+        std::iter::from_fn(|| engine.poll_output()).collect()
+    }
+
+    fn answer(text: &str) -> Answer {
+        Ok(RawValue::from_string(text.to_owned()).unwrap())
+    }
+
+    /// The request ids settled among `outputs`, with how.
+    fn settled(outputs: &[Output]) -> Vec<(String, Result<String, RequestFailure>)> {
+        let how = |outcome: &Settled| match outcome {
+            Ok(Ok(result)) => Ok(result.get().to_owned()),
+            Ok(Err(error)) => Ok(error.message.clone()),
+            Err(failure) => Err(failure.clone()),
+        };
+        let settle = |output: &Output| match output {
+            Output::Settle { id, outcome } => Some((id.clone(), how(outcome))),
+            _ => None,
+        };
+        outputs.iter().filter_map(settle).collect()
+    }
+
+    /// The frames sent among `outputs`, and for which request.
+    fn sent(outputs: &[Output]) -> Vec<(Option<String>, String)> {
+        let send = |output: &Output| match output {
+            Output::Send { frame, request } => Some((request.clone(), frame.clone())),
+            _ => None,
+        };
+        outputs.iter().filter_map(send).collect()
+    }
+
+    #[test]
+    fn a_request_goes_out_and_its_answer_settles_it() {
+        let t0 = Instant::now();
+        let mut engine = engine(t0);
+        let call = request("b-1", Purpose::ToolCall);
+        let frame = call.frame.clone();
+        engine.begin(call, t0).unwrap();
+        assert_eq!(sent(&outputs(&mut engine)), [(Some("b-1".into()), frame)]);
+        assert_eq!(engine.poll_timeout(), Some(t0 + TIMEOUT));
+
+        let id = RequestId::String("b-1".into());
+        assert!(engine.answer(&id, answer("{}")).is_none());
+        assert_eq!(
+            settled(&outputs(&mut engine)),
+            [("b-1".into(), Ok("{}".into()))]
+        );
+        assert_eq!((engine.pending(), engine.poll_timeout()), (0, None));
+        // An answer to no request of this engine is handed back.
+        assert!(engine.answer(&id, answer("{}")).is_some());
+        assert!(outputs(&mut engine).is_empty());
+    }
+
+    #[test]
+    fn silence_times_out_tells_the_page_and_makes_calls_fail_fast_until_it_answers() {
+        let t0 = Instant::now();
+        let mut engine = engine(t0);
+        engine.begin(request("b-1", Purpose::ToolCall), t0).unwrap();
+        outputs(&mut engine);
+        engine.handle_timeout(t0 + TIMEOUT - Duration::from_millis(1));
+        assert!(outputs(&mut engine).is_empty());
+
+        engine.handle_timeout(t0 + TIMEOUT);
+        let out = outputs(&mut engine);
+        assert_eq!(
+            settled(&out),
+            [("b-1".into(), Err(RequestFailure::TimedOut))]
+        );
+        let [(None, cancelled)] = &sent(&out)[..] else {
+            panic!("{out:?}")
+        };
+        assert!(cancelled.contains("notifications/cancelled") && cancelled.contains("b-1"));
+
+        // Fail-fast for calls; the bridge's own requests still go.
+        let refused = engine.begin(request("b-2", Purpose::ToolCall), t0 + TIMEOUT);
+        assert_eq!(refused, Err(RequestFailure::Unresponsive));
+        engine
+            .begin(request("b-3", Purpose::Housekeeping), t0 + TIMEOUT)
+            .unwrap();
+        let housekeeping = RequestId::String("b-3".into());
+        engine.answer(&housekeeping, answer("{}"));
+        outputs(&mut engine);
+        engine
+            .begin(request("b-4", Purpose::ToolCall), t0 + TIMEOUT)
+            .unwrap();
+    }
+
+    #[test]
+    fn progress_pushes_the_deadline_back_but_never_beyond_the_hard_bound() {
+        let t0 = Instant::now();
+        let mut engine = engine(t0);
+        engine.begin(request("b-1", Purpose::ToolCall), t0).unwrap();
+        outputs(&mut engine);
+        let report = ProgressParams {
+            progress_token: json!("b-1"),
+            progress: 1.0,
+            total: None,
+            message: None,
+        };
+        let later = t0 + Duration::from_millis(900);
+        assert!(engine.progress(report.clone(), later).is_none());
+        assert!(matches!(&outputs(&mut engine)[..], [Output::Progress { id, .. }] if id == "b-1"));
+        assert_eq!(engine.poll_timeout(), Some(later + TIMEOUT));
+
+        let hard = t0 + TIMEOUT + Duration::from_millis(HUMAN_WAIT_MAX_MS);
+        engine.progress(report.clone(), hard);
+        assert_eq!(engine.poll_timeout(), Some(hard));
+        engine.handle_timeout(hard);
+        let out = outputs(&mut engine);
+        assert_eq!(
+            settled(&out),
+            [("b-1".into(), Err(RequestFailure::TimedOut))]
+        );
+        // Progress on no request of this engine is handed back.
+        assert_eq!(engine.progress(report.clone(), hard), Some(report));
+    }
+
+    #[test]
+    fn a_reconnect_within_the_grace_resends_the_frame_and_beyond_it_the_call_fails() {
+        let t0 = Instant::now();
+        let mut engine = engine(t0);
+        let call = request("b-1", Purpose::ToolCall);
+        let frame = call.frame.clone();
+        engine.begin(call, t0).unwrap();
+        outputs(&mut engine);
+
+        engine.disconnected(t0);
+        assert_eq!(engine.poll_timeout(), Some(t0 + TIMEOUT));
+        let mut long = request("b-2", Purpose::ToolCall);
+        long.timeout = Duration::from_secs(30);
+        engine.begin(long, t0 + Duration::from_secs(1)).unwrap();
+        assert!(
+            outputs(&mut engine).is_empty(),
+            "nothing goes out while the page is away"
+        );
+        engine.connected();
+        let resent = sent(&outputs(&mut engine));
+        assert!(resent.contains(&(Some("b-1".into()), frame)), "{resent:?}");
+        assert_eq!(resent.len(), 2);
+
+        engine.disconnected(t0 + Duration::from_secs(2));
+        let grace_over = t0 + Duration::from_secs(2) + RECONNECT_GRACE;
+        assert_eq!(engine.wake_at("b-2"), Some(grace_over));
+        engine.handle_timeout(grace_over);
+        let out = settled(&outputs(&mut engine));
+        assert!(
+            out.contains(&("b-2".into(), Err(RequestFailure::Disconnected))),
+            "{out:?}"
+        );
+        let late = engine.begin(request("b-3", Purpose::ToolCall), grace_over);
+        assert_eq!(late, Err(RequestFailure::NotConnected));
+    }
+
+    #[test]
+    fn a_frame_the_connection_refuses_fails_its_request_alone() {
+        let t0 = Instant::now();
+        let mut engine = engine(t0);
+        engine.begin(request("b-1", Purpose::ToolCall), t0).unwrap();
+        outputs(&mut engine);
+        engine.unsent("b-1", "the page is not reading".into());
+        let refused = Err(RequestFailure::Refused("the page is not reading".into()));
+        assert_eq!(settled(&outputs(&mut engine)), [("b-1".into(), refused)]);
+        engine.begin(request("b-2", Purpose::ToolCall), t0).unwrap();
+    }
+
+    #[test]
+    fn probes_wait_for_no_reconnect_and_their_silence_proves_nothing() {
+        let t0 = Instant::now();
+        let mut engine = engine(t0);
+        engine.begin(request("p-1", Purpose::Probe), t0).unwrap();
+        outputs(&mut engine);
+        engine.handle_timeout(t0 + TIMEOUT);
+        let out = outputs(&mut engine);
+        assert_eq!(
+            settled(&out),
+            [("p-1".into(), Err(RequestFailure::TimedOut))]
+        );
+        assert!(sent(&out).is_empty(), "no cancellation for a probe");
+        engine
+            .begin(request("b-1", Purpose::ToolCall), t0 + TIMEOUT)
+            .unwrap();
+
+        engine
+            .begin(request("p-2", Purpose::Probe), t0 + TIMEOUT)
+            .unwrap();
+        outputs(&mut engine);
+        engine.disconnected(t0 + TIMEOUT);
+        let out = settled(&outputs(&mut engine));
+        assert_eq!(out, [("p-2".into(), Err(RequestFailure::Disconnected))]);
+        let away = engine.begin(request("p-3", Purpose::Probe), t0 + TIMEOUT);
+        assert_eq!(away, Err(RequestFailure::NotConnected));
+    }
+
+    #[test]
+    fn one_request_over_the_limit_fails_at_once_and_a_cancel_tells_the_page() {
+        let t0 = Instant::now();
+        let mut engine = RequestEngine::new(1, t0);
+        engine.connected();
+        engine.begin(request("b-1", Purpose::ToolCall), t0).unwrap();
+        let over = engine.begin(request("b-2", Purpose::ToolCall), t0);
+        let limit = "too many calls waiting for this page (limit 1)".to_owned();
+        assert_eq!(over, Err(RequestFailure::Refused(limit)));
+        outputs(&mut engine);
+
+        assert!(engine.cancel("b-1", "the agent changed its mind"));
+        let out = outputs(&mut engine);
+        assert!(
+            settled(&out).is_empty(),
+            "the caller is gone: nothing to settle"
+        );
+        let [(None, cancelled)] = &sent(&out)[..] else {
+            panic!("{out:?}")
+        };
+        assert!(cancelled.contains("the agent changed its mind"));
+        assert!(!engine.cancel("b-1", "again"));
+    }
+}
+
+/// The engine driven through [`crate::page_session::PageSession`], as the bridge uses it, against a
+/// fake page: a connection whose outgoing queue the test reads and whose answers it hands to
+/// `resolve`. Time is paused: deadlines and grace periods pass at once, exactly.
 #[cfg(test)]
 pub(crate) mod tests {
     use std::sync::Arc;
 
-    use client_tools_core::protocol::{
-        decode, CallToolResult, Message, MAX_FRAME_BYTES, MAX_FRAME_DEPTH,
-    };
+    use client_tools_core::limits::{MAX_FRAME_BYTES, MAX_FRAME_DEPTH};
+    use client_tools_core::protocol::{decode, CallToolResult, Message};
     use futures_util::FutureExt;
     use serde_json::{json, Value};
-    use tokio::sync::Notify;
+    use tokio::sync::{mpsc, Notify};
     use tokio::task::JoinHandle;
     use tokio::time::{sleep, Instant};
 
     use super::*;
+    use crate::connection_queue::{self, Outgoing, OutgoingReceiver};
     use crate::limits::Limits;
-    use crate::outgoing::{self, Outgoing, OutgoingReceiver};
-    use crate::session::PageSession;
+    use crate::page_session::PageSession;
 
     /// A call's timeout in these tests; the bridge waits 2.5 s more for the page's own outcome.
     const TIMEOUT: Duration = Duration::from_secs(1);
@@ -474,7 +750,7 @@ pub(crate) mod tests {
             frames: usize,
             bytes: usize,
         ) -> Self {
-            let (sender, queue) = outgoing::channel(frames, bytes);
+            let (sender, queue) = connection_queue::channel(frames, bytes);
             let kill = Arc::new(Notify::new());
             let generation = session.attach(sender, kill.clone());
             Self {

@@ -4,9 +4,11 @@
 //! A short run is part of `cargo test` (and so of `cargo xtask test`). A long run:
 //! `FUZZ_SECONDS=600 cargo test -p client-tools-bridge --release --test fuzz -- --nocapture`
 //! keeps generating cases until the time is up and prints how many it executed. Inputs are
-//! generated freely and by mutating the seed corpus in `crates/bridge/fuzz-corpus/`: `connect-*`
-//! (a page's first frame), `page-*` (frames after the connect; `@ID@` stands for the id of the
-//! bridge's latest request on that socket, so answers can reach the handshake) and `api-*` (bodies).
+//! generated freely and by mutating seed corpora: the frames a page sends after the connect are the
+//! core's one corpus of frames, `crates/core/fuzz-corpus/` (`@ID@` stands for the id of the bridge's
+//! latest request on that socket, so answers can reach the handshake; the core fuzzes its codecs,
+//! the bridge's answer reader and call writer included, against the same seeds); the bridge's own
+//! `crates/bridge/fuzz-corpus/` has `connect-*` (a page's first frame) and `api-*` (bodies).
 //!
 //! One bridge serves the whole run: the shipped [`Bridge::serve`] on loopback, in this process, with
 //! a page token. Beside the fuzzed sockets, one well-behaved page stays connected and answers every
@@ -68,8 +70,8 @@ struct Corpus {
     api: Vec<String>,
 }
 
-fn corpus() -> Corpus {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/fuzz-corpus");
+/// The seeds in `dir`, by file name.
+fn seeds(dir: &str) -> Vec<(String, String)> {
     let mut seeds: Vec<(String, String)> = std::fs::read_dir(dir)
         .expect("the seed corpus is committed")
         .filter_map(|entry| {
@@ -80,6 +82,12 @@ fn corpus() -> Corpus {
         .collect();
     seeds.sort();
     assert!(seeds.len() >= 10, "seed corpus missing");
+    seeds
+}
+
+fn corpus() -> Corpus {
+    let frames = seeds(concat!(env!("CARGO_MANIFEST_DIR"), "/../core/fuzz-corpus"));
+    let seeds = seeds(concat!(env!("CARGO_MANIFEST_DIR"), "/fuzz-corpus"));
     let group = |prefix: &str| -> Vec<String> {
         let group: Vec<String> = seeds
             .iter()
@@ -91,7 +99,7 @@ fn corpus() -> Corpus {
     };
     Corpus {
         connect: group("connect-"),
-        page: group("page-"),
+        page: frames.into_iter().map(|(_, seed)| seed).collect(),
         api: group("api-"),
     }
 }
@@ -364,7 +372,7 @@ fn padded(bytes: usize) -> String {
 
 /// Sizes of large frames, around the frame limit and the read cap.
 fn large() -> impl Strategy<Value = usize> {
-    let limit = protocol::MAX_FRAME_BYTES;
+    let limit = client_tools_core::limits::MAX_FRAME_BYTES;
     prop_oneof![
         Just(limit),
         Just(limit + 1),

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::limits::MAX_TIMEOUT_MS;
+use crate::limits;
 use crate::protocol::{meta, CallToolParams, CallToolResult};
 use crate::registry::{is_allowed, RegisteredTool, ToolKind};
 use crate::validate::CompiledSchema;
@@ -160,18 +160,16 @@ pub fn admit_text<H>(
     }
     let output = output.or_else(|| tool.output.clone());
 
-    // The runtime's `clienttools/timeoutMs` is the timeout of an agent-defined tool, and an upper
-    // bound for a page-defined one (the page knows how long its own tool may take).
+    // The runtime's `clienttools/timeoutMs` is the timeout of an agent-defined tool, and bounded by
+    // a page-defined one's own (the page knows how long its tool may take): `limits::call_timeout`
+    // with the page tool's timeout as the budget, clamped.
     let runtime_timeout = params
         .meta_value(meta::TIMEOUT_MS)
         .and_then(Value::as_f64)
-        .filter(|ms| *ms > 0.0)
-        .map(|ms| (ms.ceil() as u64).min(MAX_TIMEOUT_MS));
-    let timeout_ms = match (runtime_timeout, tool.kind) {
-        (Some(runtime), ToolKind::Handler) => runtime,
-        (Some(runtime), _) => runtime.min(tool.timeout_ms),
-        (None, _) => tool.timeout_ms,
-    };
+        .and_then(limits::positive_ms);
+    let budget = (tool.kind != ToolKind::Handler).then_some(tool.timeout_ms);
+    let timeout_ms = limits::call_timeout(runtime_timeout, budget, tool.timeout_ms)
+        .unwrap_or_else(|too_long| too_long.limit);
     // The runtime sets `confirmedBy: "agent"` only once the person at the agent approved the call.
     let confirmed_by_agent = params
         .meta_value(meta::CONFIRMED_BY)
@@ -319,6 +317,7 @@ pub fn complete_text(text: &str, output: Option<&CompiledSchema>) -> CallToolRes
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::limits::MAX_TIMEOUT_MS;
 
     /// [`admit_text`] with the arguments serialized from `params` (no arguments: `{}`).
     fn admit<H>(

@@ -17,7 +17,8 @@
 //! - [`registry`]: the tools a page offers, and the original ⇄ normalized mapping;
 //! - [`validate`]: JSON Schema compiled once per tool, errors as `instancePath: message`;
 //! - [`tape`]: JSON read in place (validation of arguments as they stand in a frame);
-//! - [`protocol`]: the JSON-RPC / MCP messages of SPEC §6;
+//! - [`protocol`]: the JSON-RPC / MCP messages of SPEC §6, and every codec of the wire (the
+//!   runtime's `tools/call` frame and its reading of answers too);
 //! - [`connect`]: the page's first frame (credentials and session resumption, outside the URL);
 //! - [`connection`]: the page's connection, sans-IO: handshake, reconnects with backoff;
 //! - [`form`]: which form field a schema becomes (the confirmation dialog, the result form);

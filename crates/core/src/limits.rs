@@ -43,7 +43,108 @@ pub const BACKLOG_FRAMES: usize = 1_000;
 /// and the bridge for that first frame.
 pub const CONNECT_TIMEOUT_MS: u64 = 10_000;
 
+/// A timeout given as a number of milliseconds (a declaration's `timeoutMs`, the runtime's
+/// `clienttools/timeoutMs`), in whole milliseconds rounded up: `None` when it is not positive
+/// (NaN included), which the page ignores in a call and refuses in a declaration, and the bridge
+/// refuses.
+pub fn positive_ms(ms: f64) -> Option<u64> {
+    (ms > 0.0).then(|| ms.ceil() as u64)
+}
+
+/// The timeout of a call or a tool, the one rule of the page and the runtime (SPEC §3, docs/api.md
+/// *Timeouts*). None asked: the tool's `budget` if it has one, else `default_ms`. Asked (positive,
+/// see [`positive_ms`]): what was asked, when it is at most the budget, else at most
+/// [`MAX_TIMEOUT_MS`]; above it, [`TimeoutTooLong`] names the bound. Each side decides what going
+/// over means: the page clamps (the runtime's timeout for a page tool, bounded by the page's own;
+/// its declarations, with a warning), the bridge refuses the call naming the limit.
+///
+/// The page's budget is a page tool's own timeout (an agent-defined tool has none: the runtime's
+/// timeout is its timeout); the bridge's is a `--tools` tool's `timeoutMs`.
+pub fn call_timeout(
+    asked: Option<u64>,
+    budget: Option<u64>,
+    default_ms: u64,
+) -> Result<u64, TimeoutTooLong> {
+    let Some(asked) = asked else {
+        return Ok(budget.unwrap_or(default_ms).min(MAX_TIMEOUT_MS));
+    };
+    match budget {
+        Some(budget) if asked > budget => Err(TimeoutTooLong {
+            asked,
+            limit: budget,
+            bound: TimeoutBound::Budget,
+        }),
+        _ if asked > MAX_TIMEOUT_MS => Err(TimeoutTooLong {
+            asked,
+            limit: MAX_TIMEOUT_MS,
+            bound: TimeoutBound::Max,
+        }),
+        _ => Ok(asked),
+    }
+}
+
+/// A timeout asked for above its bound ([`call_timeout`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimeoutTooLong {
+    /// What was asked, in milliseconds.
+    pub asked: u64,
+    /// The bound it went over, in milliseconds: the timeout when clamped.
+    pub limit: u64,
+    pub bound: TimeoutBound,
+}
+
+/// Which bound a timeout went over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TimeoutBound {
+    /// The tool's own timeout.
+    Budget,
+    /// [`MAX_TIMEOUT_MS`].
+    Max,
+}
+
 // The runtime outwaits the page, and a person's wait reports in time: checked when compiling.
 const _: () = assert!(ANSWER_SLACK_MS > HANDLER_GRACE_MS);
 const _: () = assert!(HUMAN_WAIT_TICK_MS < ANSWER_SLACK_MS);
 const _: () = assert!(DEFAULT_TIMEOUT_MS <= MAX_TIMEOUT_MS);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_timeout_rule() {
+        // None asked: the budget, else the default; never above the maximum.
+        assert_eq!(call_timeout(None, Some(5_000), 30_000), Ok(5_000));
+        assert_eq!(call_timeout(None, None, 30_000), Ok(30_000));
+        assert_eq!(call_timeout(None, None, u64::MAX), Ok(MAX_TIMEOUT_MS));
+        // Asked: at most the budget, else at most the maximum.
+        assert_eq!(call_timeout(Some(100), Some(5_000), 30_000), Ok(100));
+        assert_eq!(call_timeout(Some(5_000), Some(5_000), 30_000), Ok(5_000));
+        let over = |asked, limit, bound| {
+            Err(TimeoutTooLong {
+                asked,
+                limit,
+                bound,
+            })
+        };
+        assert_eq!(
+            call_timeout(Some(5_001), Some(5_000), 30_000),
+            over(5_001, 5_000, TimeoutBound::Budget)
+        );
+        assert_eq!(
+            call_timeout(Some(MAX_TIMEOUT_MS), None, 1),
+            Ok(MAX_TIMEOUT_MS)
+        );
+        assert_eq!(
+            call_timeout(Some(MAX_TIMEOUT_MS + 1), None, 1),
+            over(MAX_TIMEOUT_MS + 1, MAX_TIMEOUT_MS, TimeoutBound::Max)
+        );
+        // Whole milliseconds, rounded up; nothing not positive.
+        assert_eq!(positive_ms(0.2), Some(1));
+        assert_eq!(positive_ms(1_000.0), Some(1_000));
+        assert_eq!(positive_ms(f64::INFINITY), Some(u64::MAX));
+        for not in [0.0, -1.0, f64::NAN, f64::NEG_INFINITY] {
+            assert_eq!(positive_ms(not), None, "{not}");
+        }
+    }
+}

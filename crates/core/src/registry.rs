@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
+use crate::limits;
 use crate::names::NameTable;
 use crate::protocol::{self, meta};
 use crate::validate::{self, CompiledSchema};
@@ -138,30 +139,34 @@ pub fn confirmation_policy(explicit: Option<bool>, annotations: Option<&Value>) 
     })
 }
 
-/// Resolves a declared timeout: default when absent, error when not positive, clamped above the max.
+/// Resolves a declared timeout ([`limits::call_timeout`] with no budget): default when absent,
+/// error when not positive, clamped above the max with a warning.
 pub fn resolve_timeout(
     tool_name: &str,
     requested: Option<f64>,
     default_ms: u64,
 ) -> Result<(u64, Option<Warning>), CoreError> {
-    let Some(requested) = requested else {
-        return Ok((default_ms.min(MAX_TIMEOUT_MS), None));
-    };
-    if requested.is_nan() || requested <= 0.0 {
-        return Err(CoreError::InvalidTimeout {
-            tool: tool_name.to_owned(),
-            value: requested,
-        });
+    let asked = requested
+        .map(|value| {
+            limits::positive_ms(value).ok_or_else(|| CoreError::InvalidTimeout {
+                tool: tool_name.to_owned(),
+                value,
+            })
+        })
+        .transpose()?;
+    match limits::call_timeout(asked, None, default_ms) {
+        Ok(ms) => Ok((ms, None)),
+        Err(too_long) => {
+            // As the page wrote it (`asked` is rounded up).
+            let requested = requested.unwrap_or_default();
+            let warning = Warning::new(
+                WarningCode::TimeoutClamped,
+                tool_name,
+                format!("timeoutMs {requested} of tool '{tool_name}' is above the maximum; clamped to {MAX_TIMEOUT_MS}"),
+            );
+            Ok((too_long.limit, Some(warning)))
+        }
     }
-    if requested > MAX_TIMEOUT_MS as f64 {
-        let warning = Warning::new(
-            WarningCode::TimeoutClamped,
-            tool_name,
-            format!("timeoutMs {requested} of tool '{tool_name}' is above the maximum; clamped to {MAX_TIMEOUT_MS}"),
-        );
-        return Ok((MAX_TIMEOUT_MS, Some(warning)));
-    }
-    Ok((requested.ceil() as u64, None))
 }
 
 /// All tools of one page.
@@ -282,16 +287,14 @@ impl<H> Registry<H> {
         self.tools.remove(&tool.name).is_some()
     }
 
-    /// The tool a call names: by normalized name, else by original name (agents may use either).
+    /// The tool a call names ([`lookup`]): by normalized name, else by original name.
     pub fn get(&self, name: &str) -> Option<Arc<RegisteredTool<H>>> {
-        self.tools
-            .get(name)
-            .or_else(|| {
-                self.names
-                    .normalized_of(name)
-                    .and_then(|n| self.tools.get(n))
-            })
-            .cloned()
+        let by_original = |original: &str| {
+            self.names
+                .normalized_of(original)
+                .and_then(|n| self.tools.get(n))
+        };
+        lookup(name, |listed| self.tools.get(listed), by_original).cloned()
     }
 
     pub fn tools(&self) -> impl Iterator<Item = &Arc<RegisteredTool<H>>> {
@@ -369,6 +372,27 @@ fn parameters_schema(
         format!("tool '{original}' {why}: it is exposed as taking no arguments"),
     ));
     validate::empty_object_schema()
+}
+
+/// Which tool a call's `name` means (SPEC §2), the one rule of the page ([`Registry::get`]) and the
+/// runtime ([`find_listed`]): the tool listed under `name`, else the tool whose original name
+/// `name` is (agents may use either; a listed name wins).
+pub fn lookup<T>(
+    name: &str,
+    by_listed: impl FnOnce(&str) -> Option<T>,
+    by_original: impl FnOnce(&str) -> Option<T>,
+) -> Option<T> {
+    by_listed(name).or_else(|| by_original(name))
+}
+
+/// [`lookup`] in a page's `tools/list` answer (as the runtime holds it): the entry named `name`,
+/// else the entry whose `clienttools/originalName` is `name`.
+pub fn find_listed<'a>(tools: &'a [protocol::Tool], name: &str) -> Option<&'a protocol::Tool> {
+    lookup(
+        name,
+        |listed| tools.iter().find(|tool| tool.name == listed),
+        |original| tools.iter().find(|tool| tool.original_name() == original),
+    )
 }
 
 /// Allow-lists match the original name; an empty list allows everything (SPEC §2).
@@ -600,5 +624,30 @@ mod tests {
         assert_eq!(tools.len(), 1);
         assert_eq!(tools[0].name, "read_board");
         assert!(registry.to_mcp_tools(&["read_board".into()]).is_empty());
+    }
+
+    /// The page's registry and the runtime's copy of its `tools/list` resolve a name alike.
+    #[test]
+    fn a_name_means_the_same_tool_in_the_registry_and_in_its_listing() {
+        let mut registry = Registry::default();
+        registry
+            .define(board("Read Board"), ToolKind::Function, 1)
+            .unwrap();
+        registry
+            .define(board("read_board"), ToolKind::Function, 2)
+            .unwrap();
+        let listed = registry.to_mcp_tools(&[]);
+        for name in ["Read Board", "read_board", "read_board_2", "Nope"] {
+            assert_eq!(
+                registry.get(name).map(|tool| tool.name.clone()),
+                find_listed(&listed, name).map(|tool| tool.name.clone()),
+                "{name}"
+            );
+        }
+        // A listed name wins over an original name: "read_board" is the name of "Read Board".
+        assert_eq!(
+            find_listed(&listed, "read_board").unwrap().original_name(),
+            "Read Board"
+        );
     }
 }

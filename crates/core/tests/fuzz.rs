@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use client_tools_core::page_engine::{
     Answer, CallHandle, Caller, EngineConfig, HandlerOutcome, Input, Output, PageEngine,
 };
-use client_tools_core::protocol::{self, code, Message};
+use client_tools_core::protocol::{self, code, meta, method, CallToolParams, Message, RequestId};
 use client_tools_core::registry::{Declaration, ToolKind};
 use client_tools_core::time::Millis;
 use proptest::prelude::*;
@@ -42,8 +42,25 @@ fn frame() -> impl Strategy<Value = String> {
 
 /// Decoding never panics; every failure carries a JSON-RPC code and encodes to a valid frame;
 /// every success round-trips through the encoders, and a request's arguments found in its text are
-/// the decoded ones.
+/// the decoded ones. The runtime's codecs agree with the full decoder: its answer reader takes only
+/// answers, read as `decode` reads them, and its call-frame writer writes the call `decode_call`
+/// and `decode` read back.
 fn check_frame(text: &str) -> Result<(), TestCaseError> {
+    if let Some((id, result)) = protocol::read_answer(text) {
+        let result: serde_json::Value = serde_json::from_str(result.get()).unwrap();
+        prop_assert_eq!(
+            protocol::decode(text).ok(),
+            Some(Message::Response {
+                id,
+                result: Ok(result)
+            }),
+            "read_answer took {:?}",
+            text
+        );
+    }
+    if let Some((id, params, arguments)) = protocol::decode_call(text) {
+        check_call_frame(text, id, params, arguments)?;
+    }
     // The page's fast path for calls reads exactly what the full decoder reads, or steps aside.
     if let Some((id, params, arguments)) = protocol::decode_call(text) {
         let Ok(Message::Request {
@@ -103,6 +120,56 @@ fn check_frame(text: &str) -> Result<(), TestCaseError> {
             );
         }
     }
+    Ok(())
+}
+
+/// The runtime's `tools/call` writer, given a call the page read from `text`, writes a frame that
+/// both decoders read as that call, with the runtime's timeout and progress token in `_meta`.
+fn check_call_frame(
+    text: &str,
+    id: RequestId,
+    params: CallToolParams,
+    arguments: Option<&str>,
+) -> Result<(), TestCaseError> {
+    let id = match id {
+        RequestId::String(id) => id,
+        RequestId::Number(n) => format!("b-{n}"),
+    };
+    let arguments = arguments.map_or(serde_json::Value::Null, |found| {
+        serde_json::from_str(found).unwrap()
+    });
+    let extensions = params.meta.unwrap_or_default();
+    let timeout_ms = text.len() as u64;
+    let written =
+        protocol::encode_tool_call(&id, &params.name, &arguments, timeout_ms, &extensions);
+    let mut meta = extensions;
+    meta.insert(meta::TIMEOUT_MS.into(), timeout_ms.into());
+    meta.insert("progressToken".into(), id.clone().into());
+    let expected = CallToolParams {
+        name: params.name,
+        arguments: Some(arguments),
+        meta: Some(meta),
+    };
+    let id = RequestId::String(id);
+    let reference = protocol::encode_request(&id, method::TOOLS_CALL, &expected);
+    prop_assert_eq!(
+        protocol::decode(&written).ok(),
+        protocol::decode(&reference).ok(),
+        "{}",
+        written
+    );
+    let Some((again_id, again, again_arguments)) = protocol::decode_call(&written) else {
+        return Err(TestCaseError::fail(format!(
+            "decode_call refused {written:?}"
+        )));
+    };
+    let again_arguments = again_arguments.map_or(serde_json::Value::Null, |found| {
+        serde_json::from_str(found).unwrap()
+    });
+    prop_assert_eq!(
+        (again_id, again.name, again.meta, Some(again_arguments)),
+        (id, expected.name, expected.meta, expected.arguments)
+    );
     Ok(())
 }
 

@@ -13,9 +13,8 @@ use tokio::sync::Notify;
 
 use super::wire::{self, Entry, Reply};
 use super::Cluster;
-use crate::outgoing::{self, Outgoing, OutgoingReceiver};
-use crate::routes::page::deliver_answer;
-use crate::session::PageSession;
+use crate::connection_queue::{self, Outgoing, OutgoingReceiver};
+use crate::page_session::PageSession;
 
 /// Bytes a relayed frame's subjects may take beyond the frame, within NATS's limit.
 const ENVELOPE_BYTES: usize = 512;
@@ -25,7 +24,7 @@ const ENVELOPE_BYTES: usize = 512;
 pub(super) fn attach(cluster: &Cluster, session: &Arc<PageSession>, entry: &Entry) -> Option<u64> {
     let limits = &cluster.config.limits;
     let (sender, queue) =
-        outgoing::channel(limits.outgoing_queue_frames, limits.outgoing_queue_bytes);
+        connection_queue::channel(limits.outgoing_queue_frames, limits.outgoing_queue_bytes);
     let kill = Arc::new(Notify::new());
     let connected_at =
         UNIX_EPOCH + std::time::Duration::from_millis(entry.connected_at_ms.unwrap_or_default());
@@ -142,7 +141,7 @@ pub(super) async fn receive(cluster: Arc<Cluster>, mut inbox: async_nats::Subscr
         // The page's answer or progress, relayed, goes to the request it belongs to; anything
         // else is ignored (only requests this node sent are waiting).
         if let Ok(text) = std::str::from_utf8(&message.payload) {
-            let _ = deliver_answer(&session, text);
+            let _ = session.deliver_answer(text);
         }
     }
 }

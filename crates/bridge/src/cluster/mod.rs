@@ -13,7 +13,6 @@
 mod directory;
 mod link;
 mod owner;
-mod relay_routes;
 mod wire;
 
 use std::collections::{HashMap, HashSet};
@@ -28,12 +27,11 @@ use sha2::{Digest, Sha256};
 use tokio::sync::mpsc;
 
 use crate::config::BridgeConfig;
-use crate::session::{visible_tools, PageSession, SessionInfo, Via};
-use crate::sessions::{self, Claimed, Refused, Sessions};
+use crate::page_session::{visible_tools, PageSession, SessionInfo, Via, CLOSE_REPLACED};
+use crate::session_table::{self, Claimed, Refused, SessionTable};
 use directory::{Directory, HEARTBEAT};
-pub(crate) use relay_routes::RelayRoutes;
 use wire::{Entry, Heartbeat, Hello};
-pub(crate) use wire::{Outbound, Publisher};
+use wire::{Outbound, Publisher};
 
 /// How to reach NATS (`--nats URL` and its credentials). `Debug` never shows a secret.
 #[derive(Clone, Default)]
@@ -81,7 +79,7 @@ pub(crate) struct Cluster {
     publisher: Publisher,
     /// Digest of the access settings every node must share ([`Heartbeat::policy`]).
     policy: String,
-    sessions: Arc<Sessions>,
+    sessions: Arc<SessionTable>,
     directory: Mutex<Directory>,
     /// Linked sessions: which node each one's link goes to.
     links: Mutex<HashMap<String, LinkState>>,
@@ -108,9 +106,9 @@ impl Cluster {
     pub(crate) async fn join(
         options: &ClusterOptions,
         config: &BridgeConfig,
-        sessions: Arc<Sessions>,
+        sessions: Arc<SessionTable>,
     ) -> Result<Arc<Cluster>, String> {
-        let node = sessions::random_hex(8);
+        let node = session_table::random_hex(8);
         let (events_tx, events) = mpsc::channel(64);
         let mut connect = async_nats::ConnectOptions::new()
             .name(format!("client-tools-bridge {node}"))
@@ -148,7 +146,7 @@ impl Cluster {
             .await
             .map_err(|error| format!("cannot connect to NATS at {}: {error}", options.url))?;
         let (publisher, outbound) = Publisher::new();
-        sessions.set_publisher(publisher.clone());
+        sessions.set_relay_replies(Arc::new(publisher.clone()));
         let cluster = Arc::new(Cluster {
             node: node.clone(),
             max_payload: client.server_info().max_payload,
@@ -411,7 +409,7 @@ impl Cluster {
             tracing::warn!(session = %session.id(), node = %elsewhere.node, "this page session is connected to another node too: the older connection, here, is closed");
             session.close_generation(
                 generation,
-                sessions::CLOSE_REPLACED,
+                CLOSE_REPLACED,
                 "replaced by a newer connection of the same page session on another node",
             );
         }
@@ -587,7 +585,7 @@ impl Cluster {
         let Some(id) = params
             .resume_secret
             .as_deref()
-            .and_then(sessions::id_of_secret)
+            .and_then(session_table::id_of_secret)
         else {
             return self.sessions.claim(params, false).await;
         };
@@ -663,7 +661,7 @@ fn policy_of(config: &BridgeConfig) -> String {
         }
         hash.update(b"\x01");
     }
-    sessions::hex(&hash.finalize()[..16])
+    session_table::hex(&hash.finalize()[..16])
 }
 
 fn unix_ms(time: SystemTime) -> u64 {

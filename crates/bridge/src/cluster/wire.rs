@@ -15,6 +15,8 @@ use client_tools_core::protocol::Tool;
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
+use crate::page_session::RelayReplies;
+
 pub(crate) const DIRECTORY: &str = "clienttools.directory";
 pub(crate) const HEARTBEAT: &str = "clienttools.heartbeat";
 pub(crate) const HELLO: &str = "clienttools.hello";
@@ -112,13 +114,13 @@ impl Reply {
     }
 }
 
-/// A request id the bridge makes (`<instance>-<n>`, `<instance>-ping`: crate::session), fit to be
-/// a subject token.
+/// A request id the bridge makes (`<instance>-<n>`, `<instance>-ping`: crate::page_session), fit to
+/// be a subject token.
 pub(crate) fn is_request_id(id: &str) -> bool {
     (3..=64).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
 }
 
-/// Session ids are 32 lowercase hex digits (crate::sessions); node ids 16. Anything else read
+/// Session ids are 32 lowercase hex digits (crate::session_table); node ids 16. Anything else read
 /// from NATS is ignored: it never becomes part of a subject.
 pub(crate) fn is_session_id(id: &str) -> bool {
     id.len() == 32 && is_hex(id)
@@ -212,6 +214,16 @@ impl Publisher {
         if let Err(error) = self.0.try_send(message) {
             tracing::warn!(subject = %error.into_inner().subject, "cluster message dropped: the queue to NATS is full");
         }
+    }
+}
+
+/// The page's answers to requests another node relayed go back to that node's inbox (`route`).
+impl RelayReplies for Publisher {
+    fn send_back(&self, route: String, request: Option<String>, frame: String) {
+        self.send(Outbound {
+            request_id: request,
+            ..Outbound::frame(route, frame)
+        });
     }
 }
 

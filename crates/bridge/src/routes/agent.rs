@@ -6,8 +6,8 @@ use std::sync::Arc;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 
+use crate::bridge::Bridge;
 use crate::mcp::McpAgent;
-use crate::server::Bridge;
 
 pub fn mcp_service(bridge: &Bridge) -> StreamableHttpService<McpAgent, LocalSessionManager> {
     let bridge = bridge.clone();

@@ -1,6 +1,6 @@
 //! The JSON API of the demo console and scripts (SPEC §9), behind the same access control as `/mcp`:
 //! `GET /api/sessions` and `POST /api/sessions/{id}/call {name, arguments, timeoutMs?, _meta?}`.
-//! `_meta` is checked as on `/mcp` (crate::call_meta): a refused key is an error result.
+//! `_meta` is checked as on `/mcp` (crate::prepared_call): a refused key is an error result.
 //!
 //! A call answers `200` with the MCP result in every case the page is at fault or absent; only a
 //! malformed request body is the client's `4xx` (axum's `Json` rejection: `400`/`415`/`422` with
@@ -16,8 +16,8 @@ use client_tools_core::protocol::CallToolResult;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use crate::server::Bridge;
-use crate::session::SessionInfo;
+use crate::bridge::Bridge;
+use crate::page_session::SessionInfo;
 
 pub async fn list_sessions(State(bridge): State<Bridge>) -> Json<Vec<SessionInfo>> {
     Json(bridge.session_infos())

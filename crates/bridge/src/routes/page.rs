@@ -27,12 +27,11 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use crate::auth::{page_origin_allowed, secrets_match};
+use crate::bridge::Bridge;
+use crate::connection_queue::{self, Outgoing, OutgoingSender};
 use crate::limits::MAX_MESSAGE_BYTES;
-use crate::outgoing::{self, Outgoing, OutgoingSender};
-use crate::page_answer;
-use crate::server::Bridge;
-use crate::session::PageSession;
-use crate::sessions::{Claimed, ConnectionSlot};
+use crate::page_session::PageSession;
+use crate::session_table::{Claimed, ConnectionSlot};
 
 /// How long the page has to answer `initialize` and `tools/list`.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -92,7 +91,7 @@ async fn serve_page(bridge: Bridge, _slot: ConnectionSlot, socket: WebSocket) {
         return;
     }
     let (outgoing_tx, outgoing_rx) =
-        outgoing::channel(limits.outgoing_queue_frames, limits.outgoing_queue_bytes);
+        connection_queue::channel(limits.outgoing_queue_frames, limits.outgoing_queue_bytes);
     let kill = Arc::new(Notify::new());
     let generation = session.attach(outgoing_tx.clone(), kill.clone());
     if let Some(cluster) = bridge.cluster() {
@@ -247,7 +246,7 @@ fn truncate_reason(message: &str) -> String {
 /// does a page that takes `idle_timeout` to take what is queued (it is not reading).
 async fn write(
     mut sink: Sink,
-    mut outgoing: outgoing::OutgoingReceiver,
+    mut outgoing: connection_queue::OutgoingReceiver,
     ping_interval: Duration,
     idle_timeout: Duration,
 ) {
@@ -283,7 +282,7 @@ async fn write(
 /// close is sent (the connection ends).
 async fn send_queued(
     sink: &mut Sink,
-    outgoing: &mut outgoing::OutgoingReceiver,
+    outgoing: &mut connection_queue::OutgoingReceiver,
     first: Outgoing,
 ) -> Result<bool, axum::Error> {
     let mut next = Some(first);
@@ -353,7 +352,7 @@ pub(crate) fn handle_frame(
     refresh: &Notify,
     text: &str,
 ) {
-    let message = match deliver_answer(session, text) {
+    let message = match session.deliver_answer(text) {
         None => return,
         Some(Err(error)) => {
             if let Some(answer) = error.to_frame() {
@@ -380,35 +379,6 @@ pub(crate) fn handle_frame(
             };
             send_reply(reply, frame);
         }
-    }
-}
-
-/// Hands the page's answers and progress reports to the requests they belong to (on a page's own
-/// socket, and relayed from another cluster node: crate::cluster). Anything else comes back
-/// decoded (or why it could not be) for the caller; `None` when it was delivered.
-pub(crate) fn deliver_answer(
-    session: &PageSession,
-    text: &str,
-) -> Option<Result<Rpc, protocol::DecodeError>> {
-    if let Some((id, result)) = page_answer::read(text) {
-        session.resolve(&id, Ok(result));
-        return None;
-    }
-    match protocol::decode(text) {
-        Ok(Rpc::Response { id, result }) => {
-            let result = result.map(|value| {
-                serde_json::value::to_raw_value(&value).expect("a JSON value always prints")
-            });
-            session.resolve(&id, result);
-            None
-        }
-        Ok(Rpc::Notification { method, params }) if method == method::PROGRESS => {
-            if let Ok(progress) = serde_json::from_value(params) {
-                session.progress(progress);
-            }
-            None
-        }
-        other => Some(other),
     }
 }
 

@@ -1,23 +1,29 @@
-//! A page's answer to one of the bridge's requests, read without building a JSON tree.
+//! A page's answer to one of the runtime's requests, read without building a JSON tree.
 //!
-//! Answers are most of what a page sends (one per call). [`protocol::decode`] parses a frame into a
+//! Answers are most of what a page sends (one per call). [`decode`] parses a frame into a
 //! `serde_json::Value` tree (an allocation per string, per object entry), and the waiting call then
 //! converted the tree into its result type. Here a plain answer is checked, then read in place: its
 //! `result` stays JSON text until the waiting request parses it into the type it expects. Every
-//! other frame — an error answer, a request, anything malformed — is left to [`protocol::decode`],
-//! and so is every frame it would refuse: what is accepted, and every error, stay core's.
+//! other frame — an error answer, a request, anything malformed — is left to [`decode`], and so is
+//! every frame it would refuse: what is accepted, and every error, are [`decode`]'s (the fuzzer,
+//! `tests/fuzz.rs`, holds the two to it).
+//!
+//! [`decode`]: super::decode
 
 use std::fmt;
 
-use client_tools_core::protocol::{RequestId, MAX_FRAME_BYTES};
 use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
-/// `Some((id, result))` when `text` is a well-formed successful answer, exactly as
-/// [`protocol::decode`] would read it; `None` for anything else.
+use super::RequestId;
+use crate::limits::MAX_FRAME_BYTES;
+
+/// `Some((id, result))` when `text` is a well-formed successful answer, as [`decode`] reads it
+/// (`Message::Response { id, result: Ok(result) }`); `None` for anything else, which is
+/// [`decode`]'s to read.
 ///
-/// [`protocol::decode`]: client_tools_core::protocol::decode
-pub(crate) fn read(text: &str) -> Option<(RequestId, Box<RawValue>)> {
+/// [`decode`]: super::decode
+pub fn read_answer(text: &str) -> Option<(RequestId, Box<RawValue>)> {
     if text.len() > MAX_FRAME_BYTES {
         return None;
     }
@@ -144,10 +150,10 @@ impl<'de> Visitor<'de> for Valid {
 
 #[cfg(test)]
 mod tests {
-    use client_tools_core::protocol::{decode, Message};
     use serde_json::Value;
 
     use super::*;
+    use crate::protocol::{decode, Message};
 
     /// What `decode` makes of a frame, in `read`'s terms.
     fn decoded(text: &str) -> Option<(RequestId, Value)> {
@@ -189,7 +195,7 @@ mod tests {
             &format!(r#"{{"jsonrpc":"2.0","id":"b-1","result":{too_deep}}}"#),
         ];
         for frame in frames {
-            let read = read(frame)
+            let read = read_answer(frame)
                 .map(|(id, raw)| (id, serde_json::from_str::<Value>(raw.get()).unwrap()));
             // What `read` takes it reads as `decode` does; the rest (here: a repeated key, an
             // escaped "2.0") it leaves to `decode`.
@@ -199,7 +205,7 @@ mod tests {
         }
         // Plain answers: string and number ids, an escaped id, other fields, a deep result.
         for plain in [frames[0], frames[1], frames[10], frames[12], frames[20]] {
-            assert!(read(plain).is_some(), "{plain}");
+            assert!(read_answer(plain).is_some(), "{plain}");
         }
     }
 }

@@ -13,20 +13,17 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use client_tools_core::connect::{ConnectParams, ConnectResult};
-use client_tools_core::registry::DEFAULT_TIMEOUT_MS;
+use client_tools_core::limits::DEFAULT_TIMEOUT_MS;
 use sha2::{Digest, Sha256};
 
 use crate::agent_tools::AgentTools;
-use crate::cluster::Publisher;
 use crate::limits::Limits;
-use crate::session::{PageSession, Via};
+use crate::page_session::{PageSession, RelayReplies, Via, CLOSE_REPLACED};
 
-/// Close code sent to a connection replaced by its page's newer one (RFC 6455 private range).
-pub const CLOSE_REPLACED: u16 = 4000;
 /// How often, at most, expired sessions are swept (on the next access to the table).
 const SWEEP_EVERY: Duration = Duration::from_secs(1);
 
-pub struct Sessions {
+pub struct SessionTable {
     table: Mutex<Table>,
     connections: AtomicUsize,
     limits: Limits,
@@ -34,8 +31,8 @@ pub struct Sessions {
     log_payloads: bool,
     agent_tools: Arc<AgentTools>,
     default_timeout: Duration,
-    /// In a cluster: how sessions answer requests other nodes relay (crate::cluster).
-    publisher: OnceLock<Publisher>,
+    /// In a cluster: how sessions answer requests other nodes relay.
+    relay_replies: OnceLock<Arc<dyn RelayReplies>>,
 }
 
 struct Table {
@@ -67,9 +64,9 @@ impl std::fmt::Display for Refused {
     }
 }
 
-/// Counts one open page connection while it lives (see [`Sessions::open_connection`]).
+/// Counts one open page connection while it lives (see [`SessionTable::open_connection`]).
 pub struct ConnectionSlot {
-    sessions: Arc<Sessions>,
+    sessions: Arc<SessionTable>,
 }
 
 impl Drop for ConnectionSlot {
@@ -78,7 +75,7 @@ impl Drop for ConnectionSlot {
     }
 }
 
-impl Sessions {
+impl SessionTable {
     pub fn new(limits: Limits, allow: Vec<String>, log_payloads: bool) -> Self {
         Self {
             table: Mutex::new(Table {
@@ -91,13 +88,13 @@ impl Sessions {
             log_payloads,
             agent_tools: Arc::default(),
             default_timeout: Duration::from_millis(DEFAULT_TIMEOUT_MS),
-            publisher: OnceLock::new(),
+            relay_replies: OnceLock::new(),
         }
     }
 
     /// Joins the cluster: every session made from now on answers relayed requests through it.
-    pub(crate) fn set_publisher(&self, publisher: Publisher) {
-        let _ = self.publisher.set(publisher);
+    pub(crate) fn set_relay_replies(&self, replies: Arc<dyn RelayReplies>) {
+        let _ = self.relay_replies.set(replies);
     }
 
     /// The `--tools FILE` tools and the default call timeout every session's calls use.
@@ -233,7 +230,7 @@ impl Sessions {
                         self.log_payloads,
                     )
                     .with_agent_tools(self.agent_tools.clone(), self.default_timeout)
-                    .with_publisher(self.publisher.get().cloned()),
+                    .with_relay_replies(self.relay_replies.get().cloned()),
                 )
             })
             .clone();
@@ -330,8 +327,8 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
 mod tests {
     use super::*;
 
-    fn sessions(limits: Limits) -> Sessions {
-        Sessions::new(limits, Vec::new(), false)
+    fn sessions(limits: Limits) -> SessionTable {
+        SessionTable::new(limits, Vec::new(), false)
     }
 
     #[tokio::test]
@@ -399,7 +396,7 @@ mod tests {
             ..Limits::default()
         });
         let linked = sessions.linked(&"a".repeat(32)).unwrap();
-        let (sender, _queue) = crate::outgoing::channel(8, 1 << 16);
+        let (sender, _queue) = crate::connection_queue::channel(8, 1 << 16);
         let kill = Arc::new(tokio::sync::Notify::new());
         let node = "b".repeat(16);
         let at = std::time::SystemTime::now();
@@ -413,7 +410,7 @@ mod tests {
         // The forgotten session's link was told to stop.
         assert!(futures_util::FutureExt::now_or_never(kill.notified()).is_some());
         // A page's own live session is never forgotten for another page.
-        let (sender, _queue) = crate::outgoing::channel(8, 1 << 16);
+        let (sender, _queue) = crate::connection_queue::channel(8, 1 << 16);
         page.session
             .attach(sender, Arc::new(tokio::sync::Notify::new()));
         let refused = sessions.claim(&ConnectParams::default(), false).await;

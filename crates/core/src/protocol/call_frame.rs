@@ -1,19 +1,21 @@
-//! The `tools/call` request frame, printed straight from its parts.
+//! The runtime's `tools/call` request frame, printed straight from its parts.
 //!
-//! It is the bridge's most frequent frame. Built as a `serde_json::Value` (the params as a tree,
+//! It is the runtime's most frequent frame. Built as a `serde_json::Value` (the params as a tree,
 //! `_meta` inserted, the tree copied into the envelope, the envelope printed) it cost a tenth of the
 //! bridge's CPU per call; printed from borrowed parts, the frame text is the only allocation. The
-//! JSON is the same request as [`client_tools_core::protocol::encode_request`] would write, keys in
-//! another order.
+//! JSON is the request [`encode_request`](super::encode_request) would write, keys in another order
+//! (the fuzzer, `tests/fuzz.rs`, reads it back with [`decode_call`](super::decode_call)).
 
-use client_tools_core::protocol::{meta, method};
 use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Map, Value};
 
-/// The request `id` calling tool `name`; `_meta` carries `extensions` (the `clienttools/` keys of
-/// crate::call_meta), the call's timeout (the page's handler budget) and the id as `progressToken`,
-/// so the page's progress reports name the call they extend.
-pub(crate) fn tool_call(
+use super::{meta, method};
+
+/// The request `id` calling tool `name`; `_meta` carries `extensions` (the `clienttools/` keys the
+/// runtime forwards; a `clienttools/timeoutMs` or `progressToken` among them is replaced), the
+/// call's timeout (the page's handler budget) and the id as `progressToken`, so the page's progress
+/// reports name the call they extend.
+pub fn encode_tool_call(
     id: &str,
     name: &str,
     arguments: &Value,
@@ -85,17 +87,17 @@ impl Serialize for Meta<'_> {
 
 #[cfg(test)]
 mod tests {
-    use client_tools_core::protocol::{encode_request, CallToolParams, RequestId};
     use serde_json::json;
 
     use super::*;
+    use crate::protocol::{encode_request, CallToolParams, RequestId};
 
     #[test]
     fn the_same_request_as_the_generic_encoder_writes() {
         let arguments = json!({"text": "a \"quoted\" é", "n": [1, 2.5, null]});
         let mut extensions = Map::new();
         extensions.insert(meta::INPUT_SCHEMA.into(), json!({"type": "object"}));
-        let written = tool_call("b1-7", "echo", &arguments, 1500, &extensions);
+        let written = encode_tool_call("b1-7", "echo", &arguments, 1500, &extensions);
         extensions.insert(meta::TIMEOUT_MS.into(), 1500.into());
         extensions.insert("progressToken".into(), "b1-7".into());
         let params = CallToolParams {

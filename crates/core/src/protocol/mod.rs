@@ -12,6 +12,14 @@ use serde_json::{Map, Value};
 pub const PROTOCOL_VERSION: &str = "2025-11-25";
 pub use crate::limits::{MAX_FRAME_BYTES, MAX_FRAME_DEPTH};
 
+mod call_frame;
+#[cfg(feature = "runtime")]
+mod page_answer;
+
+pub use call_frame::encode_tool_call;
+#[cfg(feature = "runtime")]
+pub use page_answer::read_answer;
+
 /// `_meta` keys of the client-tools extensions.
 pub mod meta {
     pub const ORIGINAL_NAME: &str = "clienttools/originalName";
@@ -580,6 +588,17 @@ pub struct ProgressParams {
     pub message: Option<String>,
 }
 
+impl ProgressParams {
+    /// This report moved above `base`, the progress already reported on the call (while a person
+    /// decided, SPEC §5): MCP progress must only increase, so the value and the total both go
+    /// up by `base`. The one offset rule of a call's progress, for the page and the runtime.
+    pub fn above(mut self, base: f64) -> Self {
+        self.progress += base;
+        self.total = self.total.map(|total| total + base);
+        self
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Implementation {
     pub name: String,
@@ -838,5 +857,18 @@ mod tests {
             wire,
             json!({"content":[{"type":"text","text":"boom"}],"isError":true})
         );
+    }
+
+    #[test]
+    fn progress_above_a_human_wait_keeps_increasing() {
+        let report = |progress, total| ProgressParams {
+            progress_token: json!("t"),
+            progress,
+            total,
+            message: None,
+        };
+        assert_eq!(report(1.0, Some(4.0)).above(3.0), report(4.0, Some(7.0)));
+        assert_eq!(report(0.5, None).above(3.0), report(3.5, None));
+        assert_eq!(report(2.0, Some(2.0)).above(0.0), report(2.0, Some(2.0)));
     }
 }

@@ -2,39 +2,47 @@
 //! and the calls waiting for its answers.
 //!
 //! A session outlives its connections: a page that reloads or reconnects gets the same
-//! [`PageSession`] back. The rules for waiting requests are the [`RequestEngine`]'s; this file does
-//! the waiting, the allow-list, and one trace span per tool call.
+//! [`PageSession`] back. The rules for waiting requests are the [`RequestEngine`]'s; this file is
+//! its driver (it performs the engine's outputs on the connection's queue and the callers'
+//! channels, and does the waiting), and adds the allow-list and one trace span per tool call.
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use client_tools_core::call::outcome;
+use client_tools_core::limits::{ANSWER_SLACK_MS, DEFAULT_TIMEOUT_MS};
 use client_tools_core::protocol::{
     self, encode_error, encode_notification, encode_request, encode_result, method, CallToolResult,
-    ProgressParams, RequestId, Tool,
+    DecodeError, Message, ProgressParams, RequestId, Tool,
 };
 use client_tools_core::registry::is_allowed;
 use serde_json::{Map, Value};
 use tokio::sync::{mpsc, oneshot, watch, Notify};
 
 use crate::agent_tools::AgentTools;
-use crate::call_frame;
-use crate::call_meta::{self, PreparedCall, RequestedTimeout};
-use crate::cluster::{Outbound, Publisher, RelayRoutes};
+use crate::connection_queue::OutgoingSender;
 use crate::limits::Limits;
-use crate::outgoing::OutgoingSender;
-use crate::request_engine::{Answer, Purpose, Request, RequestEngine, Settled};
+use crate::prepared_call::{self, PreparedCall, RequestedTimeout};
+use crate::relay_routes::RelayRoutes;
+use crate::request_engine::{Answer, Output, Purpose, Request, RequestEngine, Settled};
 pub use crate::request_engine::{RequestFailure, RECONNECT_GRACE};
 
-/// Extra time the runtime waits beyond a call's timeout: the page's 2 s grace for late handlers
-/// plus the network, so the page's own, more precise, outcome normally arrives first.
-const ANSWER_SLACK: Duration = Duration::from_millis(2_500);
+/// Close code sent to a connection replaced by its page's newer one (RFC 6455 private range).
+pub(crate) const CLOSE_REPLACED: u16 = 4000;
+
+/// Extra time the runtime waits beyond a call's timeout (the core's `limits::ANSWER_SLACK_MS`, the
+/// page's grace for late handlers plus the network), so the page's own, more precise, outcome
+/// normally arrives first.
+const ANSWER_SLACK: Duration = Duration::from_millis(ANSWER_SLACK_MS);
 
 /// The live connection of a session (its requests' side is in the engine).
 struct Connection {
     generation: u64,
+    /// The bounded queue of frames to the page (its socket's writer, or a cluster link).
+    outgoing: OutgoingSender,
     /// Stops the connection's reader: the connection ends (see [`PageSession::close_connection`]).
     kill: Arc<Notify>,
     /// When the page's socket was accepted (on the node that holds it, in a cluster).
@@ -49,6 +57,15 @@ pub(crate) enum RelayRefused {
     NotHere,
     /// The page's limits or queue refuse it (the reason).
     Refused(String),
+}
+
+/// Where the page's answers and progress on requests relayed to it through this bridge go back
+/// (in a cluster: to the node that relayed them, which implements this). The session knows such a
+/// request only by the opaque route its relayer gave ([`PageSession::relay_to_page`]).
+pub(crate) trait RelayReplies: Send + Sync {
+    /// Sends the page's `frame` back along `route`: its answer to relayed request `request`, or
+    /// (`None`) a progress report.
+    fn send_back(&self, route: String, request: Option<String>, frame: String);
 }
 
 /// What carries a session's frames to its page.
@@ -70,6 +87,56 @@ struct State {
     tools_listed: bool,
     /// Requests other cluster nodes relayed to this session's page: where its answers go.
     routes: RelayRoutes,
+    /// The callers waiting on the engine's requests, by request id.
+    waiters: HashMap<String, Waiter>,
+}
+
+/// A caller waiting on a request: where its outcome and the page's progress go.
+struct Waiter {
+    settle: oneshot::Sender<Settled>,
+    /// Dropped reports when it is full (progress is a hint: the next one supersedes it).
+    observer: Option<mpsc::Sender<ProgressParams>>,
+}
+
+impl State {
+    /// Performs what the engine decided: frames onto the connection's queue (a request's frame the
+    /// queue refuses fails that request), outcomes and progress to the waiting callers.
+    fn perform(&mut self) {
+        while let Some(output) = self.engine.poll_output() {
+            match output {
+                Output::Send { frame, request } => {
+                    let Some(connection) = &self.connection else {
+                        continue; // the engine sends only while connected
+                    };
+                    let Err(full) = connection.outgoing.try_send(frame) else {
+                        continue;
+                    };
+                    match request {
+                        Some(id) => self.engine.unsent(&id, full.to_string()),
+                        None => tracing::warn!(%full, "notification to the page dropped"),
+                    }
+                }
+                Output::Settle { id, outcome } => {
+                    if let Some(waiter) = self.waiters.remove(&id) {
+                        let _ = waiter.settle.send(outcome);
+                    }
+                }
+                Output::Progress { id, report } => {
+                    let observer = self.waiters.get(&id).and_then(|w| w.observer.as_ref());
+                    if let Some(observer) = observer {
+                        let _ = observer.try_send(report);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Runs `step` on the engine and performs what it decided.
+    fn drive<R>(&mut self, step: impl FnOnce(&mut RequestEngine) -> R) -> R {
+        let result = step(&mut self.engine);
+        self.perform();
+        result
+    }
 }
 
 pub struct PageSession {
@@ -89,8 +156,8 @@ pub struct PageSession {
     default_timeout: Duration,
     /// Tool arguments and results go to the trace (`debug`) only when the operator asked.
     log_payloads: bool,
-    /// In a cluster: where the answers to relayed requests are sent (crate::cluster).
-    publisher: Option<Publisher>,
+    /// In a cluster: where the answers to relayed requests are sent.
+    relay_replies: Option<Arc<dyn RelayReplies>>,
 }
 
 /// A session's public summary (`GET /api/sessions`).
@@ -117,6 +184,7 @@ impl PageSession {
                 generations: 0,
                 tools_listed: false,
                 routes: RelayRoutes::new(limits.max_pending_per_session * RelayRoutes::PER_PENDING),
+                waiters: HashMap::new(),
             }),
             instance: instance_id(),
             next_request: AtomicU64::new(1),
@@ -124,15 +192,18 @@ impl PageSession {
             changes: watch::channel(0).0,
             allow,
             agent_tools: Arc::default(),
-            default_timeout: Duration::from_millis(client_tools_core::registry::DEFAULT_TIMEOUT_MS),
+            default_timeout: Duration::from_millis(DEFAULT_TIMEOUT_MS),
             log_payloads,
-            publisher: None,
+            relay_replies: None,
         }
     }
 
-    /// In a cluster: relayed requests are answered through `publisher` (crate::cluster).
-    pub(crate) fn with_publisher(mut self, publisher: Option<Publisher>) -> Self {
-        self.publisher = publisher;
+    /// In a cluster: relayed requests are answered through `relay_replies`.
+    pub(crate) fn with_relay_replies(
+        mut self,
+        relay_replies: Option<Arc<dyn RelayReplies>>,
+    ) -> Self {
+        self.relay_replies = relay_replies;
         self
     }
 
@@ -193,7 +264,7 @@ impl PageSession {
         &self.agent_tools
     }
 
-    /// Checks a call and decides what it carries (crate::call_meta): which tool `name` means (a
+    /// Checks a call and decides what it carries (crate::prepared_call): which tool `name` means (a
     /// listed or an original name: the call goes under the listed one), the allow-list (by original
     /// name), the caller's `_meta` (`clienttools/confirmedBy` is refused), a `--tools` tool's
     /// schemas, policy and input, the timeout (`requested`: `/api`'s `timeoutMs` — else the
@@ -223,14 +294,15 @@ impl PageSession {
         // Only the `Arc` is copied under the lock: schemas compile and arguments are checked
         // without holding it.
         let page_tools = self.lock().tools.clone();
-        let context = call_meta::Context {
+        let context = prepared_call::Context {
             session: &self.id,
             allow: &self.allow,
             default_timeout: self.default_timeout,
             agent_tools: &self.agent_tools,
             page_tools: &page_tools,
         };
-        call_meta::prepare(&context, name, arguments, caller_meta, requested).inspect_err(|result| {
+        let prepared = prepared_call::prepare(&context, name, arguments, caller_meta, requested);
+        prepared.inspect_err(|result| {
             tracing::info_span!("tool_call", session = %self.id, tool = ?name, outcome = "refused")
                 .in_scope(|| tracing::info!(reason = %result.text(), "tool call refused"));
         })
@@ -322,9 +394,10 @@ impl PageSession {
     }
 
     /// Runs a call [`Self::prepare_call`] of this session accepted (and, when it needed
-    /// confirmation at the agent's side, the person approved: crate::confirm). `None` when `cancel`
-    /// completed first. A call prepared by another session, or whose tool the allow-list does not
-    /// allow (now), is refused here too: this is the Rust API's route as much as a helper.
+    /// confirmation at the agent's side, the person approved: crate::agent_confirmation). `None`
+    /// when `cancel` completed first. A call prepared by another session, or whose tool the
+    /// allow-list does not allow (now), is refused here too: this is the Rust API's route as much
+    /// as a helper.
     pub async fn call_prepared(
         &self,
         call: PreparedCall,
@@ -376,15 +449,15 @@ impl PageSession {
             tracing::info_span!("tool_call", session = %self.id, tool = ?name, call = %id)
                 .in_scope(|| tracing::debug!(%arguments, "tool call arguments"));
         }
-        let frame = call_frame::tool_call(id, name, &arguments, timeout.as_millis() as u64, &meta);
+        let frame =
+            protocol::encode_tool_call(id, name, &arguments, timeout.as_millis() as u64, &meta);
         let request = Request {
             id: id.to_owned(),
             frame,
             timeout: timeout + ANSWER_SLACK,
             purpose: Purpose::ToolCall,
-            observer: progress,
         };
-        let settled = self.send_and_wait(request, cancel).await;
+        let settled = self.send_and_wait(request, progress, cancel).await;
         match settled {
             Ok(Ok(result)) => match serde_json::from_str::<CallToolResult>(result.get()) {
                 Ok(result) => {
@@ -425,7 +498,7 @@ impl PageSession {
             )));
         }
         let page_tools = self.lock().tools.clone();
-        let original = call_meta::listed_original(call.name(), &self.agent_tools, &page_tools);
+        let original = prepared_call::listed_original(call.name(), &self.agent_tools, &page_tools);
         if !is_allowed(&self.allow, &original) {
             return Err(outcome::not_allowed(call.name()));
         }
@@ -441,7 +514,7 @@ impl PageSession {
     ) -> Result<Answer, RequestFailure> {
         let id = self.next_request_id();
         let request = new_request(id, method, params, timeout, Purpose::Housekeeping);
-        self.send_and_wait(request, std::future::pending::<String>())
+        self.send_and_wait(request, None, std::future::pending::<String>())
             .await
     }
 
@@ -458,7 +531,7 @@ impl PageSession {
             Purpose::Probe,
         );
         // Any answer, even an error, shows the page is there.
-        self.send_and_wait(request, std::future::pending::<String>())
+        self.send_and_wait(request, None, std::future::pending::<String>())
             .await
             .is_ok()
     }
@@ -469,23 +542,32 @@ impl PageSession {
     }
 
     /// Hands the request to the engine and waits for its outcome: the answer, a failure the engine
-    /// decides when woken at its deadline, or `cancel` (the page is told; no answer then).
+    /// decides when woken at its deadline, or `cancel` (the page is told; no answer then). The
+    /// page's progress on it goes to `observer`.
     async fn send_and_wait(
         &self,
         request: Request,
+        observer: Option<mpsc::Sender<ProgressParams>>,
         cancel: impl Future<Output = String>,
     ) -> Settled {
         let id = request.id.clone();
-        let begun = self.lock().engine.begin(request, now());
-        let mut settled = match begun {
-            Ok(settled) => settled,
-            Err(failure) => {
-                if failure == RequestFailure::Unresponsive {
-                    self.ping_page();
-                }
-                return Err(failure);
+        let (settle, mut settled) = oneshot::channel();
+        let begun = {
+            let mut state = self.lock();
+            let begun = state.engine.begin(request, now());
+            if begun.is_ok() {
+                let waiter = Waiter { settle, observer };
+                state.waiters.insert(id.clone(), waiter);
+                state.perform();
             }
+            begun
         };
+        if let Err(failure) = begun {
+            if failure == RequestFailure::Unresponsive {
+                self.ping_page();
+            }
+            return Err(failure);
+        }
         let _stop_if_dropped = CancelOnDrop {
             session: self,
             id: &id,
@@ -499,11 +581,13 @@ impl PageSession {
             tokio::select! {
                 biased;
                 received = &mut settled => return outcome_of(received),
-                () = tokio::time::sleep_until(wake.into()) => self.lock().engine.expire(&id, now()),
+                () = tokio::time::sleep_until(wake.into()) => {
+                    self.lock().drive(|engine| engine.handle_timeout(now()));
+                }
                 // A disconnect starts the grace, a reconnect ends it: look at the wake time again.
                 _ = changes.changed() => {}
                 reason = &mut cancel => {
-                    if self.lock().engine.cancel(&id, &reason) {
+                    if self.cancel_request(&id, &reason) {
                         return Err(RequestFailure::Cancelled);
                     }
                     return outcome_of(settled.await); // the outcome came first: it stands
@@ -512,19 +596,26 @@ impl PageSession {
         }
     }
 
+    /// The caller gave up on request `id` (the engine tells the page); `false` when it had settled.
+    fn cancel_request(&self, id: &str, reason: &str) -> bool {
+        let mut state = self.lock();
+        state.waiters.remove(id);
+        state.drive(|engine| engine.cancel(id, reason))
+    }
+
     /// Fail-fast mode: ask the page whether it answers again, without making anyone wait (any
     /// answer ends fail-fast).
     fn ping_page(&self) {
         let id = RequestId::String(format!("{}-ping", self.instance));
         let frame = encode_request(&id, method::PING, &serde_json::json!({}));
-        self.lock().engine.notify(frame);
+        self.lock().drive(|engine| engine.notify(frame));
     }
 
     /// The page reported progress on a request: the runtime waits longer (up to the hard bound).
     pub(crate) fn progress(&self, progress: ProgressParams) {
         self.progress_seen.fetch_add(1, Ordering::Relaxed);
         let mut state = self.lock();
-        let Some(progress) = state.engine.progress(progress, now()) else {
+        let Some(progress) = state.drive(|engine| engine.progress(progress, now())) else {
             return;
         };
         let token = progress.progress_token.as_str().unwrap_or_default();
@@ -532,16 +623,16 @@ impl PageSession {
             return;
         };
         drop(state);
-        if let Some(publisher) = &self.publisher {
+        if let Some(replies) = &self.relay_replies {
             let frame = encode_notification(method::PROGRESS, &progress);
-            publisher.send(Outbound::frame(route, frame));
+            replies.send_back(route, None, frame);
         }
     }
 
     /// Sends a notification to the page if it is connected (dropped if it is not reading).
     pub(crate) fn notify_page(&self, method: &str, params: &impl serde::Serialize) {
         let frame = encode_notification(method, params);
-        self.lock().engine.notify(frame);
+        self.lock().drive(|engine| engine.notify(frame));
     }
 
     /// A page connection starts: returns its generation (to tell stale connections apart). Calls
@@ -577,21 +668,22 @@ impl PageSession {
         // Never a silent swap: a connection still attached (two claims that raced) is told it was
         // replaced and stops, so no two live connections share one session.
         if let Some(previous) = state.connection.take() {
-            state.engine.close_link(
-                crate::sessions::CLOSE_REPLACED,
-                "replaced by a newer connection of the same page session",
+            previous.outgoing.close(
+                CLOSE_REPLACED,
+                "replaced by a newer connection of the same page session".to_owned(),
             );
             previous.kill.notify_one();
         }
         state.generations += 1;
         let generation = state.generations;
-        state.engine.connected(outgoing);
         state.connection = Some(Connection {
             generation,
+            outgoing,
             kill,
             attached_at,
             via,
         });
+        state.drive(RequestEngine::connected);
         generation
     }
 
@@ -624,7 +716,7 @@ impl PageSession {
             .as_ref()
             .filter(|c| c.generation == generation)
         {
-            state.engine.close_link(code, reason);
+            connection.outgoing.close(code, reason.to_owned());
             connection.kill.notify_one();
         }
     }
@@ -645,7 +737,8 @@ impl PageSession {
     /// Request `id` never reached the page (no cluster node holds its socket): it ends now,
     /// "not connected".
     pub(crate) fn not_delivered(&self, id: &str) {
-        self.lock().engine.fail(id, RequestFailure::NotConnected);
+        self.lock()
+            .drive(|engine| engine.fail(id, RequestFailure::NotConnected));
     }
 
     /// The connection of `generation` ended: waiting calls get [`RECONNECT_GRACE`] to see it back.
@@ -656,7 +749,7 @@ impl PageSession {
         }
         state.connection = None;
         state.routes.clear();
-        state.engine.disconnected(now());
+        state.drive(|engine| engine.disconnected(now()));
         drop(state);
         self.changes.send_modify(|n| *n += 1);
     }
@@ -667,7 +760,7 @@ impl PageSession {
     pub(crate) fn close_connection(&self, code: u16, reason: &str) {
         let state = self.lock();
         if let Some(connection) = &state.connection {
-            state.engine.close_link(code, reason);
+            connection.outgoing.close(code, reason.to_owned());
             connection.kill.notify_one();
         }
     }
@@ -676,7 +769,7 @@ impl PageSession {
     /// node relayed goes back to that node.
     pub(crate) fn resolve(&self, id: &RequestId, answer: Answer) {
         let mut state = self.lock();
-        let Some(answer) = state.engine.answer(id, answer) else {
+        let Some(answer) = state.drive(|engine| engine.answer(id, answer)) else {
             return;
         };
         let Some(route) = state.routes.take(&id.to_string()) else {
@@ -687,11 +780,35 @@ impl PageSession {
             Ok(result) => encode_result(id, &result),
             Err(error) => encode_error(Some(id), &error),
         };
-        if let Some(publisher) = &self.publisher {
-            publisher.send(Outbound {
-                request_id: Some(id.to_string()),
-                ..Outbound::frame(route, frame)
-            });
+        if let Some(replies) = &self.relay_replies {
+            replies.send_back(route, Some(id.to_string()), frame);
+        }
+    }
+
+    /// Hands the page's answers and progress reports to the requests they belong to: the one
+    /// reading of a page's frame, whether it came on the page's own socket or relayed from the node
+    /// that holds it. Anything else comes back decoded (or why it could not be) for the caller;
+    /// `None` when it was delivered.
+    pub(crate) fn deliver_answer(&self, text: &str) -> Option<Result<Message, DecodeError>> {
+        if let Some((id, result)) = protocol::read_answer(text) {
+            self.resolve(&id, Ok(result));
+            return None;
+        }
+        match protocol::decode(text) {
+            Ok(Message::Response { id, result }) => {
+                let result = result.map(|value| {
+                    serde_json::value::to_raw_value(&value).expect("a JSON value always prints")
+                });
+                self.resolve(&id, result);
+                None
+            }
+            Ok(Message::Notification { method, params }) if method == method::PROGRESS => {
+                if let Ok(progress) = serde_json::from_value(params) {
+                    self.progress(progress);
+                }
+                None
+            }
+            other => Some(other),
         }
     }
 
@@ -722,7 +839,11 @@ impl PageSession {
         protocol::check_outgoing(&frame).map_err(|limit| {
             RelayRefused::Refused(format!("the call cannot be sent to the page: {limit}"))
         })?;
-        state.engine.send(frame).map_err(RelayRefused::Refused)?;
+        let connection = state.connection.as_ref().ok_or(RelayRefused::NotHere)?;
+        connection
+            .outgoing
+            .try_send(frame)
+            .map_err(|full| RelayRefused::Refused(full.to_string()))?;
         if let Some(id) = request_id {
             state.routes.insert(id, reply.to_owned());
         }
@@ -742,7 +863,7 @@ impl PageSession {
     /// must answer each once.
     #[cfg(any(test, feature = "testing"))]
     pub fn resend_pending(&self) {
-        self.lock().engine.resend_pending();
+        self.lock().drive(RequestEngine::resend_pending);
     }
 
     /// How many progress notifications the page has sent (all calls).
@@ -797,9 +918,7 @@ struct CancelOnDrop<'a> {
 impl Drop for CancelOnDrop<'_> {
     fn drop(&mut self) {
         self.session
-            .lock()
-            .engine
-            .cancel(self.id, "the runtime stopped waiting");
+            .cancel_request(self.id, "the runtime stopped waiting");
     }
 }
 
@@ -832,7 +951,6 @@ fn new_request(
         frame,
         timeout,
         purpose,
-        observer: None,
     }
 }
 
@@ -864,7 +982,7 @@ mod tests {
     use tokio::time::sleep;
 
     use super::*;
-    use crate::outgoing::Outgoing;
+    use crate::connection_queue::Outgoing;
     use crate::request_engine::tests::{session, FakePage};
 
     const TIMEOUT: Duration = Duration::from_secs(1);

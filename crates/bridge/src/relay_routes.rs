@@ -1,7 +1,8 @@
-//! Where the answers to relayed requests go: the node holding a page's socket remembers, per
-//! request another node relayed, that node's inbox subject — until the page answers, the
-//! connection ends, or the table is full (the oldest route is forgotten first: its caller's own
-//! deadline ends that call).
+//! Where the page's answers to relayed requests go: a session whose page's socket is on this
+//! bridge remembers, per request relayed to it, the route its relayer gave (in a cluster, the
+//! relaying node's inbox subject) — until the page answers, the connection ends, or the table is
+//! full (the oldest route is forgotten first: its caller's own deadline ends that call). Part of
+//! the session's state, kept under its lock; what a route means is the cluster's business.
 
 use std::collections::{HashMap, VecDeque};
 

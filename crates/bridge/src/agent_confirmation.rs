@@ -7,7 +7,8 @@
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Mutex;
 
-use client_tools_core::call::{outcome, HUMAN_WAIT_MAX_MS};
+use client_tools_core::call::outcome;
+use client_tools_core::limits::HUMAN_WAIT_MAX_MS;
 use client_tools_core::protocol::CallToolResult;
 use hmac::{Hmac, KeyInit, Mac};
 use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction, InputRequest};
@@ -15,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-use crate::call_meta::PreparedCall;
+use crate::prepared_call::PreparedCall;
 
 /// The key of the one input request in an `InputRequiredResult`.
 pub const INPUT_KEY: &str = "confirm";

@@ -5,20 +5,23 @@
 //! whether the call needs a person's confirmation.
 //!
 //! `clienttools/confirmedBy` is never taken from a caller: only the bridge sets it, after the
-//! person at the agent approved the call (crate::confirm). A [`PreparedCall`] is made only here and
-//! its fields are read-only outside this crate: a caller of the Rust API cannot forge one.
+//! person at the agent approved the call (crate::agent_confirmation). A [`PreparedCall`] is made
+//! only here and its fields are read-only outside this crate: a caller of the Rust API cannot forge
+//! one.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use client_tools_core::call::outcome;
+use client_tools_core::limits::{self, positive_ms, TimeoutBound, TimeoutTooLong};
 use client_tools_core::names;
 use client_tools_core::protocol::{meta, CallToolResult, Tool};
-use client_tools_core::registry::{is_allowed, MAX_TIMEOUT_MS};
+use client_tools_core::registry::{find_listed, is_allowed};
 use client_tools_core::validate::{self, CompiledSchema};
 use serde_json::{Map, Value};
 
 use crate::agent_tools::{annotations_ask, AgentTool, AgentTools, FALLBACK_FORM};
+use crate::limits::whole_ms;
 
 /// The `_meta` keys a caller may set on a call (for tools it defines itself, SPEC §3).
 const CALLER_KEYS: [&str; 5] = [
@@ -136,7 +139,7 @@ impl PreparedCall {
         }
     }
 
-    /// Parts for the frame (crate::session).
+    /// Parts for the frame (crate::page_session).
     pub(crate) fn into_parts(self) -> (String, Value, Map<String, Value>, Duration) {
         (self.name, self.arguments, self.meta, self.timeout)
     }
@@ -163,16 +166,17 @@ pub(crate) struct Context<'a> {
     pub page_tools: &'a [Tool],
 }
 
-/// The tool a call's `name` means, by the page's rule (core registry `get`): a listed name first,
-/// else a page tool's original name (`clienttools/originalName`). A name the page has not listed
-/// (yet: a call may come before its `tools/list`) that normalizes to a `--tools` tool's name is that
-/// tool — the page would resolve it to its handler for it, which must not run without the file's
-/// schemas and policy. Else the name as given. Returns the canonical name.
+/// The tool a call's `name` means, by the page's rule (the core's `registry::find_listed`): a
+/// `--tools` tool's name or the page's listed name first, else a page tool's original name
+/// (`clienttools/originalName`). A name the page has not listed (yet: a call may come before its
+/// `tools/list`) that normalizes to a `--tools` tool's name is that tool — the page would resolve
+/// it to its handler for it, which must not run without the file's schemas and policy. Else the
+/// name as given. Returns the canonical name.
 pub(crate) fn resolve_name(name: &str, agent_tools: &AgentTools, page_tools: &[Tool]) -> String {
-    if page_tools.iter().any(|t| t.name == name) || agent_tools.get(name).is_some() {
+    if agent_tools.get(name).is_some() {
         return name.to_owned();
     }
-    if let Some(listed) = page_tools.iter().find(|t| t.original_name() == name) {
+    if let Some(listed) = find_listed(page_tools, name) {
         return listed.name.clone();
     }
     match names::normalize(name) {
@@ -242,14 +246,14 @@ pub(crate) fn prepare(
                     other.field
                 )));
             }
-            let ms = value.as_f64().filter(|ms| *ms > 0.0).ok_or_else(|| {
+            let ms = value.as_f64().and_then(positive_ms).ok_or_else(|| {
                 CallToolResult::error(format!(
                     "_meta '{key}' must be a positive number of milliseconds, not {}",
                     short(value)
                 ))
             })?;
             requested = Some(RequestedTimeout {
-                timeout: Duration::from_millis(ms.ceil().min(u64::MAX as f64) as u64),
+                timeout: Duration::from_millis(ms),
                 field: "_meta 'clienttools/timeoutMs'",
             });
             continue;
@@ -308,35 +312,41 @@ pub(crate) fn prepare(
     })
 }
 
-/// The one timeout rule of every route (docs/api.md *Timeouts*): none asked → the tool's budget
-/// (its `timeoutMs` in `--tools`), else the bridge's default; asked → it must be positive and at
-/// most the budget, else at most 300 s. Anything else is an error naming the field and the limit,
-/// never silently changed.
+/// The one timeout rule of every route (the core's `limits::call_timeout`, docs/api.md
+/// *Timeouts*): none asked → the tool's budget (its `timeoutMs` in `--tools`), else the bridge's
+/// default; asked → it must be positive and at most the budget, else at most 300 s. Anything else
+/// is an error naming the field and the limit, never silently changed.
 pub(crate) fn call_timeout(
     requested: Option<RequestedTimeout>,
     budget: Option<Duration>,
     default: Duration,
 ) -> Result<Duration, CallToolResult> {
-    let max = Duration::from_millis(MAX_TIMEOUT_MS);
-    let Some(RequestedTimeout { timeout, field }) = requested else {
-        return Ok(budget.unwrap_or(default).min(max));
+    let (asked, field) = match requested {
+        None => (None, ""),
+        Some(RequestedTimeout { timeout, field }) if timeout.is_zero() => {
+            return Err(CallToolResult::error(format!(
+                "{field} must be a positive number of milliseconds, not 0"
+            )))
+        }
+        Some(RequestedTimeout { timeout, field }) => (Some(whole_ms(timeout)), field),
     };
-    if timeout.is_zero() {
-        return Err(CallToolResult::error(format!(
-            "{field} must be a positive number of milliseconds, not 0"
-        )));
-    }
-    let asked = timeout.as_millis();
-    match budget {
-        Some(budget) if timeout > budget => Err(CallToolResult::error(format!(
-            "{field} {asked} ms is above the tool's timeout of {} ms (its timeoutMs in --tools): \
-             ask for at most that",
-            budget.as_millis()
+    match limits::call_timeout(asked, budget.map(whole_ms), whole_ms(default)) {
+        Ok(ms) => Ok(Duration::from_millis(ms)),
+        Err(TimeoutTooLong {
+            asked,
+            limit,
+            bound: TimeoutBound::Budget,
+        }) => Err(CallToolResult::error(format!(
+            "{field} {asked} ms is above the tool's timeout of {limit} ms (its timeoutMs in \
+             --tools): ask for at most that"
         ))),
-        _ if timeout > max => Err(CallToolResult::error(format!(
-            "{field} {asked} ms is above the maximum of {MAX_TIMEOUT_MS} ms"
+        Err(TimeoutTooLong {
+            asked,
+            limit,
+            bound: TimeoutBound::Max,
+        }) => Err(CallToolResult::error(format!(
+            "{field} {asked} ms is above the maximum of {limit} ms"
         ))),
-        _ => Ok(timeout),
     }
 }
 
@@ -393,6 +403,7 @@ fn check_arguments(tool: &Arc<AgentTool>, arguments: &Value) -> Result<(), CallT
 
 #[cfg(test)]
 mod tests {
+    use client_tools_core::limits::MAX_TIMEOUT_MS;
     use serde_json::json;
 
     use super::*;
