@@ -931,15 +931,10 @@ impl<H> PageEngine<H> {
         let base = call.progress_base;
         let call_id = call.call_id.clone();
         let token = call.progress_token.clone();
-        self.send_progress(
-            &call_id,
-            token,
-            progress + base,
-            total.map(|t| t + base),
-            message,
-        );
+        self.send_progress(&call_id, token, progress, total, message, base);
     }
 
+    /// `base`: what was reported while a person decided; this report goes above it.
     fn send_progress(
         &mut self,
         call_id: &str,
@@ -947,6 +942,7 @@ impl<H> PageEngine<H> {
         progress: f64,
         total: Option<f64>,
         message: Option<String>,
+        base: f64,
     ) {
         let Some(progress_token) = token else {
             return; // the runtime did not ask for progress
@@ -956,7 +952,8 @@ impl<H> PageEngine<H> {
             progress,
             total,
             message,
-        };
+        }
+        .above(base);
         let frame = encode_notification(method::PROGRESS, &params);
         self.send(frame, Kind::Progress(call_id));
     }
@@ -1067,7 +1064,7 @@ impl<H> PageEngine<H> {
         call.progress_base = waited_ms as f64;
         let (call_id, token) = (call.call_id.clone(), call.progress_token.clone());
         let message = Some(why.message().to_owned());
-        self.send_progress(&call_id, token, waited_ms as f64, None, message);
+        self.send_progress(&call_id, token, waited_ms as f64, None, message, 0.0);
     }
 
     /// Ends a call, once: the call leaves the engine here, so a later ending finds nothing.
