@@ -34,6 +34,16 @@ pub const MAX_FRAME_DEPTH: usize = 128;
 /// How many finished calls' answers a page keeps for re-sends after a reconnect (SPEC §5).
 pub const RESULT_STORE_LIMIT: usize = 1_000;
 
+/// Log messages one call may send to the agent (`ctx.log`); more are dropped, said once on the
+/// page: a chatty handler cannot flood the agent.
+pub const MAX_LOGS_PER_CALL: u32 = 100;
+
+/// Requests one round may put to the agent (`ctx.input`).
+pub const MAX_ASKS_PER_ROUND: usize = 8;
+
+/// Requests to agents one page may have waiting at once, over all its calls.
+pub const MAX_ASKS_OUTSTANDING: usize = 64;
+
 /// How many frames a page keeps for the runtime while its connection is down (sent after the
 /// reconnect; the oldest are dropped first): what a page produces in a reconnect's few seconds,
 /// bounded so that a runtime gone for good costs a page little.

@@ -17,12 +17,15 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 use crate::call::{self, outcome, Admission, ConfirmDecision, Confirmed, PreparedCall};
 use crate::codes::WarningCode;
 use crate::ledger::{Arrival, CallLedger};
-use crate::limits::{HANDLER_GRACE_MS, HUMAN_WAIT_MAX_MS, HUMAN_WAIT_TICK_MS};
+use crate::limits::{
+    HANDLER_GRACE_MS, HUMAN_WAIT_MAX_MS, HUMAN_WAIT_TICK_MS, MAX_ASKS_OUTSTANDING,
+    MAX_ASKS_PER_ROUND, MAX_LOGS_PER_CALL,
+};
 use crate::protocol::{
     self, check_outgoing, code, encode_error, encode_notification, encode_result, method,
     CallToolParams, CallToolResult, CancelledParams, Implementation, InitializeResult, Message,
@@ -60,6 +63,21 @@ pub enum Input<'a> {
     WaitingForPerson { call: CallHandle },
     /// The person submitted: the handler's timeout counts from now.
     PersonDone { call: CallHandle },
+    /// `ctx.log(level, data, logger?)` of a running handler: `notifications/message` to the agent,
+    /// at or above the level it asked for, bounded per call; it never fails the call.
+    Log {
+        call: CallHandle,
+        level: String,
+        data: Value,
+        logger: Option<String>,
+    },
+    /// A running handler asks the calling agent (`ctx.elicit`, `ctx.createMessage`,
+    /// `ctx.listRoots`, `ctx.input`): one round of requests, keyed by the page. Answered with
+    /// [`Output::AgentAnswered`] once every key has its answer.
+    AskAgent {
+        call: CallHandle,
+        requests: Vec<AgentRequest>,
+    },
     /// `ctx.reportProgress` of a running handler.
     Progress {
         call: CallHandle,
@@ -91,6 +109,19 @@ pub enum HandlerOutcome {
     Threw(String),
     /// Its value cannot be JSON (why).
     NotSerializable(String),
+    /// It let a `CAPABILITY_MISSING` rejection propagate: the agent's request fails with MCP's
+    /// -32021 and these `requiredCapabilities`.
+    CapabilityMissing(Value),
+}
+
+/// One request of a round a handler puts to the agent.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentRequest {
+    /// The page's name for it (the key of its answer).
+    pub key: String,
+    /// `elicitation/create`, `sampling/createMessage` or `roots/list`.
+    pub method: String,
+    pub params: Value,
 }
 
 /// What the driver must do.
@@ -115,6 +146,12 @@ pub enum Output<H> {
     WithdrawAsk { call: CallHandle },
     /// The call ended while its handler ran: abort its `ctx.signal` (or stop filling its form).
     Abort { call: CallHandle, reason: String },
+    /// The agent answered a round ([`Input::AskAgent`]): each key's result, or why it has none
+    /// (code -32021: the agent cannot do it, `data.requiredCapabilities` says what it lacks).
+    AgentAnswered {
+        call: CallHandle,
+        answers: Vec<(String, Result<Value, RpcError>)>,
+    },
     /// A page call ([`PageEngine::begin_page_call`]) ended; `None`: it was cancelled.
     Settled {
         call: CallHandle,
@@ -234,6 +271,8 @@ struct HumanWait {
     why: Waiting,
     next_tick: Millis,
     waited_ms: u64,
+    /// The progress already sent when the wait began: the wait's reports go above it.
+    origin: f64,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -241,6 +280,8 @@ enum Waiting {
     Confirmation,
     ResultForm,
     FormSubmit,
+    /// The agent answering a round of requests.
+    Agent,
 }
 
 impl Waiting {
@@ -250,6 +291,7 @@ impl Waiting {
             Waiting::Confirmation => "waiting for the user to confirm",
             Waiting::ResultForm => "waiting for the user to fill in the result",
             Waiting::FormSubmit => "the user to submit the form",
+            Waiting::Agent => "waiting for the agent to answer",
         }
     }
 
@@ -265,16 +307,25 @@ impl Waiting {
             Waiting::FormSubmit => {
                 outcome::handler_failed("the user did not submit the form in time")
             }
+            // Never ends the call: the round's keys are answered with this error instead.
+            Waiting::Agent => CallToolResult::error(format!(
+                "no answer from the agent within {HUMAN_WAIT_MAX_MS} ms"
+            )),
         }
     }
 }
 
 impl HumanWait {
     fn new(why: Waiting, now: Millis) -> Self {
+        Self::after(why, now, 0.0)
+    }
+
+    fn after(why: Waiting, now: Millis, origin: f64) -> Self {
         Self {
             why,
             next_tick: now.after(HUMAN_WAIT_TICK_MS),
             waited_ms: 0,
+            origin,
         }
     }
 }
@@ -294,9 +345,11 @@ enum Phase<H> {
     Running {
         prepared: PreparedCall<H>,
         modified_input: Option<Value>,
-        /// `None` while a person fills the tool's form (then `person` runs).
+        /// `None` while a person fills the tool's form (then `person` runs), or while the agent
+        /// answers a round (then `round` runs).
         deadline: Option<Millis>,
         person: Option<HumanWait>,
+        round: Option<AgentRound>,
     },
 }
 
@@ -313,6 +366,10 @@ struct Call<H> {
     /// Progress reported while a person decided (ms waited): the handler's own reports go above
     /// it, because MCP progress must only increase.
     progress_base: f64,
+    /// The highest progress sent on the call (a wait's reports start above it).
+    progress_high: f64,
+    /// Log messages sent (bounded by `limits::MAX_LOGS_PER_CALL`).
+    logs: u32,
     /// When `toolactivated` was emitted (its `toolresult` reports the duration); `None` before.
     activated_at: Option<Millis>,
     phase: Phase<H>,
@@ -335,13 +392,28 @@ impl<H> Call<H> {
             Phase::WaitingForHandler { until } => Some(*until),
             Phase::Confirming { wait, .. } | Phase::ResultForm { wait, .. } => Some(wait.next_tick),
             Phase::Running {
-                deadline, person, ..
-            } => match person {
-                Some(wait) => Some(wait.next_tick),
-                None => *deadline,
+                deadline,
+                person,
+                round,
+                ..
+            } => match (round, person) {
+                (Some(round), _) => Some(round.wait.next_tick),
+                (None, Some(wait)) => Some(wait.next_tick),
+                (None, None) => *deadline,
             },
         }
     }
+}
+
+/// A round of requests a running handler put to the agent.
+#[derive(Debug)]
+struct AgentRound {
+    /// Keys still waiting, with the id of the page's request for each.
+    pending: Vec<(String, RequestId)>,
+    answers: Vec<(String, Result<Value, RpcError>)>,
+    wait: HumanWait,
+    /// What was left of the handler's timeout when the round began: it goes on from there.
+    remaining_ms: f64,
 }
 
 /// How a call's work is cut short when it ends early.
@@ -371,6 +443,9 @@ enum Ending {
     Quiet(CallToolResult),
     /// Cancelled: no result is sent.
     Cancelled,
+    /// The request itself fails: a JSON-RPC error answers it (-32021, a capability the agent
+    /// lacks).
+    Failed(RpcError),
 }
 
 /// The page's calls, sans-IO. `H` is the page's handler (a JavaScript function in the browser).
@@ -472,6 +547,13 @@ impl<H> PageEngine<H> {
                 total,
                 message,
             } => self.progress(call, progress, total, message),
+            Input::Log {
+                call,
+                level,
+                data,
+                logger,
+            } => self.log(call, &level, data, logger),
+            Input::AskAgent { call, requests } => self.ask_agent(now, call, requests),
             Input::ToolsChanged => self.tools_changed(now),
             Input::SessionBegun { resumed } => self.session_begun(now, resumed),
             Input::Cancel { call, reason } => {
@@ -505,8 +587,9 @@ impl<H> PageEngine<H> {
                 self.request(now, text, id, &method, params)
             }
             Ok(Message::Notification { method, params }) => self.notification(now, &method, params),
-            // The page sends no requests of its own: there is nothing to match a response to.
-            Ok(Message::Response { .. }) => {}
+            // The answer to a request of the page's (a round put to the agent); any other
+            // response is never answered.
+            Ok(Message::Response { id, result }) => self.agent_answer(now, &id, result),
         }
     }
 
@@ -644,6 +727,8 @@ impl<H> PageEngine<H> {
             input,
             progress_token,
             progress_base: 0.0,
+            progress_high: 0.0,
+            logs: 0,
             activated_at: None,
             phase: Phase::WaitingForHandler {
                 until: now.after(HANDLER_GRACE_MS),
@@ -896,11 +981,19 @@ impl<H> PageEngine<H> {
         };
         let output = prepared.output.as_deref();
         let mut result = match outcome {
+            HandlerOutcome::CapabilityMissing(required) => {
+                let mut error = RpcError::new(
+                    crate::protocol::code::MISSING_CAPABILITY,
+                    "the tool needs a capability the agent's client did not declare",
+                );
+                error.data = Some(json!({ "requiredCapabilities": required }));
+                return self.end(now, handle, Ending::Failed(error), None);
+            }
             HandlerOutcome::Threw(message) => outcome::handler_failed(&message),
             HandlerOutcome::NotSerializable(why) => outcome::not_serializable(&why),
             HandlerOutcome::ReturnedNothing => call::complete_text("null", output),
             HandlerOutcome::Returned(text) => {
-                let result = call::complete_text(&text, output);
+                let result = call::handler_result(&text, output);
                 if result.is_error {
                     let warning = Event::Warning {
                         code: WarningCode::OutputInvalid,
@@ -931,6 +1024,9 @@ impl<H> PageEngine<H> {
         let base = call.progress_base;
         let call_id = call.call_id.clone();
         let token = call.progress_token.clone();
+        if let Some(call) = self.call_mut(handle) {
+            call.progress_high = call.progress_high.max(progress + base);
+        }
         self.send_progress(&call_id, token, progress, total, message, base);
     }
 
@@ -956,6 +1052,244 @@ impl<H> PageEngine<H> {
         .above(base);
         let frame = encode_notification(method::PROGRESS, &params);
         self.send(frame, Kind::Progress(call_id));
+    }
+
+    /// `notifications/message` for a running call, at or above the level the agent asked for
+    /// (`clienttools/logLevel` in the call's `_meta`; none: every level), at most
+    /// [`MAX_LOGS_PER_CALL`] per call; what is dropped is said once, on the page.
+    fn log(&mut self, handle: CallHandle, level: &str, data: Value, logger: Option<String>) {
+        let Some(call) = self.call_mut(handle) else {
+            return;
+        };
+        let Some(severity) = log_severity(level) else {
+            let message = format!(
+                "ctx.log: '{level}' is not a log level (debug, info, notice, warning, error, \
+                 critical, alert, emergency); the message was dropped"
+            );
+            return self.warn_code(WarningCode::LogDropped, message, None);
+        };
+        let wanted = call
+            .params
+            .meta_value(protocol::meta::LOG_LEVEL)
+            .and_then(Value::as_str)
+            .and_then(log_severity)
+            .is_none_or(|least| severity >= least);
+        if !wanted {
+            return;
+        }
+        call.logs += 1;
+        if call.logs > MAX_LOGS_PER_CALL {
+            if call.logs == MAX_LOGS_PER_CALL + 1 {
+                let message = format!(
+                    "call {} logged more than {MAX_LOGS_PER_CALL} messages; the rest are dropped",
+                    call.call_id
+                );
+                self.warn_code(WarningCode::LogDropped, message, None);
+            }
+            return;
+        }
+        let mut params = json!({ "level": level, "data": data });
+        if let Some(logger) = logger {
+            params["logger"] = logger.into();
+        }
+        params["_meta"] = json!({ protocol::meta::CALL_ID: call.call_id });
+        let frame = encode_notification(method::MESSAGE, &params);
+        self.send(frame, Kind::Other);
+    }
+
+    /// A round of requests to the agent from a running handler. Each request goes out as the
+    /// page's own JSON-RPC request, tied to its call (`_meta`: `clienttools/callId`,
+    /// `clienttools/inputKey`); the handler's timeout stops while the agent answers (bounded like
+    /// human time, with progress). What cannot be asked is answered at once with its reason.
+    fn ask_agent(&mut self, now: Millis, handle: CallHandle, requests: Vec<AgentRequest>) {
+        let outstanding: usize = self
+            .calls
+            .iter()
+            .filter_map(|call| match &call.phase {
+                Phase::Running {
+                    round: Some(round), ..
+                } => Some(round.pending.len()),
+                _ => None,
+            })
+            .sum();
+        let Some(at) = self.position(handle) else {
+            return;
+        };
+        let refuse = |why: String| {
+            let error = RpcError::new(code::INVALID_REQUEST, why);
+            requests
+                .iter()
+                .map(|request| (request.key.clone(), Err(error.clone())))
+                .collect::<Vec<_>>()
+        };
+        let call = &mut self.calls[at];
+        let refused = match &call.phase {
+            _ if matches!(call.reply, Reply::Page) => {
+                let mut error = RpcError::new(
+                    code::MISSING_CAPABILITY,
+                    "no agent to ask: the page itself made this call",
+                );
+                error.data = Some(json!({ "requiredCapabilities": {} }));
+                Some(
+                    requests
+                        .iter()
+                        .map(|r| (r.key.clone(), Err(error.clone())))
+                        .collect(),
+                )
+            }
+            Phase::Running { round: Some(_), .. } => Some(refuse(
+                "a round of requests to the agent is already waiting".into(),
+            )),
+            Phase::Running { .. } => None,
+            _ => Some(refuse("the call is not running".into())),
+        };
+        let refused = refused.or_else(|| {
+            let keys: Vec<&str> = requests.iter().map(|r| r.key.as_str()).collect();
+            let repeated = keys.iter().enumerate().any(|(i, k)| keys[..i].contains(k));
+            let unknown = requests
+                .iter()
+                .find(|r| !AGENT_METHODS.contains(&r.method.as_str()));
+            if requests.is_empty() || requests.len() > MAX_ASKS_PER_ROUND {
+                Some(refuse(format!(
+                    "a round asks 1 to {MAX_ASKS_PER_ROUND} requests, not {}",
+                    requests.len()
+                )))
+            } else if repeated {
+                Some(refuse("a round's keys must differ".into()))
+            } else if let Some(unknown) = unknown {
+                Some(refuse(format!(
+                    "'{}' cannot be asked of the agent (elicitation/create, \
+                     sampling/createMessage or roots/list)",
+                    unknown.method
+                )))
+            } else if outstanding + requests.len() > MAX_ASKS_OUTSTANDING {
+                Some(refuse(format!(
+                    "the page has {outstanding} requests waiting for agents (at most \
+                     {MAX_ASKS_OUTSTANDING})"
+                )))
+            } else {
+                None
+            }
+        });
+        if let Some(answers) = refused {
+            return self.outputs.push_back(Output::AgentAnswered {
+                call: handle,
+                answers,
+            });
+        }
+        let call_id = call.call_id.clone();
+        let mut pending = Vec::new();
+        let mut answers = Vec::new();
+        for request in requests {
+            let id = RequestId::String(format!("clienttools-ask-{}", self.next_handle));
+            self.next_handle += 1;
+            let mut params = match request.params {
+                Value::Object(params) => params,
+                Value::Null => Map::new(),
+                _ => {
+                    let error = RpcError::new(code::INVALID_PARAMS, "params must be an object");
+                    answers.push((request.key, Err(error)));
+                    continue;
+                }
+            };
+            let meta = params.entry("_meta").or_insert_with(|| json!({}));
+            if let Value::Object(meta) = meta {
+                meta.insert(protocol::meta::CALL_ID.into(), call_id.clone().into());
+                meta.insert(protocol::meta::INPUT_KEY.into(), request.key.clone().into());
+            }
+            let frame = protocol::encode_request(&id, &request.method, &params);
+            if let Err(limit) = check_outgoing(&frame) {
+                let error = RpcError::new(code::INVALID_PARAMS, format!("not sent: {limit}"));
+                answers.push((request.key, Err(error)));
+                continue;
+            }
+            self.outputs.push_back(Output::Send(frame));
+            pending.push((request.key, id));
+        }
+        let call = &mut self.calls[at];
+        let origin = call.progress_high;
+        let Phase::Running {
+            deadline, round, ..
+        } = &mut call.phase
+        else {
+            return;
+        };
+        let remaining_ms = deadline.map_or(0.0, |d| (d.0 - now.0).max(0.0));
+        *deadline = None;
+        *round = Some(AgentRound {
+            pending,
+            answers,
+            wait: HumanWait::after(Waiting::Agent, now, origin),
+            remaining_ms,
+        });
+        self.end_round_if_answered(now, handle);
+    }
+
+    /// A response from the runtime: the answer to one request of a round.
+    fn agent_answer(&mut self, now: Millis, id: &RequestId, result: Result<Value, RpcError>) {
+        let found = self
+            .calls
+            .iter_mut()
+            .find_map(|call| match &mut call.phase {
+                Phase::Running {
+                    round: Some(round), ..
+                } => {
+                    let at = round
+                        .pending
+                        .iter()
+                        .position(|(_, pending)| pending == id)?;
+                    let (key, _) = round.pending.swap_remove(at);
+                    round.answers.push((key, result.clone()));
+                    Some(call.handle)
+                }
+                _ => None,
+            });
+        if let Some(handle) = found {
+            self.end_round_if_answered(now, handle);
+        }
+    }
+
+    fn end_round_if_answered(&mut self, now: Millis, handle: CallHandle) {
+        let answered = self.calls.iter().any(|call| {
+            call.handle == handle
+                && matches!(&call.phase, Phase::Running { round: Some(round), .. }
+                    if round.pending.is_empty())
+        });
+        if answered {
+            self.end_round(now, handle, None);
+        }
+    }
+
+    /// The round is over (answered, or `expired` with this reason for the keys still waiting):
+    /// the handler hears the answers, and its timeout goes on.
+    fn end_round(&mut self, now: Millis, handle: CallHandle, expired: Option<String>) {
+        let Some(call) = self.call_mut(handle) else {
+            return;
+        };
+        let Phase::Running {
+            deadline, round, ..
+        } = &mut call.phase
+        else {
+            return;
+        };
+        let Some(round) = round.take() else {
+            return;
+        };
+        *deadline = Some(Millis(now.0 + round.remaining_ms));
+        let mut answers = round.answers;
+        if let Some(why) = expired {
+            let error = RpcError::new(code::REQUEST_TIMEOUT, why);
+            answers.extend(
+                round
+                    .pending
+                    .into_iter()
+                    .map(|(key, _)| (key, Err(error.clone()))),
+            );
+        }
+        self.outputs.push_back(Output::AgentAnswered {
+            call: handle,
+            answers,
+        });
     }
 
     fn tools_changed(&mut self, now: Millis) {
@@ -1017,6 +1351,7 @@ impl<H> PageEngine<H> {
                 prepared,
                 deadline: Some(deadline),
                 person: None,
+                round: None,
                 modified_input,
             } if *deadline <= now => {
                 let mut result = outcome::timed_out(prepared.timeout_ms);
@@ -1031,6 +1366,9 @@ impl<H> PageEngine<H> {
                 return self.end(now, handle, Ending::Result(result), Some(stop));
             }
             Phase::Running {
+                round: Some(round), ..
+            } => &mut round.wait,
+            Phase::Running {
                 person: Some(wait), ..
             }
             | Phase::Confirming { wait, .. }
@@ -1044,7 +1382,10 @@ impl<H> PageEngine<H> {
             wait.waited_ms += HUMAN_WAIT_TICK_MS;
             wait.next_tick = wait.next_tick.after(HUMAN_WAIT_TICK_MS);
         }
-        let (why, waited_ms) = (wait.why, wait.waited_ms);
+        let (why, waited_ms, origin) = (wait.why, wait.waited_ms, wait.origin);
+        if waited_ms >= HUMAN_WAIT_MAX_MS && matches!(why, Waiting::Agent) {
+            return self.end_round(now, handle, Some(why.expired().text().to_owned()));
+        }
         if waited_ms >= HUMAN_WAIT_MAX_MS {
             let mut result = why.expired();
             if let Phase::Running {
@@ -1061,10 +1402,12 @@ impl<H> PageEngine<H> {
             };
             return self.end(now, handle, Ending::Result(result), Some(stop));
         }
-        call.progress_base = waited_ms as f64;
+        let progress = origin + waited_ms as f64;
+        call.progress_base = progress;
+        call.progress_high = progress;
         let (call_id, token) = (call.call_id.clone(), call.progress_token.clone());
         let message = Some(why.message().to_owned());
-        self.send_progress(&call_id, token, waited_ms as f64, None, message, 0.0);
+        self.send_progress(&call_id, token, progress, None, message, 0.0);
     }
 
     /// Ends a call, once: the call leaves the engine here, so a later ending finds nothing.
@@ -1096,7 +1439,31 @@ impl<H> PageEngine<H> {
                 }));
             }
         }
+        if let Ending::Failed(error) = ending {
+            if let Some(started) = call.activated_at {
+                self.outputs.push_back(Output::Emit(Event::Call {
+                    tool_name: tool_name.clone(),
+                    call_id: call.call_id.clone(),
+                    what: CallEvent::Finished {
+                        is_error: true,
+                        duration_ms: now.since(started),
+                    },
+                }));
+            }
+            return match call.reply {
+                Reply::Page => self.outputs.push_back(Output::Settled {
+                    call: handle,
+                    result: Some(CallToolResult::error(error.message)),
+                }),
+                Reply::Frame(id) => {
+                    let frame = encode_error(Some(&id), &error);
+                    self.ledger.finish(&call.call_id, frame.clone());
+                    self.outputs.push_back(Output::Send(frame));
+                }
+            };
+        }
         let result = match ending {
+            Ending::Failed(_) => unreachable!("answered above"),
             Ending::Result(result) => {
                 if let Some(started) = call.activated_at {
                     self.outputs.push_back(Output::Emit(Event::Call {
@@ -1187,12 +1554,39 @@ impl<H> PageEngine<H> {
     }
 
     fn warn(&mut self, message: String, tool_name: Option<&str>) {
+        self.warn_code(WarningCode::FrameLimit, message, tool_name);
+    }
+
+    fn warn_code(&mut self, code: WarningCode, message: String, tool_name: Option<&str>) {
         self.outputs.push_back(Output::Emit(Event::Warning {
-            code: WarningCode::FrameLimit,
+            code,
             message,
             tool_name: tool_name.map(str::to_owned),
         }));
     }
+}
+
+/// What a handler may ask the agent.
+const AGENT_METHODS: [&str; 3] = [
+    method::ELICITATION_CREATE,
+    method::SAMPLING_CREATE_MESSAGE,
+    method::ROOTS_LIST,
+];
+
+/// RFC 5424 levels, least severe first (MCP's `LoggingLevel`).
+const LOG_LEVELS: [&str; 8] = [
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+];
+
+fn log_severity(level: &str) -> Option<usize> {
+    LOG_LEVELS.iter().position(|known| *known == level)
 }
 
 fn running_phase<H>(prepared: PreparedCall<H>, modified_input: Option<Value>) -> Phase<H> {
@@ -1201,6 +1595,7 @@ fn running_phase<H>(prepared: PreparedCall<H>, modified_input: Option<Value>) ->
         modified_input,
         deadline: None,
         person: None,
+        round: None,
     }
 }
 

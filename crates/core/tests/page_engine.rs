@@ -3,8 +3,8 @@
 
 use client_tools_core::limits::{HANDLER_GRACE_MS, HUMAN_WAIT_MAX_MS};
 use client_tools_core::page_engine::{
-    Answer, CallEvent, CallHandle, Caller, EngineConfig, Event, HandlerOutcome, Input, Output,
-    PageEngine, QuestionKind,
+    AgentRequest, Answer, CallEvent, CallHandle, Caller, EngineConfig, Event, HandlerOutcome,
+    Input, Output, PageEngine, QuestionKind,
 };
 use client_tools_core::protocol::MAX_FRAME_BYTES;
 use client_tools_core::registry::{Declaration, ToolKind};
@@ -882,4 +882,263 @@ fn initialize_ping_list_and_unknown_methods_are_answered_here() {
     assert_eq!(sent[3]["error"]["code"], -32601);
     assert_eq!(sent[4]["error"]["code"], -32602);
     assert_eq!(sent[5]["error"]["code"], -32700);
+}
+
+// ---- MCP results, logs and asking the agent (SPEC §4) -----------------------------------------
+
+#[test]
+fn a_handler_shaped_mcp_result_is_sent_as_it_is() {
+    let mut page = Page::new();
+    page.define(json!({"name": "snapshot", "description": "A picture of the board"}));
+    page.take();
+    page.call(1, "snapshot", json!({}));
+    let (call, _) = page.ran();
+    let result = json!({"content": [
+        {"type": "text", "text": "the board"},
+        {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"}
+    ]});
+    page.settle(call, HandlerOutcome::Returned(result.to_string()));
+    let answer = only_answer(&page.sent(), 1);
+    assert_eq!(answer["result"]["content"], result["content"]);
+    assert_eq!(answer["result"]["isError"], false);
+    assert!(answer["result"].get("structuredContent").is_none());
+
+    page.call(2, "snapshot", json!({}));
+    let (call, _) = page.ran();
+    let broken = json!({"content": [{"type": "image", "data": "AAAA"}]});
+    page.settle(call, HandlerOutcome::Returned(broken.to_string()));
+    let answer = only_answer(&page.sent(), 2);
+    let (text, is_error) = answer_text(&answer);
+    assert!(
+        is_error && text.contains("content[0]: needs 'mimeType'"),
+        "{text}"
+    );
+
+    // With an output schema, structuredContent is what it checks.
+    page.call(3, "read_board", json!({"boardId": "b"}));
+    let (call, _) = page.ran();
+    let shaped = json!({"content": [{"type": "text", "text": "1 task"}],
+                        "structuredContent": {"tasks": [1]}});
+    page.settle(call, HandlerOutcome::Returned(shaped.to_string()));
+    let answer = only_answer(&page.sent(), 3);
+    assert_eq!(answer["result"]["structuredContent"], json!({"tasks": [1]}));
+    page.call(4, "read_board", json!({"boardId": "b"}));
+    let (call, _) = page.ran();
+    let unshaped = json!({"content": [{"type": "text", "text": "no structure"}]});
+    page.settle(call, HandlerOutcome::Returned(unshaped.to_string()));
+    let answer = only_answer(&page.sent(), 4);
+    assert!(answer_text(&answer).0.contains("no structuredContent"));
+}
+
+#[test]
+fn logs_go_to_the_agent_at_its_level_and_are_bounded() {
+    let mut page = Page::new();
+    page.frame(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "read_board", "arguments": {"boardId": "b"},
+        "_meta": {"clienttools/logLevel": "warning"}}}),
+    );
+    let (call, _) = page.ran();
+    for level in ["debug", "info", "warning", "error"] {
+        page.input(Input::Log {
+            call,
+            level: level.into(),
+            data: json!({"at": level}),
+            logger: Some("board".into()),
+        });
+    }
+    let sent = page.sent();
+    let levels: Vec<_> = sent.iter().map(|f| f["params"]["level"].clone()).collect();
+    assert_eq!(levels, [json!("warning"), json!("error")]);
+    assert_eq!(sent[0]["method"], "notifications/message");
+    assert_eq!(sent[0]["params"]["logger"], "board");
+    assert_eq!(sent[0]["params"]["_meta"]["clienttools/callId"], "1");
+
+    page.input(Input::Log {
+        call,
+        level: "loud".into(),
+        data: json!(1),
+        logger: None,
+    });
+    let outputs = page.take();
+    assert!(matches!(
+        &events(&outputs)[..],
+        [Event::Warning {
+            code: WarningCode::LogDropped,
+            ..
+        }]
+    ));
+    for n in 0..150 {
+        page.input(Input::Log {
+            call,
+            level: "error".into(),
+            data: json!(n),
+            logger: None,
+        });
+    }
+    let outputs = page.take();
+    let sent = outputs
+        .iter()
+        .filter(|o| matches!(o, Output::Send(_)))
+        .count();
+    assert_eq!(sent, 98, "100 per call in all");
+    assert_eq!(events(&outputs).len(), 1, "the drop is said once");
+}
+
+fn agent_answered(outputs: &[Output<&'static str>]) -> Vec<(String, Result<Value, i64>)> {
+    outputs
+        .iter()
+        .find_map(|o| match o {
+            Output::AgentAnswered { answers, .. } => Some(
+                answers
+                    .iter()
+                    .map(|(k, a)| (k.clone(), a.clone().map_err(|e| e.code)))
+                    .collect(),
+            ),
+            _ => None,
+        })
+        .expect("the round is answered")
+}
+
+#[test]
+fn a_round_goes_to_the_agent_and_its_time_is_not_handler_time() {
+    let mut page = Page::new();
+    page.frame(
+        json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+        "name": "read_board", "arguments": {"boardId": "b"}, "_meta": {"progressToken": "p"}}}),
+    );
+    let (call, _) = page.ran();
+    page.advance(4_000); // of the handler's 5 s
+    page.input(Input::AskAgent {
+        call,
+        requests: vec![
+            AgentRequest {
+                key: "name".into(),
+                method: "elicitation/create".into(),
+                params: json!({"message": "Your name?", "requestedSchema": {"type": "object"}}),
+            },
+            AgentRequest {
+                key: "roots".into(),
+                method: "roots/list".into(),
+                params: json!(null),
+            },
+        ],
+    });
+    let sent = page.sent();
+    assert_eq!(sent.len(), 2);
+    assert_eq!(sent[0]["method"], "elicitation/create");
+    assert_eq!(sent[0]["params"]["_meta"]["clienttools/callId"], "7");
+    assert_eq!(sent[0]["params"]["_meta"]["clienttools/inputKey"], "name");
+    assert_eq!(sent[0]["params"]["message"], "Your name?");
+    assert_eq!(sent[1]["params"]["_meta"]["clienttools/inputKey"], "roots");
+    // The agent takes 20 s: progress keeps the runtime waiting, the handler's clock stands still.
+    page.advance(20_000);
+    let ticks = page.sent();
+    assert_eq!(ticks.len(), 20);
+    assert_eq!(
+        ticks[19]["params"]["message"],
+        "waiting for the agent to answer"
+    );
+    let ids: Vec<_> = sent.iter().map(|f| f["id"].clone()).collect();
+    page.frame(json!({"jsonrpc": "2.0", "id": ids[1], "result": {"roots": []}}));
+    assert!(page.take().is_empty(), "one key still waits");
+    page.frame(
+        json!({"jsonrpc": "2.0", "id": ids[0], "error": {"code": -32021,
+        "message": "no elicitation", "data": {"requiredCapabilities": {"elicitation": {}}}}}),
+    );
+    let answered = agent_answered(&page.take());
+    assert_eq!(
+        answered,
+        [
+            ("roots".to_owned(), Ok(json!({"roots": []}))),
+            ("name".to_owned(), Err(-32021))
+        ]
+    );
+    // An answer to an id asked before changes nothing.
+    page.frame(json!({"jsonrpc": "2.0", "id": ids[0], "result": {}}));
+    assert!(page.take().is_empty());
+    page.advance(999);
+    assert!(
+        page.sent().is_empty(),
+        "1 s of the handler's timeout was left"
+    );
+    page.advance(1);
+    let answer = only_answer(&page.sent(), 7);
+    assert_eq!(answer_text(&answer), ("timed out after 5000 ms", true));
+}
+
+#[test]
+fn what_cannot_be_asked_is_answered_at_once() {
+    let mut page = Page::new();
+    page.call(1, "read_board", json!({"boardId": "b"}));
+    let (call, _) = page.ran();
+    let ask = |key: &str, method: &str| AgentRequest {
+        key: key.into(),
+        method: method.into(),
+        params: json!({}),
+    };
+    page.input(Input::AskAgent {
+        call,
+        requests: vec![ask("a", "tools/call")],
+    });
+    assert_eq!(agent_answered(&page.take())[0].1, Err(-32600));
+    page.input(Input::AskAgent {
+        call,
+        requests: (0..9).map(|n| ask(&n.to_string(), "roots/list")).collect(),
+    });
+    assert_eq!(
+        agent_answered(&page.take()).len(),
+        9,
+        "over the round's bound"
+    );
+    page.input(Input::AskAgent {
+        call,
+        requests: vec![ask("a", "roots/list"), ask("a", "roots/list")],
+    });
+    assert_eq!(
+        agent_answered(&page.take())[0].1,
+        Err(-32600),
+        "keys repeat"
+    );
+
+    // A page call has no agent to ask.
+    let local = page.engine.begin_page_call(
+        page.now,
+        "read_board".into(),
+        Some(r#"{"boardId":"b"}"#.into()),
+        Caller::Page,
+    );
+    page.take();
+    page.input(Input::AskAgent {
+        call: local,
+        requests: vec![ask("a", "roots/list")],
+    });
+    assert_eq!(agent_answered(&page.take())[0].1, Err(-32021));
+
+    // The agent never answers: after the human bound the keys fail and the handler goes on.
+    page.input(Input::AskAgent {
+        call,
+        requests: vec![ask("late", "sampling/createMessage")],
+    });
+    page.take();
+    page.advance(HUMAN_WAIT_MAX_MS);
+    assert_eq!(agent_answered(&page.take())[0].1, Err(-32001));
+}
+
+#[test]
+fn a_handler_that_lets_a_missing_capability_propagate_fails_the_request() {
+    let mut page = Page::new();
+    page.call(1, "read_board", json!({"boardId": "b"}));
+    let (call, _) = page.ran();
+    let required = json!({"sampling": {}});
+    page.settle(call, HandlerOutcome::CapabilityMissing(required.clone()));
+    let answer = only_answer(&page.sent(), 1);
+    assert_eq!(answer["error"]["code"], -32021);
+    assert_eq!(answer["error"]["data"]["requiredCapabilities"], required);
+    page.call(1, "read_board", json!({"boardId": "b"}));
+    assert_eq!(
+        only_answer(&page.sent(), 1)["error"]["code"],
+        -32021,
+        "a re-send learns it"
+    );
 }
