@@ -16,13 +16,24 @@ pub mod outcome {
     use super::CallToolResult;
 
     pub fn no_handler(name: &str) -> CallToolResult {
+        let name = quoted(name);
         CallToolResult::error(format!(
             "no handler registered for tool '{name}' on this page"
         ))
     }
 
     pub fn not_allowed(name: &str) -> CallToolResult {
+        let name = quoted(name);
         CallToolResult::error(format!("tool '{name}' is not allowed"))
+    }
+
+    /// A name a runtime sent, as an error quotes it: at most 128 characters (a tool's own name is
+    /// at most 64; a longer one is cut, so an answer never grows with a hostile name).
+    fn quoted(name: &str) -> std::borrow::Cow<'_, str> {
+        match name.char_indices().nth(128) {
+            Some((cut, _)) => format!("{}…", &name[..cut]).into(),
+            None => name.into(),
+        }
     }
 
     pub fn invalid_input(errors: &[String]) -> CallToolResult {

@@ -8,7 +8,7 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
-pub use crate::limits::RESULT_STORE_LIMIT;
+pub use crate::limits::{RESULT_STORE_BYTES, RESULT_STORE_LIMIT};
 
 /// What to do with an arriving call id.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,6 +28,8 @@ pub struct CallLedger {
     running: HashSet<String>,
     finished: HashMap<String, String>,
     order: VecDeque<String>,
+    /// The stored frames' bytes, bounded by [`RESULT_STORE_BYTES`] like their count.
+    bytes: usize,
     interrupted: HashSet<String>,
     limit: usize,
 }
@@ -44,6 +46,7 @@ impl CallLedger {
             running: HashSet::new(),
             finished: HashMap::new(),
             order: VecDeque::new(),
+            bytes: 0,
             interrupted: HashSet::new(),
             limit: limit.max(1),
         }
@@ -74,12 +77,18 @@ impl CallLedger {
     pub fn finish(&mut self, id: &str, frame: String) {
         self.running.remove(id);
         self.interrupted.remove(id);
-        if self.finished.insert(id.to_owned(), frame).is_none() {
-            self.order.push_back(id.to_owned());
+        self.bytes += frame.len();
+        match self.finished.insert(id.to_owned(), frame) {
+            Some(earlier) => self.bytes -= earlier.len(),
+            None => self.order.push_back(id.to_owned()),
         }
-        while self.order.len() > self.limit {
+        while self.order.len() > self.limit
+            || (self.bytes > RESULT_STORE_BYTES && self.order.len() > 1)
+        {
             if let Some(oldest) = self.order.pop_front() {
-                self.finished.remove(&oldest);
+                if let Some(frame) = self.finished.remove(&oldest) {
+                    self.bytes -= frame.len();
+                }
             }
         }
     }

@@ -24,7 +24,7 @@ use crate::codes::WarningCode;
 use crate::ledger::{Arrival, CallLedger};
 use crate::limits::{
     HANDLER_GRACE_MS, HUMAN_WAIT_MAX_MS, HUMAN_WAIT_TICK_MS, MAX_ASKS_OUTSTANDING,
-    MAX_ASKS_PER_ROUND, MAX_LOGS_PER_CALL,
+    MAX_ASKS_PER_ROUND, MAX_LIVE_CALLS, MAX_LOGS_PER_CALL,
 };
 use crate::protocol::{
     self, check_outgoing, code, encode_error, encode_notification, encode_result, method,
@@ -461,7 +461,8 @@ pub struct PageEngine<H> {
 }
 
 impl<H> PageEngine<H> {
-    /// `interrupted`: agent call ids the previous page of this session left running (SPEC §5).
+    /// `interrupted`: agent call ids (their JSON) the previous page of this session left running
+    /// (SPEC §5).
     pub fn new(config: EngineConfig, default_timeout_ms: u64, interrupted: Vec<String>) -> Self {
         Self {
             registry: Registry::new(default_timeout_ms),
@@ -487,8 +488,8 @@ impl<H> PageEngine<H> {
         &self.config
     }
 
-    /// Agent call ids running now (kept when the page unloads, so the next page does not run them
-    /// again).
+    /// Agent call ids running now, as their JSON (kept when the page unloads, so the next page does
+    /// not run them again).
     pub fn running_agent_calls(&self) -> Vec<String> {
         self.ledger.running_ids()
     }
@@ -635,11 +636,11 @@ impl<H> PageEngine<H> {
         let Ok(cancelled) = serde_json::from_value::<CancelledParams>(params) else {
             return;
         };
-        let call_id = cancelled.request_id.to_string();
+        // By the id itself: `1` and `"1"` are two calls.
         let found = self
             .calls
             .iter()
-            .find(|call| matches!(call.reply, Reply::Frame(_)) && call.call_id == call_id);
+            .find(|call| matches!(&call.reply, Reply::Frame(id) if *id == cancelled.request_id));
         if let Some(handle) = found.map(|call| call.handle) {
             let reason = cancelled
                 .reason
@@ -664,7 +665,7 @@ impl<H> PageEngine<H> {
         arguments: Option<String>,
     ) {
         let call_id = id.to_string();
-        match self.ledger.arrive(&call_id) {
+        match self.ledger.arrive(&ledger_key(&id)) {
             // Re-sent while it runs: it is answered once, when it ends.
             Arrival::Join => {}
             // Stored answers fit already (they passed the check when first sent).
@@ -674,7 +675,15 @@ impl<H> PageEngine<H> {
                     "the page was reloaded while call {call_id} was running; it was not run again"
                 ));
                 let frame = self.call_answer(&id, &params.name, &result);
-                self.ledger.finish(&call_id, frame.clone());
+                self.ledger.finish(&ledger_key(&id), frame.clone());
+                self.outputs.push_back(Output::Send(frame));
+            }
+            Arrival::Run if self.calls.len() >= MAX_LIVE_CALLS => {
+                let result = CallToolResult::error(format!(
+                    "the page has {MAX_LIVE_CALLS} calls in progress; this one was not run"
+                ));
+                let frame = self.call_answer(&id, &params.name, &result);
+                self.ledger.finish(&ledger_key(&id), frame.clone());
                 self.outputs.push_back(Output::Send(frame));
             }
             Arrival::Run => {
@@ -901,9 +910,13 @@ impl<H> PageEngine<H> {
                 let result = outcome::user_cancelled();
                 return self.end(now, handle, Ending::Result(result), None);
             }
-            (Phase::Confirming { .. }, Answer::Approve { allow_session }) => {
+            (Phase::Confirming { prepared, .. }, Answer::Approve { allow_session }) => {
                 let name = call.tool_name().to_owned();
-                if allow_session && !self.allowed_for_session.contains(&name) {
+                // Only where it was offered (a call that asks for confirmation itself is asked
+                // each time).
+                let offered =
+                    self.config.offer_allow_for_session && !prepared.confirmation_forced_by_call;
+                if allow_session && offered && !self.allowed_for_session.contains(&name) {
                     self.allowed_for_session.push(name);
                 }
                 ConfirmDecision::Approve
@@ -941,12 +954,13 @@ impl<H> PageEngine<H> {
 
     fn waiting_for_person(&mut self, now: Millis, handle: CallHandle) {
         if let Some(call) = self.call_mut(handle) {
+            let origin = call.progress_high;
             if let Phase::Running {
                 deadline, person, ..
             } = &mut call.phase
             {
                 *deadline = None;
-                *person = Some(HumanWait::new(Waiting::FormSubmit, now));
+                *person = Some(HumanWait::after(Waiting::FormSubmit, now, origin));
             }
         }
     }
@@ -1021,6 +1035,10 @@ impl<H> PageEngine<H> {
         let Some(call) = self.calls.iter().find(|call| call.handle == handle) else {
             return; // over: reports after the end are dropped
         };
+        // JSON has no NaN or infinity: such a report would reach the runtime as `null`.
+        if !progress.is_finite() || total.is_some_and(|t| !t.is_finite()) {
+            return;
+        }
         let base = call.progress_base;
         let call_id = call.call_id.clone();
         let token = call.progress_token.clone();
@@ -1457,7 +1475,7 @@ impl<H> PageEngine<H> {
                 }),
                 Reply::Frame(id) => {
                     let frame = encode_error(Some(&id), &error);
-                    self.ledger.finish(&call.call_id, frame.clone());
+                    self.ledger.finish(&ledger_key(&id), frame.clone());
                     self.outputs.push_back(Output::Send(frame));
                 }
             };
@@ -1491,7 +1509,7 @@ impl<H> PageEngine<H> {
                 let result =
                     result.unwrap_or_else(|| CallToolResult::error("the call was cancelled"));
                 let frame = self.call_answer(&id, &tool_name, &result);
-                self.ledger.finish(&call.call_id, frame.clone());
+                self.ledger.finish(&ledger_key(&id), frame.clone());
                 if sent {
                     self.outputs.push_back(Output::Send(frame));
                 }
@@ -1542,10 +1560,21 @@ impl<H> PageEngine<H> {
                 self.outputs
                     .push_back(Output::Send(encode_error(Some(id), &error)));
             }
-            Kind::Progress(call_id) => self.warn(
-                format!("a progress notification of call {call_id} was dropped: {limit}"),
-                None,
-            ),
+            Kind::Progress(call_id) => {
+                // Its token (or message) is what is too large: no later report would fit either.
+                let stopped = self.calls.iter_mut().find(|call| call.call_id == call_id);
+                if let Some(call) = stopped {
+                    call.progress_token = None;
+                }
+                self.warn(
+                    format!(
+                        "a progress notification of call {} was dropped: {limit}; the call \
+                         reports no more progress",
+                        shorten(call_id)
+                    ),
+                    None,
+                )
+            }
             Kind::Other => self.warn(
                 format!("a frame for the runtime was dropped: {limit}"),
                 None,
@@ -1564,6 +1593,19 @@ impl<H> PageEngine<H> {
             tool_name: tool_name.map(str::to_owned),
         }));
     }
+}
+
+/// At most 64 characters of `text`, for messages that quote what a runtime sent.
+fn shorten(text: &str) -> String {
+    match text.char_indices().nth(64) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_owned(),
+    }
+}
+
+/// The ledger's key of a call id: its JSON, so `1` and `"1"` are two calls.
+fn ledger_key(id: &RequestId) -> String {
+    serde_json::to_string(id).unwrap_or_default()
 }
 
 /// What a handler may ask the agent.

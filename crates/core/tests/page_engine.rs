@@ -1142,3 +1142,97 @@ fn a_handler_that_lets_a_missing_capability_propagate_fails_the_request() {
         "a re-send learns it"
     );
 }
+
+// ---- what a hostile runtime cannot do -----------------------------------------------------------
+
+#[test]
+fn ids_1_and_quoted_1_are_two_calls() {
+    let mut page = Page::new();
+    page.call(1, "read_board", json!({"boardId": "b"}));
+    let (first, _) = page.ran();
+    page.frame(json!({"jsonrpc": "2.0", "id": "1", "method": "tools/call",
+                      "params": {"name": "read_board", "arguments": {"boardId": "b"}}}));
+    let (second, _) = page.ran();
+    assert_ne!(first, second, "not joined");
+    page.frame(
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                      "params": {"requestId": "1"}}),
+    );
+    let outputs = page.take();
+    assert!(matches!(outputs[0], Output::Abort { call, .. } if call == second));
+    page.settle(first, HandlerOutcome::Returned(r#"{"tasks":[]}"#.into()));
+    assert_eq!(only_answer(&page.sent(), 1)["id"], 1);
+}
+
+#[test]
+fn a_page_runs_a_bounded_number_of_calls() {
+    let mut page = Page::new();
+    for id in 0..client_tools_core::limits::MAX_LIVE_CALLS as i64 {
+        page.call(id, "nobody_yet", json!({}));
+    }
+    assert!(page.take().is_empty(), "each waits for a handler");
+    page.call(9_999, "nobody_yet", json!({}));
+    let answer = only_answer(&page.sent(), 9_999);
+    assert!(answer_text(&answer).0.contains("calls in progress"));
+    let long = "x".repeat(100_000);
+    page.advance(HANDLER_GRACE_MS);
+    page.take();
+    page.call(10_000, &long, json!({}));
+    page.advance(HANDLER_GRACE_MS);
+    let answer = only_answer(&page.sent(), 10_000);
+    assert!(
+        answer_text(&answer).0.len() < 300,
+        "a hostile name is not echoed whole"
+    );
+}
+
+#[test]
+fn progress_only_increases_and_is_always_a_number() {
+    let mut page = Page::new();
+    page.engine
+        .registry_mut()
+        .define(
+            Declaration {
+                original_name: "book".into(),
+                require_confirmation: Some(true),
+                ..Declaration::default()
+            },
+            ToolKind::Form,
+            "form",
+        )
+        .unwrap();
+    page.input(Input::ToolsChanged);
+    page.take();
+    page.frame(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "book", "arguments": {}, "_meta": {"progressToken": 1}}}),
+    );
+    let call = confirm_ask(&page.take());
+    page.advance(5_000);
+    page.input(Input::Answered {
+        call,
+        answer: Answer::Approve {
+            allow_session: true,
+        },
+    });
+    page.input(Input::Progress {
+        call,
+        progress: f64::NAN,
+        total: None,
+        message: None,
+    });
+    page.input(Input::WaitingForPerson { call });
+    page.advance(3_000);
+    let progress: Vec<f64> = page
+        .sent()
+        .iter()
+        .map(|f| f["params"]["progress"].as_f64().expect("a number"))
+        .collect();
+    assert!(progress.windows(2).all(|w| w[0] < w[1]), "{progress:?}");
+    assert_eq!(progress.len(), 8);
+    // "Allow for this session" was not offered (the option is off): the next call asks again.
+    page.input(Input::PersonDone { call });
+    page.settle(call, HandlerOutcome::ReturnedNothing);
+    page.call(2, "book", json!({}));
+    confirm_ask(&page.take());
+}
