@@ -199,7 +199,7 @@ fn base64(data: &str) -> Result<(), String> {
     if padding > 2 || !body.bytes().all(alphabet) || body.len() % 4 == 1 {
         return Err("is not base64".into());
     }
-    if padding > 0 && data.len() % 4 != 0 {
+    if padding > 0 && !data.len().is_multiple_of(4) {
         return Err("is not base64 (its padding)".into());
     }
     Ok(())
