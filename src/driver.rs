@@ -9,6 +9,8 @@ use client_tools_core::page_engine::{CallEvent, CallHandle, Event, Output};
 use client_tools_core::registry::{RegisteredTool, ToolKind};
 use std::sync::Arc;
 
+use serde_json::{json, Value};
+
 use crate::js;
 use crate::page::{take, Page, Running};
 use crate::webmcp::{browser_agent, form_call};
@@ -42,6 +44,24 @@ pub fn perform(page: &Rc<Page>, output: Output<js_sys::Function>) {
                 None => {}
             }
         }
+        Output::AgentAnswered { call, answers } => {
+            let calls = page.calls.borrow();
+            let ctx = calls.running.iter().find_map(|(c, running)| match running {
+                Running::Handler(ctx) if *c == call => Some(ctx.clone()),
+                _ => None,
+            });
+            drop(calls);
+            let answers: Vec<Value> = answers
+                .into_iter()
+                .map(|(key, answer)| match answer {
+                    Ok(result) => json!([key, result]),
+                    Err(error) => json!([key, null, error]),
+                })
+                .collect();
+            if let Some(ctx) = ctx {
+                js::settle_round(&ctx, js::from_json(&Value::Array(answers)));
+            }
+        }
         Output::Settled { call, result } => {
             if let Some(waiting) = take(&mut page.calls.borrow_mut().waiting, call) {
                 let _ = waiting.send(result);
@@ -65,7 +85,7 @@ fn run_handler(
         call.0 as f64,
         &tool.name,
         &tool.original_name,
-        page.report_progress_fn(),
+        page.from_ctx_fn(),
     );
     page.calls
         .borrow_mut()
@@ -74,7 +94,7 @@ fn run_handler(
     let args = js_sys::Array::of2(&js::from_json_text(input), &ctx);
     match js::call_function(&tool.handler, &args) {
         js::Called::Returned(value) => page.settle(call, Ok(value)),
-        js::Called::Threw(message) => page.settle(call, Err(message)),
+        js::Called::Threw(thrown) => page.settle(call, Err(thrown)),
         js::Called::Promise(promise) => {
             let page = page.clone();
             wasm_bindgen_futures::spawn_local(async move {

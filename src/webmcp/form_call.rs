@@ -35,7 +35,7 @@ pub fn run(
         Ok(submitted) => submitted,
         Err(why) => {
             let why = format!("the form of tool '{}' {why}", tool.name);
-            return page.settle(call, Err(why));
+            return page.settle(call, Err(why.into()));
         }
     };
     let (stop, stopped) = oneshot::channel();
@@ -77,20 +77,19 @@ async fn fill_and_submit(
     autosubmit: bool,
     submitted: oneshot::Receiver<Submitted>,
     stopped: &mut oneshot::Receiver<()>,
-) -> Option<Result<JsValue, String>> {
+) -> Option<Result<JsValue, JsValue>> {
     let input: Value = serde_json::from_str(input).unwrap_or_default();
     let assignments = form_tool::assignments(&forms::controls(form), &input);
     if let Some(dropped) = super::fill(form, &js::to_plain(&assignments)) {
-        return Some(Err(format!(
-            "the form did not take these values: {dropped}"
-        )));
+        let why = format!("the form did not take these values: {dropped}");
+        return Some(Err(why.into()));
     }
     let submitted = if autosubmit {
         if let Some(why) = super::invalid_reason(form) {
-            return Some(Err(format!("the form cannot be submitted: {why}")));
+            return Some(Err(format!("the form cannot be submitted: {why}").into()));
         }
         if let Err(thrown) = super::request_submit(form) {
-            return Some(Err(js::error_message(&thrown)));
+            return Some(Err(thrown));
         }
         match future::select(submitted, &mut *stopped).await {
             Either::Left((submitted, _)) => submitted,
