@@ -1195,35 +1195,44 @@ impl<H> PageEngine<H> {
                 answers,
             });
         }
+        // One request for the round (a round is atomic: the runtime puts it to the agent whole,
+        // as one MCP `InputRequiredResult` where the revision speaks so).
         let call_id = call.call_id.clone();
-        let mut pending = Vec::new();
         let mut answers = Vec::new();
+        let mut input_requests = Map::new();
         for request in requests {
-            let id = RequestId::String(format!("clienttools-ask-{}", self.next_handle));
-            self.next_handle += 1;
-            let mut params = match request.params {
-                Value::Object(params) => params,
-                Value::Null => Map::new(),
+            let params = match request.params {
+                params @ Value::Object(_) => params,
+                Value::Null => json!({}),
                 _ => {
                     let error = RpcError::new(code::INVALID_PARAMS, "params must be an object");
                     answers.push((request.key, Err(error)));
                     continue;
                 }
             };
-            let meta = params.entry("_meta").or_insert_with(|| json!({}));
-            if let Value::Object(meta) = meta {
-                meta.insert(protocol::meta::CALL_ID.into(), call_id.clone().into());
-                meta.insert(protocol::meta::INPUT_KEY.into(), request.key.clone().into());
-            }
-            let frame = protocol::encode_request(&id, &request.method, &params);
-            if let Err(limit) = check_outgoing(&frame) {
-                let error = RpcError::new(code::INVALID_PARAMS, format!("not sent: {limit}"));
-                answers.push((request.key, Err(error)));
-                continue;
-            }
-            self.outputs.push_back(Output::Send(frame));
-            pending.push((request.key, id));
+            let asked = json!({ "method": request.method, "params": params });
+            input_requests.insert(request.key, asked);
         }
+        let id = RequestId::String(format!("clienttools-input-{}", self.next_handle));
+        self.next_handle += 1;
+        let params = json!({
+            "inputRequests": input_requests,
+            "_meta": { protocol::meta::CALL_ID: call_id },
+        });
+        let frame = protocol::encode_request(&id, method::INPUT, &params);
+        let keys = input_requests.keys().cloned();
+        let pending: Vec<(String, RequestId)> = match check_outgoing(&frame) {
+            Ok(()) if !input_requests.is_empty() => {
+                self.outputs.push_back(Output::Send(frame));
+                keys.map(|key| (key, id.clone())).collect()
+            }
+            Ok(()) => Vec::new(),
+            Err(limit) => {
+                let error = RpcError::new(code::INVALID_PARAMS, format!("not sent: {limit}"));
+                answers.extend(keys.map(|key| (key, Err(error.clone()))));
+                Vec::new()
+            }
+        };
         let call = &mut self.calls[at];
         let origin = call.progress_high;
         let Phase::Running {
@@ -1243,7 +1252,8 @@ impl<H> PageEngine<H> {
         self.end_round_if_answered(now, handle);
     }
 
-    /// A response from the runtime: the answer to one request of a round.
+    /// A response from the runtime: the answer to a round (`inputResponses`, by key), or why the
+    /// agent could not answer it (then every key of the round has that error).
     fn agent_answer(&mut self, now: Millis, id: &RequestId, result: Result<Value, RpcError>) {
         let found = self
             .calls
@@ -1251,13 +1261,21 @@ impl<H> PageEngine<H> {
             .find_map(|call| match &mut call.phase {
                 Phase::Running {
                     round: Some(round), ..
-                } => {
-                    let at = round
-                        .pending
-                        .iter()
-                        .position(|(_, pending)| pending == id)?;
-                    let (key, _) = round.pending.swap_remove(at);
-                    round.answers.push((key, result.clone()));
+                } if round.pending.iter().any(|(_, pending)| pending == id) => {
+                    for (key, _) in round.pending.drain(..) {
+                        let answer = match &result {
+                            Err(error) => Err(error.clone()),
+                            Ok(answers) => {
+                                answers["inputResponses"].get(&key).cloned().ok_or_else(|| {
+                                    RpcError::new(
+                                        code::INTERNAL_ERROR,
+                                        format!("the agent's answers have none for '{key}'"),
+                                    )
+                                })
+                            }
+                        };
+                        round.answers.push((key, answer));
+                    }
                     Some(call.handle)
                 }
                 _ => None,

@@ -1025,12 +1025,16 @@ fn a_round_goes_to_the_agent_and_its_time_is_not_handler_time() {
         ],
     });
     let sent = page.sent();
-    assert_eq!(sent.len(), 2);
-    assert_eq!(sent[0]["method"], "elicitation/create");
+    assert_eq!(sent.len(), 1, "one request for the round");
+    assert_eq!(sent[0]["method"], "clienttools/input");
     assert_eq!(sent[0]["params"]["_meta"]["clienttools/callId"], "7");
-    assert_eq!(sent[0]["params"]["_meta"]["clienttools/inputKey"], "name");
-    assert_eq!(sent[0]["params"]["message"], "Your name?");
-    assert_eq!(sent[1]["params"]["_meta"]["clienttools/inputKey"], "roots");
+    let asked = &sent[0]["params"]["inputRequests"];
+    assert_eq!(asked["name"]["method"], "elicitation/create");
+    assert_eq!(asked["name"]["params"]["message"], "Your name?");
+    assert_eq!(
+        asked["roots"],
+        json!({"method": "roots/list", "params": {}})
+    );
     // The agent takes 20 s: progress keeps the runtime waiting, the handler's clock stands still.
     page.advance(20_000);
     let ticks = page.sent();
@@ -1039,22 +1043,20 @@ fn a_round_goes_to_the_agent_and_its_time_is_not_handler_time() {
         ticks[19]["params"]["message"],
         "waiting for the agent to answer"
     );
-    let ids: Vec<_> = sent.iter().map(|f| f["id"].clone()).collect();
-    page.frame(json!({"jsonrpc": "2.0", "id": ids[1], "result": {"roots": []}}));
-    assert!(page.take().is_empty(), "one key still waits");
+    let id = sent[0]["id"].clone();
     page.frame(
-        json!({"jsonrpc": "2.0", "id": ids[0], "error": {"code": -32021,
-        "message": "no elicitation", "data": {"requiredCapabilities": {"elicitation": {}}}}}),
+        json!({"jsonrpc": "2.0", "id": id, "result": {"inputResponses": {
+        "roots": {"roots": []}}}}),
     );
     let answered = agent_answered(&page.take());
-    assert_eq!(
-        answered,
-        [
-            ("roots".to_owned(), Ok(json!({"roots": []}))),
-            ("name".to_owned(), Err(-32021))
-        ]
+    assert_eq!(answered.len(), 2);
+    assert!(answered.contains(&("roots".to_owned(), Ok(json!({"roots": []})))));
+    assert!(
+        answered.contains(&("name".to_owned(), Err(-32603))),
+        "no answer for it"
     );
-    // An answer to an id asked before changes nothing.
+    let ids = [id.clone()];
+    // An answer to a round answered before changes nothing.
     page.frame(json!({"jsonrpc": "2.0", "id": ids[0], "result": {}}));
     assert!(page.take().is_empty());
     page.advance(999);
@@ -1114,6 +1116,22 @@ fn what_cannot_be_asked_is_answered_at_once() {
         requests: vec![ask("a", "roots/list")],
     });
     assert_eq!(agent_answered(&page.take())[0].1, Err(-32021));
+
+    // The runtime refuses the round: every key has its reason.
+    page.input(Input::AskAgent {
+        call,
+        requests: vec![ask("a", "sampling/createMessage"), ask("b", "roots/list")],
+    });
+    let sent = page.sent();
+    page.frame(
+        json!({"jsonrpc": "2.0", "id": sent[0]["id"], "error": {"code": -32021,
+        "message": "no sampling", "data": {"requiredCapabilities": {"sampling": {}}}}}),
+    );
+    let answered = agent_answered(&page.take());
+    assert_eq!(
+        answered,
+        [("a".to_owned(), Err(-32021)), ("b".to_owned(), Err(-32021))]
+    );
 
     // The agent never answers: after the human bound the keys fail and the handler goes on.
     page.input(Input::AskAgent {

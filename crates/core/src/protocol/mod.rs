@@ -40,10 +40,9 @@ pub mod meta {
     /// result form can say who asks (the page has no definition of its own for it).
     pub const TITLE: &str = "clienttools/title";
     pub const DESCRIPTION: &str = "clienttools/description";
-    /// On a page's own request or log message: the call (its `tools/call` id) it belongs to.
+    /// On a page's own request (`clienttools/input`) or log message: the call (its `tools/call` id)
+    /// it belongs to.
     pub const CALL_ID: &str = "clienttools/callId";
-    /// On a page's own request: its key in the handler's round (`ctx.input`).
-    pub const INPUT_KEY: &str = "clienttools/inputKey";
     /// On `tools/call`: the least severe log level the agent wants (`logging/setLevel`); absent:
     /// every level.
     pub const LOG_LEVEL: &str = "clienttools/logLevel";
@@ -61,6 +60,9 @@ pub mod method {
     pub const PROGRESS: &str = "notifications/progress";
     /// A log message (`ctx.log`).
     pub const MESSAGE: &str = "notifications/message";
+    /// The page's own request: a round of requests for the agent (`{inputRequests, _meta}`),
+    /// answered with `{inputResponses}` (SPEC §6).
+    pub const INPUT: &str = "clienttools/input";
     /// What a handler may ask the agent mid-call (SPEC §4, §6).
     pub const ELICITATION_CREATE: &str = "elicitation/create";
     pub const SAMPLING_CREATE_MESSAGE: &str = "sampling/createMessage";
