@@ -350,11 +350,7 @@ fn to_mcp_tool(tool: &protocol::Tool) -> Option<Tool> {
 
 /// The agent's result, built field by field from the page's (no JSON round trip on each call).
 fn to_mcp_result(result: protocol::CallToolResult) -> CallToolResult {
-    let content = result
-        .content
-        .into_iter()
-        .map(|protocol::Content::Text { text }| ContentBlock::text(text))
-        .collect();
+    let content = result.content.into_iter().map(to_mcp_block).collect();
     // `success` sets `resultType`, which revision 2026-07-28 requires (rmcp strips it again for
     // older peers).
     let mut converted = CallToolResult::success(content);
@@ -362,6 +358,23 @@ fn to_mcp_result(result: protocol::CallToolResult) -> CallToolResult {
     converted.is_error = Some(result.is_error);
     converted.meta = result.meta.map(MetaObject);
     converted
+}
+
+/// One content block as rmcp reads it: text as it is; any other block (image, audio, resource
+/// link, embedded resource, annotated text), which the page checked (core `protocol::content`),
+/// through its JSON. A block rmcp cannot read (a newer kind) becomes a text block saying so.
+fn to_mcp_block(block: protocol::Content) -> ContentBlock {
+    match block {
+        protocol::Content::Text(text) => ContentBlock::text(text.text),
+        protocol::Content::Block(block) => {
+            let kind = block.get("type").cloned().unwrap_or(Value::Null);
+            serde_json::from_value(Value::Object(block)).unwrap_or_else(|error| {
+                ContentBlock::text(format!(
+                    "the page sent a content block of type {kind} this bridge cannot read: {error}"
+                ))
+            })
+        }
+    }
 }
 
 impl ServerHandler for McpAgent {

@@ -16,7 +16,7 @@ use client_tools_core::call::outcome;
 use client_tools_core::limits::{ANSWER_SLACK_MS, DEFAULT_TIMEOUT_MS};
 use client_tools_core::protocol::{
     self, encode_error, encode_notification, encode_request, encode_result, method, CallToolResult,
-    DecodeError, Message, ProgressParams, RequestId, Tool,
+    DecodeError, Message, ProgressParams, RequestId, RpcError, Tool,
 };
 use client_tools_core::registry::is_allowed;
 use serde_json::{Map, Value};
@@ -96,6 +96,101 @@ struct Waiter {
     settle: oneshot::Sender<Settled>,
     /// Dropped reports when it is full (progress is a hint: the next one supersedes it).
     observer: Option<mpsc::Sender<ProgressParams>>,
+    /// The page's log messages and rounds for this call (a full channel drops a log message and
+    /// refuses a round); `None`: rounds are refused as a capability the caller lacks.
+    events: Option<mpsc::Sender<CallEvent>>,
+}
+
+/// What a page sends about one of its calls while it runs, besides progress (SPEC §4, §6): tied
+/// to the call by `_meta["clienttools/callId"]`, the id of the bridge's `tools/call`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CallEvent {
+    /// `notifications/message`: its params, `clienttools/callId` removed from their `_meta`.
+    Log(Map<String, Value>),
+    /// `clienttools/input`: a round of requests to the agent. Answer it once with
+    /// [`PageSession::answer_round`].
+    Input(InputRound),
+}
+
+/// One round of the page's requests to the agent (`clienttools/input`), already checked: each
+/// entry of `requests` is `{method, params}` with a method among `elicitation/create`,
+/// `sampling/createMessage` and `roots/list`, and `params` an object without the page's
+/// `clienttools/` `_meta` keys.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InputRound {
+    /// The page's request id (answer with it).
+    pub id: RequestId,
+    /// `inputRequests`: key (chosen by the page) → `{method, params}`.
+    pub requests: Map<String, Value>,
+}
+
+/// A call's end as the page decided it: its result, or the JSON-RPC error the agent must get as
+/// one (`-32021` with `requiredCapabilities`).
+pub type CallOutcome = Result<CallToolResult, RpcError>;
+
+/// Whether the page's error on a call is `-32021` (a capability the agent did not declare).
+fn is_missing_capability(error: &RpcError) -> bool {
+    error.code == protocol::code::MISSING_CAPABILITY
+}
+
+/// The text of an error result standing for the page's JSON-RPC error on a call (for callers
+/// that take results only: `/api`, the Rust API).
+pub fn describe_page_error(error: &RpcError) -> String {
+    if is_missing_capability(error) {
+        let required = error
+            .data
+            .as_ref()
+            .and_then(|data| data.get("requiredCapabilities"))
+            .map(Value::to_string)
+            .unwrap_or_else(|| "{}".to_owned());
+        return format!(
+            "the tool needs a capability this caller does not offer ({required}): {}",
+            error.message
+        );
+    }
+    format!("the page refused the call: {}", error.message)
+}
+
+/// The MCP client capabilities the requests of a round need (`requiredCapabilities` of a
+/// `-32021`): `{"elicitation": {"form"|"url": {}}, "sampling": {}, "roots": {}}` as they apply.
+pub fn required_capabilities(requests: &Map<String, Value>) -> Value {
+    let mut required = Map::new();
+    for request in requests.values() {
+        match request.get("method").and_then(Value::as_str) {
+            Some(method::ELICITATION_CREATE) => {
+                let mode = request
+                    .pointer("/params/mode")
+                    .and_then(Value::as_str)
+                    .filter(|mode| *mode == "url")
+                    .unwrap_or("form");
+                let entry = required
+                    .entry("elicitation")
+                    .or_insert_with(|| Value::Object(Map::new()));
+                if let Some(entry) = entry.as_object_mut() {
+                    entry.insert(mode.to_owned(), Value::Object(Map::new()));
+                }
+            }
+            Some(method::SAMPLING_CREATE_MESSAGE) => {
+                required.insert("sampling".into(), Value::Object(Map::new()));
+            }
+            Some(method::ROOTS_LIST) => {
+                required.insert("roots".into(), Value::Object(Map::new()));
+            }
+            _ => {}
+        }
+    }
+    Value::Object(required)
+}
+
+/// The `-32021` error answering a round whose `requests` need what the caller lacks.
+pub fn missing_capability_error(requests: &Map<String, Value>) -> RpcError {
+    let required = required_capabilities(requests);
+    let mut error = RpcError::new(
+        protocol::code::MISSING_CAPABILITY,
+        format!("the agent did not declare the capabilities these requests need: {required}"),
+    );
+    error.data = Some(serde_json::json!({ "requiredCapabilities": required }));
+    error
 }
 
 impl State {
@@ -404,15 +499,31 @@ impl PageSession {
         cancel: impl Future<Output = String>,
         progress: Option<mpsc::Sender<ProgressParams>>,
     ) -> Option<CallToolResult> {
+        let outcome = self.call_prepared_with(call, cancel, progress, None).await?;
+        Some(outcome.unwrap_or_else(|error| CallToolResult::error(describe_page_error(&error))))
+    }
+
+    /// [`Self::call_prepared`] for a caller that speaks MCP: the page's log messages and rounds
+    /// of requests for the call go to `events` (without one, every round is refused at once as a
+    /// capability the caller lacks), and a page that fails the call with a JSON-RPC error the
+    /// agent must see as one (`-32021`, a capability the agent did not declare: SPEC §4) ends it
+    /// with `Err`.
+    pub async fn call_prepared_with(
+        &self,
+        call: PreparedCall,
+        cancel: impl Future<Output = String>,
+        progress: Option<mpsc::Sender<ProgressParams>>,
+        events: Option<mpsc::Sender<CallEvent>>,
+    ) -> Option<CallOutcome> {
         if let Err(refused) = self.may_run(&call) {
             tracing::info_span!("tool_call", session = %self.id, tool = ?call.name(), outcome = "refused")
                 .in_scope(|| tracing::info!(reason = %refused.text(), "tool call refused"));
-            return Some(refused);
+            return Some(Ok(refused));
         }
         let id = self.next_request_id();
         let started = tokio::time::Instant::now();
         let name = call.name().to_owned();
-        let (result, outcome) = self.run_tool_call(&id, call, cancel, progress).await;
+        let (result, outcome) = self.run_tool_call(&id, call, cancel, progress, events).await;
         // The call's span is made once it is over, with every field known: nothing is recorded
         // into it afterwards, and the call's future is not entered and left at every poll (made
         // up front, recorded into and instrumenting the future, it cost 4.5 % of the CPU per call).
@@ -425,7 +536,7 @@ impl PageSession {
             duration_ms = started.elapsed().as_millis() as u64,
         );
         span.in_scope(|| {
-            if let Some(result) = result.as_ref().filter(|_| self.log_payloads) {
+            if let Some(Ok(result)) = result.as_ref().filter(|_| self.log_payloads) {
                 let result = serde_json::to_string(result).unwrap_or_default();
                 tracing::debug!(%result, "tool call result");
             }
@@ -441,7 +552,8 @@ impl PageSession {
         call: PreparedCall,
         cancel: impl Future<Output = String>,
         progress: Option<mpsc::Sender<ProgressParams>>,
-    ) -> (Option<CallToolResult>, &'static str) {
+        events: Option<mpsc::Sender<CallEvent>>,
+    ) -> (Option<CallOutcome>, &'static str) {
         let (name, arguments, meta, timeout) = call.into_parts();
         let name = name.as_str();
         if self.log_payloads {
@@ -457,30 +569,35 @@ impl PageSession {
             timeout: timeout + ANSWER_SLACK,
             purpose: Purpose::ToolCall,
         };
-        let settled = self.send_and_wait(request, progress, cancel).await;
+        let settled = self.send_and_wait(request, progress, events, cancel).await;
         match settled {
             Ok(Ok(result)) => match serde_json::from_str::<CallToolResult>(result.get()) {
                 Ok(result) => {
                     let outcome = if result.is_error { "error" } else { "ok" };
-                    (Some(result), outcome)
+                    (Some(Ok(result)), outcome)
                 }
                 Err(error) => (
-                    Some(CallToolResult::error(format!(
+                    Some(Ok(CallToolResult::error(format!(
                         "the page sent a malformed tools/call result: {error}"
-                    ))),
+                    )))),
                     "error",
                 ),
             },
+            Ok(Err(error)) if is_missing_capability(&error) => {
+                (Some(Err(error)), "missing_capability")
+            }
             Ok(Err(error)) => (
-                Some(CallToolResult::error(format!(
+                Some(Ok(CallToolResult::error(format!(
                     "the page refused the call: {}",
                     error.message
-                ))),
+                )))),
                 "error",
             ),
             Err(RequestFailure::Cancelled) => (None, "cancelled"),
             Err(failure) => (
-                Some(CallToolResult::error(failure.describe(&self.id, timeout))),
+                Some(Ok(CallToolResult::error(
+                    failure.describe(&self.id, timeout),
+                ))),
                 failure.outcome(),
             ),
         }
@@ -514,7 +631,7 @@ impl PageSession {
     ) -> Result<Answer, RequestFailure> {
         let id = self.next_request_id();
         let request = new_request(id, method, params, timeout, Purpose::Housekeeping);
-        self.send_and_wait(request, None, std::future::pending::<String>())
+        self.send_and_wait(request, None, None, std::future::pending::<String>())
             .await
     }
 
@@ -531,7 +648,7 @@ impl PageSession {
             Purpose::Probe,
         );
         // Any answer, even an error, shows the page is there.
-        self.send_and_wait(request, None, std::future::pending::<String>())
+        self.send_and_wait(request, None, None, std::future::pending::<String>())
             .await
             .is_ok()
     }
@@ -548,6 +665,7 @@ impl PageSession {
         &self,
         request: Request,
         observer: Option<mpsc::Sender<ProgressParams>>,
+        events: Option<mpsc::Sender<CallEvent>>,
         cancel: impl Future<Output = String>,
     ) -> Settled {
         let id = request.id.clone();
@@ -556,7 +674,11 @@ impl PageSession {
             let mut state = self.lock();
             let begun = state.engine.begin(request, now());
             if begun.is_ok() {
-                let waiter = Waiter { settle, observer };
+                let waiter = Waiter {
+                    settle,
+                    observer,
+                    events,
+                };
                 state.waiters.insert(id.clone(), waiter);
                 state.perform();
             }
