@@ -1133,63 +1133,51 @@ impl<H> PageEngine<H> {
         let Some(at) = self.position(handle) else {
             return;
         };
-        let refuse = |why: String| {
-            let error = RpcError::new(code::INVALID_REQUEST, why);
-            requests
-                .iter()
-                .map(|request| (request.key.clone(), Err(error.clone())))
-                .collect::<Vec<_>>()
-        };
         let call = &mut self.calls[at];
-        let refused = match &call.phase {
+        let unknown = requests
+            .iter()
+            .find(|r| !AGENT_METHODS.contains(&r.method.as_str()));
+        let keys: Vec<&str> = requests.iter().map(|r| r.key.as_str()).collect();
+        let repeated = keys.iter().enumerate().any(|(i, k)| keys[..i].contains(k));
+        let refusal = match &call.phase {
             _ if matches!(call.reply, Reply::Page) => {
-                let mut error = RpcError::new(
-                    code::MISSING_CAPABILITY,
-                    "no agent to ask: the page itself made this call",
-                );
-                error.data = Some(json!({ "requiredCapabilities": {} }));
-                Some(
-                    requests
-                        .iter()
-                        .map(|r| (r.key.clone(), Err(error.clone())))
-                        .collect(),
-                )
+                Some("no agent to ask: the page itself made this call".to_owned())
             }
-            Phase::Running { round: Some(_), .. } => Some(refuse(
-                "a round of requests to the agent is already waiting".into(),
+            Phase::Running { round: None, .. } => None,
+            Phase::Running { .. } => {
+                Some("a round of requests to the agent is already waiting".into())
+            }
+            _ => Some("the call is not running".into()),
+        }
+        .or_else(|| match () {
+            _ if requests.is_empty() || requests.len() > MAX_ASKS_PER_ROUND => Some(format!(
+                "a round asks 1 to {MAX_ASKS_PER_ROUND} requests, not {}",
+                requests.len()
             )),
-            Phase::Running { .. } => None,
-            _ => Some(refuse("the call is not running".into())),
-        };
-        let refused = refused.or_else(|| {
-            let keys: Vec<&str> = requests.iter().map(|r| r.key.as_str()).collect();
-            let repeated = keys.iter().enumerate().any(|(i, k)| keys[..i].contains(k));
-            let unknown = requests
-                .iter()
-                .find(|r| !AGENT_METHODS.contains(&r.method.as_str()));
-            if requests.is_empty() || requests.len() > MAX_ASKS_PER_ROUND {
-                Some(refuse(format!(
-                    "a round asks 1 to {MAX_ASKS_PER_ROUND} requests, not {}",
-                    requests.len()
-                )))
-            } else if repeated {
-                Some(refuse("a round's keys must differ".into()))
-            } else if let Some(unknown) = unknown {
-                Some(refuse(format!(
+            _ if repeated => Some("a round's keys must differ".into()),
+            _ if outstanding + requests.len() > MAX_ASKS_OUTSTANDING => Some(format!(
+                "the page has {outstanding} requests waiting for agents (at most \
+                 {MAX_ASKS_OUTSTANDING})"
+            )),
+            _ => unknown.map(|unknown| {
+                format!(
                     "'{}' cannot be asked of the agent (elicitation/create, \
                      sampling/createMessage or roots/list)",
                     unknown.method
-                )))
-            } else if outstanding + requests.len() > MAX_ASKS_OUTSTANDING {
-                Some(refuse(format!(
-                    "the page has {outstanding} requests waiting for agents (at most \
-                     {MAX_ASKS_OUTSTANDING})"
-                )))
-            } else {
-                None
-            }
+                )
+            }),
         });
-        if let Some(answers) = refused {
+        if let Some(why) = refusal {
+            // A page call has no agent: as for an agent without the capability.
+            let mut error = RpcError::new(code::INVALID_REQUEST, why);
+            if matches!(call.reply, Reply::Page) {
+                error.code = code::MISSING_CAPABILITY;
+                error.data = Some(json!({ "requiredCapabilities": {} }));
+            }
+            let answers = keys
+                .iter()
+                .map(|k| (k.to_string(), Err(error.clone())))
+                .collect();
             return self.outputs.push_back(Output::AgentAnswered {
                 call: handle,
                 answers,

@@ -910,7 +910,7 @@ fn a_handler_shaped_mcp_result_is_sent_as_it_is() {
     let answer = only_answer(&page.sent(), 2);
     let (text, is_error) = answer_text(&answer);
     assert!(
-        is_error && text.contains("content[0]: needs 'mimeType'"),
+        is_error && text.contains("content[0]: a image block needs 'mimeType'"),
         "{text}"
     );
 

@@ -4,7 +4,7 @@
 //! block is checked here. A malformed block is an error result naming it (`content[2]: …`): the
 //! agent never gets a block its client cannot read.
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::{CallToolResult, Content};
 
@@ -37,12 +37,7 @@ pub fn read_mcp_result(value: Value) -> Result<CallToolResult, String> {
     let structured_content = match object.remove("structuredContent") {
         None | Some(Value::Null) => None,
         Some(structured @ Value::Object(_)) => Some(structured),
-        Some(other) => {
-            return Err(format!(
-                "'structuredContent' must be an object, not {}",
-                crate::validate::json_type_name(&other)
-            ))
-        }
+        Some(_) => return Err("'structuredContent' must be an object".into()),
     };
     let is_error = match object.remove("isError") {
         None | Some(Value::Null) => false,
@@ -62,147 +57,97 @@ pub fn read_mcp_result(value: Value) -> Result<CallToolResult, String> {
     })
 }
 
+/// The content block types: the fields each must have (strings) and those it may have, besides
+/// `type`, `annotations` and `_meta`.
+const BLOCKS: [(&str, &[&str], &[&str]); 5] = [
+    ("text", &["text"], &[]),
+    ("image", &["data", "mimeType"], &[]),
+    ("audio", &["data", "mimeType"], &[]),
+    (
+        "resource_link",
+        &["uri", "name"],
+        &["title", "description", "mimeType", "size", "icons"],
+    ),
+    ("resource", &[], &["resource"]),
+];
+
 /// One content block, checked: `text`; `image` and `audio` with base64 `data` and a `mimeType`;
 /// `resource_link` with `uri` and `name`; `resource` with `{uri, mimeType?, text | blob}`; each
-/// with optional `annotations` and `_meta`.
+/// with optional `annotations` and `_meta` objects.
 pub fn check_block(block: Value) -> Result<Content, String> {
     let Value::Object(block) = block else {
+        return Err("a content block must be an object".into());
+    };
+    let kind = block
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let Some((_, required, optional)) = BLOCKS.iter().find(|(known, ..)| *known == kind) else {
         return Err(format!(
-            "a content block must be an object, not {}",
-            crate::validate::json_type_name(&block)
+            "unknown content type '{kind}' (text, image, audio, resource_link or resource)"
         ));
     };
-    let kind = string(&block, "type")?;
-    let mut known = vec!["type", "annotations", "_meta"];
-    match kind {
-        "text" => {
-            string(&block, "text")?;
-            known.push("text");
-        }
-        "image" | "audio" => {
-            base64(string(&block, "data")?).map_err(|why| format!("'data' {why}"))?;
-            mime_type(&block)?;
-            known.extend(["data", "mimeType"]);
-        }
-        "resource_link" => {
-            string(&block, "uri")?;
-            string(&block, "name")?;
-            for optional in ["title", "description", "mimeType"] {
-                optional_string(&block, optional)?;
-            }
-            if block.get("size").is_some_and(|size| !size.is_u64()) {
-                return Err("'size' must be a whole number of bytes".into());
-            }
-            known.extend([
-                "uri",
-                "name",
-                "title",
-                "description",
-                "mimeType",
-                "size",
-                "icons",
-            ]);
-        }
-        "resource" => {
-            let Some(Value::Object(resource)) = block.get("resource") else {
-                return Err("a resource block needs 'resource', an object".into());
-            };
-            string(resource, "uri").map_err(|why| format!("resource: {why}"))?;
-            optional_string(resource, "mimeType").map_err(|why| format!("resource: {why}"))?;
-            match (resource.get("text"), resource.get("blob")) {
-                (Some(Value::String(_)), None) => {}
-                (None, Some(Value::String(blob))) => {
-                    base64(blob).map_err(|why| format!("resource: 'blob' {why}"))?
-                }
-                _ => return Err("resource: needs 'text' or 'blob' (a string), not both".into()),
-            }
-            known.push("resource");
-        }
-        other => {
-            return Err(format!(
-                "unknown content type '{other}' (text, image, audio, resource_link or resource)"
-            ))
-        }
+    let string = |key: &str| block.get(key).and_then(Value::as_str);
+    if let Some(missing) = required.iter().find(|key| string(key).is_none()) {
+        return Err(format!("a {kind} block needs '{missing}', a string"));
     }
-    if let Some(annotations) = block.get("annotations") {
-        check_annotations(annotations).map_err(|why| format!("annotations: {why}"))?;
-    }
-    if block.get("_meta").is_some_and(|meta| !meta.is_object()) {
-        return Err("'_meta' must be an object".into());
-    }
-    if let Some(unknown) = block.keys().find(|key| !known.contains(&key.as_str())) {
+    let known = |key: &&String| {
+        ["type", "annotations", "_meta"].contains(&key.as_str())
+            || required.contains(&key.as_str())
+            || optional.contains(&key.as_str())
+    };
+    if let Some(unknown) = block.keys().find(|key| !known(key)) {
         return Err(format!("a {kind} block has no field '{unknown}'"));
     }
-    let plain_text = kind == "text" && block.len() == 2;
-    Ok(match plain_text {
-        true => Content::text(string(&block, "text")?),
-        false => Content::Block(block),
+    let objects = ["annotations", "_meta"];
+    if let Some(key) = objects
+        .iter()
+        .find(|key| block.get(**key).is_some_and(|v| !v.is_object()))
+    {
+        return Err(format!("'{key}' must be an object"));
+    }
+    let media = |mime: Option<&str>| mime.is_some_and(|m| m.contains('/'));
+    match kind {
+        "image" | "audio" if !is_base64(string("data")) => {
+            return Err("'data' is not base64".into())
+        }
+        "image" | "audio" if !media(string("mimeType")) => {
+            return Err("'mimeType' must be a media type like image/png".into())
+        }
+        "resource" => {
+            let resource = block.get("resource").and_then(Value::as_object);
+            let field = |key| resource.and_then(|r| r.get(key)).and_then(Value::as_str);
+            let valid = field("uri").is_some()
+                && match (field("text"), field("blob")) {
+                    (Some(_), None) => true,
+                    (None, blob @ Some(_)) => is_base64(blob),
+                    _ => false,
+                };
+            if !valid {
+                return Err(
+                    "a resource block needs 'resource': {uri, mimeType?, text | blob (base64)}"
+                        .into(),
+                );
+            }
+        }
+        _ => {}
+    }
+    Ok(match (kind, block.len()) {
+        ("text", 2) => Content::text(string("text").unwrap_or_default()),
+        _ => Content::Block(block),
     })
 }
 
-fn check_annotations(annotations: &Value) -> Result<(), String> {
-    let Value::Object(annotations) = annotations else {
-        return Err("must be an object".into());
-    };
-    if let Some(audience) = annotations.get("audience") {
-        let roles = audience.as_array().ok_or("'audience' must be an array")?;
-        if !roles
-            .iter()
-            .all(|role| matches!(role.as_str(), Some("user" | "assistant")))
-        {
-            return Err("'audience' holds \"user\" and \"assistant\" only".into());
-        }
-    }
-    if let Some(priority) = annotations.get("priority") {
-        let valid = priority.as_f64().is_some_and(|p| (0.0..=1.0).contains(&p));
-        if !valid {
-            return Err("'priority' must be a number from 0 to 1".into());
-        }
-    }
-    optional_string(annotations, "lastModified")
-}
-
-fn string<'a>(object: &'a Map<String, Value>, key: &str) -> Result<&'a str, String> {
-    match object.get(key) {
-        Some(Value::String(value)) => Ok(value),
-        Some(other) => Err(format!(
-            "'{key}' must be a string, not {}",
-            crate::validate::json_type_name(other)
-        )),
-        None => Err(format!("needs '{key}' (a string)")),
-    }
-}
-
-fn optional_string(object: &Map<String, Value>, key: &str) -> Result<(), String> {
-    match object.get(key) {
-        None | Some(Value::String(_)) => Ok(()),
-        Some(_) => Err(format!("'{key}' must be a string")),
-    }
-}
-
-fn mime_type(block: &Map<String, Value>) -> Result<(), String> {
-    let mime = string(block, "mimeType")?;
-    if mime.contains('/') && !mime.trim().is_empty() {
-        Ok(())
-    } else {
-        Err(format!(
-            "'mimeType' must be a media type like image/png, not '{mime}'"
-        ))
-    }
-}
-
 /// Standard base64 (RFC 4648, padded or not): the characters and a length that decodes.
-fn base64(data: &str) -> Result<(), String> {
+fn is_base64(data: Option<&str>) -> bool {
+    let Some(data) = data else { return false };
     let body = data.trim_end_matches('=');
     let padding = data.len() - body.len();
     let alphabet = |b: u8| b.is_ascii_alphanumeric() || b == b'+' || b == b'/';
-    if padding > 2 || !body.bytes().all(alphabet) || body.len() % 4 == 1 {
-        return Err("is not base64".into());
-    }
-    if padding > 0 && !data.len().is_multiple_of(4) {
-        return Err("is not base64 (its padding)".into());
-    }
-    Ok(())
+    padding <= 2
+        && body.bytes().all(alphabet)
+        && body.len() % 4 != 1
+        && (padding == 0 || data.len().is_multiple_of(4))
 }
 
 #[cfg(test)]
@@ -248,7 +193,7 @@ mod tests {
             ),
             (
                 json!({"type": "image", "data": "AAAA"}),
-                "content[0]: needs 'mimeType' (a string)",
+                "content[0]: a image block needs 'mimeType', a string",
             ),
             (
                 json!({"type": "video", "data": "AAAA"}),
@@ -256,11 +201,11 @@ mod tests {
             ),
             (
                 json!({"type": "resource", "resource": {"uri": "x", "text": "a", "blob": "AA"}}),
-                "content[0]: resource: needs 'text' or 'blob'",
+                "content[0]: a resource block needs 'resource'",
             ),
             (
-                json!({"type": "text", "text": "a", "annotations": {"priority": 3}}),
-                "content[0]: annotations: 'priority'",
+                json!({"type": "text", "text": "a", "annotations": 3}),
+                "content[0]: 'annotations' must be an object",
             ),
             (
                 json!({"type": "text", "text": "a", "colour": "red"}),
