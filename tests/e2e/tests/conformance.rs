@@ -66,9 +66,9 @@ fn table(revision: &str, results: &Path) -> String {
         let Some(scenario) = name.strip_prefix("server-") else {
             continue;
         };
-        // `<scenario>-YYYY-MM-DDT…Z`: the time is the last 5 dash-separated parts.
+        // `<scenario>-YYYY-MM-DDTHH-MM-SS-mmmZ`: the time is the last six dash-separated parts.
         let parts: Vec<&str> = scenario.split('-').collect();
-        let scenario = parts[..parts.len().saturating_sub(5)].join("-");
+        let scenario = parts[..parts.len().saturating_sub(6)].join("-");
         let checks = std::fs::read_to_string(entry.path().join("checks.json")).unwrap_or_default();
         let checks: Vec<serde_json::Value> = serde_json::from_str(&checks).unwrap_or_default();
         let status = |s: &str| checks.iter().any(|c| c["status"] == s);
