@@ -503,8 +503,9 @@ impl ServerHandler for McpAgent {
             call,
             self.bridge.config().limits.progress_buffer,
         );
-        // Answers given without a state (2026-07-28) feed the first round.
-        let supplied = match handshake_era {
+        // Answers given without a state (2026-07-28) feed the first round; a confirmation's
+        // answer (with its own state) is not one of them.
+        let supplied = match handshake_era || request.request_state.is_some() {
             true => None,
             false => request.input_responses.clone(),
         };
