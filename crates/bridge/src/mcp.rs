@@ -615,6 +615,12 @@ impl McpAgent {
         loop {
             tokio::select! {
                 outcome = &mut running.outcome => {
+                    // The page sent its logs before its answer: they go first.
+                    while let Ok(event) = running.events.try_recv() {
+                        if let CallEvent::Log(params) = event {
+                            forward_log(context, drive.log, params).await;
+                        }
+                    }
                     return finish(outcome.ok().flatten());
                 }
                 Some(update) = running.progress.recv() => {
