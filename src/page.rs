@@ -10,6 +10,7 @@
 use std::cell::{Cell, RefCell};
 use std::rc::{Rc, Weak};
 
+use crate::oneshot;
 use client_tools_core::connect::ConnectResult;
 use client_tools_core::connection::{ConnInput, Connection, ConnectionState};
 use client_tools_core::page_engine::{
@@ -19,7 +20,6 @@ use client_tools_core::protocol::CallToolResult;
 use client_tools_core::registry::{Registry, Warning};
 use client_tools_core::time::Millis;
 use client_tools_core::{CoreError, WarningCode};
-use futures::channel::oneshot;
 use serde_json::Value;
 use wasm_bindgen::prelude::*;
 

@@ -9,9 +9,9 @@
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
+use crate::oneshot;
 use client_tools_core::page_engine::Question;
 use client_tools_core::validate::CompiledSchema;
-use futures::channel::oneshot;
 use serde_json::Value;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
