@@ -613,20 +613,18 @@ impl McpAgent {
         let token = context.meta.get_progress_token();
         let mut asking: Option<(protocol::RequestId, Asking)> = None;
         loop {
+            // Biased: what the page sent before its result or its next round (progress, logs)
+            // goes to the agent first, on this request's stream (on 2026-07-28 the stream ends
+            // with the response: a notification sent after it is lost).
             tokio::select! {
-                outcome = &mut running.outcome => {
-                    // The page sent its logs before its answer: they go first.
-                    while let Ok(event) = running.events.try_recv() {
-                        if let CallEvent::Log(params) = event {
-                            forward_log(context, drive.log, params).await;
-                        }
-                    }
-                    return finish(outcome.ok().flatten());
+                biased;
+                () = context.ct.cancelled() => {
+                    running.cancel("cancelled by the agent");
+                    // A cancelled call has no result (rmcp drops the response of a cancelled request).
+                    return Ok(CallToolResult::error(vec![ContentBlock::text("cancelled")]).into());
                 }
                 Some(update) = running.progress.recv() => {
-                    if let Some(token) = &token {
-                        let _ = context.peer.notify_progress(progress_param(token, update, drive.waited)).await;
-                    }
+                    send_progress(context, token.as_ref(), update, drive.waited).await;
                 }
                 Some(event) = running.events.recv() => match event {
                     CallEvent::Log(params) => forward_log(context, drive.log, params).await,
@@ -684,10 +682,18 @@ impl McpAgent {
                     let (id, _) = asking.take().expect("guarded");
                     running.page.answer_round(&id, answer);
                 }
-                () = context.ct.cancelled() => {
-                    running.cancel("cancelled by the agent");
-                    // A cancelled call has no result (rmcp drops the response of a cancelled request).
-                    return Ok(CallToolResult::error(vec![ContentBlock::text("cancelled")]).into());
+                outcome = &mut running.outcome => {
+                    // The page sent its progress and logs before its answer (they may have come
+                    // in after the branches above were polled): they go first.
+                    while let Ok(update) = running.progress.try_recv() {
+                        send_progress(context, token.as_ref(), update, drive.waited).await;
+                    }
+                    while let Ok(event) = running.events.try_recv() {
+                        if let CallEvent::Log(params) = event {
+                            forward_log(context, drive.log, params).await;
+                        }
+                    }
+                    return finish(outcome.ok().flatten());
                 }
             }
         }
@@ -810,6 +816,22 @@ fn progress_param(
         param = param.with_message(message);
     }
     param
+}
+
+/// Sends the page's progress `update` to the agent under its progress token (none: dropped), as
+/// a notification related to the call's request: on its stream.
+async fn send_progress(
+    context: &RequestContext<RoleServer>,
+    token: Option<&ProgressToken>,
+    update: ProgressParams,
+    after: f64,
+) {
+    if let Some(token) = token {
+        let _ = context
+            .peer
+            .notify_progress(progress_param(token, update, after))
+            .await;
+    }
 }
 
 /// RFC 5424 severity, lowest first.
