@@ -14,12 +14,14 @@ use client_tools_core::limits::HUMAN_WAIT_TICK_MS;
 use client_tools_core::protocol::{self, method, ProgressParams, RpcError};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ContentBlock,
-    CreateMessageResult, ElicitResult, ErrorCode, Implementation, InitializeRequestParams,
-    InitializeResult, InputRequests, InputRequiredResult, InputResponses, ListRootsResult,
+    CreateMessageResult, DiscoverResult, ElicitResult, ErrorCode, Implementation,
+    InitializeRequestParams, InitializeResult, InputRequests, InputRequiredResult, InputResponses,
+    ListPromptsRequestMethod, ListPromptsResult, ListResourceTemplatesRequestMethod,
+    ListResourceTemplatesResult, ListResourcesRequestMethod, ListResourcesResult, ListRootsResult,
     ListToolsResult, LoggingLevel, LoggingMessageNotificationParam, MetaObject,
-    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ServerCapabilities,
-    ServerConfig, ServerRequest, SetLevelRequestMethod, SetLevelRequestParams, SubscriptionFilter,
-    Tool,
+    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, PromptsCapability,
+    ResourcesCapability, ServerCapabilities, ServerConfig, ServerRequest, SetLevelRequestMethod,
+    SetLevelRequestParams, SubscriptionFilter, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
@@ -416,6 +418,57 @@ impl ServerHandler for McpAgent {
         // `logging/setLevel`: log levels travel in each request's `_meta` there).
         result.capabilities.logging = Some(Default::default());
         Ok(result)
+    }
+
+    // Revision 2026-07-28 requires caching hints on every list (SEP-2549): pages offer no prompts
+    // or resources, so there they are declared (without `listChanged` or `subscribe`) and listed
+    // empty, with the hints rmcp fills in. The handshake revisions keep them undeclared (-32601).
+    async fn discover(
+        &self,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<DiscoverResult, McpError> {
+        let mut result = DiscoverResult::from_server_info(
+            self.supported_protocol_versions().into_owned(),
+            self.get_info(),
+        );
+        result.capabilities.prompts = Some(PromptsCapability::default());
+        result.capabilities.resources = Some(ResourcesCapability::default());
+        Ok(result)
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        match is_handshake_era(&context) {
+            true => Err(McpError::method_not_found::<ListPromptsRequestMethod>()),
+            false => Ok(ListPromptsResult::default()),
+        }
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        match is_handshake_era(&context) {
+            true => Err(McpError::method_not_found::<ListResourcesRequestMethod>()),
+            false => Ok(ListResourcesResult::default()),
+        }
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        match is_handshake_era(&context) {
+            true => Err(McpError::method_not_found::<
+                ListResourceTemplatesRequestMethod,
+            >()),
+            false => Ok(ListResourceTemplatesResult::default()),
+        }
     }
 
     async fn set_level(
