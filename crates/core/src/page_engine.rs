@@ -1106,11 +1106,14 @@ impl<H> PageEngine<H> {
             }
             return;
         }
-        let mut params = json!({ "level": level, "data": data });
-        if let Some(logger) = logger {
-            params["logger"] = logger.into();
-        }
-        params["_meta"] = json!({ protocol::meta::CALL_ID: call.call_id });
+        let params = LogParams {
+            level,
+            data,
+            logger,
+            meta: CallMeta {
+                call_id: &call.call_id,
+            },
+        };
         let frame = encode_notification(method::MESSAGE, &params);
         self.send(frame, Kind::Other);
     }
@@ -1133,51 +1136,35 @@ impl<H> PageEngine<H> {
         let Some(at) = self.position(handle) else {
             return;
         };
-        let call = &mut self.calls[at];
-        let unknown = requests
-            .iter()
-            .find(|r| !AGENT_METHODS.contains(&r.method.as_str()));
-        let keys: Vec<&str> = requests.iter().map(|r| r.key.as_str()).collect();
-        let repeated = keys.iter().enumerate().any(|(i, k)| keys[..i].contains(k));
-        let refusal = match &call.phase {
-            _ if matches!(call.reply, Reply::Page) => {
-                Some("no agent to ask: the page itself made this call".to_owned())
-            }
-            Phase::Running { round: None, .. } => None,
-            Phase::Running { .. } => {
-                Some("a round of requests to the agent is already waiting".into())
-            }
-            _ => Some("the call is not running".into()),
-        }
-        .or_else(|| match () {
-            _ if requests.is_empty() || requests.len() > MAX_ASKS_PER_ROUND => Some(format!(
-                "a round asks 1 to {MAX_ASKS_PER_ROUND} requests, not {}",
-                requests.len()
-            )),
-            _ if repeated => Some("a round's keys must differ".into()),
-            _ if outstanding + requests.len() > MAX_ASKS_OUTSTANDING => Some(format!(
-                "the page has {outstanding} requests waiting for agents (at most \
-                 {MAX_ASKS_OUTSTANDING})"
-            )),
-            _ => unknown.map(|unknown| {
-                format!(
-                    "'{}' cannot be asked of the agent (elicitation/create, \
-                     sampling/createMessage or roots/list)",
-                    unknown.method
-                )
-            }),
-        });
-        if let Some(why) = refusal {
+        let call = &self.calls[at];
+        let keys = requests.iter().map(|r| r.key.clone());
+        let refusal = if matches!(call.reply, Reply::Page) {
             // A page call has no agent: as for an agent without the capability.
-            let mut error = RpcError::new(code::INVALID_REQUEST, why);
-            if matches!(call.reply, Reply::Page) {
-                error.code = code::MISSING_CAPABILITY;
-                error.data = Some(json!({ "requiredCapabilities": {} }));
-            }
-            let answers = keys
-                .iter()
-                .map(|k| (k.to_string(), Err(error.clone())))
-                .collect();
+            Some((
+                code::MISSING_CAPABILITY,
+                "no agent to ask: the page itself made this call",
+            ))
+        } else if !matches!(call.phase, Phase::Running { round: None, .. }) {
+            Some((
+                code::INVALID_REQUEST,
+                "the call is not running, or a round already waits",
+            ))
+        } else if requests.is_empty()
+            || requests.len() > MAX_ASKS_PER_ROUND
+            || outstanding + requests.len() > MAX_ASKS_OUTSTANDING
+        {
+            Some((code::INVALID_REQUEST, ROUND_BOUNDS))
+        } else if requests
+            .iter()
+            .any(|r| !AGENT_METHODS.contains(&r.method.as_str()))
+        {
+            Some((code::INVALID_REQUEST, ROUND_METHODS))
+        } else {
+            None
+        };
+        if let Some((code, why)) = refusal {
+            let error = RpcError::new(code, why);
+            let answers = keys.map(|key| (key, Err(error.clone()))).collect();
             return self.outputs.push_back(Output::AgentAnswered {
                 call: handle,
                 answers,
@@ -1189,24 +1176,17 @@ impl<H> PageEngine<H> {
         let mut answers = Vec::new();
         let mut input_requests = Map::new();
         for request in requests {
-            let params = match request.params {
-                params @ Value::Object(_) => params,
-                Value::Null => json!({}),
-                _ => {
-                    let error = RpcError::new(code::INVALID_PARAMS, "params must be an object");
-                    answers.push((request.key, Err(error)));
-                    continue;
-                }
-            };
-            let asked = json!({ "method": request.method, "params": params });
-            input_requests.insert(request.key, asked);
+            let mut asked = Map::new();
+            asked.insert("method".into(), request.method.into());
+            asked.insert("params".into(), request.params);
+            input_requests.insert(request.key, Value::Object(asked));
         }
         let id = RequestId::String(format!("clienttools-input-{}", self.next_handle));
         self.next_handle += 1;
-        let params = json!({
-            "inputRequests": input_requests,
-            "_meta": { protocol::meta::CALL_ID: call_id },
-        });
+        let params = RoundParams {
+            input_requests: &input_requests,
+            meta: CallMeta { call_id: &call_id },
+        };
         let frame = protocol::encode_request(&id, method::INPUT, &params);
         let keys = input_requests.keys().cloned();
         let pending: Vec<(String, RequestId)> = match check_outgoing(&frame) {
@@ -1613,6 +1593,38 @@ fn shorten(text: &str) -> String {
 fn ledger_key(id: &RequestId) -> String {
     serde_json::to_string(id).unwrap_or_default()
 }
+
+/// `_meta` of the page's own messages for a call.
+#[derive(serde::Serialize)]
+struct CallMeta<'a> {
+    #[serde(rename = "clienttools/callId")]
+    call_id: &'a str,
+}
+
+/// `notifications/message` params (`ctx.log`).
+#[derive(serde::Serialize)]
+struct LogParams<'a> {
+    level: &'a str,
+    data: Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    logger: Option<String>,
+    #[serde(rename = "_meta")]
+    meta: CallMeta<'a>,
+}
+
+/// `clienttools/input` params: a round.
+#[derive(serde::Serialize)]
+struct RoundParams<'a> {
+    #[serde(rename = "inputRequests")]
+    input_requests: &'a Map<String, Value>,
+    #[serde(rename = "_meta")]
+    meta: CallMeta<'a>,
+}
+
+const ROUND_BOUNDS: &str = "a round asks 1 to 8 requests, and a page has at most 64 waiting";
+const ROUND_METHODS: &str =
+    "a round asks elicitation/create, sampling/createMessage or roots/list, nothing else";
+const _: () = assert!(MAX_ASKS_PER_ROUND == 8 && MAX_ASKS_OUTSTANDING == 64);
 
 /// What a handler may ask the agent.
 const AGENT_METHODS: [&str; 3] = [

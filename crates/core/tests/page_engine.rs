@@ -1093,16 +1093,6 @@ fn what_cannot_be_asked_is_answered_at_once() {
         9,
         "over the round's bound"
     );
-    page.input(Input::AskAgent {
-        call,
-        requests: vec![ask("a", "roots/list"), ask("a", "roots/list")],
-    });
-    assert_eq!(
-        agent_answered(&page.take())[0].1,
-        Err(-32600),
-        "keys repeat"
-    );
-
     // A page call has no agent to ask.
     let local = page.engine.begin_page_call(
         page.now,
