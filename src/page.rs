@@ -36,6 +36,8 @@ pub struct Link {
     pub connecting: Vec<oneshot::Sender<Result<(), CoreError>>>,
     /// A page-supplied `send(frame)` (`attachTransport`), used instead of the WebSocket.
     pub custom: Option<js_sys::Function>,
+    /// The page itself while its connection is wanted (see `transport::websocket`).
+    pub keepalive: Option<Rc<Page>>,
 }
 
 /// A WebSocket with the handlers that feed its events back (removed before it is dropped).

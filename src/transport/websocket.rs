@@ -10,7 +10,7 @@
 use std::rc::{Rc, Weak};
 
 use crate::oneshot;
-use client_tools_core::connection::{ConnInput, ConnOutput};
+use client_tools_core::connection::{ConnInput, ConnOutput, ConnectionState};
 use client_tools_core::page_engine::Input;
 use client_tools_core::protocol::{code, encode_error, RpcError};
 use client_tools_core::{CoreError, WarningCode};
@@ -55,6 +55,13 @@ pub fn feed(page: &Rc<Page>, input: ConnInput<'_>) {
             None => break,
         }
     }
+    // While it is connected or trying to be, the page stays alive with no other reference to it
+    // (a page's `new ClientTools(...)` in a module that keeps none: its socket, timer and calls
+    // hold it weakly). `disconnect()` and a page transport let it go.
+    let wanted = page.connection.borrow().as_ref().map(|c| c.state());
+    page.link.borrow_mut().keepalive = wanted
+        .filter(|state| *state != ConnectionState::Disconnected)
+        .map(|_| page.clone());
     page.arm_timer();
 }
 
