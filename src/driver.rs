@@ -9,8 +9,6 @@ use client_tools_core::page_engine::{CallEvent, CallHandle, Event, Output};
 use client_tools_core::registry::{RegisteredTool, ToolKind};
 use std::sync::Arc;
 
-use serde_json::{json, Value};
-
 use crate::js;
 use crate::page::{take, Page, Running};
 use crate::webmcp::{browser_agent, form_call};
@@ -51,15 +49,13 @@ pub fn perform(page: &Rc<Page>, output: Output<js_sys::Function>) {
                 _ => None,
             });
             drop(calls);
-            let answers: Vec<Value> = answers
-                .into_iter()
-                .map(|(key, answer)| match answer {
-                    Ok(result) => json!([key, result]),
-                    Err(error) => json!([key, null, error]),
-                })
+            // `[[key, result] | [key, null, error], …]` for `settleRound` (js.js).
+            let answers: Vec<_> = answers
+                .iter()
+                .map(|(key, answer)| (key, answer.as_ref().ok(), answer.as_ref().err()))
                 .collect();
             if let Some(ctx) = ctx {
-                js::settle_round(&ctx, js::from_json(&Value::Array(answers)));
+                js::settle_round(&ctx, js::to_plain(&answers));
             }
         }
         Output::Settled { call, result } => {

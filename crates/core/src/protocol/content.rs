@@ -57,18 +57,14 @@ pub fn read_mcp_result(value: Value) -> Result<CallToolResult, String> {
     })
 }
 
-/// The content block types: the fields each must have (strings) and those it may have, besides
-/// `type`, `annotations` and `_meta`.
-const BLOCKS: [(&str, &[&str], &[&str]); 5] = [
-    ("text", &["text"], &[]),
-    ("image", &["data", "mimeType"], &[]),
-    ("audio", &["data", "mimeType"], &[]),
-    (
-        "resource_link",
-        &["uri", "name"],
-        &["title", "description", "mimeType", "size", "icons"],
-    ),
-    ("resource", &[], &["resource"]),
+/// The content block types and the fields each must have (strings). Other fields are the MCP
+/// client's to read (it ignores what it does not know).
+const BLOCKS: [(&str, &[&str]); 5] = [
+    ("text", &["text"]),
+    ("image", &["data", "mimeType"]),
+    ("audio", &["data", "mimeType"]),
+    ("resource_link", &["uri", "name"]),
+    ("resource", &[]),
 ];
 
 /// One content block, checked: `text`; `image` and `audio` with base64 `data` and a `mimeType`;
@@ -82,7 +78,7 @@ pub fn check_block(block: Value) -> Result<Content, String> {
         .get("type")
         .and_then(Value::as_str)
         .unwrap_or_default();
-    let Some((_, required, optional)) = BLOCKS.iter().find(|(known, ..)| *known == kind) else {
+    let Some((_, required)) = BLOCKS.iter().find(|(known, _)| *known == kind) else {
         return Err(format!(
             "unknown content type '{kind}' (text, image, audio, resource_link or resource)"
         ));
@@ -90,14 +86,6 @@ pub fn check_block(block: Value) -> Result<Content, String> {
     let string = |key: &str| block.get(key).and_then(Value::as_str);
     if let Some(missing) = required.iter().find(|key| string(key).is_none()) {
         return Err(format!("a {kind} block needs '{missing}', a string"));
-    }
-    let known = |key: &&String| {
-        ["type", "annotations", "_meta"].contains(&key.as_str())
-            || required.contains(&key.as_str())
-            || optional.contains(&key.as_str())
-    };
-    if let Some(unknown) = block.keys().find(|key| !known(key)) {
-        return Err(format!("a {kind} block has no field '{unknown}'"));
     }
     let objects = ["annotations", "_meta"];
     if let Some(key) = objects
@@ -206,10 +194,6 @@ mod tests {
             (
                 json!({"type": "text", "text": "a", "annotations": 3}),
                 "content[0]: 'annotations' must be an object",
-            ),
-            (
-                json!({"type": "text", "text": "a", "colour": "red"}),
-                "content[0]: a text block has no field 'colour'",
             ),
             (
                 json!("plain"),
