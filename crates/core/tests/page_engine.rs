@@ -1033,7 +1033,8 @@ fn a_round_goes_to_the_agent_and_its_time_is_not_handler_time() {
     assert_eq!(asked["name"]["params"]["message"], "Your name?");
     assert_eq!(
         asked["roots"],
-        json!({"method": "roots/list", "params": {}})
+        json!({"method": "roots/list", "params": null}),
+        "as the handler gave them (the runtime reads null as none)"
     );
     // The agent takes 20 s: progress keeps the runtime waiting, the handler's clock stands still.
     page.advance(20_000);
