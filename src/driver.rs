@@ -42,20 +42,22 @@ pub fn perform(page: &Rc<Page>, output: Output<js_sys::Function>) {
                 None => {}
             }
         }
-        Output::AgentAnswered { call, answers } => {
+        Output::AgentAnswered { call, answer } => {
             let calls = page.calls.borrow();
             let ctx = calls.running.iter().find_map(|(c, running)| match running {
                 Running::Handler(ctx) if *c == call => Some(ctx.clone()),
                 _ => None,
             });
             drop(calls);
-            // `[[key, result] | [key, null, error], …]` for `settleRound` (js.js).
-            let answers: Vec<_> = answers
-                .iter()
-                .map(|(key, answer)| (key, answer.as_ref().ok(), answer.as_ref().err()))
-                .collect();
             if let Some(ctx) = ctx {
-                js::settle_round(&ctx, js::to_plain(&answers));
+                match answer {
+                    Ok(result) => {
+                        js::settle_round(&ctx, js::to_plain(&result), wasm_bindgen::JsValue::NULL)
+                    }
+                    Err(error) => {
+                        js::settle_round(&ctx, wasm_bindgen::JsValue::NULL, js::to_plain(&error))
+                    }
+                }
             }
         }
         Output::Settled { call, result } => {

@@ -27,7 +27,7 @@ export function jsonText(value) {
   return strictStringify(value);
 }
 const controllers = new WeakMap();
-// The round of requests a handler's ctx has waiting for the agent: {resolve, reject}.
+// The round of requests a handler's ctx has waiting for the agent: {keys, resolve, reject}.
 const rounds = new WeakMap();
 function failure(message, code, extra) {
   return Object.assign(new Error(message), { code }, extra);
@@ -43,7 +43,8 @@ export function handlerContext(callId, call, toolName, originalName, report) {
       return Promise.reject(new TypeError("ctx.input(requests) takes {key: {method, params}, …}"));
     if (rounds.has(ctx))
       return Promise.reject(failure("a round of requests to the agent is already waiting", "AGENT_FAILED"));
-    const round = new Promise((resolve, reject) => rounds.set(ctx, { resolve, reject }));
+    const keys = Object.keys(requests);
+    const round = new Promise((resolve, reject) => rounds.set(ctx, { keys, resolve, reject }));
     report(call, "ask", JSON.stringify(requests));
     return round;
   };
@@ -56,20 +57,20 @@ export function handlerContext(callId, call, toolName, originalName, report) {
 }
 export function abortHandlerContext(ctx, reason) {
   controllers.get(ctx).abort(new Error(reason));
-  settleRound(ctx, [["", null, { code: 0, message: reason }]]);
+  settleRound(ctx, null, { code: 0, message: reason });
 }
-// answers: [[key, result] | [key, null, {code, message, data}], …]
-export function settleRound(ctx, answers) {
+// The agent's answer to the round: `result` `{inputResponses: {key: …}}`, or `error` {code, message, data}.
+export function settleRound(ctx, result, error) {
   const round = rounds.get(ctx);
   if (!round) return;
   rounds.delete(ctx);
-  const failed = answers.find((answer) => answer[2]);
-  if (!failed) return round.resolve(Object.fromEntries(answers));
-  const { code, message, data } = failed[2];
-  const required = data && data.requiredCapabilities;
+  const responses = (result && result.inputResponses) || {};
+  const missing = round.keys.find((key) => !(key in responses));
+  if (!error && missing === undefined) return round.resolve(responses);
+  const { code, message, data } = error || { message: `the agent's answer has no "${missing}"` };
   if (code === -32021)
-    return round.reject(failure(message, "CAPABILITY_MISSING", { key: failed[0], requiredCapabilities: required || {} }));
-  round.reject(failure(message, "AGENT_FAILED", { key: failed[0] }));
+    return round.reject(failure(message, "CAPABILITY_MISSING", { requiredCapabilities: (data && data.requiredCapabilities) || {} }));
+  round.reject(failure(message, "AGENT_FAILED", {}));
 }
 // What a handler that threw says of a missing capability: the agent's request fails with it.
 export function requiredCapabilities(thrown) {

@@ -27,10 +27,10 @@ extern "C" {
     #[wasm_bindgen(js_name = abortHandlerContext)]
     pub fn abort_handler_context(ctx: &js_sys::Object, reason: &str);
 
-    /// Resolves (or rejects) the round `ctx` waits on with the agent's answers, JSON text
-    /// `[[key, result] | [key, null, error], …]`.
+    /// Resolves the round `ctx` waits on with the agent's `result` (`{inputResponses}`), or
+    /// rejects it with `error` (`{code, message, data}`).
     #[wasm_bindgen(js_name = settleRound)]
-    pub fn settle_round(ctx: &js_sys::Object, answers: JsValue);
+    pub fn settle_round(ctx: &js_sys::Object, result: JsValue, error: JsValue);
 
     /// The `requiredCapabilities` (JSON text) of a `CAPABILITY_MISSING` error a handler let
     /// propagate; `None` for anything else it threw.

@@ -14,7 +14,7 @@ use crate::oneshot;
 use client_tools_core::connect::ConnectResult;
 use client_tools_core::connection::{ConnInput, Connection, ConnectionState};
 use client_tools_core::page_engine::{
-    AgentRequest, CallHandle, Caller, HandlerOutcome, Input, Output, PageEngine,
+    CallHandle, Caller, HandlerOutcome, Input, Output, PageEngine,
 };
 use client_tools_core::protocol::CallToolResult;
 use client_tools_core::registry::{Registry, Warning};
@@ -149,6 +149,7 @@ impl Page {
                         return;
                     };
                     let call = CallHandle(call as u64);
+                    let requests = a.as_string().unwrap_or_default();
                     page.feed(match what.as_string().as_deref() {
                         Some("progress") => Input::Progress {
                             call,
@@ -165,7 +166,7 @@ impl Page {
                         },
                         _ => Input::AskAgent {
                             call,
-                            requests: agent_requests(&a.as_string().unwrap_or_default()),
+                            requests: &requests,
                         },
                     });
                 },
@@ -355,18 +356,4 @@ impl Drop for Page {
             clear_timeout(&id);
         }
     }
-}
-
-/// `ctx.input`'s requests (`{key: {method, params}}`, JSON text) as the engine takes them; what is
-/// not a request is left to the engine to refuse by its method.
-fn agent_requests(text: &str) -> Vec<AgentRequest> {
-    let requests: serde_json::Map<String, Value> = serde_json::from_str(text).unwrap_or_default();
-    requests
-        .into_iter()
-        .map(|(key, request)| AgentRequest {
-            key,
-            method: request["method"].as_str().unwrap_or_default().to_owned(),
-            params: request.get("params").cloned().unwrap_or(Value::Null),
-        })
-        .collect()
 }

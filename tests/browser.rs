@@ -1422,5 +1422,8 @@ async fn a_connected_page_lives_without_a_reference_to_it() {
     connect(&tools).await.expect("the fake runtime accepts");
     drop(tools);
     deliver(&bridge, r#"{"jsonrpc":"2.0","id":41,"method":"ping"}"#);
-    assert_eq!(stringify(&get(&answer_to(&bridge, 41).await, "result")), "{}");
+    assert_eq!(
+        stringify(&get(&answer_to(&bridge, 41).await, "result")),
+        "{}"
+    );
 }

@@ -46,11 +46,9 @@ pub const MAX_LIVE_CALLS: usize = 256;
 /// page: a chatty handler cannot flood the agent.
 pub const MAX_LOGS_PER_CALL: u32 = 100;
 
-/// Requests one round may put to the agent (`ctx.input`).
-pub const MAX_ASKS_PER_ROUND: usize = 8;
-
-/// Requests to agents one page may have waiting at once, over all its calls.
-pub const MAX_ASKS_OUTSTANDING: usize = 64;
+/// Rounds of requests to agents one page may have waiting at once, over all its calls (a call has
+/// one at a time; the runtime bounds the requests in each).
+pub const MAX_ROUNDS_WAITING: usize = 64;
 
 /// How many frames a page keeps for the runtime while its connection is down (sent after the
 /// reconnect; the oldest are dropped first): what a page produces in a reconnect's few seconds,

@@ -17,14 +17,14 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use crate::call::{self, outcome, Admission, ConfirmDecision, Confirmed, PreparedCall};
 use crate::codes::WarningCode;
 use crate::ledger::{Arrival, CallLedger};
 use crate::limits::{
-    HANDLER_GRACE_MS, HUMAN_WAIT_MAX_MS, HUMAN_WAIT_TICK_MS, MAX_ASKS_OUTSTANDING,
-    MAX_ASKS_PER_ROUND, MAX_LIVE_CALLS, MAX_LOGS_PER_CALL,
+    HANDLER_GRACE_MS, HUMAN_WAIT_MAX_MS, HUMAN_WAIT_TICK_MS, MAX_LIVE_CALLS, MAX_LOGS_PER_CALL,
+    MAX_ROUNDS_WAITING,
 };
 use crate::protocol::{
     self, check_outgoing, code, encode_error, encode_notification, encode_result, method,
@@ -72,12 +72,10 @@ pub enum Input<'a> {
         logger: Option<String>,
     },
     /// A running handler asks the calling agent (`ctx.elicit`, `ctx.createMessage`,
-    /// `ctx.listRoots`, `ctx.input`): one round of requests, keyed by the page. Answered with
-    /// [`Output::AgentAnswered`] once every key has its answer.
-    AskAgent {
-        call: CallHandle,
-        requests: Vec<AgentRequest>,
-    },
+    /// `ctx.listRoots`, `ctx.input`): one round, `{key: {method, params}, …}` as JSON text, which
+    /// goes to the runtime as it is (the runtime checks each request). Answered with
+    /// [`Output::AgentAnswered`].
+    AskAgent { call: CallHandle, requests: &'a str },
     /// `ctx.reportProgress` of a running handler.
     Progress {
         call: CallHandle,
@@ -114,16 +112,6 @@ pub enum HandlerOutcome {
     CapabilityMissing(Value),
 }
 
-/// One request of a round a handler puts to the agent.
-#[derive(Debug, Clone, PartialEq)]
-pub struct AgentRequest {
-    /// The page's name for it (the key of its answer).
-    pub key: String,
-    /// `elicitation/create`, `sampling/createMessage` or `roots/list`.
-    pub method: String,
-    pub params: Value,
-}
-
 /// What the driver must do.
 #[derive(Debug)]
 pub enum Output<H> {
@@ -146,11 +134,12 @@ pub enum Output<H> {
     WithdrawAsk { call: CallHandle },
     /// The call ended while its handler ran: abort its `ctx.signal` (or stop filling its form).
     Abort { call: CallHandle, reason: String },
-    /// The agent answered a round ([`Input::AskAgent`]): each key's result, or why it has none
-    /// (code -32021: the agent cannot do it, `data.requiredCapabilities` says what it lacks).
+    /// The agent answered a round ([`Input::AskAgent`]): `{inputResponses: {key: result}}`, or
+    /// why it could not (code -32021: the agent cannot do it, `data.requiredCapabilities` says
+    /// what it lacks).
     AgentAnswered {
         call: CallHandle,
-        answers: Vec<(String, Result<Value, RpcError>)>,
+        answer: Result<Value, RpcError>,
     },
     /// A page call ([`PageEngine::begin_page_call`]) ended; `None`: it was cancelled.
     Settled {
@@ -408,9 +397,8 @@ impl<H> Call<H> {
 /// A round of requests a running handler put to the agent.
 #[derive(Debug)]
 struct AgentRound {
-    /// Keys still waiting, with the id of the page's request for each.
-    pending: Vec<(String, RequestId)>,
-    answers: Vec<(String, Result<Value, RpcError>)>,
+    /// The id of the page's `clienttools/input` request.
+    id: RequestId,
     wait: HumanWait,
     /// What was left of the handler's timeout when the round began: it goes on from there.
     remaining_ms: f64,
@@ -1118,26 +1106,31 @@ impl<H> PageEngine<H> {
         self.send(frame, Kind::Other);
     }
 
-    /// A round of requests to the agent from a running handler. Each request goes out as the
-    /// page's own JSON-RPC request, tied to its call (`_meta`: `clienttools/callId`,
-    /// `clienttools/inputKey`); the handler's timeout stops while the agent answers (bounded like
-    /// human time, with progress). What cannot be asked is answered at once with its reason.
-    fn ask_agent(&mut self, now: Millis, handle: CallHandle, requests: Vec<AgentRequest>) {
-        let outstanding: usize = self
+    /// A round of requests to the agent from a running handler: the page's own request,
+    /// `clienttools/input`, tied to its call (`_meta` `clienttools/callId`); the handler's timeout
+    /// stops while the agent answers (bounded like human time, with progress). What cannot be
+    /// asked is answered at once with its reason.
+    fn ask_agent(&mut self, now: Millis, handle: CallHandle, requests: &str) {
+        let waiting = self
             .calls
             .iter()
-            .filter_map(|call| match &call.phase {
-                Phase::Running {
-                    round: Some(round), ..
-                } => Some(round.pending.len()),
-                _ => None,
-            })
-            .sum();
+            .filter(|call| matches!(&call.phase, Phase::Running { round: Some(_), .. }))
+            .count();
         let Some(at) = self.position(handle) else {
             return;
         };
+        let id = RequestId::String(format!("clienttools-input-{}", self.next_handle));
+        self.next_handle += 1;
         let call = &self.calls[at];
-        let keys = requests.iter().map(|r| r.key.clone());
+        let object = requests.trim_start().starts_with('{')
+            && crate::tape::Tape::parse_within(requests, crate::tape::MAX_DEPTH - 3).is_ok();
+        let frame = format!(
+            r#"{{"jsonrpc":"2.0","id":{},"method":"{}","params":{{"inputRequests":{requests},"_meta":{{"{}":{}}}}}}}"#,
+            serde_json::to_string(&id).unwrap_or_default(),
+            method::INPUT,
+            protocol::meta::CALL_ID,
+            serde_json::to_string(&call.call_id).unwrap_or_default(),
+        );
         let refusal = if matches!(call.reply, Reply::Page) {
             // A page call has no agent: as for an agent without the capability.
             Some((
@@ -1149,124 +1142,58 @@ impl<H> PageEngine<H> {
                 code::INVALID_REQUEST,
                 "the call is not running, or a round already waits",
             ))
-        } else if requests.is_empty()
-            || requests.len() > MAX_ASKS_PER_ROUND
-            || outstanding + requests.len() > MAX_ASKS_OUTSTANDING
-        {
-            Some((code::INVALID_REQUEST, ROUND_BOUNDS))
-        } else if requests
-            .iter()
-            .any(|r| !AGENT_METHODS.contains(&r.method.as_str()))
-        {
-            Some((code::INVALID_REQUEST, ROUND_METHODS))
+        } else if waiting >= MAX_ROUNDS_WAITING {
+            Some((
+                code::INVALID_REQUEST,
+                "the page has 64 rounds waiting for agents",
+            ))
+        } else if !object || check_outgoing(&frame).is_err() {
+            Some((
+                code::INVALID_PARAMS,
+                "a round is {key: {method, params}} within the frame limits",
+            ))
         } else {
             None
         };
         if let Some((code, why)) = refusal {
-            let error = RpcError::new(code, why);
-            let answers = keys.map(|key| (key, Err(error.clone()))).collect();
+            let answer = Err(RpcError::new(code, why));
             return self.outputs.push_back(Output::AgentAnswered {
                 call: handle,
-                answers,
+                answer,
             });
         }
-        // One request for the round (a round is atomic: the runtime puts it to the agent whole,
-        // as one MCP `InputRequiredResult` where the revision speaks so).
-        let call_id = call.call_id.clone();
-        let mut answers = Vec::new();
-        let mut input_requests = Map::new();
-        for request in requests {
-            let mut asked = Map::new();
-            asked.insert("method".into(), request.method.into());
-            asked.insert("params".into(), request.params);
-            input_requests.insert(request.key, Value::Object(asked));
-        }
-        let id = RequestId::String(format!("clienttools-input-{}", self.next_handle));
-        self.next_handle += 1;
-        let params = RoundParams {
-            input_requests: &input_requests,
-            meta: CallMeta { call_id: &call_id },
-        };
-        let frame = protocol::encode_request(&id, method::INPUT, &params);
-        let keys = input_requests.keys().cloned();
-        let pending: Vec<(String, RequestId)> = match check_outgoing(&frame) {
-            Ok(()) if !input_requests.is_empty() => {
-                self.outputs.push_back(Output::Send(frame));
-                keys.map(|key| (key, id.clone())).collect()
-            }
-            Ok(()) => Vec::new(),
-            Err(limit) => {
-                let error = RpcError::new(code::INVALID_PARAMS, format!("not sent: {limit}"));
-                answers.extend(keys.map(|key| (key, Err(error.clone()))));
-                Vec::new()
-            }
-        };
+        self.outputs.push_back(Output::Send(frame));
         let call = &mut self.calls[at];
         let origin = call.progress_high;
-        let Phase::Running {
+        if let Phase::Running {
             deadline, round, ..
         } = &mut call.phase
-        else {
-            return;
-        };
-        let remaining_ms = deadline.map_or(0.0, |d| (d.0 - now.0).max(0.0));
-        *deadline = None;
-        *round = Some(AgentRound {
-            pending,
-            answers,
-            wait: HumanWait::after(Waiting::Agent, now, origin),
-            remaining_ms,
-        });
-        self.end_round_if_answered(now, handle);
-    }
-
-    /// A response from the runtime: the answer to a round (`inputResponses`, by key), or why the
-    /// agent could not answer it (then every key of the round has that error).
-    fn agent_answer(&mut self, now: Millis, id: &RequestId, result: Result<Value, RpcError>) {
-        let found = self
-            .calls
-            .iter_mut()
-            .find_map(|call| match &mut call.phase {
-                Phase::Running {
-                    round: Some(round), ..
-                } if round.pending.iter().any(|(_, pending)| pending == id) => {
-                    for (key, _) in round.pending.drain(..) {
-                        let answer = match &result {
-                            Err(error) => Err(error.clone()),
-                            Ok(answers) => {
-                                answers["inputResponses"].get(&key).cloned().ok_or_else(|| {
-                                    RpcError::new(
-                                        code::INTERNAL_ERROR,
-                                        format!("the agent's answers have none for '{key}'"),
-                                    )
-                                })
-                            }
-                        };
-                        round.answers.push((key, answer));
-                    }
-                    Some(call.handle)
-                }
-                _ => None,
+        {
+            let remaining_ms = deadline.map_or(0.0, |d| (d.0 - now.0).max(0.0));
+            *deadline = None;
+            *round = Some(AgentRound {
+                id,
+                wait: HumanWait::after(Waiting::Agent, now, origin),
+                remaining_ms,
             });
-        if let Some(handle) = found {
-            self.end_round_if_answered(now, handle);
         }
     }
 
-    fn end_round_if_answered(&mut self, now: Millis, handle: CallHandle) {
-        let answered = self.calls.iter().any(|call| {
-            call.handle == handle
-                && matches!(&call.phase, Phase::Running { round: Some(round), .. }
-                    if round.pending.is_empty())
+    /// A response from the runtime: the answer to a round, or why the agent could not answer it.
+    fn agent_answer(&mut self, now: Millis, id: &RequestId, answer: Result<Value, RpcError>) {
+        let found = self.calls.iter().find_map(|call| match &call.phase {
+            Phase::Running {
+                round: Some(round), ..
+            } if round.id == *id => Some(call.handle),
+            _ => None,
         });
-        if answered {
-            self.end_round(now, handle, None);
+        if let Some(handle) = found {
+            self.end_round(now, handle, answer);
         }
     }
 
-    /// The round is over (answered, or `expired` with this reason for the keys still waiting):
-    /// the handler hears the answers, and its timeout goes on.
-    fn end_round(&mut self, now: Millis, handle: CallHandle, expired: Option<String>) {
+    /// The round is over: the handler hears the answer, and its timeout goes on.
+    fn end_round(&mut self, now: Millis, handle: CallHandle, answer: Result<Value, RpcError>) {
         let Some(call) = self.call_mut(handle) else {
             return;
         };
@@ -1280,19 +1207,9 @@ impl<H> PageEngine<H> {
             return;
         };
         *deadline = Some(Millis(now.0 + round.remaining_ms));
-        let mut answers = round.answers;
-        if let Some(why) = expired {
-            let error = RpcError::new(code::REQUEST_TIMEOUT, why);
-            answers.extend(
-                round
-                    .pending
-                    .into_iter()
-                    .map(|(key, _)| (key, Err(error.clone()))),
-            );
-        }
         self.outputs.push_back(Output::AgentAnswered {
             call: handle,
-            answers,
+            answer,
         });
     }
 
@@ -1388,7 +1305,8 @@ impl<H> PageEngine<H> {
         }
         let (why, waited_ms, origin) = (wait.why, wait.waited_ms, wait.origin);
         if waited_ms >= HUMAN_WAIT_MAX_MS && matches!(why, Waiting::Agent) {
-            return self.end_round(now, handle, Some(why.expired().text().to_owned()));
+            let expired = RpcError::new(code::REQUEST_TIMEOUT, why.expired().text());
+            return self.end_round(now, handle, Err(expired));
         }
         if waited_ms >= HUMAN_WAIT_MAX_MS {
             let mut result = why.expired();
@@ -1611,27 +1529,6 @@ struct LogParams<'a> {
     #[serde(rename = "_meta")]
     meta: CallMeta<'a>,
 }
-
-/// `clienttools/input` params: a round.
-#[derive(serde::Serialize)]
-struct RoundParams<'a> {
-    #[serde(rename = "inputRequests")]
-    input_requests: &'a Map<String, Value>,
-    #[serde(rename = "_meta")]
-    meta: CallMeta<'a>,
-}
-
-const ROUND_BOUNDS: &str = "a round asks 1 to 8 requests, and a page has at most 64 waiting";
-const ROUND_METHODS: &str =
-    "a round asks elicitation/create, sampling/createMessage or roots/list, nothing else";
-const _: () = assert!(MAX_ASKS_PER_ROUND == 8 && MAX_ASKS_OUTSTANDING == 64);
-
-/// What a handler may ask the agent.
-const AGENT_METHODS: [&str; 3] = [
-    method::ELICITATION_CREATE,
-    method::SAMPLING_CREATE_MESSAGE,
-    method::ROOTS_LIST,
-];
 
 /// RFC 5424 levels, least severe first (MCP's `LoggingLevel`).
 const LOG_LEVELS: [&str; 8] = [

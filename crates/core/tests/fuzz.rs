@@ -10,8 +10,7 @@ use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use client_tools_core::page_engine::{
-    AgentRequest, Answer, CallHandle, Caller, EngineConfig, HandlerOutcome, Input, Output,
-    PageEngine,
+    Answer, CallHandle, Caller, EngineConfig, HandlerOutcome, Input, Output, PageEngine,
 };
 use client_tools_core::protocol::{self, code, meta, method, CallToolParams, Message, RequestId};
 use client_tools_core::registry::{Declaration, ToolKind};
@@ -387,14 +386,24 @@ fn check_engine(ops: &[Op]) -> Result<(), TestCaseError> {
             Op::Ask(n, count) => {
                 if let Some(&call) = pick(&seen.running, *n) {
                     let methods = ["elicitation/create", "sampling/createMessage", "roots/list"];
-                    let requests = (0..*count)
-                        .map(|k| AgentRequest {
-                            key: format!("k{k}"),
-                            method: methods[k as usize % 3].into(),
-                            params: json!({"message": "?"}),
-                        })
-                        .collect();
-                    engine.handle(now, Input::AskAgent { call, requests });
+                    // `count` 0 is not an object: the engine refuses it at once.
+                    let requests = match count {
+                        0 => "[]".to_owned(),
+                        _ => json!((0..*count)
+                            .map(|k| (
+                                format!("k{k}"),
+                                json!({"method": methods[k as usize % 3], "params": {"message": "?"}})
+                            ))
+                            .collect::<serde_json::Map<_, _>>())
+                        .to_string(),
+                    };
+                    engine.handle(
+                        now,
+                        Input::AskAgent {
+                            call,
+                            requests: &requests,
+                        },
+                    );
                 }
             }
             Op::Reply(n, ok) => {
@@ -491,13 +500,11 @@ fn drain(engine: &mut PageEngine<u8>, session: u32, seen: &mut Seen) -> Result<(
                     seen.asked.push(serde_json::to_value(&id).unwrap());
                 }
             }
-            Output::AgentAnswered { call, answers } => {
+            Output::AgentAnswered { call, .. } => {
                 prop_assert!(
                     seen.running.contains(&call),
                     "answered a round of no running call"
                 );
-                let keys: HashSet<&String> = answers.iter().map(|(key, _)| key).collect();
-                prop_assert_eq!(keys.len(), answers.len(), "a key answered twice");
             }
             Output::Emit(_) => {}
         }

@@ -3,8 +3,8 @@
 
 use client_tools_core::limits::{HANDLER_GRACE_MS, HUMAN_WAIT_MAX_MS};
 use client_tools_core::page_engine::{
-    AgentRequest, Answer, CallEvent, CallHandle, Caller, EngineConfig, Event, HandlerOutcome,
-    Input, Output, PageEngine, QuestionKind,
+    Answer, CallEvent, CallHandle, Caller, EngineConfig, Event, HandlerOutcome, Input, Output,
+    PageEngine, QuestionKind,
 };
 use client_tools_core::protocol::MAX_FRAME_BYTES;
 use client_tools_core::registry::{Declaration, ToolKind};
@@ -985,16 +985,12 @@ fn logs_go_to_the_agent_at_its_level_and_are_bounded() {
     assert_eq!(events(&outputs).len(), 1, "the drop is said once");
 }
 
-fn agent_answered(outputs: &[Output<&'static str>]) -> Vec<(String, Result<Value, i64>)> {
+/// The one answer to a round: the agent's `{inputResponses}`, or the error's code.
+fn agent_answered(outputs: &[Output<&'static str>]) -> Result<Value, i64> {
     outputs
         .iter()
         .find_map(|o| match o {
-            Output::AgentAnswered { answers, .. } => Some(
-                answers
-                    .iter()
-                    .map(|(k, a)| (k.clone(), a.clone().map_err(|e| e.code)))
-                    .collect(),
-            ),
+            Output::AgentAnswered { answer, .. } => Some(answer.clone().map_err(|e| e.code)),
             _ => None,
         })
         .expect("the round is answered")
@@ -1011,18 +1007,9 @@ fn a_round_goes_to_the_agent_and_its_time_is_not_handler_time() {
     page.advance(4_000); // of the handler's 5 s
     page.input(Input::AskAgent {
         call,
-        requests: vec![
-            AgentRequest {
-                key: "name".into(),
-                method: "elicitation/create".into(),
-                params: json!({"message": "Your name?", "requestedSchema": {"type": "object"}}),
-            },
-            AgentRequest {
-                key: "roots".into(),
-                method: "roots/list".into(),
-                params: json!(null),
-            },
-        ],
+        requests: r#"{"name": {"method": "elicitation/create",
+            "params": {"message": "Your name?", "requestedSchema": {"type": "object"}}},
+            "roots": {"method": "roots/list", "params": null}}"#,
     });
     let sent = page.sent();
     assert_eq!(sent.len(), 1, "one request for the round");
@@ -1045,20 +1032,15 @@ fn a_round_goes_to_the_agent_and_its_time_is_not_handler_time() {
         "waiting for the agent to answer"
     );
     let id = sent[0]["id"].clone();
-    page.frame(
-        json!({"jsonrpc": "2.0", "id": id, "result": {"inputResponses": {
-        "roots": {"roots": []}}}}),
+    let responses = json!({"inputResponses": {"roots": {"roots": []}}});
+    page.frame(json!({"jsonrpc": "2.0", "id": id, "result": responses}));
+    assert_eq!(
+        agent_answered(&page.take()),
+        Ok(responses),
+        "as the agent gave it (the SDK names a missing key)"
     );
-    let answered = agent_answered(&page.take());
-    assert_eq!(answered.len(), 2);
-    assert!(answered.contains(&("roots".to_owned(), Ok(json!({"roots": []})))));
-    assert!(
-        answered.contains(&("name".to_owned(), Err(-32603))),
-        "no answer for it"
-    );
-    let ids = [id.clone()];
     // An answer to a round answered before changes nothing.
-    page.frame(json!({"jsonrpc": "2.0", "id": ids[0], "result": {}}));
+    page.frame(json!({"jsonrpc": "2.0", "id": id, "result": {}}));
     assert!(page.take().is_empty());
     page.advance(999);
     assert!(
@@ -1075,25 +1057,33 @@ fn what_cannot_be_asked_is_answered_at_once() {
     let mut page = Page::new();
     page.call(1, "read_board", json!({"boardId": "b"}));
     let (call, _) = page.ran();
-    let ask = |key: &str, method: &str| AgentRequest {
-        key: key.into(),
-        method: method.into(),
-        params: json!({}),
-    };
+    for bad in ["[]", "{\"a\":", "\"roots/list\"", ""] {
+        page.input(Input::AskAgent {
+            call,
+            requests: bad,
+        });
+        assert_eq!(agent_answered(&page.take()), Err(-32602), "{bad}");
+    }
+    let deep = format!("{{\"a\":{}1{}}}", "[".repeat(200), "]".repeat(200));
     page.input(Input::AskAgent {
         call,
-        requests: vec![ask("a", "tools/call")],
+        requests: &deep,
     });
-    assert_eq!(agent_answered(&page.take())[0].1, Err(-32600));
+    assert_eq!(agent_answered(&page.take()), Err(-32602), "too deep");
+    let long = format!(
+        r#"{{"a":{{"method":"roots/list","params":{{"x":"{}"}}}}}}"#,
+        "x".repeat(MAX_FRAME_BYTES)
+    );
     page.input(Input::AskAgent {
         call,
-        requests: (0..9).map(|n| ask(&n.to_string(), "roots/list")).collect(),
+        requests: &long,
     });
     assert_eq!(
-        agent_answered(&page.take()).len(),
-        9,
-        "over the round's bound"
+        agent_answered(&page.take()),
+        Err(-32602),
+        "over the frame limit"
     );
+    assert!(page.sent().is_empty(), "nothing went to the runtime");
     // A page call has no agent to ask.
     let local = page.engine.begin_page_call(
         page.now,
@@ -1102,36 +1092,39 @@ fn what_cannot_be_asked_is_answered_at_once() {
         Caller::Page,
     );
     page.take();
+    let roots = r#"{"a": {"method": "roots/list"}}"#;
     page.input(Input::AskAgent {
         call: local,
-        requests: vec![ask("a", "roots/list")],
+        requests: roots,
     });
-    assert_eq!(agent_answered(&page.take())[0].1, Err(-32021));
+    assert_eq!(agent_answered(&page.take()), Err(-32021));
 
-    // The runtime refuses the round: every key has its reason.
+    // The runtime refuses the round: the handler hears why.
     page.input(Input::AskAgent {
         call,
-        requests: vec![ask("a", "sampling/createMessage"), ask("b", "roots/list")],
+        requests: roots,
     });
     let sent = page.sent();
+    // One round at a time per call.
+    page.input(Input::AskAgent {
+        call,
+        requests: roots,
+    });
+    assert_eq!(agent_answered(&page.take()), Err(-32600));
     page.frame(
         json!({"jsonrpc": "2.0", "id": sent[0]["id"], "error": {"code": -32021,
         "message": "no sampling", "data": {"requiredCapabilities": {"sampling": {}}}}}),
     );
-    let answered = agent_answered(&page.take());
-    assert_eq!(
-        answered,
-        [("a".to_owned(), Err(-32021)), ("b".to_owned(), Err(-32021))]
-    );
+    assert_eq!(agent_answered(&page.take()), Err(-32021));
 
-    // The agent never answers: after the human bound the keys fail and the handler goes on.
+    // The agent never answers: after the human bound the round fails and the handler goes on.
     page.input(Input::AskAgent {
         call,
-        requests: vec![ask("late", "sampling/createMessage")],
+        requests: roots,
     });
     page.take();
     page.advance(HUMAN_WAIT_MAX_MS);
-    assert_eq!(agent_answered(&page.take())[0].1, Err(-32001));
+    assert_eq!(agent_answered(&page.take()), Err(-32001));
 }
 
 #[test]
