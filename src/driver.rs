@@ -42,6 +42,24 @@ pub fn perform(page: &Rc<Page>, output: Output<js_sys::Function>) {
                 None => {}
             }
         }
+        Output::AgentAnswered { call, answer } => {
+            let calls = page.calls.borrow();
+            let ctx = calls.running.iter().find_map(|(c, running)| match running {
+                Running::Handler(ctx) if *c == call => Some(ctx.clone()),
+                _ => None,
+            });
+            drop(calls);
+            if let Some(ctx) = ctx {
+                match answer {
+                    Ok(result) => {
+                        js::settle_round(&ctx, js::to_plain(&result), wasm_bindgen::JsValue::NULL)
+                    }
+                    Err(error) => {
+                        js::settle_round(&ctx, wasm_bindgen::JsValue::NULL, js::to_plain(&error))
+                    }
+                }
+            }
+        }
         Output::Settled { call, result } => {
             if let Some(waiting) = take(&mut page.calls.borrow_mut().waiting, call) {
                 let _ = waiting.send(result);
@@ -65,7 +83,7 @@ fn run_handler(
         call.0 as f64,
         &tool.name,
         &tool.original_name,
-        page.report_progress_fn(),
+        page.from_ctx_fn(),
     );
     page.calls
         .borrow_mut()
@@ -74,7 +92,7 @@ fn run_handler(
     let args = js_sys::Array::of2(&js::from_json_text(input), &ctx);
     match js::call_function(&tool.handler, &args) {
         js::Called::Returned(value) => page.settle(call, Ok(value)),
-        js::Called::Threw(message) => page.settle(call, Err(message)),
+        js::Called::Threw(thrown) => page.settle(call, Err(thrown)),
         js::Called::Promise(promise) => {
             let page = page.clone();
             wasm_bindgen_futures::spawn_local(async move {

@@ -27,15 +27,54 @@ export function jsonText(value) {
   return strictStringify(value);
 }
 const controllers = new WeakMap();
+// The round of requests a handler's ctx has waiting for the agent: {keys, resolve, reject}.
+const rounds = new WeakMap();
+function failure(message, code, extra) {
+  return Object.assign(new Error(message), { code }, extra);
+}
+// `report(call, what, a, b, c)`: the one function through which every ctx reaches the page engine.
 export function handlerContext(callId, call, toolName, originalName, report) {
   const controller = new AbortController();
-  const reportProgress = (progress, total, message) => report(call, progress, total, message);
-  const ctx = { signal: controller.signal, callId, toolName, originalName, reportProgress };
+  const ctx = { signal: controller.signal, callId, toolName, originalName };
+  ctx.reportProgress = (progress, total, message) => report(call, "progress", progress, total, message);
+  ctx.log = (level, data, logger) => report(call, "log", String(level), data === undefined ? null : data, logger);
+  ctx.input = (requests) => {
+    if (typeof requests !== "object" || requests === null || Array.isArray(requests) || !Object.keys(requests).length)
+      return Promise.reject(new TypeError("ctx.input(requests) takes {key: {method, params}, …}"));
+    if (rounds.has(ctx))
+      return Promise.reject(failure("a round of requests to the agent is already waiting", "AGENT_FAILED"));
+    const keys = Object.keys(requests);
+    const round = new Promise((resolve, reject) => rounds.set(ctx, { keys, resolve, reject }));
+    report(call, "ask", JSON.stringify(requests));
+    return round;
+  };
+  const one = (method) => (params) => ctx.input({ [method]: { method, params } }).then((r) => r[method]);
+  ctx.elicit = one("elicitation/create");
+  ctx.createMessage = one("sampling/createMessage");
+  ctx.listRoots = () => one("roots/list")({});
   controllers.set(ctx, controller);
   return ctx;
 }
 export function abortHandlerContext(ctx, reason) {
   controllers.get(ctx).abort(new Error(reason));
+  settleRound(ctx, null, { code: 0, message: reason });
+}
+// The agent's answer to the round: `result` `{inputResponses: {key: …}}`, or `error` {code, message, data}.
+export function settleRound(ctx, result, error) {
+  const round = rounds.get(ctx);
+  if (!round) return;
+  rounds.delete(ctx);
+  const responses = (result && result.inputResponses) || {};
+  const missing = round.keys.find((key) => !(key in responses));
+  if (!error && missing === undefined) return round.resolve(responses);
+  const { code, message, data } = error || { message: `the agent's answer has no "${missing}"` };
+  if (code === -32021)
+    return round.reject(failure(message, "CAPABILITY_MISSING", { requiredCapabilities: (data && data.requiredCapabilities) || {} }));
+  round.reject(failure(message, "AGENT_FAILED", {}));
+}
+// What a handler that threw says of a missing capability: the agent's request fails with it.
+export function requiredCapabilities(thrown) {
+  if (thrown && thrown.code === "CAPABILITY_MISSING") return JSON.stringify(thrown.requiredCapabilities || {});
 }
 export function dispatchToolEvent(type, detail) {
   if (typeof window === "undefined") return;

@@ -20,12 +20,22 @@ extern "C" {
         call: f64,
         tool_name: &str,
         original_name: &str,
-        report_progress: &js_sys::Function,
+        report: &js_sys::Function,
     ) -> js_sys::Object;
 
-    /// Aborts `ctx.signal` with an `Error` carrying `reason`.
+    /// Aborts `ctx.signal` with an `Error` carrying `reason` (and a round it waits on).
     #[wasm_bindgen(js_name = abortHandlerContext)]
     pub fn abort_handler_context(ctx: &js_sys::Object, reason: &str);
+
+    /// Resolves the round `ctx` waits on with the agent's `result` (`{inputResponses}`), or
+    /// rejects it with `error` (`{code, message, data}`).
+    #[wasm_bindgen(js_name = settleRound)]
+    pub fn settle_round(ctx: &js_sys::Object, result: JsValue, error: JsValue);
+
+    /// The `requiredCapabilities` (JSON text) of a `CAPABILITY_MISSING` error a handler let
+    /// propagate; `None` for anything else it threw.
+    #[wasm_bindgen(js_name = requiredCapabilities)]
+    pub fn required_capabilities(thrown: &JsValue) -> Option<String>;
 
     /// A `CustomEvent` on `document.modelContext`, else on `window` (nothing in a worker).
     #[wasm_bindgen(js_name = dispatchToolEvent)]
@@ -139,8 +149,7 @@ pub fn window() -> Option<web_sys::Window> {
 /// What calling page code gave back.
 pub enum Called {
     Returned(JsValue),
-    /// It threw (the message).
-    Threw(String),
+    Threw(JsValue),
     /// It returned a thenable: [`settle`] it.
     Promise(js_sys::Promise),
 }
@@ -148,17 +157,15 @@ pub enum Called {
 /// Calls page code (a handler, a `confirm` callback) with no borrow held by the caller.
 pub fn call_function(function: &js_sys::Function, args: &js_sys::Array) -> Called {
     match function.apply(&JsValue::UNDEFINED, args) {
-        Err(thrown) => Called::Threw(error_message(&thrown)),
+        Err(thrown) => Called::Threw(thrown),
         Ok(value) if is_thenable(&value) => Called::Promise(js_sys::Promise::resolve(&value)),
         Ok(value) => Called::Returned(value),
     }
 }
 
-/// A promise's value, or its rejection's message.
-pub async fn settle(promise: js_sys::Promise) -> Result<JsValue, String> {
-    wasm_bindgen_futures::JsFuture::from(promise)
-        .await
-        .map_err(|thrown| error_message(&thrown))
+/// A promise's value, or what it rejected with.
+pub async fn settle(promise: js_sys::Promise) -> Result<JsValue, JsValue> {
+    wasm_bindgen_futures::JsFuture::from(promise).await
 }
 
 /// [`call_function`], awaited.
@@ -168,8 +175,8 @@ pub async fn call_and_settle(
 ) -> Result<JsValue, String> {
     match call_function(function, args) {
         Called::Returned(value) => Ok(value),
-        Called::Threw(message) => Err(message),
-        Called::Promise(promise) => settle(promise).await,
+        Called::Threw(thrown) => Err(error_message(&thrown)),
+        Called::Promise(promise) => settle(promise).await.map_err(|e| error_message(&e)),
     }
 }
 

@@ -19,7 +19,7 @@
 //!   declarations; [`typescript`]: the types they have in TypeScript;
 //! - [`validator`]: `SchemaValidator`, the core's JSON Schema validation for page code;
 //! - [`js`]: conversions between JavaScript values and JSON; [`errors`]: errors thrown to
-//!   JavaScript.
+//!   JavaScript; [`oneshot`]: one value from one place of the page to a task waiting for it.
 
 pub mod api;
 pub mod ask;
@@ -28,6 +28,7 @@ pub mod driver;
 pub mod errors;
 pub mod events;
 pub mod js;
+pub mod oneshot;
 pub mod options;
 pub mod page;
 pub mod session;

@@ -10,6 +10,7 @@
 use std::cell::{Cell, RefCell};
 use std::rc::{Rc, Weak};
 
+use crate::oneshot;
 use client_tools_core::connect::ConnectResult;
 use client_tools_core::connection::{ConnInput, Connection, ConnectionState};
 use client_tools_core::page_engine::{
@@ -19,7 +20,7 @@ use client_tools_core::protocol::CallToolResult;
 use client_tools_core::registry::{Registry, Warning};
 use client_tools_core::time::Millis;
 use client_tools_core::{CoreError, WarningCode};
-use futures::channel::oneshot;
+use serde_json::Value;
 use wasm_bindgen::prelude::*;
 
 use crate::events::EventHub;
@@ -79,7 +80,7 @@ pub struct Drivers {
     pub connection: fn(&Rc<Page>, ConnInput<'_>),
 }
 
-type ProgressCallback = Closure<dyn Fn(JsValue, JsValue, JsValue, JsValue)>;
+type CtxCallback = Closure<dyn Fn(JsValue, JsValue, JsValue, JsValue, JsValue)>;
 
 pub struct Page {
     pub options: Options,
@@ -101,7 +102,7 @@ pub struct Page {
     /// The one page timer: the time it is armed for, and its id.
     timer: RefCell<Option<(Millis, JsValue)>>,
     on_timer: Closure<dyn Fn()>,
-    report_progress: ProgressCallback,
+    from_ctx: CtxCallback,
 }
 
 #[wasm_bindgen]
@@ -141,16 +142,33 @@ impl Page {
                 })
             };
             let weak = weak.clone();
-            let report_progress = Closure::new(
-                move |call: JsValue, progress: JsValue, total: JsValue, message: JsValue| {
-                    if let (Some(page), Some(call)) = (weak.upgrade(), call.as_f64()) {
-                        page.feed(Input::Progress {
-                            call: CallHandle(call as u64),
-                            progress: progress.as_f64().unwrap_or(0.0),
-                            total: total.as_f64(),
-                            message: message.as_string(),
-                        });
-                    }
+            // `(call, what, a, b, c)`: a handler's ctx reporting progress, logging or asking.
+            let from_ctx = Closure::new(
+                move |call: JsValue, what: JsValue, a: JsValue, b: JsValue, c: JsValue| {
+                    let (Some(page), Some(call)) = (weak.upgrade(), call.as_f64()) else {
+                        return;
+                    };
+                    let call = CallHandle(call as u64);
+                    let requests = a.as_string().unwrap_or_default();
+                    page.feed(match what.as_string().as_deref() {
+                        Some("progress") => Input::Progress {
+                            call,
+                            progress: a.as_f64().unwrap_or(0.0),
+                            total: b.as_f64(),
+                            message: c.as_string(),
+                        },
+                        Some("log") => Input::Log {
+                            call,
+                            level: a.as_string().unwrap_or_default(),
+                            // A log never fails the call: what is not JSON is sent as its reason.
+                            data: crate::js::to_json(&b).unwrap_or_else(Value::from),
+                            logger: c.as_string(),
+                        },
+                        _ => Input::AskAgent {
+                            call,
+                            requests: &requests,
+                        },
+                    });
                 },
             );
             Self {
@@ -167,7 +185,7 @@ impl Page {
                 drivers,
                 timer: RefCell::new(None),
                 on_timer,
-                report_progress,
+                from_ctx,
             }
         })
     }
@@ -237,10 +255,15 @@ impl Page {
     }
 
     /// A handler's (or a form's) value or throw, told to the engine as it reads it.
-    pub fn settle(self: &Rc<Self>, call: CallHandle, settled: Result<JsValue, String>) {
+    pub fn settle(self: &Rc<Self>, call: CallHandle, settled: Result<JsValue, JsValue>) {
         take(&mut self.calls.borrow_mut().running, call);
         let outcome = match settled {
-            Err(message) => HandlerOutcome::Threw(message),
+            Err(thrown) => match crate::js::required_capabilities(&thrown) {
+                Some(required) => HandlerOutcome::CapabilityMissing(
+                    serde_json::from_str(&required).unwrap_or_default(),
+                ),
+                None => HandlerOutcome::Threw(crate::js::error_message(&thrown)),
+            },
             Ok(value) if value.is_undefined() => HandlerOutcome::ReturnedNothing,
             Ok(value) => match crate::js::to_json_text(&value) {
                 Ok(text) => HandlerOutcome::Returned(text),
@@ -250,9 +273,9 @@ impl Page {
         self.feed(Input::HandlerSettled { call, outcome });
     }
 
-    /// `(call, progress, total?, message?)`: bound to a call handle, it becomes `ctx.reportProgress`.
-    pub fn report_progress_fn(&self) -> &js_sys::Function {
-        self.report_progress.as_ref().unchecked_ref()
+    /// What a handler's `ctx` calls to reach the engine (`js.js`, `handlerContext`).
+    pub fn from_ctx_fn(&self) -> &js_sys::Function {
+        self.from_ctx.as_ref().unchecked_ref()
     }
 
     /// The runtime accepted the connection (`client_tools_core::connect`): remember the session. A

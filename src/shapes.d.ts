@@ -25,12 +25,43 @@ export type ConfirmDecision =
 
 
 
+/** RFC 5424 log levels (MCP `LoggingLevel`), least severe first. */
+export type LogLevel = "debug" | "info" | "notice" | "warning" | "error" | "critical" | "alert" | "emergency";
+
+/** One request a handler puts to the calling agent (`ctx.input`). */
+export type AgentRequest =
+  | { method: "elicitation/create"; params: ElicitParams }
+  | { method: "sampling/createMessage"; params: Record<string, unknown> }
+  | { method: "roots/list"; params?: Record<string, unknown> };
+
+/** MCP `elicitation/create` params: a form (`requestedSchema`), or a URL (`mode: "url"`). */
+export interface ElicitParams {
+  message: string;
+  requestedSchema?: Record<string, unknown>;
+  [key: string]: unknown;
+}
+
+/** What the person at the agent answered. */
+export interface ElicitResult {
+  action: "accept" | "decline" | "cancel";
+  content?: Record<string, unknown>;
+}
+
 export interface ToolContext {
   signal: AbortSignal;
   callId: string;
   toolName: string;
   originalName: string;
   reportProgress(progress: number, total?: number, message?: string): void;
+  /** An MCP log message to the calling agent, at or above the level it asked for; never fails. */
+  log(level: LogLevel, data: unknown, logger?: string): void;
+  /** Asks the person at the agent (rejects with `CAPABILITY_MISSING` or `AGENT_FAILED`). */
+  elicit(params: ElicitParams): Promise<ElicitResult>;
+  /** Asks the agent's model: MCP `sampling/createMessage` params → `CreateMessageResult`. */
+  createMessage(params: Record<string, unknown>): Promise<Record<string, any>>;
+  listRoots(): Promise<{ roots: { uri: string; name?: string }[] }>;
+  /** Several requests in one round, keyed by the page: `{key: result}`. */
+  input(requests: Record<string, AgentRequest>): Promise<Record<string, any>>;
 }
 
 export type ToolHandler = (input: any, ctx: ToolContext) => unknown | Promise<unknown>;
@@ -45,8 +76,15 @@ export interface ListedTool {
   kind: "function" | "handler" | "form";
 }
 
+/** An MCP content block (a handler may return any; the SDK's own results are text). */
+export type ContentBlock =
+  | { type: "text"; text: string; annotations?: Record<string, unknown>; _meta?: Record<string, unknown> }
+  | { type: "image" | "audio"; data: string; mimeType: string; annotations?: Record<string, unknown>; _meta?: Record<string, unknown> }
+  | { type: "resource_link"; uri: string; name: string; title?: string; description?: string; mimeType?: string; size?: number }
+  | { type: "resource"; resource: { uri: string; mimeType?: string; text?: string; blob?: string } };
+
 export interface CallToolResult {
-  content: { type: "text"; text: string }[];
+  content: ContentBlock[];
   structuredContent?: Record<string, unknown>;
   isError: boolean;
   _meta?: Record<string, unknown>;

@@ -1410,3 +1410,20 @@ async fn a_new_session_cancels_the_calls_still_running_for_the_old_one() {
     assert!(!answered_eleven);
     tools.disconnect();
 }
+
+/// A connected page needs no reference of its own to stay alive: a page that keeps none (`new
+/// ClientTools(...)` in a module whose top level has run) still answers its agents until
+/// `disconnect()`.
+#[wasm_bindgen_test]
+async fn a_connected_page_lives_without_a_reference_to_it() {
+    let bridge = fake_bridge();
+    clear_session();
+    let tools = ClientTools::new(Some(endpoint_options(None).unchecked_into())).unwrap();
+    connect(&tools).await.expect("the fake runtime accepts");
+    drop(tools);
+    deliver(&bridge, r#"{"jsonrpc":"2.0","id":41,"method":"ping"}"#);
+    assert_eq!(
+        stringify(&get(&answer_to(&bridge, 41).await, "result")),
+        "{}"
+    );
+}

@@ -97,5 +97,68 @@ tools.defineFunction({
   },
 });
 
+// Asks the person at the agent mid-call (MCP elicitation): who takes an unassigned task.
+tools.defineFunction({
+  name: "assign_task",
+  description: "Assign a task; asks the person at the agent who should take it.",
+  parameters: {
+    type: "object",
+    properties: { taskId: { type: "string", description: "The task's id, e.g. t2" } },
+    required: ["taskId"],
+    additionalProperties: false,
+  },
+  handler: async ({ taskId }, ctx) => {
+    const task = board.tasks.find((t) => t.id === taskId);
+    if (!task) throw new Error(`no task '${taskId}' on this board`);
+    const answer = await ctx.elicit({
+      message: `Who should take "${task.title}"?`,
+      requestedSchema: {
+        type: "object",
+        properties: { assignee: { type: "string", title: "Assignee", default: task.assignee } },
+        required: ["assignee"],
+      },
+    });
+    if (answer.action !== "accept") return `${task.id} stays with ${task.assignee || "nobody"} (${answer.action})`;
+    task.assignee = String(answer.content.assignee);
+    ctx.log("info", { assigned: task.id, to: task.assignee }, "board");
+    renderBoard(task.id);
+    return task;
+  },
+});
+
+// A picture of the board (MCP image content), drawn on a canvas.
+tools.defineFunction({
+  name: "board_snapshot",
+  description: "A PNG picture of the board as the user sees it.",
+  parameters: { type: "object", properties: {}, additionalProperties: false },
+  annotations: { readOnlyHint: true },
+  handler: () => {
+    const canvas = document.createElement("canvas");
+    canvas.width = 3 * 220;
+    canvas.height = 60 + 34 * Math.max(...STATUSES.map((s) => board.tasks.filter((t) => t.status === s).length), 1);
+    const g = canvas.getContext("2d");
+    g.fillStyle = "#fff";
+    g.fillRect(0, 0, canvas.width, canvas.height);
+    g.font = "14px sans-serif";
+    STATUSES.forEach((status, column) => {
+      g.fillStyle = "#333";
+      g.fillText(status, column * 220 + 10, 24);
+      board.tasks.filter((t) => t.status === status).forEach((task, row) => {
+        g.fillStyle = "#eef";
+        g.fillRect(column * 220 + 8, 40 + row * 34, 204, 28);
+        g.fillStyle = "#222";
+        g.fillText(task.title.slice(0, 26), column * 220 + 14, 59 + row * 34);
+      });
+    });
+    const data = canvas.toDataURL("image/png").split(",")[1];
+    return {
+      content: [
+        { type: "text", text: `Board "${board.id}": ${board.tasks.length} tasks` },
+        { type: "image", data, mimeType: "image/png" },
+      ],
+    };
+  },
+});
+
 renderBoard();
 await startConsole(tools, "read_board_tasks");

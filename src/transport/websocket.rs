@@ -9,11 +9,11 @@
 
 use std::rc::{Rc, Weak};
 
+use crate::oneshot;
 use client_tools_core::connection::{ConnInput, ConnOutput, ConnectionState};
 use client_tools_core::page_engine::Input;
 use client_tools_core::protocol::{code, encode_error, RpcError};
 use client_tools_core::{CoreError, WarningCode};
-use futures::channel::oneshot;
 use wasm_bindgen::prelude::*;
 
 use crate::page::{now, Page, Socket};

@@ -9,9 +9,9 @@
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
+use crate::oneshot;
 use client_tools_core::page_engine::Question;
 use client_tools_core::validate::CompiledSchema;
-use futures::channel::oneshot;
 use serde_json::Value;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
@@ -348,7 +348,7 @@ impl Ui {
             // One request replaced another under the person's eyes: arm after a moment.
             self.armed_until = js::now_ms() + f64::from(ARMING_MS);
             let _ = self.dialog.set_attribute("aria-busy", "true");
-            gloo_timers::callback::Timeout::new(ARMING_MS, || {
+            let disarm = Closure::once_into_js(|| {
                 UI.with(|ui| {
                     let Ok(ui) = ui.try_borrow() else { return };
                     // Only the last replacement's timer disarms.
@@ -359,8 +359,13 @@ impl Ui {
                         let _ = ui.dialog.remove_attribute("aria-busy");
                     }
                 });
-            })
-            .forget();
+            });
+            if let Some(window) = js::window() {
+                let _ = window.set_timeout_with_callback_and_timeout_and_arguments_0(
+                    disarm.unchecked_ref(),
+                    ARMING_MS as i32,
+                );
+            }
         } else {
             // (Reopened after a forced close, it keeps where focus was before the first request.)
             if self.restore.is_none() {

@@ -8,13 +8,15 @@
 //! `toolautosubmit` the whole call runs against the timeout. When the engine ends the call first
 //! (timeout, cancel, withdrawal), its `Abort` stops the wait here.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::rc::Rc;
+use std::task::Poll;
 
+use crate::oneshot;
 use client_tools_core::form_tool;
 use client_tools_core::page_engine::{CallHandle, Input};
 use client_tools_core::registry::RegisteredTool;
-use futures::channel::oneshot;
-use futures::future::{self, Either};
 use serde_json::Value;
 use wasm_bindgen::{JsCast, JsValue};
 
@@ -35,7 +37,7 @@ pub fn run(
         Ok(submitted) => submitted,
         Err(why) => {
             let why = format!("the form of tool '{}' {why}", tool.name);
-            return page.settle(call, Err(why));
+            return page.settle(call, Err(why.into()));
         }
     };
     let (stop, stopped) = oneshot::channel();
@@ -77,24 +79,23 @@ async fn fill_and_submit(
     autosubmit: bool,
     submitted: oneshot::Receiver<Submitted>,
     stopped: &mut oneshot::Receiver<()>,
-) -> Option<Result<JsValue, String>> {
+) -> Option<Result<JsValue, JsValue>> {
     let input: Value = serde_json::from_str(input).unwrap_or_default();
     let assignments = form_tool::assignments(&forms::controls(form), &input);
     if let Some(dropped) = super::fill(form, &js::to_plain(&assignments)) {
-        return Some(Err(format!(
-            "the form did not take these values: {dropped}"
-        )));
+        let why = format!("the form did not take these values: {dropped}");
+        return Some(Err(why.into()));
     }
     let submitted = if autosubmit {
         if let Some(why) = super::invalid_reason(form) {
-            return Some(Err(format!("the form cannot be submitted: {why}")));
+            return Some(Err(format!("the form cannot be submitted: {why}").into()));
         }
         if let Err(thrown) = super::request_submit(form) {
-            return Some(Err(js::error_message(&thrown)));
+            return Some(Err(thrown));
         }
-        match future::select(submitted, &mut *stopped).await {
-            Either::Left((submitted, _)) => submitted,
-            Either::Right(_) => return None,
+        match unless_stopped(submitted, stopped).await {
+            Some(submitted) => submitted,
+            None => return None,
         }
     } else {
         let button = super::submit_button_of(form);
@@ -102,16 +103,16 @@ async fn fill_and_submit(
             let _ = button.set_attribute(SUBMIT_ACTIVE, "");
         }
         page.feed(Input::WaitingForPerson { call });
-        let waited = future::select(submitted, &mut *stopped).await;
+        let waited = unless_stopped(submitted, stopped).await;
         if let Some(button) = &button {
             let _ = button.remove_attribute(SUBMIT_ACTIVE);
         }
         match waited {
-            Either::Left((submitted, _)) => {
+            Some(submitted) => {
                 page.feed(Input::PersonDone { call });
                 submitted
             }
-            Either::Right(_) => return None,
+            None => return None,
         }
     };
     // No submit: the form's tool went (removed, renamed), and the engine withdrew the call.
@@ -119,12 +120,23 @@ async fn fill_and_submit(
         return None;
     };
     match response {
-        Some(promise) => match future::select(Box::pin(js::settle(promise)), stopped).await {
-            Either::Left((returned, _)) => Some(returned),
-            Either::Right(_) => None,
-        },
+        Some(promise) => unless_stopped(Box::pin(js::settle(promise)), stopped).await,
         // No `respondWith`: the values the form submitted (read before the page's listeners ran)
         // are the result, sent before a navigation can start.
         None => Some(Ok(js::from_json(&values))),
     }
+}
+
+/// `work`'s output, or `None` once the engine stopped the call (`stopped` fired, or its sender went).
+async fn unless_stopped<F: Future + Unpin>(
+    mut work: F,
+    stopped: &mut oneshot::Receiver<()>,
+) -> Option<F::Output> {
+    std::future::poll_fn(|cx| {
+        if let Poll::Ready(output) = Pin::new(&mut work).poll(cx) {
+            return Poll::Ready(Some(output));
+        }
+        Pin::new(&mut *stopped).poll(cx).map(|_| None)
+    })
+    .await
 }

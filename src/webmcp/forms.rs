@@ -9,10 +9,10 @@
 use client_tools_core::WarningCode;
 use std::rc::{Rc, Weak};
 
+use crate::oneshot;
 use client_tools_core::form_tool::{self, Control};
 use client_tools_core::page_engine::{CallHandle, Input};
 use client_tools_core::registry::{Declaration, ToolKind, Warning};
-use futures::channel::oneshot;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 

@@ -4,8 +4,8 @@
 
 use std::cell::RefCell;
 
+use crate::oneshot;
 use client_tools_core::page_engine::CallHandle;
-use futures::channel::oneshot;
 use wasm_bindgen::prelude::*;
 
 /// The `<form toolname>` tools of the document.

@@ -55,6 +55,12 @@ async function main(): Promise<void> {
       const id: string = ctx.callId;
       const names: string = ctx.toolName + ctx.originalName + id;
       ctx.reportProgress(1, 2, "halfway");
+      ctx.log("info", { limit: input.limit }, "usage");
+      if (input.limit === 0) {
+        const answer = await ctx.elicit({ message: "Which board?", requestedSchema: { type: "object", properties: {} } });
+        const both = await ctx.input({ roots: { method: "roots/list" } });
+        return `${answer.action} ${both.roots}`;
+      }
       if (ctx.signal.aborted) return "stopped";
       return { items: [], limit: input.limit, names };
     },

@@ -324,6 +324,20 @@ pub fn install_tarball_projects() -> Result {
     Ok(())
 }
 
+/// The official MCP conformance suite (`npm ci` in `tests/conformance`, the version pinned there),
+/// with its stand-in for Node 22's `fs.globSync` applied on older Node (`node20.mjs`); returns
+/// that folder.
+pub fn ensure_conformance_suite() -> Result<PathBuf> {
+    let dir = root().join("tests").join("conformance");
+    ensure_npm_project(
+        &dir,
+        "@modelcontextprotocol/conformance",
+        "the MCP conformance suite",
+    )?;
+    run(Command::new("node").arg(dir.join("node20.mjs")))?;
+    Ok(dir)
+}
+
 /// `npm ci` in `dir` unless its `node_modules` already match its lock file (`probe`: one package
 /// that must be there).
 pub fn ensure_npm_project(dir: &Path, probe: &str, what: &str) -> Result {

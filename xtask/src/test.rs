@@ -9,8 +9,8 @@
 use std::process::Command;
 
 use crate::install::{
-    ensure_browsers, ensure_nats_server, ensure_python_mcp_client, ensure_ts_mcp_client,
-    ensure_wasm_bindgen, install_tarball_projects,
+    ensure_browsers, ensure_conformance_suite, ensure_nats_server, ensure_python_mcp_client,
+    ensure_ts_mcp_client, ensure_wasm_bindgen, install_tarball_projects,
 };
 use crate::run::{run, run_keeping_stdout};
 use crate::wasm::{self, WasmCargo};
@@ -24,6 +24,7 @@ const STACK_SUITES: &[&str] = &[
     "bad_input",
     "board",
     "cluster",
+    "conformance",
     "elicitation",
     "faults",
     "mcp_access",
@@ -116,6 +117,7 @@ pub fn test() -> Result {
         .arg(&types))?;
     let python = ensure_python_mcp_client()?;
     let ts_dir = ensure_ts_mcp_client()?;
+    let conformance = ensure_conformance_suite()?;
     let nats_server = ensure_nats_server()?;
     step("Building the bridge binary (MCP clients launch it with --stdio)");
     run(host_cargo().args(["build", "-p", "client-tools-bridge"]))?;
@@ -135,6 +137,7 @@ pub fn test() -> Result {
             .env("GECKODRIVER", &browsers.geckodriver)
             .env("INTEROP_PYTHON", &python)
             .env("INTEROP_TS_DIR", &ts_dir)
+            .env("CONFORMANCE_DIR", &conformance)
             .env("NATS_SERVER", &nats_server)
             .env(
                 "CLIENT_TOOLS_BRIDGE_BIN",

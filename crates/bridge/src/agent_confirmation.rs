@@ -379,6 +379,38 @@ impl RequestStates {
         spent.spend(claims.n, claims.p, claims.e, now_ms)
     }
 
+    /// `payload` sealed under this bridge's key for another purpose (`domain`, also the state's
+    /// prefix): `<domain>.<hex payload>.<hex tag>`. Integrity only (the payload is readable).
+    pub(crate) fn seal(&self, domain: &str, payload: &[u8]) -> String {
+        let mut mac = self.mac();
+        mac.update(domain.as_bytes());
+        mac.update(&[0]);
+        mac.update(payload);
+        let tag = mac.finalize().into_bytes();
+        format!("{domain}.{}.{}", hex(payload), hex(&tag))
+    }
+
+    /// The payload of a state [`Self::seal`] made for `domain`; `None` when it was not, or was
+    /// altered.
+    pub(crate) fn open(&self, domain: &str, state: &str) -> Option<Vec<u8>> {
+        let mut parts = state.split('.');
+        let (Some(prefix), Some(payload), Some(tag), None) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return None;
+        };
+        if prefix != domain {
+            return None;
+        }
+        let (payload, tag) = (unhex(payload)?, unhex(tag)?);
+        let mut mac = self.mac();
+        mac.update(domain.as_bytes());
+        mac.update(&[0]);
+        mac.update(&payload);
+        mac.verify_slice(&tag).ok()?;
+        Some(payload)
+    }
+
     fn mac(&self) -> Hmac<Sha256> {
         let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(&self.key)
             .expect("HMAC takes a key of any length");
@@ -425,7 +457,7 @@ fn write_canonical(value: &Value, out: &mut String) {
     }
 }
 
-fn hex(bytes: &[u8]) -> String {
+pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 

@@ -8,6 +8,7 @@ use std::time::Duration;
 use crate::agent_confirmation::RequestStates;
 use crate::cluster::{Cluster, ClusterOptions};
 use crate::config::BridgeConfig;
+use crate::input_rounds::SuspendedCalls;
 use crate::page_session::{PageSession, SessionInfo};
 use crate::session_table::{Claimed, Refused, SessionTable};
 use client_tools_core::connect::ConnectParams;
@@ -23,6 +24,8 @@ struct Inner {
     sessions: Arc<SessionTable>,
     /// The key and spent list of the agent-side confirmation's `requestState`s (2026-07-28).
     request_states: RequestStates,
+    /// Page calls waiting for an agent's retry with its answers (2026-07-28, crate::input_rounds).
+    suspended: SuspendedCalls,
     /// Set once the bridge joined a cluster ([`Bridge::join_cluster`]).
     cluster: OnceLock<Arc<Cluster>>,
 }
@@ -40,6 +43,7 @@ impl Bridge {
                 config,
                 sessions: Arc::new(sessions),
                 request_states: RequestStates::default(),
+                suspended: SuspendedCalls::default(),
                 cluster: OnceLock::new(),
             }),
         }
@@ -51,6 +55,10 @@ impl Bridge {
 
     pub(crate) fn request_states(&self) -> &RequestStates {
         &self.inner.request_states
+    }
+
+    pub(crate) fn suspended(&self) -> &SuspendedCalls {
+        &self.inner.suspended
     }
 
     pub(crate) fn table(&self) -> &Arc<SessionTable> {

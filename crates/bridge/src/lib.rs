@@ -20,6 +20,8 @@
 //! - `cluster/`: many nodes on NATS, one set of sessions; plugs into the session layer from above.
 //! - `session_table`: the bridge's page sessions: ownership by secret, limits, expiry, newest.
 //! - [`page_session`]: one page session: its tools, its connection, its calls and their trace.
+//! - `input_rounds`: a page call running on its own task, and the calls suspended on a round
+//!   until the agent retries (2026-07-28).
 //! - `agent_confirmation`: confirmation by the person at the agent (`--confirm-via agent`).
 //! - `request_engine`: the rules of the requests waiting on one page (deadlines, grace, progress),
 //!   sans-IO: its outputs are values that `page_session` performs.
@@ -38,6 +40,7 @@ mod cluster;
 pub mod config;
 mod connection_queue;
 mod guard;
+mod input_rounds;
 pub mod limits;
 pub mod mcp;
 pub mod page_session;
@@ -54,5 +57,5 @@ pub use client_tools_core::protocol::CallToolResult;
 pub use cluster::ClusterOptions;
 pub use config::{BridgeConfig, ConfirmVia};
 pub use limits::Limits;
-pub use page_session::{PageSession, SessionInfo};
+pub use page_session::{CallEvent, CallOutcome, InputRound, PageSession, SessionInfo};
 pub use prepared_call::{PreparedCall, CONFIRMED_BY_AGENT};

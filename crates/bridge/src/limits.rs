@@ -68,3 +68,13 @@ impl Default for Limits {
 pub(crate) fn whole_ms(duration: Duration) -> u64 {
     u64::try_from(duration.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX)
 }
+
+/// Rounds of a page's requests to agents (`clienttools/input`) waiting for an answer in one page
+/// session; one more is refused with a JSON-RPC error (the page's promise rejects). A call has at
+/// most one open round at a time, so this also bounds suspended calls per page.
+pub const MAX_OPEN_ROUNDS_PER_SESSION: usize = 64;
+/// Requests in one round (`inputRequests` keys); more refuse the round.
+pub const MAX_REQUESTS_PER_ROUND: usize = 16;
+/// Log messages (`notifications/message`) buffered towards one agent per call; more are dropped
+/// (the page bounds them at 100 per call too).
+pub const LOG_BUFFER: usize = 32;

@@ -3,26 +3,35 @@
 //! on `/mcp` (revisions 2025-11-25 with the handshake and 2026-07-28 without, negotiated per client)
 //! and stdio; this module only maps it onto [`PageSession`].
 
+// Logging, sampling and roots are deprecated by SEP-2577 in rmcp, yet both revisions the bridge
+// speaks have them, and pages use them (SPEC §4 "Asking mid-call").
+#![allow(deprecated)]
+
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use client_tools_core::limits::HUMAN_WAIT_TICK_MS;
-use client_tools_core::protocol::{self, ProgressParams};
+use client_tools_core::protocol::{self, method, ProgressParams, RpcError};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ElicitResult,
-    Implementation, InitializeRequestParams, InitializeResult, InputRequests, InputRequiredResult,
-    ListToolsResult, MetaObject, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
-    ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ContentBlock,
+    CreateMessageResult, DiscoverResult, ElicitResult, ErrorCode, Implementation,
+    InitializeRequestParams, InitializeResult, InputRequests, InputRequiredResult, InputResponses,
+    ListPromptsRequestMethod, ListPromptsResult, ListResourceTemplatesRequestMethod,
+    ListResourceTemplatesResult, ListResourcesRequestMethod, ListResourcesResult, ListRootsResult,
+    ListToolsResult, LoggingLevel, LoggingMessageNotificationParam, MetaObject,
+    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, PromptsCapability,
+    ResourcesCapability, ServerCapabilities, ServerConfig, ServerRequest, SetLevelRequestMethod,
+    SetLevelRequestParams, SubscriptionFilter, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
-use serde_json::Value;
-use tokio::sync::mpsc;
+use serde_json::{Map, Value};
 
 use crate::agent_confirmation::{self, Binding, Decision};
 use crate::bridge::Bridge;
 use crate::config::ConfirmVia;
-use crate::page_session::PageSession;
+use crate::input_rounds::{arguments_digest, tool_digest, RunningCall, STATE_DOMAIN};
+use crate::page_session::{missing_capability_error, CallEvent, CallOutcome, PageSession};
 use crate::prepared_call::PreparedCall;
 
 /// How often an agent bound to no page yet looks for one (to announce its tools), and how often its
@@ -39,6 +48,8 @@ pub struct McpAgent {
     bridge: Bridge,
     /// The page session id, fixed on first use: `?session=<id>`, else the newest page then.
     bound: Arc<Mutex<Option<String>>>,
+    /// The level the agent set with `logging/setLevel` (2025-11-25); `None`: every level.
+    log_level: Arc<Mutex<Option<LoggingLevel>>>,
 }
 
 impl McpAgent {
@@ -47,6 +58,7 @@ impl McpAgent {
         Self {
             bridge,
             bound: Arc::new(Mutex::new(session)),
+            log_level: Arc::default(),
         }
     }
 
@@ -171,10 +183,10 @@ impl McpAgent {
             );
         }
         let Some(question) = question else {
-            return match retried {
+            // Answers given without a state feed the call's first round (SEP-2322).
+            return match request.request_state.is_some() {
                 true => Confirmation::Refused(protocol::CallToolResult::error(
-                    "this call carries requestState or inputResponses, but the bridge asked for \
-                     no input for it",
+                    "this call carries a requestState, but the bridge asked for no input for it",
                 )),
                 false => Confirmation::Proceed,
             };
@@ -350,11 +362,7 @@ fn to_mcp_tool(tool: &protocol::Tool) -> Option<Tool> {
 
 /// The agent's result, built field by field from the page's (no JSON round trip on each call).
 fn to_mcp_result(result: protocol::CallToolResult) -> CallToolResult {
-    let content = result
-        .content
-        .into_iter()
-        .map(|protocol::Content::Text { text }| ContentBlock::text(text))
-        .collect();
+    let content = result.content.into_iter().map(to_mcp_block).collect();
     // `success` sets `resultType`, which revision 2026-07-28 requires (rmcp strips it again for
     // older peers).
     let mut converted = CallToolResult::success(content);
@@ -362,6 +370,23 @@ fn to_mcp_result(result: protocol::CallToolResult) -> CallToolResult {
     converted.is_error = Some(result.is_error);
     converted.meta = result.meta.map(MetaObject);
     converted
+}
+
+/// One content block as rmcp reads it: text as it is; any other block (image, audio, resource
+/// link, embedded resource, annotated text), which the page checked (core `protocol::content`),
+/// through its JSON. A block rmcp cannot read (a newer kind) becomes a text block saying so.
+fn to_mcp_block(block: protocol::Content) -> ContentBlock {
+    match block {
+        protocol::Content::Text(text) => ContentBlock::text(text.text),
+        protocol::Content::Block(block) => {
+            let kind = block.get("type").cloned().unwrap_or(Value::Null);
+            serde_json::from_value(Value::Object(block)).unwrap_or_else(|error| {
+                ContentBlock::text(format!(
+                    "the page sent a content block of type {kind} this bridge cannot read: {error}"
+                ))
+            })
+        }
+    }
 }
 
 impl ServerHandler for McpAgent {
@@ -388,7 +413,74 @@ impl ServerHandler for McpAgent {
     ) -> Result<InitializeResult, McpError> {
         let _ = self.page(Some(&context));
         context.peer.set_peer_info(request.clone());
-        self.negotiate_initialize(&request)
+        let mut result = self.negotiate_initialize(&request)?;
+        // Logging is a capability of the handshake revisions (2026-07-28 removed
+        // `logging/setLevel`: log levels travel in each request's `_meta` there).
+        result.capabilities.logging = Some(Default::default());
+        Ok(result)
+    }
+
+    // Revision 2026-07-28 requires caching hints on every list (SEP-2549): pages offer no prompts
+    // or resources, so there they are declared (without `listChanged` or `subscribe`) and listed
+    // empty, with the hints rmcp fills in. The handshake revisions keep them undeclared (-32601).
+    async fn discover(
+        &self,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<DiscoverResult, McpError> {
+        let mut result = DiscoverResult::from_server_info(
+            self.supported_protocol_versions().into_owned(),
+            self.get_info(),
+        );
+        result.capabilities.prompts = Some(PromptsCapability::default());
+        result.capabilities.resources = Some(ResourcesCapability::default());
+        Ok(result)
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        match is_handshake_era(&context) {
+            true => Err(McpError::method_not_found::<ListPromptsRequestMethod>()),
+            false => Ok(ListPromptsResult::default()),
+        }
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        match is_handshake_era(&context) {
+            true => Err(McpError::method_not_found::<ListResourcesRequestMethod>()),
+            false => Ok(ListResourcesResult::default()),
+        }
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        match is_handshake_era(&context) {
+            true => Err(McpError::method_not_found::<
+                ListResourceTemplatesRequestMethod,
+            >()),
+            false => Ok(ListResourceTemplatesResult::default()),
+        }
+    }
+
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        if !is_handshake_era(&context) {
+            return Err(McpError::method_not_found::<SetLevelRequestMethod>());
+        }
+        *self.log_level.lock().unwrap_or_else(|p| p.into_inner()) = Some(request.level);
+        Ok(())
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
@@ -423,6 +515,13 @@ impl ServerHandler for McpAgent {
             Ok(page) => page,
             Err(text) => return Ok(CallToolResult::error(vec![ContentBlock::text(text)]).into()),
         };
+        let round_state = request
+            .request_state
+            .as_deref()
+            .filter(|state| state.starts_with(&format!("{STATE_DOMAIN}.")));
+        if let Some(state) = round_state {
+            return self.resume(&page, state, &request, &context).await;
+        }
         let arguments = Value::Object(request.arguments.clone().unwrap_or_default());
         // The agent's `_meta` is checked as on every route (crate::prepared_call).
         let prepared = page.prepare_call(&request.name, arguments, Some(&context.meta.0 .0), None);
@@ -439,23 +538,40 @@ impl ServerHandler for McpAgent {
             Confirmation::Ask(question) => return Ok(question.into()),
             Confirmation::Refused(result) => return Ok(to_mcp_result(result).into()),
         }
-        let cancelled = context.ct.clone();
-        let cancel = async move {
-            cancelled.cancelled().await;
-            "cancelled by the agent".to_owned()
-        };
-        let (progress_tx, progress_rx) = mpsc::channel(self.bridge.config().limits.progress_buffer);
-        let forwarder = context.meta.get_progress_token().map(|token| {
-            let peer = context.peer.clone();
-            tokio::spawn(forward_progress(peer, token, progress_rx, waited))
-        });
-        let result = page.call_prepared(call, cancel, Some(progress_tx)).await;
-        if let Some(forwarder) = forwarder {
-            let _ = forwarder.await;
+        let handshake_era = is_handshake_era(&context);
+        let log = self.log_threshold(&context, handshake_era);
+        if let Some(level) = log {
+            call.set_log_level(level_name(level));
         }
-        // A cancelled call has no result (rmcp drops the response of a cancelled request).
-        let result = result.unwrap_or_else(|| protocol::CallToolResult::error("cancelled"));
-        Ok(to_mcp_result(result).into())
+        let key = CallKey {
+            page_session: page.id().to_owned(),
+            tool: request.name.to_string(),
+            tool_digest: tool_digest(page.tools().iter().find(|t| t.name == call.name())),
+            arguments: arguments_digest(&Value::Object(
+                request.arguments.clone().unwrap_or_default(),
+            )),
+        };
+        let running = RunningCall::start(
+            page.clone(),
+            call,
+            self.bridge.config().limits.progress_buffer,
+        );
+        // Answers given without a state (2026-07-28) feed the first round; a confirmation's
+        // answer (with its own state) is not one of them.
+        let supplied = match handshake_era || request.request_state.is_some() {
+            true => None,
+            false => request.input_responses.clone(),
+        };
+        let drive = Drive {
+            context: &context,
+            waited,
+            log,
+            handshake_era,
+            key,
+            rounds: 0,
+            supplied,
+        };
+        self.drive(running, drive).await
     }
 
     // Revision 2026-07-28 has no `initialize`: `tools/list_changed` travels on listen streams.
@@ -493,6 +609,445 @@ impl ServerHandler for McpAgent {
     }
 }
 
+/// What a call is, for the `requestState` of its rounds (crate::input_rounds).
+struct CallKey {
+    page_session: String,
+    tool: String,
+    tool_digest: String,
+    arguments: String,
+}
+
+/// How one agent request drives a running page call (crate::input_rounds::RunningCall).
+struct Drive<'a> {
+    context: &'a RequestContext<RoleServer>,
+    /// Progress already reported on the call (while the person at the agent confirmed it).
+    waited: f64,
+    /// The agent's log level: the page's log messages at or above it go to the agent; `None`:
+    /// none go (2026-07-28 without `_meta` `io.modelcontextprotocol/logLevel`).
+    log: Option<LoggingLevel>,
+    handshake_era: bool,
+    key: CallKey,
+    /// Rounds asked so far in this call.
+    rounds: u32,
+    /// 2026-07-28: answers the agent gave for the next round (a fresh call's `inputResponses`).
+    supplied: Option<InputResponses>,
+}
+
+/// An agent's answers to a round, on its way back to the page.
+type Asking = std::pin::Pin<Box<dyn std::future::Future<Output = Result<Value, RpcError>> + Send>>;
+
+impl McpAgent {
+    /// The agent's log level for a call: 2025-11-25, the session's (`logging/setLevel`; every
+    /// level when never set); 2026-07-28, the request's `_meta` `io.modelcontextprotocol/logLevel`
+    /// (none without it).
+    fn log_threshold(
+        &self,
+        context: &RequestContext<RoleServer>,
+        handshake_era: bool,
+    ) -> Option<LoggingLevel> {
+        if handshake_era {
+            let level = *self.log_level.lock().unwrap_or_else(|p| p.into_inner());
+            Some(level.unwrap_or(LoggingLevel::Debug))
+        } else {
+            context.meta.log_level()
+        }
+    }
+
+    /// Relays what the page sends about a running call to the agent until the call ends (its
+    /// result, or the page's `-32021` as an MCP error) or, on 2026-07-28, a round needs the agent's
+    /// answers: the call is suspended and the agent gets `input_required`. On 2025-11-25 a round's
+    /// requests go to the agent as requests on the call's stream, concurrently.
+    async fn drive(
+        &self,
+        mut running: RunningCall,
+        mut drive: Drive<'_>,
+    ) -> Result<CallToolResponse, McpError> {
+        let context = drive.context;
+        let token = context.meta.get_progress_token();
+        let mut asking: Option<(protocol::RequestId, Asking)> = None;
+        loop {
+            // Biased: what the page sent before its result or its next round (progress, logs)
+            // goes to the agent first, on this request's stream (on 2026-07-28 the stream ends
+            // with the response: a notification sent after it is lost).
+            tokio::select! {
+                biased;
+                () = context.ct.cancelled() => {
+                    running.cancel("cancelled by the agent");
+                    // A cancelled call has no result (rmcp drops the response of a cancelled request).
+                    return Ok(CallToolResult::error(vec![ContentBlock::text("cancelled")]).into());
+                }
+                Some(update) = running.progress.recv() => {
+                    send_progress(context, token.as_ref(), update, drive.waited).await;
+                }
+                Some(event) = running.events.recv() => match event {
+                    CallEvent::Log(params) => forward_log(context, drive.log, params).await,
+                    CallEvent::Input(round) => {
+                        drive.rounds += 1;
+                        let capabilities = context.client_capabilities().unwrap_or_default();
+                        let lacking: Map<String, Value> = round
+                            .requests
+                            .iter()
+                            .filter(|(_, request)| !declared(&capabilities, request))
+                            .map(|(key, request)| (key.clone(), request.clone()))
+                            .collect();
+                        if !lacking.is_empty() {
+                            running.page.answer_round(&round.id, Err(missing_capability_error(&lacking)));
+                            continue;
+                        }
+                        if drive.handshake_era {
+                            let ask = ask_agent(context.peer.clone(), round.requests);
+                            asking = Some((round.id, Box::pin(ask)));
+                            continue;
+                        }
+                        let answered = match drive.supplied.take() {
+                            Some(given) => match check_responses(&round.requests, &given) {
+                                Ok(answered) => answered,
+                                Err(why) => {
+                                    running.cancel("the agent's answers were malformed");
+                                    return Err(McpError::invalid_params(why, None));
+                                }
+                            },
+                            None => Map::new(),
+                        };
+                        if answered.len() == round.requests.len() {
+                            let responses = serde_json::json!({"inputResponses": answered});
+                            running.page.answer_round(&round.id, Ok(responses));
+                            continue;
+                        }
+                        let missing = still_asked(&round.requests, &answered);
+                        let key = &drive.key;
+                        let state = self.bridge.suspended().suspend(
+                            self.bridge.request_states(),
+                            running,
+                            key.page_session.clone(),
+                            key.tool.clone(),
+                            key.tool_digest.clone(),
+                            key.arguments.clone(),
+                            drive.rounds,
+                            round.id,
+                            round.requests,
+                            answered,
+                        );
+                        return Ok(InputRequiredResult::new(Some(missing), Some(state)).into());
+                    }
+                },
+                answer = async { asking.as_mut().expect("guarded").1.as_mut().await }, if asking.is_some() => {
+                    let (id, _) = asking.take().expect("guarded");
+                    running.page.answer_round(&id, answer);
+                }
+                outcome = &mut running.outcome => {
+                    // The page sent its progress and logs before its answer (they may have come
+                    // in after the branches above were polled): they go first.
+                    while let Ok(update) = running.progress.try_recv() {
+                        send_progress(context, token.as_ref(), update, drive.waited).await;
+                    }
+                    while let Ok(event) = running.events.try_recv() {
+                        if let CallEvent::Log(params) = event {
+                            forward_log(context, drive.log, params).await;
+                        }
+                    }
+                    return finish(outcome.ok().flatten());
+                }
+            }
+        }
+    }
+
+    /// 2026-07-28: the agent's retry of a suspended call, with the round's `requestState` and its
+    /// `inputResponses`. Refusals are `-32602`.
+    async fn resume(
+        &self,
+        page: &PageSession,
+        state: &str,
+        request: &CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let invalid = |why: String| McpError::invalid_params(why, None);
+        if is_handshake_era(context) {
+            return Err(invalid(
+                "requestState belongs to protocol revision 2026-07-28; this session speaks an \
+                 earlier one"
+                    .into(),
+            ));
+        }
+        let states = self.bridge.request_states();
+        let suspended = self.bridge.suspended();
+        let (key, mut call) = suspended.take(states, state, page.id()).map_err(invalid)?;
+        let arguments = arguments_digest(&Value::Object(
+            request.arguments.clone().unwrap_or_default(),
+        ));
+        let tool_now = tool_digest(page.tools().iter().find(|t| t.name == call.tool));
+        let mismatch = if call.tool != request.name {
+            Some(format!(
+                "requestState was issued for tool '{}', not '{}'",
+                call.tool, request.name
+            ))
+        } else if call.arguments != arguments {
+            Some("requestState was issued for other arguments".to_owned())
+        } else if call.tool_digest != tool_now {
+            Some(format!(
+                "tool '{}' changed since the question (its definition): call it again",
+                call.tool
+            ))
+        } else {
+            None
+        };
+        if let Some(why) = mismatch {
+            call.running
+                .cancel("the agent's retry did not match its call");
+            return Err(invalid(why));
+        }
+        let given = request.input_responses.clone().unwrap_or_default();
+        let unanswered: Map<String, Value> = still_asked_map(&call.requests, &call.answered);
+        let answered = match check_responses(&unanswered, &given) {
+            Ok(answered) => answered,
+            Err(why) => {
+                // Not spent: the agent may retry with well-formed answers.
+                let _ = suspended.keep(states, key, call);
+                return Err(invalid(why));
+            }
+        };
+        call.answered.extend(answered);
+        if call.answered.len() < call.requests.len() {
+            let missing = still_asked(&call.requests, &call.answered);
+            let state = suspended.keep(states, key, call);
+            return Ok(InputRequiredResult::new(Some(missing), Some(state)).into());
+        }
+        let responses = serde_json::json!({"inputResponses": call.answered});
+        call.running
+            .page
+            .answer_round(&call.round_id, Ok(responses));
+        let drive = Drive {
+            context,
+            waited: 0.0,
+            log: context.meta.log_level(),
+            handshake_era: false,
+            key: CallKey {
+                page_session: call.page_session,
+                tool: call.tool,
+                tool_digest: call.tool_digest,
+                arguments: call.arguments,
+            },
+            rounds: call.round,
+            supplied: None,
+        };
+        self.drive(call.running, drive).await
+    }
+}
+
+/// Whether the request is on a handshake revision (2025-11-25 and before).
+fn is_handshake_era(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .protocol_version()
+        .is_none_or(|version| version.has_initialize())
+}
+
+/// The agent's answer for a call that ended: its result, or the page's `-32021` as an MCP error
+/// with the same `data` (rmcp answers it with HTTP 400 on a stateless request).
+fn finish(outcome: Option<CallOutcome>) -> Result<CallToolResponse, McpError> {
+    match outcome {
+        Some(Ok(result)) => Ok(to_mcp_result(result).into()),
+        Some(Err(error)) => Err(McpError::new(
+            ErrorCode(error.code as i32),
+            error.message,
+            error.data,
+        )),
+        None => Ok(CallToolResult::error(vec![ContentBlock::text("cancelled")]).into()),
+    }
+}
+
+fn progress_param(
+    token: &ProgressToken,
+    update: ProgressParams,
+    after: f64,
+) -> ProgressNotificationParam {
+    let update = update.above(after);
+    let mut param = ProgressNotificationParam::new(token.clone(), update.progress);
+    if let Some(total) = update.total {
+        param = param.with_total(total);
+    }
+    if let Some(message) = update.message {
+        param = param.with_message(message);
+    }
+    param
+}
+
+/// Sends the page's progress `update` to the agent under its progress token (none: dropped), as
+/// a notification related to the call's request: on its stream.
+async fn send_progress(
+    context: &RequestContext<RoleServer>,
+    token: Option<&ProgressToken>,
+    update: ProgressParams,
+    after: f64,
+) {
+    if let Some(token) = token {
+        let _ = context
+            .peer
+            .notify_progress(progress_param(token, update, after))
+            .await;
+    }
+}
+
+/// RFC 5424 severity, lowest first.
+fn level_rank(level: LoggingLevel) -> u8 {
+    match level {
+        LoggingLevel::Debug => 0,
+        LoggingLevel::Info => 1,
+        LoggingLevel::Notice => 2,
+        LoggingLevel::Warning => 3,
+        LoggingLevel::Error => 4,
+        LoggingLevel::Critical => 5,
+        LoggingLevel::Alert => 6,
+        LoggingLevel::Emergency => 7,
+    }
+}
+
+fn level_name(level: LoggingLevel) -> &'static str {
+    match level {
+        LoggingLevel::Debug => "debug",
+        LoggingLevel::Info => "info",
+        LoggingLevel::Notice => "notice",
+        LoggingLevel::Warning => "warning",
+        LoggingLevel::Error => "error",
+        LoggingLevel::Critical => "critical",
+        LoggingLevel::Alert => "alert",
+        LoggingLevel::Emergency => "emergency",
+    }
+}
+
+/// Sends the page's log message (its `clienttools/callId` already removed) to the agent when its
+/// level is at or above `threshold`; dropped otherwise, or when it does not read as one.
+async fn forward_log(
+    context: &RequestContext<RoleServer>,
+    threshold: Option<LoggingLevel>,
+    params: Map<String, Value>,
+) {
+    let Some(threshold) = threshold else {
+        return;
+    };
+    let Ok(param) =
+        serde_json::from_value::<LoggingMessageNotificationParam>(Value::Object(params))
+    else {
+        return;
+    };
+    if level_rank(param.level) >= level_rank(threshold) {
+        let _ = context.peer.notify_logging_message(param).await;
+    }
+}
+
+/// Whether the agent declared what `request` (`{method, params}`) needs; a bare `elicitation: {}`
+/// means form.
+fn declared(capabilities: &ClientCapabilities, request: &Value) -> bool {
+    match request.get("method").and_then(Value::as_str) {
+        Some(method::ELICITATION_CREATE) => {
+            let url = request.pointer("/params/mode").and_then(Value::as_str) == Some("url");
+            capabilities
+                .elicitation
+                .as_ref()
+                .is_some_and(|e| match url {
+                    true => e.url.is_some(),
+                    false => e.form.is_some() || e.url.is_none(),
+                })
+        }
+        Some(method::SAMPLING_CREATE_MESSAGE) => capabilities.sampling.is_some(),
+        Some(method::ROOTS_LIST) => capabilities.roots.is_some(),
+        _ => false,
+    }
+}
+
+/// 2025-11-25: a round's requests to the agent, concurrently, as requests on the call's stream
+/// (rmcp relates a request sent while a call is handled to it); `{inputResponses}` for the page,
+/// or an error naming the request the agent failed. Bounded by the human wait (300 s).
+async fn ask_agent(
+    peer: Peer<RoleServer>,
+    requests: Map<String, Value>,
+) -> Result<Value, RpcError> {
+    let asks = requests.into_iter().map(|(key, request)| {
+        let peer = peer.clone();
+        async move {
+            let failed = |why: String| {
+                RpcError::new(
+                    protocol::code::INTERNAL_ERROR,
+                    format!("inputRequests['{key}']: {why}"),
+                )
+            };
+            let request: ServerRequest = serde_json::from_value(request)
+                .map_err(|e| failed(format!("not a request the bridge can send: {e}")))?;
+            let limit = Duration::from_millis(client_tools_core::limits::HUMAN_WAIT_MAX_MS);
+            let answer = tokio::time::timeout(limit, peer.send_request(request))
+                .await
+                .map_err(|_| failed("the agent did not answer in time".into()))?
+                .map_err(|e| match e {
+                    rmcp::ServiceError::McpError(e) => {
+                        let mut error = RpcError::new(
+                            i64::from(e.code.0),
+                            format!(
+                                "inputRequests['{key}']: the agent answered with an error: {}",
+                                e.message
+                            ),
+                        );
+                        error.data = e.data;
+                        error
+                    }
+                    other => failed(format!("the agent's client failed: {other}")),
+                })?;
+            let answer = serde_json::to_value(answer).map_err(|e| failed(e.to_string()))?;
+            Ok::<_, RpcError>((key, answer))
+        }
+    });
+    let answers = futures_util::future::try_join_all(asks).await?;
+    let responses: Map<String, Value> = answers.into_iter().collect();
+    Ok(serde_json::json!({ "inputResponses": responses }))
+}
+
+/// The answers in `given` to the requests of `requests` that it has (extra keys ignored), each
+/// checked against its request's result type; an answer that is not one is an error naming it.
+fn check_responses(
+    requests: &Map<String, Value>,
+    given: &InputResponses,
+) -> Result<Map<String, Value>, String> {
+    let mut answered = Map::new();
+    for (key, request) in requests {
+        let Some(answer) = given.get(key) else {
+            continue;
+        };
+        let method = request.get("method").and_then(Value::as_str).unwrap_or("");
+        let read = match method {
+            method::ELICITATION_CREATE => {
+                serde_json::from_value::<ElicitResult>(answer.clone()).map(drop)
+            }
+            method::SAMPLING_CREATE_MESSAGE => {
+                serde_json::from_value::<CreateMessageResult>(answer.clone()).map(drop)
+            }
+            _ => serde_json::from_value::<ListRootsResult>(answer.clone()).map(drop),
+        };
+        read.map_err(|error| {
+            format!("inputResponses['{key}'] is not an answer to {method}: {error}")
+        })?;
+        answered.insert(key.clone(), answer.clone());
+    }
+    Ok(answered)
+}
+
+/// The requests of `requests` not answered yet.
+fn still_asked_map(
+    requests: &Map<String, Value>,
+    answered: &Map<String, Value>,
+) -> Map<String, Value> {
+    requests
+        .iter()
+        .filter(|(key, _)| !answered.contains_key(*key))
+        .map(|(key, request)| (key.clone(), request.clone()))
+        .collect()
+}
+
+/// [`still_asked_map`] as MCP `inputRequests`.
+fn still_asked(requests: &Map<String, Value>, answered: &Map<String, Value>) -> InputRequests {
+    still_asked_map(requests, answered)
+        .into_iter()
+        .filter_map(|(key, request)| Some((key, serde_json::from_value(request).ok()?)))
+        .collect()
+}
+
 /// While the person at the agent decides (2025-11-25): `notifications/progress` every
 /// [`WAITING_PROGRESS`] under the call's progress token, if it has one, so the client extends its
 /// deadline (SPEC §5). Never ends (the caller stops polling it); `waited` is the last progress sent.
@@ -511,30 +1066,6 @@ async fn progress_while_waiting(context: &RequestContext<RoleServer>, waited: &m
             .with_message("waiting for the person at the agent to confirm the call");
         // A client that stopped reading does not stop the wait: its answer (or the timeout) does.
         let _ = context.peer.notify_progress(param).await;
-    }
-}
-
-/// Relays the page's progress on one call to the agent, under the agent's progress token.
-/// `after`: the progress already sent while the person at the agent decided; the page's values
-/// (and total) are reported above it, so the values the agent sees keep increasing.
-async fn forward_progress(
-    peer: Peer<RoleServer>,
-    token: ProgressToken,
-    mut progress: mpsc::Receiver<ProgressParams>,
-    after: f64,
-) {
-    while let Some(update) = progress.recv().await {
-        let update = update.above(after);
-        let mut param = ProgressNotificationParam::new(token.clone(), update.progress);
-        if let Some(total) = update.total {
-            param = param.with_total(total);
-        }
-        if let Some(message) = update.message {
-            param = param.with_message(message);
-        }
-        if peer.notify_progress(param).await.is_err() {
-            return;
-        }
     }
 }
 
@@ -565,6 +1096,98 @@ mod tests {
             let mut read: CallToolResult = serde_json::from_value(json).unwrap();
             read.result_type = Some(ResultType::COMPLETE);
             assert_eq!(to_mcp_result(result.clone()), read, "{result:?}");
+        }
+    }
+
+    /// Every kind of content block reaches the agent as the page gave it.
+    #[test]
+    fn content_blocks_of_every_kind_pass_through() {
+        let blocks = json!([
+            {"type": "text", "text": "Multiple content types test:"},
+            {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"},
+            {"type": "audio", "data": "UklGRiYAAAA=", "mimeType": "audio/wav"},
+            {"type": "resource_link", "uri": "test://x", "name": "x"},
+            {"type": "resource", "resource": {"uri": "test://r", "mimeType": "text/plain", "text": "t"}},
+            {"type": "text", "text": "noted", "annotations": {"priority": 0.5}},
+        ]);
+        let page: protocol::CallToolResult =
+            serde_json::from_value(json!({"content": blocks.clone()})).unwrap();
+        let agent = serde_json::to_value(to_mcp_result(page)).unwrap();
+        assert_eq!(agent["content"], blocks);
+    }
+
+    #[test]
+    fn answers_are_checked_against_their_requests_and_extra_keys_ignored() {
+        let requests = json!({
+            "user_name": {"method": "elicitation/create", "params": {"message": "?", "requestedSchema": {"type": "object", "properties": {}}}},
+            "greeting": {"method": "sampling/createMessage", "params": {"messages": [], "maxTokens": 5}},
+            "roots": {"method": "roots/list", "params": {}},
+        });
+        let requests = requests.as_object().unwrap();
+        let given: InputResponses = serde_json::from_value(json!({
+            "user_name": {"action": "accept", "content": {"name": "Alice"}},
+            "greeting": {"role": "assistant", "content": {"type": "text", "text": "hi"}, "model": "m", "stopReason": "endTurn"},
+            "extra": {"action": "accept"},
+        }))
+        .unwrap();
+        let answered = check_responses(requests, &given).unwrap();
+        assert_eq!(
+            answered.keys().collect::<Vec<_>>(),
+            ["greeting", "user_name"]
+        );
+        let missing = still_asked(requests, &answered);
+        assert_eq!(missing.keys().collect::<Vec<_>>(), ["roots"]);
+        for malformed in [
+            json!({"user_name": 12345}),
+            json!({"roots": {"roots": "none"}}),
+        ] {
+            let given: InputResponses = serde_json::from_value(malformed).unwrap();
+            let error = check_responses(requests, &given).unwrap_err();
+            assert!(error.starts_with("inputResponses['"), "{error}");
+        }
+    }
+
+    #[test]
+    fn capabilities_declared_per_kind_of_request_and_bare_elicitation_is_form() {
+        let caps = |value: Value| serde_json::from_value::<ClientCapabilities>(value).unwrap();
+        let form = json!({"method": "elicitation/create", "params": {}});
+        let url = json!({"method": "elicitation/create", "params": {"mode": "url"}});
+        let sampling = json!({"method": "sampling/createMessage", "params": {}});
+        let roots = json!({"method": "roots/list", "params": {}});
+        let bare = caps(json!({"elicitation": {}}));
+        assert!(declared(&bare, &form) && !declared(&bare, &url));
+        assert!(!declared(&bare, &sampling) && !declared(&bare, &roots));
+        let only_url = caps(json!({"elicitation": {"url": {}}}));
+        assert!(!declared(&only_url, &form) && declared(&only_url, &url));
+        let all = caps(json!({"sampling": {}, "roots": {"listChanged": true}}));
+        assert!(declared(&all, &sampling) && declared(&all, &roots) && !declared(&all, &form));
+    }
+
+    #[test]
+    fn the_page_missing_capability_becomes_the_agents_error_with_its_data() {
+        let mut error = protocol::RpcError::new(-32021, "Missing required client capability");
+        error.data = Some(json!({"requiredCapabilities": {"sampling": {}}}));
+        let Err(agent) = finish(Some(Err(error))) else {
+            panic!("an error")
+        };
+        assert_eq!(agent.code.0, -32021);
+        assert_eq!(
+            agent.data,
+            Some(json!({"requiredCapabilities": {"sampling": {}}}))
+        );
+    }
+
+    #[test]
+    fn log_levels_filter_by_rfc5424_severity() {
+        assert!(level_rank(LoggingLevel::Info) >= level_rank(LoggingLevel::Debug));
+        assert!(level_rank(LoggingLevel::Debug) < level_rank(LoggingLevel::Info));
+        assert!(level_rank(LoggingLevel::Emergency) > level_rank(LoggingLevel::Alert));
+        for level in [
+            LoggingLevel::Debug,
+            LoggingLevel::Warning,
+            LoggingLevel::Emergency,
+        ] {
+            assert_eq!(json!(level), json!(level_name(level)));
         }
     }
 }

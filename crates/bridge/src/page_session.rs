@@ -16,7 +16,7 @@ use client_tools_core::call::outcome;
 use client_tools_core::limits::{ANSWER_SLACK_MS, DEFAULT_TIMEOUT_MS};
 use client_tools_core::protocol::{
     self, encode_error, encode_notification, encode_request, encode_result, method, CallToolResult,
-    DecodeError, Message, ProgressParams, RequestId, Tool,
+    DecodeError, Message, ProgressParams, RequestId, RpcError, Tool,
 };
 use client_tools_core::registry::is_allowed;
 use serde_json::{Map, Value};
@@ -24,7 +24,7 @@ use tokio::sync::{mpsc, oneshot, watch, Notify};
 
 use crate::agent_tools::AgentTools;
 use crate::connection_queue::OutgoingSender;
-use crate::limits::Limits;
+use crate::limits::{Limits, MAX_OPEN_ROUNDS_PER_SESSION, MAX_REQUESTS_PER_ROUND};
 use crate::prepared_call::{self, PreparedCall, RequestedTimeout};
 use crate::relay_routes::RelayRoutes;
 use crate::request_engine::{Answer, Output, Purpose, Request, RequestEngine, Settled};
@@ -89,6 +89,9 @@ struct State {
     routes: RelayRoutes,
     /// The callers waiting on the engine's requests, by request id.
     waiters: HashMap<String, Waiter>,
+    /// The page's rounds (`clienttools/input`) not answered yet: the page's request id (its JSON)
+    /// → the bridge's call id. Forgotten when answered or when the call ends.
+    rounds: HashMap<String, String>,
 }
 
 /// A caller waiting on a request: where its outcome and the page's progress go.
@@ -96,6 +99,101 @@ struct Waiter {
     settle: oneshot::Sender<Settled>,
     /// Dropped reports when it is full (progress is a hint: the next one supersedes it).
     observer: Option<mpsc::Sender<ProgressParams>>,
+    /// The page's log messages and rounds for this call (a full channel drops a log message and
+    /// refuses a round); `None`: rounds are refused as a capability the caller lacks.
+    events: Option<mpsc::Sender<CallEvent>>,
+}
+
+/// What a page sends about one of its calls while it runs, besides progress (SPEC §4, §6): tied
+/// to the call by `_meta["clienttools/callId"]`, the id of the bridge's `tools/call`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CallEvent {
+    /// `notifications/message`: its params, `clienttools/callId` removed from their `_meta`.
+    Log(Map<String, Value>),
+    /// `clienttools/input`: a round of requests to the agent. Answer it once with
+    /// [`PageSession::answer_round`].
+    Input(InputRound),
+}
+
+/// One round of the page's requests to the agent (`clienttools/input`), already checked: each
+/// entry of `requests` is `{method, params}` with a method among `elicitation/create`,
+/// `sampling/createMessage` and `roots/list`, and `params` an object without the page's
+/// `clienttools/` `_meta` keys.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InputRound {
+    /// The page's request id (answer with it).
+    pub id: RequestId,
+    /// `inputRequests`: key (chosen by the page) → `{method, params}`.
+    pub requests: Map<String, Value>,
+}
+
+/// A call's end as the page decided it: its result, or the JSON-RPC error the agent must get as
+/// one (`-32021` with `requiredCapabilities`).
+pub type CallOutcome = Result<CallToolResult, RpcError>;
+
+/// Whether the page's error on a call is `-32021` (a capability the agent did not declare).
+fn is_missing_capability(error: &RpcError) -> bool {
+    error.code == protocol::code::MISSING_CAPABILITY
+}
+
+/// The text of an error result standing for the page's JSON-RPC error on a call (for callers
+/// that take results only: `/api`, the Rust API).
+pub fn describe_page_error(error: &RpcError) -> String {
+    if is_missing_capability(error) {
+        let required = error
+            .data
+            .as_ref()
+            .and_then(|data| data.get("requiredCapabilities"))
+            .map(Value::to_string)
+            .unwrap_or_else(|| "{}".to_owned());
+        return format!(
+            "the tool needs a capability this caller does not offer ({required}): {}",
+            error.message
+        );
+    }
+    format!("the page refused the call: {}", error.message)
+}
+
+/// The MCP client capabilities the requests of a round need (`requiredCapabilities` of a
+/// `-32021`): `{"elicitation": {"form"|"url": {}}, "sampling": {}, "roots": {}}` as they apply.
+pub fn required_capabilities(requests: &Map<String, Value>) -> Value {
+    let mut required = Map::new();
+    for request in requests.values() {
+        match request.get("method").and_then(Value::as_str) {
+            Some(method::ELICITATION_CREATE) => {
+                let mode = request
+                    .pointer("/params/mode")
+                    .and_then(Value::as_str)
+                    .filter(|mode| *mode == "url")
+                    .unwrap_or("form");
+                let entry = required
+                    .entry("elicitation")
+                    .or_insert_with(|| Value::Object(Map::new()));
+                if let Some(entry) = entry.as_object_mut() {
+                    entry.insert(mode.to_owned(), Value::Object(Map::new()));
+                }
+            }
+            Some(method::SAMPLING_CREATE_MESSAGE) => {
+                required.insert("sampling".into(), Value::Object(Map::new()));
+            }
+            Some(method::ROOTS_LIST) => {
+                required.insert("roots".into(), Value::Object(Map::new()));
+            }
+            _ => {}
+        }
+    }
+    Value::Object(required)
+}
+
+/// The `-32021` error answering a round whose `requests` need what the caller lacks.
+pub fn missing_capability_error(requests: &Map<String, Value>) -> RpcError {
+    let required = required_capabilities(requests);
+    let mut error = RpcError::new(
+        protocol::code::MISSING_CAPABILITY,
+        format!("the agent did not declare the capabilities these requests need: {required}"),
+    );
+    error.data = Some(serde_json::json!({ "requiredCapabilities": required }));
+    error
 }
 
 impl State {
@@ -117,6 +215,9 @@ impl State {
                     }
                 }
                 Output::Settle { id, outcome } => {
+                    if !self.rounds.is_empty() {
+                        self.rounds.retain(|_, call| *call != id);
+                    }
                     if let Some(waiter) = self.waiters.remove(&id) {
                         let _ = waiter.settle.send(outcome);
                     }
@@ -185,6 +286,7 @@ impl PageSession {
                 tools_listed: false,
                 routes: RelayRoutes::new(limits.max_pending_per_session * RelayRoutes::PER_PENDING),
                 waiters: HashMap::new(),
+                rounds: HashMap::new(),
             }),
             instance: instance_id(),
             next_request: AtomicU64::new(1),
@@ -404,15 +506,35 @@ impl PageSession {
         cancel: impl Future<Output = String>,
         progress: Option<mpsc::Sender<ProgressParams>>,
     ) -> Option<CallToolResult> {
+        let outcome = self
+            .call_prepared_with(call, cancel, progress, None)
+            .await?;
+        Some(outcome.unwrap_or_else(|error| CallToolResult::error(describe_page_error(&error))))
+    }
+
+    /// [`Self::call_prepared`] for a caller that speaks MCP: the page's log messages and rounds
+    /// of requests for the call go to `events` (without one, every round is refused at once as a
+    /// capability the caller lacks), and a page that fails the call with a JSON-RPC error the
+    /// agent must see as one (`-32021`, a capability the agent did not declare: SPEC §4) ends it
+    /// with `Err`.
+    pub async fn call_prepared_with(
+        &self,
+        call: PreparedCall,
+        cancel: impl Future<Output = String>,
+        progress: Option<mpsc::Sender<ProgressParams>>,
+        events: Option<mpsc::Sender<CallEvent>>,
+    ) -> Option<CallOutcome> {
         if let Err(refused) = self.may_run(&call) {
             tracing::info_span!("tool_call", session = %self.id, tool = ?call.name(), outcome = "refused")
                 .in_scope(|| tracing::info!(reason = %refused.text(), "tool call refused"));
-            return Some(refused);
+            return Some(Ok(refused));
         }
         let id = self.next_request_id();
         let started = tokio::time::Instant::now();
         let name = call.name().to_owned();
-        let (result, outcome) = self.run_tool_call(&id, call, cancel, progress).await;
+        let (result, outcome) = self
+            .run_tool_call(&id, call, cancel, progress, events)
+            .await;
         // The call's span is made once it is over, with every field known: nothing is recorded
         // into it afterwards, and the call's future is not entered and left at every poll (made
         // up front, recorded into and instrumenting the future, it cost 4.5 % of the CPU per call).
@@ -425,7 +547,7 @@ impl PageSession {
             duration_ms = started.elapsed().as_millis() as u64,
         );
         span.in_scope(|| {
-            if let Some(result) = result.as_ref().filter(|_| self.log_payloads) {
+            if let Some(Ok(result)) = result.as_ref().filter(|_| self.log_payloads) {
                 let result = serde_json::to_string(result).unwrap_or_default();
                 tracing::debug!(%result, "tool call result");
             }
@@ -441,7 +563,8 @@ impl PageSession {
         call: PreparedCall,
         cancel: impl Future<Output = String>,
         progress: Option<mpsc::Sender<ProgressParams>>,
-    ) -> (Option<CallToolResult>, &'static str) {
+        events: Option<mpsc::Sender<CallEvent>>,
+    ) -> (Option<CallOutcome>, &'static str) {
         let (name, arguments, meta, timeout) = call.into_parts();
         let name = name.as_str();
         if self.log_payloads {
@@ -457,30 +580,35 @@ impl PageSession {
             timeout: timeout + ANSWER_SLACK,
             purpose: Purpose::ToolCall,
         };
-        let settled = self.send_and_wait(request, progress, cancel).await;
+        let settled = self.send_and_wait(request, progress, events, cancel).await;
         match settled {
             Ok(Ok(result)) => match serde_json::from_str::<CallToolResult>(result.get()) {
                 Ok(result) => {
                     let outcome = if result.is_error { "error" } else { "ok" };
-                    (Some(result), outcome)
+                    (Some(Ok(result)), outcome)
                 }
                 Err(error) => (
-                    Some(CallToolResult::error(format!(
+                    Some(Ok(CallToolResult::error(format!(
                         "the page sent a malformed tools/call result: {error}"
-                    ))),
+                    )))),
                     "error",
                 ),
             },
+            Ok(Err(error)) if is_missing_capability(&error) => {
+                (Some(Err(error)), "missing_capability")
+            }
             Ok(Err(error)) => (
-                Some(CallToolResult::error(format!(
+                Some(Ok(CallToolResult::error(format!(
                     "the page refused the call: {}",
                     error.message
-                ))),
+                )))),
                 "error",
             ),
             Err(RequestFailure::Cancelled) => (None, "cancelled"),
             Err(failure) => (
-                Some(CallToolResult::error(failure.describe(&self.id, timeout))),
+                Some(Ok(CallToolResult::error(
+                    failure.describe(&self.id, timeout),
+                ))),
                 failure.outcome(),
             ),
         }
@@ -514,7 +642,7 @@ impl PageSession {
     ) -> Result<Answer, RequestFailure> {
         let id = self.next_request_id();
         let request = new_request(id, method, params, timeout, Purpose::Housekeeping);
-        self.send_and_wait(request, None, std::future::pending::<String>())
+        self.send_and_wait(request, None, None, std::future::pending::<String>())
             .await
     }
 
@@ -531,7 +659,7 @@ impl PageSession {
             Purpose::Probe,
         );
         // Any answer, even an error, shows the page is there.
-        self.send_and_wait(request, None, std::future::pending::<String>())
+        self.send_and_wait(request, None, None, std::future::pending::<String>())
             .await
             .is_ok()
     }
@@ -548,6 +676,7 @@ impl PageSession {
         &self,
         request: Request,
         observer: Option<mpsc::Sender<ProgressParams>>,
+        events: Option<mpsc::Sender<CallEvent>>,
         cancel: impl Future<Output = String>,
     ) -> Settled {
         let id = request.id.clone();
@@ -556,7 +685,11 @@ impl PageSession {
             let mut state = self.lock();
             let begun = state.engine.begin(request, now());
             if begun.is_ok() {
-                let waiter = Waiter { settle, observer };
+                let waiter = Waiter {
+                    settle,
+                    observer,
+                    events,
+                };
                 state.waiters.insert(id.clone(), waiter);
                 state.perform();
             }
@@ -626,6 +759,109 @@ impl PageSession {
         if let Some(replies) = &self.relay_replies {
             let frame = encode_notification(method::PROGRESS, &progress);
             replies.send_back(route, None, frame);
+        }
+    }
+
+    /// The page's `clienttools/input` request `id` (a round of requests to the agent for one of
+    /// its calls, SPEC §4 "Asking mid-call"): handed to the caller waiting on that call, who
+    /// answers it with [`Self::answer_round`]. `Some(error)`: the page is to be answered with it
+    /// now (malformed, a call nobody waits on, a bound, or — the caller takes no rounds — the
+    /// capabilities it lacks).
+    pub(crate) fn page_input(&self, id: RequestId, params: Value) -> Option<RpcError> {
+        let (call, requests) = match read_round(params) {
+            Ok(round) => round,
+            Err(why) => return Some(RpcError::new(protocol::code::INVALID_PARAMS, why)),
+        };
+        let key = round_key(&id);
+        let mut state = self.lock();
+        let Some(waiter) = state.waiters.get(&call) else {
+            return Some(RpcError::new(
+                protocol::code::INVALID_PARAMS,
+                format!(
+                    "no call '{}' of this bridge is waiting for the page (it ended, or was never \
+                     made here)",
+                    short_id(&call)
+                ),
+            ));
+        };
+        let Some(events) = waiter.events.clone() else {
+            return Some(missing_capability_error(&requests));
+        };
+        if state.rounds.contains_key(&key) {
+            return Some(RpcError::new(
+                protocol::code::INVALID_REQUEST,
+                "a round with this request id is already waiting",
+            ));
+        }
+        if state.rounds.values().any(|open| *open == call) {
+            return Some(RpcError::new(
+                protocol::code::INVALID_REQUEST,
+                "this call already has a round waiting for the agent: one round at a time",
+            ));
+        }
+        if state.rounds.len() >= MAX_OPEN_ROUNDS_PER_SESSION {
+            return Some(RpcError::new(
+                protocol::code::INVALID_REQUEST,
+                format!(
+                    "too many rounds waiting for agents in this page session (limit \
+                     {MAX_OPEN_ROUNDS_PER_SESSION})"
+                ),
+            ));
+        }
+        let round = InputRound {
+            id: id.clone(),
+            requests,
+        };
+        if events.try_send(CallEvent::Input(round)).is_err() {
+            return Some(RpcError::new(
+                protocol::code::INTERNAL_ERROR,
+                "the agent's side of this call is not taking requests (it is busy or gone)",
+            ));
+        }
+        state.rounds.insert(key, call);
+        None
+    }
+
+    /// Answers the page's round `id` (its `{inputResponses}`, or a JSON-RPC error for the whole
+    /// round), once: `false` when it is not waiting (answered, or its call ended).
+    pub fn answer_round(&self, id: &RequestId, answer: Result<Value, RpcError>) -> bool {
+        let mut state = self.lock();
+        if state.rounds.remove(&round_key(id)).is_none() {
+            return false;
+        }
+        let frame = match answer {
+            Ok(result) => encode_result(id, &result),
+            Err(error) => encode_error(Some(id), &error),
+        };
+        if let Err(limit) = protocol::check_outgoing(&frame) {
+            let error = RpcError::new(
+                protocol::code::INTERNAL_ERROR,
+                format!("the agent's answers cannot be sent to the page: {limit}"),
+            );
+            let frame = encode_error(Some(id), &error);
+            state.drive(|engine| engine.notify(frame));
+            return true;
+        }
+        state.drive(|engine| engine.notify(frame));
+        true
+    }
+
+    /// The page's `notifications/message` about one of its calls: to the caller waiting on it,
+    /// if it takes them (dropped otherwise, or when its buffer is full).
+    pub(crate) fn page_log(&self, params: Value) {
+        let Value::Object(mut params) = params else {
+            return;
+        };
+        let Some(call) = take_call_id(&mut params) else {
+            return;
+        };
+        if !params.get("level").is_some_and(Value::is_string) || !params.contains_key("data") {
+            return;
+        }
+        let state = self.lock();
+        let events = state.waiters.get(&call).and_then(|w| w.events.as_ref());
+        if let Some(events) = events {
+            let _ = events.try_send(CallEvent::Log(params));
         }
     }
 
@@ -908,6 +1144,86 @@ pub(crate) fn visible_tools(
     merged
 }
 
+/// The key of a page's request id among the open rounds: its JSON (`1` and `"1"` are two).
+fn round_key(id: &RequestId) -> String {
+    serde_json::to_string(id).unwrap_or_default()
+}
+
+/// At most 64 characters of an id the page sent, for an error message.
+fn short_id(id: &str) -> String {
+    id.chars().take(64).collect()
+}
+
+/// Removes `_meta["clienttools/callId"]` (a string) from `params` and returns it; an `_meta` left
+/// empty goes too.
+fn take_call_id(params: &mut Map<String, Value>) -> Option<String> {
+    let meta = params.get_mut("_meta")?.as_object_mut()?;
+    let call = meta.remove(protocol::meta::CALL_ID)?;
+    if meta.is_empty() {
+        params.remove("_meta");
+    }
+    match call {
+        Value::String(call) => Some(call),
+        _ => None,
+    }
+}
+
+/// Reads the params of a `clienttools/input` request: the call it is for and its
+/// `inputRequests`, each checked (`{method, params}`; a known method; `params` an object, the
+/// page's `clienttools/` `_meta` keys removed). An error says what is wrong.
+fn read_round(params: Value) -> Result<(String, Map<String, Value>), String> {
+    let Value::Object(mut params) = params else {
+        return Err("clienttools/input params must be an object".into());
+    };
+    let call = take_call_id(&mut params)
+        .ok_or("clienttools/input needs _meta['clienttools/callId'], a string")?;
+    let Some(Value::Object(requests)) = params.remove("inputRequests") else {
+        return Err("clienttools/input needs 'inputRequests', an object".into());
+    };
+    if requests.is_empty() {
+        return Err("'inputRequests' is empty".into());
+    }
+    if requests.len() > MAX_REQUESTS_PER_ROUND {
+        return Err(format!(
+            "'inputRequests' has {} requests: at most {MAX_REQUESTS_PER_ROUND} in one round",
+            requests.len()
+        ));
+    }
+    let mut checked = Map::new();
+    for (key, request) in requests {
+        let Value::Object(mut request) = request else {
+            return Err(format!("inputRequests['{key}'] must be an object"));
+        };
+        let method = match request.get("method").and_then(Value::as_str) {
+            Some(
+                method @ (method::ELICITATION_CREATE
+                | method::SAMPLING_CREATE_MESSAGE
+                | method::ROOTS_LIST),
+            ) => method.to_owned(),
+            _ => {
+                return Err(format!(
+                    "inputRequests['{key}'].method must be elicitation/create, \
+                     sampling/createMessage or roots/list"
+                ))
+            }
+        };
+        let mut params = match request.remove("params") {
+            None | Some(Value::Null) => Map::new(),
+            Some(Value::Object(params)) => params,
+            Some(_) => return Err(format!("inputRequests['{key}'].params must be an object")),
+        };
+        if let Some(Value::Object(meta)) = params.get_mut("_meta") {
+            meta.retain(|name, _| !name.starts_with("clienttools/"));
+            if meta.is_empty() {
+                params.remove("_meta");
+            }
+        }
+        let request = serde_json::json!({"method": method, "params": params});
+        checked.insert(key, request);
+    }
+    Ok((call, checked))
+}
+
 /// A caller that stops waiting (its future dropped: an agent gone, an HTTP client disconnected)
 /// cancels its request, so nothing waits on the page's answer forever. A no-op once settled.
 struct CancelOnDrop<'a> {
@@ -1181,6 +1497,212 @@ mod tests {
 
         session.drop_connection();
         assert!(page.kill.notified().now_or_never().is_some());
+    }
+
+    /// A call through `call_prepared_with`, its events on a channel.
+    fn spawn_mcp_call(
+        session: &Arc<PageSession>,
+    ) -> (
+        tokio::task::JoinHandle<Option<CallOutcome>>,
+        mpsc::Receiver<CallEvent>,
+    ) {
+        let (events_tx, events) = mpsc::channel(8);
+        let call = session.prepare_call("ask", json!({}), None, None).unwrap();
+        let session = session.clone();
+        let task = tokio::spawn(async move {
+            session
+                .call_prepared_with(call, std::future::pending(), None, Some(events_tx))
+                .await
+        });
+        (task, events)
+    }
+
+    fn round(call: &RequestId, requests: Value) -> Value {
+        json!({"inputRequests": requests, "_meta": {"clienttools/callId": call.to_string()}})
+    }
+
+    fn elicit(message: &str) -> Value {
+        json!({"method": "elicitation/create", "params": {"message": message,
+            "requestedSchema": {"type": "object", "properties": {}}, "_meta": {"clienttools/inputKey": "k"}}})
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_round_goes_to_its_call_and_its_answer_back_to_the_page_once() {
+        let session = session();
+        let mut page = FakePage::connect(&session);
+        let (call, mut events) = spawn_mcp_call(&session);
+        let (call_id, _) = page.request(method::TOOLS_CALL).await;
+        let round_id = RequestId::String("clienttools-input-1".into());
+        let asked = session.page_input(
+            round_id.clone(),
+            round(&call_id, json!({"name": elicit("Name?")})),
+        );
+        assert_eq!(asked, None);
+        let Some(CallEvent::Input(got)) = events.recv().await else {
+            panic!("no round")
+        };
+        assert_eq!(got.id, round_id);
+        // The page's own `_meta` keys never reach the agent.
+        assert_eq!(
+            got.requests["name"],
+            json!({"method": "elicitation/create", "params": {"message": "Name?",
+                "requestedSchema": {"type": "object", "properties": {}}}})
+        );
+        // One round at a time per call; the same request id twice is refused.
+        let again = session.page_input(
+            RequestId::Number(9),
+            round(&call_id, json!({"x": elicit("?")})),
+        );
+        assert!(again.unwrap().message.contains("one round at a time"));
+        let answer =
+            json!({"inputResponses": {"name": {"action": "accept", "content": {"n": "A"}}}});
+        assert!(session.answer_round(&round_id, Ok(answer.clone())));
+        assert!(
+            !session.answer_round(&round_id, Ok(answer.clone())),
+            "answered once"
+        );
+        let frame = page.frame().await;
+        let Ok(Message::Response {
+            id,
+            result: Ok(result),
+        }) = decode(&frame)
+        else {
+            panic!("{frame}")
+        };
+        assert_eq!((id, result), (round_id, answer));
+        // Logs of the call reach its caller without the page's call id.
+        session.page_log(json!({"level": "info", "data": "hi",
+            "_meta": {"clienttools/callId": call_id.to_string()}}));
+        assert_eq!(
+            events.recv().await,
+            Some(CallEvent::Log(
+                json!({"level": "info", "data": "hi"})
+                    .as_object()
+                    .unwrap()
+                    .clone()
+            ))
+        );
+        page.answer_call(&call_id, "done");
+        assert_eq!(call.await.unwrap().unwrap().unwrap().text(), "done");
+        // The call is over: a round for it now is refused.
+        let late = session.page_input(
+            RequestId::Number(10),
+            round(&call_id, json!({"x": elicit("?")})),
+        );
+        assert!(late.unwrap().message.contains("is waiting"));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn hostile_rounds_are_refused_with_a_clear_error() {
+        let session = session();
+        let mut page = FakePage::connect(&session);
+        let (_call, _events) = spawn_mcp_call(&session);
+        let (call_id, _) = page.request(method::TOOLS_CALL).await;
+        let refused = |params: Value| session.page_input(RequestId::Number(1), params).unwrap();
+        let unknown = RequestId::String("someone-else".into());
+        assert!(refused(round(&unknown, json!({"a": elicit("?")})))
+            .message
+            .contains("no call 'someone-else'"));
+        assert!(refused(json!({"inputRequests": {"a": elicit("?")}}))
+            .message
+            .contains("callId"));
+        assert!(refused(round(&call_id, json!({})))
+            .message
+            .contains("empty"));
+        assert!(refused(round(
+            &call_id,
+            json!({"a": {"method": "tools/call", "params": {}}})
+        ))
+        .message
+        .contains("method must be"));
+        assert!(refused(round(
+            &call_id,
+            json!({"a": {"method": "roots/list", "params": 3}})
+        ))
+        .message
+        .contains("params must be an object"));
+        let many: Map<String, Value> = (0..=MAX_REQUESTS_PER_ROUND)
+            .map(|n| (format!("k{n}"), elicit("?")))
+            .collect();
+        let error = refused(round(&call_id, Value::Object(many)));
+        assert_eq!(error.code, protocol::code::INVALID_PARAMS);
+        assert!(error.message.contains("at most 16"), "{}", error.message);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_caller_that_takes_no_rounds_refuses_them_as_missing_capabilities() {
+        let session = session();
+        let mut page = FakePage::connect(&session);
+        let call = {
+            let session = session.clone();
+            tokio::spawn(async move { session.call_tool("ask", json!({}), TIMEOUT).await })
+        };
+        let (call_id, _) = page.request(method::TOOLS_CALL).await;
+        let requests = json!({"a": {"method": "sampling/createMessage", "params": {}},
+            "b": {"method": "roots/list"}, "c": elicit("?")});
+        let error = session
+            .page_input(RequestId::Number(1), round(&call_id, requests))
+            .unwrap();
+        assert_eq!(error.code, -32021);
+        assert_eq!(
+            error.data,
+            Some(
+                json!({"requiredCapabilities": {"sampling": {}, "roots": {}, "elicitation": {"form": {}}}})
+            )
+        );
+        // The handler let it propagate: the page fails the call with -32021; this caller gets a
+        // clear error result.
+        let mut failed = RpcError::new(-32021, "Missing required client capability");
+        failed.data = error.data.clone();
+        session.resolve(&call_id, Err(failed));
+        let result = call.await.unwrap();
+        assert!(result.is_error);
+        assert!(
+            result
+                .text()
+                .contains("needs a capability this caller does not offer"),
+            "{}",
+            result.text()
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_missing_capability_error_of_the_page_reaches_an_mcp_caller_as_an_error() {
+        let session = session();
+        let mut page = FakePage::connect(&session);
+        let (call, _events) = spawn_mcp_call(&session);
+        let (call_id, _) = page.request(method::TOOLS_CALL).await;
+        let mut failed = RpcError::new(-32021, "Missing required client capability");
+        failed.data = Some(json!({"requiredCapabilities": {"sampling": {}}}));
+        session.resolve(&call_id, Err(failed.clone()));
+        assert_eq!(call.await.unwrap(), Some(Err(failed)));
+        // Other errors of the page stay error results.
+        let (call, _events) = spawn_mcp_call(&session);
+        let (call_id, _) = page.request(method::TOOLS_CALL).await;
+        session.resolve(&call_id, Err(RpcError::new(-32602, "bad")));
+        let result = call.await.unwrap().unwrap().unwrap();
+        assert_eq!(result.text(), "the page refused the call: bad");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn open_rounds_are_bounded_per_session() {
+        let session = session();
+        let mut page = FakePage::connect(&session);
+        let mut calls = Vec::new();
+        for n in 0..=MAX_OPEN_ROUNDS_PER_SESSION {
+            let (task, events) = spawn_mcp_call(&session);
+            let (call_id, _) = page.request(method::TOOLS_CALL).await;
+            let asked = session.page_input(
+                RequestId::Number(n as i64),
+                round(&call_id, json!({"a": elicit("?")})),
+            );
+            if n < MAX_OPEN_ROUNDS_PER_SESSION {
+                assert_eq!(asked, None);
+            } else {
+                assert!(asked.unwrap().message.contains("too many rounds"));
+            }
+            calls.push((task, events));
+        }
     }
 
     /// The trace of one call: what `tracing` wrote while `log_payloads` was as given.

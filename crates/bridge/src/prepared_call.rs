@@ -123,6 +123,13 @@ impl PreparedCall {
             .insert(meta::CONFIRMED_BY.into(), CONFIRMED_BY_AGENT.into());
     }
 
+    /// The agent's log level for this call (`clienttools/logLevel`: the page sends log messages
+    /// at or above it). Set by the bridge, after confirmation: it is not part of what a person
+    /// confirms.
+    pub(crate) fn set_log_level(&mut self, level: &str) {
+        self.meta.insert(meta::LOG_LEVEL.into(), level.into());
+    }
+
     /// A call as [`prepare`] would make it, for other modules' tests.
     #[cfg(test)]
     pub(crate) fn for_test(name: &str, arguments: Value, meta: Map<String, Value>) -> Self {

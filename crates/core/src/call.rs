@@ -7,7 +7,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::limits;
-use crate::protocol::{meta, CallToolParams, CallToolResult};
+use crate::protocol::{content, meta, CallToolParams, CallToolResult};
 use crate::registry::{is_allowed, RegisteredTool, ToolKind};
 use crate::validate::CompiledSchema;
 
@@ -16,13 +16,24 @@ pub mod outcome {
     use super::CallToolResult;
 
     pub fn no_handler(name: &str) -> CallToolResult {
+        let name = quoted(name);
         CallToolResult::error(format!(
             "no handler registered for tool '{name}' on this page"
         ))
     }
 
     pub fn not_allowed(name: &str) -> CallToolResult {
+        let name = quoted(name);
         CallToolResult::error(format!("tool '{name}' is not allowed"))
+    }
+
+    /// A name a runtime sent, as an error quotes it: at most 128 characters (a tool's own name is
+    /// at most 64; a longer one is cut, so an answer never grows with a hostile name).
+    fn quoted(name: &str) -> std::borrow::Cow<'_, str> {
+        match name.char_indices().nth(128) {
+            Some((cut, _)) => format!("{}…", &name[..cut]).into(),
+            None => name.into(),
+        }
     }
 
     pub fn invalid_input(errors: &[String]) -> CallToolResult {
@@ -298,6 +309,35 @@ pub fn mark_modified(result: &mut CallToolResult, input: Value) {
         .meta
         .get_or_insert_with(Default::default)
         .insert(meta::MODIFIED_INPUT.into(), input);
+}
+
+/// A handler's value, JSON text, as the call's result (SPEC §4): an MCP result the handler shaped
+/// (`{content: [...], structuredContent?, isError?, _meta?}`) is sent as it is once its blocks are
+/// checked, its `structuredContent` against the output schema (a tool with an output schema must
+/// give one, unless the result is an error); any other value goes through [`complete_text`].
+pub fn handler_result(text: &str, output: Option<&CompiledSchema>) -> CallToolResult {
+    // Most results are plain values: only text that could be an MCP result is parsed here first.
+    if !(text.starts_with('{') && text.contains("\"content\"")) {
+        return complete_text(text, output);
+    }
+    let value: Value = match serde_json::from_str(text) {
+        Ok(value) if content::is_mcp_result(&value) => value,
+        _ => return complete_text(text, output),
+    };
+    let result = match content::read_mcp_result(value) {
+        Ok(result) => result,
+        Err(why) => return CallToolResult::error(format!("the tool's result is malformed: {why}")),
+    };
+    match (output, &result.structured_content) {
+        (Some(_), None) if !result.is_error => outcome::invalid_output(&[
+            "the result has no structuredContent, and the tool declares an output schema".into(),
+        ]),
+        (Some(schema), Some(structured)) if !result.is_error => match schema.validate(structured) {
+            Ok(()) => result,
+            Err(errors) => outcome::invalid_output(&errors),
+        },
+        _ => result,
+    }
 }
 
 /// Checks a handler's result, JSON text (its value as `JSON.stringify` gave it), against the output

@@ -45,6 +45,10 @@ stable_codes! {
         UnknownTool = "UNKNOWN_TOOL",
         NotConnected = "NOT_CONNECTED",
         ConnectionFailed = "CONNECTION_FAILED",
+        /// The agent's client did not declare what a handler asked of it (`ctx.elicit`, …).
+        CapabilityMissing = "CAPABILITY_MISSING",
+        /// The agent could not answer what a handler asked (an error, or no answer in time).
+        AgentFailed = "AGENT_FAILED",
     }
 }
 
@@ -69,6 +73,8 @@ stable_codes! {
         FormToolInvalid = "form_tool_invalid",
         /// The browser's `modelContext` refused a registration (e.g. a duplicate name).
         BrowserRegisterFailed = "browser_register_failed",
+        /// A handler's `ctx.log` message was dropped (not a level, or over the call's bound).
+        LogDropped = "log_dropped",
     }
 }
 
@@ -94,6 +100,8 @@ mod tests {
                 "UNKNOWN_TOOL",
                 "NOT_CONNECTED",
                 "CONNECTION_FAILED",
+                "CAPABILITY_MISSING",
+                "AGENT_FAILED",
             ])
         );
         assert_eq!(
@@ -114,6 +122,7 @@ mod tests {
                 "form_tool_name_taken",
                 "form_tool_invalid",
                 "browser_register_failed",
+                "log_dropped",
             ])
         );
     }
@@ -122,7 +131,7 @@ mod tests {
     #[test]
     fn the_typescript_unions_are_well_formed() {
         assert!(ERROR_CODE_TS.starts_with("export type ErrorCode = | \"INVALID_NAME\" | "));
-        assert!(ERROR_CODE_TS.ends_with(" | \"CONNECTION_FAILED\";\n"));
+        assert!(ERROR_CODE_TS.ends_with(" | \"AGENT_FAILED\";\n"));
         assert_eq!(ERROR_CODE_TS.matches(" | \"").count(), ErrorCode::ALL.len());
         assert!(
             WARNING_CODE_TS.starts_with("export type WarningCode = | \"parameters_not_object\"")

@@ -6,9 +6,9 @@
 //! handler twice for one id: a re-sent call joins the run in progress, gets its stored answer again,
 //! or — if the page was reloaded while it ran — an error saying it was not run again.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::VecDeque;
 
-pub use crate::limits::RESULT_STORE_LIMIT;
+pub use crate::limits::{RESULT_STORE_BYTES, RESULT_STORE_LIMIT};
 
 /// What to do with an arriving call id.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,12 +23,17 @@ pub enum Arrival {
     Interrupted,
 }
 
+/// Scanned lists, not hash maps: a page runs few calls at once, the 1 000 stored answers are
+/// looked up once per arriving call, and the browser package is smaller without a hasher of its
+/// own here.
 #[derive(Debug, Clone)]
 pub struct CallLedger {
-    running: HashSet<String>,
-    finished: HashMap<String, String>,
-    order: VecDeque<String>,
-    interrupted: HashSet<String>,
+    running: Vec<String>,
+    /// Finished calls' answer frames, oldest first.
+    finished: VecDeque<(String, String)>,
+    /// The stored frames' bytes, bounded by [`RESULT_STORE_BYTES`] like their count.
+    bytes: usize,
+    interrupted: Vec<String>,
     limit: usize,
 }
 
@@ -41,10 +46,10 @@ impl Default for CallLedger {
 impl CallLedger {
     pub fn new(limit: usize) -> Self {
         Self {
-            running: HashSet::new(),
-            finished: HashMap::new(),
-            order: VecDeque::new(),
-            interrupted: HashSet::new(),
+            running: Vec::new(),
+            finished: VecDeque::new(),
+            bytes: 0,
+            interrupted: Vec::new(),
             limit: limit.max(1),
         }
     }
@@ -56,41 +61,47 @@ impl CallLedger {
     }
 
     pub fn arrive(&mut self, id: &str) -> Arrival {
-        if self.running.contains(id) {
+        if self.running.iter().any(|r| r == id) {
             return Arrival::Join;
         }
-        if let Some(frame) = self.finished.get(id) {
+        if let Some((_, frame)) = self.finished.iter().find(|(f, _)| f == id) {
             return Arrival::Resend(frame.clone());
         }
-        if self.interrupted.contains(id) {
+        if self.interrupted.iter().any(|i| i == id) {
             return Arrival::Interrupted;
         }
-        self.running.insert(id.to_owned());
+        self.running.push(id.to_owned());
         Arrival::Run
     }
 
     /// The call ended with `frame` (sent now, and again on a re-send). A cancelled call records
     /// the frame a re-send should get.
     pub fn finish(&mut self, id: &str, frame: String) {
-        self.running.remove(id);
-        self.interrupted.remove(id);
-        if self.finished.insert(id.to_owned(), frame).is_none() {
-            self.order.push_back(id.to_owned());
+        self.running.retain(|r| r != id);
+        self.interrupted.retain(|i| i != id);
+        if let Some(at) = self.finished.iter().position(|(f, _)| f == id) {
+            if let Some((_, earlier)) = self.finished.remove(at) {
+                self.bytes -= earlier.len();
+            }
         }
-        while self.order.len() > self.limit {
-            if let Some(oldest) = self.order.pop_front() {
-                self.finished.remove(&oldest);
+        self.bytes += frame.len();
+        self.finished.push_back((id.to_owned(), frame));
+        while self.finished.len() > self.limit
+            || (self.bytes > RESULT_STORE_BYTES && self.finished.len() > 1)
+        {
+            if let Some((_, frame)) = self.finished.pop_front() {
+                self.bytes -= frame.len();
             }
         }
     }
 
     pub fn is_running(&self, id: &str) -> bool {
-        self.running.contains(id)
+        self.running.iter().any(|r| r == id)
     }
 
     /// Ids running now (persisted when the page unloads).
     pub fn running_ids(&self) -> Vec<String> {
-        self.running.iter().cloned().collect()
+        self.running.clone()
     }
 
     pub fn stored_results(&self) -> usize {
@@ -142,7 +153,7 @@ mod tests {
         #[test]
         fn never_runs_an_id_twice(ops in proptest::collection::vec((0u8..6, any::<bool>()), 1..200)) {
             let mut ledger = CallLedger::new(1_000);
-            let mut runs = HashMap::<String, usize>::new();
+            let mut runs = std::collections::HashMap::<String, usize>::new();
             for (n, finish) in ops {
                 let id = format!("id-{n}");
                 if finish {

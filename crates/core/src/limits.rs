@@ -34,6 +34,22 @@ pub const MAX_FRAME_DEPTH: usize = 128;
 /// How many finished calls' answers a page keeps for re-sends after a reconnect (SPEC §5).
 pub const RESULT_STORE_LIMIT: usize = 1_000;
 
+/// The bytes those answers may take (the oldest go first): a runtime that makes many large
+/// answers cannot make a page hold 1 000 frames of 1 MiB.
+pub const RESULT_STORE_BYTES: usize = 16 * 1024 * 1024;
+
+/// Calls one page runs at once (any phase: waiting for a handler, a person, the agent); one more
+/// is answered at once with an error result. A runtime cannot make a page hold unbounded state.
+pub const MAX_LIVE_CALLS: usize = 256;
+
+/// Log messages one call may send to the agent (`ctx.log`); more are dropped, said once on the
+/// page: a chatty handler cannot flood the agent.
+pub const MAX_LOGS_PER_CALL: u32 = 100;
+
+/// Rounds of requests to agents one page may have waiting at once, over all its calls (a call has
+/// one at a time; the runtime bounds the requests in each).
+pub const MAX_ROUNDS_WAITING: usize = 64;
+
 /// How many frames a page keeps for the runtime while its connection is down (sent after the
 /// reconnect; the oldest are dropped first): what a page produces in a reconnect's few seconds,
 /// bounded so that a runtime gone for good costs a page little.

@@ -22,7 +22,10 @@ use serde_json::{json, Value};
 use crate::call::{self, outcome, Admission, ConfirmDecision, Confirmed, PreparedCall};
 use crate::codes::WarningCode;
 use crate::ledger::{Arrival, CallLedger};
-use crate::limits::{HANDLER_GRACE_MS, HUMAN_WAIT_MAX_MS, HUMAN_WAIT_TICK_MS};
+use crate::limits::{
+    HANDLER_GRACE_MS, HUMAN_WAIT_MAX_MS, HUMAN_WAIT_TICK_MS, MAX_LIVE_CALLS, MAX_LOGS_PER_CALL,
+    MAX_ROUNDS_WAITING,
+};
 use crate::protocol::{
     self, check_outgoing, code, encode_error, encode_notification, encode_result, method,
     CallToolParams, CallToolResult, CancelledParams, Implementation, InitializeResult, Message,
@@ -60,6 +63,19 @@ pub enum Input<'a> {
     WaitingForPerson { call: CallHandle },
     /// The person submitted: the handler's timeout counts from now.
     PersonDone { call: CallHandle },
+    /// `ctx.log(level, data, logger?)` of a running handler: `notifications/message` to the agent,
+    /// at or above the level it asked for, bounded per call; it never fails the call.
+    Log {
+        call: CallHandle,
+        level: String,
+        data: Value,
+        logger: Option<String>,
+    },
+    /// A running handler asks the calling agent (`ctx.elicit`, `ctx.createMessage`,
+    /// `ctx.listRoots`, `ctx.input`): one round, `{key: {method, params}, …}` as JSON text, which
+    /// goes to the runtime as it is (the runtime checks each request). Answered with
+    /// [`Output::AgentAnswered`].
+    AskAgent { call: CallHandle, requests: &'a str },
     /// `ctx.reportProgress` of a running handler.
     Progress {
         call: CallHandle,
@@ -91,6 +107,9 @@ pub enum HandlerOutcome {
     Threw(String),
     /// Its value cannot be JSON (why).
     NotSerializable(String),
+    /// It let a `CAPABILITY_MISSING` rejection propagate: the agent's request fails with MCP's
+    /// -32021 and these `requiredCapabilities`.
+    CapabilityMissing(Value),
 }
 
 /// What the driver must do.
@@ -115,6 +134,13 @@ pub enum Output<H> {
     WithdrawAsk { call: CallHandle },
     /// The call ended while its handler ran: abort its `ctx.signal` (or stop filling its form).
     Abort { call: CallHandle, reason: String },
+    /// The agent answered a round ([`Input::AskAgent`]): `{inputResponses: {key: result}}`, or
+    /// why it could not (code -32021: the agent cannot do it, `data.requiredCapabilities` says
+    /// what it lacks).
+    AgentAnswered {
+        call: CallHandle,
+        answer: Result<Value, RpcError>,
+    },
     /// A page call ([`PageEngine::begin_page_call`]) ended; `None`: it was cancelled.
     Settled {
         call: CallHandle,
@@ -234,6 +260,8 @@ struct HumanWait {
     why: Waiting,
     next_tick: Millis,
     waited_ms: u64,
+    /// The progress already sent when the wait began: the wait's reports go above it.
+    origin: f64,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -241,6 +269,8 @@ enum Waiting {
     Confirmation,
     ResultForm,
     FormSubmit,
+    /// The agent answering a round of requests.
+    Agent,
 }
 
 impl Waiting {
@@ -250,6 +280,7 @@ impl Waiting {
             Waiting::Confirmation => "waiting for the user to confirm",
             Waiting::ResultForm => "waiting for the user to fill in the result",
             Waiting::FormSubmit => "the user to submit the form",
+            Waiting::Agent => "waiting for the agent to answer",
         }
     }
 
@@ -265,16 +296,25 @@ impl Waiting {
             Waiting::FormSubmit => {
                 outcome::handler_failed("the user did not submit the form in time")
             }
+            // Never ends the call: the round's keys are answered with this error instead.
+            Waiting::Agent => CallToolResult::error(format!(
+                "no answer from the agent within {HUMAN_WAIT_MAX_MS} ms"
+            )),
         }
     }
 }
 
 impl HumanWait {
     fn new(why: Waiting, now: Millis) -> Self {
+        Self::after(why, now, 0.0)
+    }
+
+    fn after(why: Waiting, now: Millis, origin: f64) -> Self {
         Self {
             why,
             next_tick: now.after(HUMAN_WAIT_TICK_MS),
             waited_ms: 0,
+            origin,
         }
     }
 }
@@ -294,9 +334,11 @@ enum Phase<H> {
     Running {
         prepared: PreparedCall<H>,
         modified_input: Option<Value>,
-        /// `None` while a person fills the tool's form (then `person` runs).
+        /// `None` while a person fills the tool's form (then `person` runs), or while the agent
+        /// answers a round (then `round` runs).
         deadline: Option<Millis>,
         person: Option<HumanWait>,
+        round: Option<AgentRound>,
     },
 }
 
@@ -313,6 +355,10 @@ struct Call<H> {
     /// Progress reported while a person decided (ms waited): the handler's own reports go above
     /// it, because MCP progress must only increase.
     progress_base: f64,
+    /// The highest progress sent on the call (a wait's reports start above it).
+    progress_high: f64,
+    /// Log messages sent (bounded by `limits::MAX_LOGS_PER_CALL`).
+    logs: u32,
     /// When `toolactivated` was emitted (its `toolresult` reports the duration); `None` before.
     activated_at: Option<Millis>,
     phase: Phase<H>,
@@ -335,13 +381,27 @@ impl<H> Call<H> {
             Phase::WaitingForHandler { until } => Some(*until),
             Phase::Confirming { wait, .. } | Phase::ResultForm { wait, .. } => Some(wait.next_tick),
             Phase::Running {
-                deadline, person, ..
-            } => match person {
-                Some(wait) => Some(wait.next_tick),
-                None => *deadline,
+                deadline,
+                person,
+                round,
+                ..
+            } => match (round, person) {
+                (Some(round), _) => Some(round.wait.next_tick),
+                (None, Some(wait)) => Some(wait.next_tick),
+                (None, None) => *deadline,
             },
         }
     }
+}
+
+/// A round of requests a running handler put to the agent.
+#[derive(Debug)]
+struct AgentRound {
+    /// The id of the page's `clienttools/input` request.
+    id: RequestId,
+    wait: HumanWait,
+    /// What was left of the handler's timeout when the round began: it goes on from there.
+    remaining_ms: f64,
 }
 
 /// How a call's work is cut short when it ends early.
@@ -371,6 +431,9 @@ enum Ending {
     Quiet(CallToolResult),
     /// Cancelled: no result is sent.
     Cancelled,
+    /// The request itself fails: a JSON-RPC error answers it (-32021, a capability the agent
+    /// lacks).
+    Failed(RpcError),
 }
 
 /// The page's calls, sans-IO. `H` is the page's handler (a JavaScript function in the browser).
@@ -386,7 +449,8 @@ pub struct PageEngine<H> {
 }
 
 impl<H> PageEngine<H> {
-    /// `interrupted`: agent call ids the previous page of this session left running (SPEC §5).
+    /// `interrupted`: agent call ids (their JSON) the previous page of this session left running
+    /// (SPEC §5).
     pub fn new(config: EngineConfig, default_timeout_ms: u64, interrupted: Vec<String>) -> Self {
         Self {
             registry: Registry::new(default_timeout_ms),
@@ -412,8 +476,8 @@ impl<H> PageEngine<H> {
         &self.config
     }
 
-    /// Agent call ids running now (kept when the page unloads, so the next page does not run them
-    /// again).
+    /// Agent call ids running now, as their JSON (kept when the page unloads, so the next page does
+    /// not run them again).
     pub fn running_agent_calls(&self) -> Vec<String> {
         self.ledger.running_ids()
     }
@@ -472,6 +536,13 @@ impl<H> PageEngine<H> {
                 total,
                 message,
             } => self.progress(call, progress, total, message),
+            Input::Log {
+                call,
+                level,
+                data,
+                logger,
+            } => self.log(call, &level, data, logger),
+            Input::AskAgent { call, requests } => self.ask_agent(now, call, requests),
             Input::ToolsChanged => self.tools_changed(now),
             Input::SessionBegun { resumed } => self.session_begun(now, resumed),
             Input::Cancel { call, reason } => {
@@ -505,8 +576,9 @@ impl<H> PageEngine<H> {
                 self.request(now, text, id, &method, params)
             }
             Ok(Message::Notification { method, params }) => self.notification(now, &method, params),
-            // The page sends no requests of its own: there is nothing to match a response to.
-            Ok(Message::Response { .. }) => {}
+            // The answer to a request of the page's (a round put to the agent); any other
+            // response is never answered.
+            Ok(Message::Response { id, result }) => self.agent_answer(now, &id, result),
         }
     }
 
@@ -552,11 +624,11 @@ impl<H> PageEngine<H> {
         let Ok(cancelled) = serde_json::from_value::<CancelledParams>(params) else {
             return;
         };
-        let call_id = cancelled.request_id.to_string();
+        // By the id itself: `1` and `"1"` are two calls.
         let found = self
             .calls
             .iter()
-            .find(|call| matches!(call.reply, Reply::Frame(_)) && call.call_id == call_id);
+            .find(|call| matches!(&call.reply, Reply::Frame(id) if *id == cancelled.request_id));
         if let Some(handle) = found.map(|call| call.handle) {
             let reason = cancelled
                 .reason
@@ -581,7 +653,7 @@ impl<H> PageEngine<H> {
         arguments: Option<String>,
     ) {
         let call_id = id.to_string();
-        match self.ledger.arrive(&call_id) {
+        match self.ledger.arrive(&ledger_key(&id)) {
             // Re-sent while it runs: it is answered once, when it ends.
             Arrival::Join => {}
             // Stored answers fit already (they passed the check when first sent).
@@ -591,7 +663,15 @@ impl<H> PageEngine<H> {
                     "the page was reloaded while call {call_id} was running; it was not run again"
                 ));
                 let frame = self.call_answer(&id, &params.name, &result);
-                self.ledger.finish(&call_id, frame.clone());
+                self.ledger.finish(&ledger_key(&id), frame.clone());
+                self.outputs.push_back(Output::Send(frame));
+            }
+            Arrival::Run if self.calls.len() >= MAX_LIVE_CALLS => {
+                let result = CallToolResult::error(format!(
+                    "the page has {MAX_LIVE_CALLS} calls in progress; this one was not run"
+                ));
+                let frame = self.call_answer(&id, &params.name, &result);
+                self.ledger.finish(&ledger_key(&id), frame.clone());
                 self.outputs.push_back(Output::Send(frame));
             }
             Arrival::Run => {
@@ -644,6 +724,8 @@ impl<H> PageEngine<H> {
             input,
             progress_token,
             progress_base: 0.0,
+            progress_high: 0.0,
+            logs: 0,
             activated_at: None,
             phase: Phase::WaitingForHandler {
                 until: now.after(HANDLER_GRACE_MS),
@@ -816,9 +898,13 @@ impl<H> PageEngine<H> {
                 let result = outcome::user_cancelled();
                 return self.end(now, handle, Ending::Result(result), None);
             }
-            (Phase::Confirming { .. }, Answer::Approve { allow_session }) => {
+            (Phase::Confirming { prepared, .. }, Answer::Approve { allow_session }) => {
                 let name = call.tool_name().to_owned();
-                if allow_session && !self.allowed_for_session.contains(&name) {
+                // Only where it was offered (a call that asks for confirmation itself is asked
+                // each time).
+                let offered =
+                    self.config.offer_allow_for_session && !prepared.confirmation_forced_by_call;
+                if allow_session && offered && !self.allowed_for_session.contains(&name) {
                     self.allowed_for_session.push(name);
                 }
                 ConfirmDecision::Approve
@@ -856,12 +942,13 @@ impl<H> PageEngine<H> {
 
     fn waiting_for_person(&mut self, now: Millis, handle: CallHandle) {
         if let Some(call) = self.call_mut(handle) {
+            let origin = call.progress_high;
             if let Phase::Running {
                 deadline, person, ..
             } = &mut call.phase
             {
                 *deadline = None;
-                *person = Some(HumanWait::new(Waiting::FormSubmit, now));
+                *person = Some(HumanWait::after(Waiting::FormSubmit, now, origin));
             }
         }
     }
@@ -896,11 +983,19 @@ impl<H> PageEngine<H> {
         };
         let output = prepared.output.as_deref();
         let mut result = match outcome {
+            HandlerOutcome::CapabilityMissing(required) => {
+                let mut error = RpcError::new(
+                    crate::protocol::code::MISSING_CAPABILITY,
+                    "the tool needs a capability the agent's client did not declare",
+                );
+                error.data = Some(json!({ "requiredCapabilities": required }));
+                return self.end(now, handle, Ending::Failed(error), None);
+            }
             HandlerOutcome::Threw(message) => outcome::handler_failed(&message),
             HandlerOutcome::NotSerializable(why) => outcome::not_serializable(&why),
             HandlerOutcome::ReturnedNothing => call::complete_text("null", output),
             HandlerOutcome::Returned(text) => {
-                let result = call::complete_text(&text, output);
+                let result = call::handler_result(&text, output);
                 if result.is_error {
                     let warning = Event::Warning {
                         code: WarningCode::OutputInvalid,
@@ -928,9 +1023,16 @@ impl<H> PageEngine<H> {
         let Some(call) = self.calls.iter().find(|call| call.handle == handle) else {
             return; // over: reports after the end are dropped
         };
+        // JSON has no NaN or infinity: such a report would reach the runtime as `null`.
+        if !progress.is_finite() || total.is_some_and(|t| !t.is_finite()) {
+            return;
+        }
         let base = call.progress_base;
         let call_id = call.call_id.clone();
         let token = call.progress_token.clone();
+        if let Some(call) = self.call_mut(handle) {
+            call.progress_high = call.progress_high.max(progress + base);
+        }
         self.send_progress(&call_id, token, progress, total, message, base);
     }
 
@@ -956,6 +1058,159 @@ impl<H> PageEngine<H> {
         .above(base);
         let frame = encode_notification(method::PROGRESS, &params);
         self.send(frame, Kind::Progress(call_id));
+    }
+
+    /// `notifications/message` for a running call, at or above the level the agent asked for
+    /// (`clienttools/logLevel` in the call's `_meta`; none: every level), at most
+    /// [`MAX_LOGS_PER_CALL`] per call; what is dropped is said once, on the page.
+    fn log(&mut self, handle: CallHandle, level: &str, data: Value, logger: Option<String>) {
+        let Some(call) = self.call_mut(handle) else {
+            return;
+        };
+        let Some(severity) = log_severity(level) else {
+            let message = format!(
+                "ctx.log: '{level}' is not a log level (debug, info, notice, warning, error, \
+                 critical, alert, emergency); the message was dropped"
+            );
+            return self.warn_code(WarningCode::LogDropped, message, None);
+        };
+        let wanted = call
+            .params
+            .meta_value(protocol::meta::LOG_LEVEL)
+            .and_then(Value::as_str)
+            .and_then(log_severity)
+            .is_none_or(|least| severity >= least);
+        if !wanted {
+            return;
+        }
+        call.logs += 1;
+        if call.logs > MAX_LOGS_PER_CALL {
+            if call.logs == MAX_LOGS_PER_CALL + 1 {
+                let message = format!(
+                    "call {} logged more than {MAX_LOGS_PER_CALL} messages; the rest are dropped",
+                    call.call_id
+                );
+                self.warn_code(WarningCode::LogDropped, message, None);
+            }
+            return;
+        }
+        let params = LogParams {
+            level,
+            data,
+            logger,
+            meta: CallMeta {
+                call_id: &call.call_id,
+            },
+        };
+        let frame = encode_notification(method::MESSAGE, &params);
+        self.send(frame, Kind::Other);
+    }
+
+    /// A round of requests to the agent from a running handler: the page's own request,
+    /// `clienttools/input`, tied to its call (`_meta` `clienttools/callId`); the handler's timeout
+    /// stops while the agent answers (bounded like human time, with progress). What cannot be
+    /// asked is answered at once with its reason.
+    fn ask_agent(&mut self, now: Millis, handle: CallHandle, requests: &str) {
+        let waiting = self
+            .calls
+            .iter()
+            .filter(|call| matches!(&call.phase, Phase::Running { round: Some(_), .. }))
+            .count();
+        let Some(at) = self.position(handle) else {
+            return;
+        };
+        let id = RequestId::String(format!("clienttools-input-{}", self.next_handle));
+        self.next_handle += 1;
+        let call = &self.calls[at];
+        let object = requests.trim_start().starts_with('{')
+            && crate::tape::Tape::parse_within(requests, crate::tape::MAX_DEPTH - 3).is_ok();
+        let frame = format!(
+            r#"{{"jsonrpc":"2.0","id":{},"method":"{}","params":{{"inputRequests":{requests},"_meta":{{"{}":{}}}}}}}"#,
+            serde_json::to_string(&id).unwrap_or_default(),
+            method::INPUT,
+            protocol::meta::CALL_ID,
+            serde_json::to_string(&call.call_id).unwrap_or_default(),
+        );
+        let refusal = if matches!(call.reply, Reply::Page) {
+            // A page call has no agent: as for an agent without the capability.
+            Some((
+                code::MISSING_CAPABILITY,
+                "no agent to ask: the page itself made this call",
+            ))
+        } else if !matches!(call.phase, Phase::Running { round: None, .. }) {
+            Some((
+                code::INVALID_REQUEST,
+                "the call is not running, or a round already waits",
+            ))
+        } else if waiting >= MAX_ROUNDS_WAITING {
+            Some((
+                code::INVALID_REQUEST,
+                "the page has 64 rounds waiting for agents",
+            ))
+        } else if !object || check_outgoing(&frame).is_err() {
+            Some((
+                code::INVALID_PARAMS,
+                "a round is {key: {method, params}} within the frame limits",
+            ))
+        } else {
+            None
+        };
+        if let Some((code, why)) = refusal {
+            let answer = Err(RpcError::new(code, why));
+            return self.outputs.push_back(Output::AgentAnswered {
+                call: handle,
+                answer,
+            });
+        }
+        self.outputs.push_back(Output::Send(frame));
+        let call = &mut self.calls[at];
+        let origin = call.progress_high;
+        if let Phase::Running {
+            deadline, round, ..
+        } = &mut call.phase
+        {
+            let remaining_ms = deadline.map_or(0.0, |d| (d.0 - now.0).max(0.0));
+            *deadline = None;
+            *round = Some(AgentRound {
+                id,
+                wait: HumanWait::after(Waiting::Agent, now, origin),
+                remaining_ms,
+            });
+        }
+    }
+
+    /// A response from the runtime: the answer to a round, or why the agent could not answer it.
+    fn agent_answer(&mut self, now: Millis, id: &RequestId, answer: Result<Value, RpcError>) {
+        let found = self.calls.iter().find_map(|call| match &call.phase {
+            Phase::Running {
+                round: Some(round), ..
+            } if round.id == *id => Some(call.handle),
+            _ => None,
+        });
+        if let Some(handle) = found {
+            self.end_round(now, handle, answer);
+        }
+    }
+
+    /// The round is over: the handler hears the answer, and its timeout goes on.
+    fn end_round(&mut self, now: Millis, handle: CallHandle, answer: Result<Value, RpcError>) {
+        let Some(call) = self.call_mut(handle) else {
+            return;
+        };
+        let Phase::Running {
+            deadline, round, ..
+        } = &mut call.phase
+        else {
+            return;
+        };
+        let Some(round) = round.take() else {
+            return;
+        };
+        *deadline = Some(Millis(now.0 + round.remaining_ms));
+        self.outputs.push_back(Output::AgentAnswered {
+            call: handle,
+            answer,
+        });
     }
 
     fn tools_changed(&mut self, now: Millis) {
@@ -1017,6 +1272,7 @@ impl<H> PageEngine<H> {
                 prepared,
                 deadline: Some(deadline),
                 person: None,
+                round: None,
                 modified_input,
             } if *deadline <= now => {
                 let mut result = outcome::timed_out(prepared.timeout_ms);
@@ -1031,6 +1287,9 @@ impl<H> PageEngine<H> {
                 return self.end(now, handle, Ending::Result(result), Some(stop));
             }
             Phase::Running {
+                round: Some(round), ..
+            } => &mut round.wait,
+            Phase::Running {
                 person: Some(wait), ..
             }
             | Phase::Confirming { wait, .. }
@@ -1044,7 +1303,11 @@ impl<H> PageEngine<H> {
             wait.waited_ms += HUMAN_WAIT_TICK_MS;
             wait.next_tick = wait.next_tick.after(HUMAN_WAIT_TICK_MS);
         }
-        let (why, waited_ms) = (wait.why, wait.waited_ms);
+        let (why, waited_ms, origin) = (wait.why, wait.waited_ms, wait.origin);
+        if waited_ms >= HUMAN_WAIT_MAX_MS && matches!(why, Waiting::Agent) {
+            let expired = RpcError::new(code::REQUEST_TIMEOUT, why.expired().text());
+            return self.end_round(now, handle, Err(expired));
+        }
         if waited_ms >= HUMAN_WAIT_MAX_MS {
             let mut result = why.expired();
             if let Phase::Running {
@@ -1061,10 +1324,12 @@ impl<H> PageEngine<H> {
             };
             return self.end(now, handle, Ending::Result(result), Some(stop));
         }
-        call.progress_base = waited_ms as f64;
+        let progress = origin + waited_ms as f64;
+        call.progress_base = progress;
+        call.progress_high = progress;
         let (call_id, token) = (call.call_id.clone(), call.progress_token.clone());
         let message = Some(why.message().to_owned());
-        self.send_progress(&call_id, token, waited_ms as f64, None, message, 0.0);
+        self.send_progress(&call_id, token, progress, None, message, 0.0);
     }
 
     /// Ends a call, once: the call leaves the engine here, so a later ending finds nothing.
@@ -1096,7 +1361,31 @@ impl<H> PageEngine<H> {
                 }));
             }
         }
+        if let Ending::Failed(error) = ending {
+            if let Some(started) = call.activated_at {
+                self.outputs.push_back(Output::Emit(Event::Call {
+                    tool_name: tool_name.clone(),
+                    call_id: call.call_id.clone(),
+                    what: CallEvent::Finished {
+                        is_error: true,
+                        duration_ms: now.since(started),
+                    },
+                }));
+            }
+            return match call.reply {
+                Reply::Page => self.outputs.push_back(Output::Settled {
+                    call: handle,
+                    result: Some(CallToolResult::error(error.message)),
+                }),
+                Reply::Frame(id) => {
+                    let frame = encode_error(Some(&id), &error);
+                    self.ledger.finish(&ledger_key(&id), frame.clone());
+                    self.outputs.push_back(Output::Send(frame));
+                }
+            };
+        }
         let result = match ending {
+            Ending::Failed(_) => unreachable!("answered above"),
             Ending::Result(result) => {
                 if let Some(started) = call.activated_at {
                     self.outputs.push_back(Output::Emit(Event::Call {
@@ -1124,7 +1413,7 @@ impl<H> PageEngine<H> {
                 let result =
                     result.unwrap_or_else(|| CallToolResult::error("the call was cancelled"));
                 let frame = self.call_answer(&id, &tool_name, &result);
-                self.ledger.finish(&call.call_id, frame.clone());
+                self.ledger.finish(&ledger_key(&id), frame.clone());
                 if sent {
                     self.outputs.push_back(Output::Send(frame));
                 }
@@ -1175,10 +1464,21 @@ impl<H> PageEngine<H> {
                 self.outputs
                     .push_back(Output::Send(encode_error(Some(id), &error)));
             }
-            Kind::Progress(call_id) => self.warn(
-                format!("a progress notification of call {call_id} was dropped: {limit}"),
-                None,
-            ),
+            Kind::Progress(call_id) => {
+                // Its token (or message) is what is too large: no later report would fit either.
+                let stopped = self.calls.iter_mut().find(|call| call.call_id == call_id);
+                if let Some(call) = stopped {
+                    call.progress_token = None;
+                }
+                self.warn(
+                    format!(
+                        "a progress notification of call {} was dropped: {limit}; the call \
+                         reports no more progress",
+                        shorten(call_id)
+                    ),
+                    None,
+                )
+            }
             Kind::Other => self.warn(
                 format!("a frame for the runtime was dropped: {limit}"),
                 None,
@@ -1187,12 +1487,63 @@ impl<H> PageEngine<H> {
     }
 
     fn warn(&mut self, message: String, tool_name: Option<&str>) {
+        self.warn_code(WarningCode::FrameLimit, message, tool_name);
+    }
+
+    fn warn_code(&mut self, code: WarningCode, message: String, tool_name: Option<&str>) {
         self.outputs.push_back(Output::Emit(Event::Warning {
-            code: WarningCode::FrameLimit,
+            code,
             message,
             tool_name: tool_name.map(str::to_owned),
         }));
     }
+}
+
+/// At most 64 characters of `text`, for messages that quote what a runtime sent.
+fn shorten(text: &str) -> String {
+    match text.char_indices().nth(64) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_owned(),
+    }
+}
+
+/// The ledger's key of a call id: its JSON, so `1` and `"1"` are two calls.
+fn ledger_key(id: &RequestId) -> String {
+    serde_json::to_string(id).unwrap_or_default()
+}
+
+/// `_meta` of the page's own messages for a call.
+#[derive(serde::Serialize)]
+struct CallMeta<'a> {
+    #[serde(rename = "clienttools/callId")]
+    call_id: &'a str,
+}
+
+/// `notifications/message` params (`ctx.log`).
+#[derive(serde::Serialize)]
+struct LogParams<'a> {
+    level: &'a str,
+    data: Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    logger: Option<String>,
+    #[serde(rename = "_meta")]
+    meta: CallMeta<'a>,
+}
+
+/// RFC 5424 levels, least severe first (MCP's `LoggingLevel`).
+const LOG_LEVELS: [&str; 8] = [
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+];
+
+fn log_severity(level: &str) -> Option<usize> {
+    LOG_LEVELS.iter().position(|known| *known == level)
 }
 
 fn running_phase<H>(prepared: PreparedCall<H>, modified_input: Option<Value>) -> Phase<H> {
@@ -1201,6 +1552,7 @@ fn running_phase<H>(prepared: PreparedCall<H>, modified_input: Option<Value>) ->
         modified_input,
         deadline: None,
         person: None,
+        round: None,
     }
 }
 

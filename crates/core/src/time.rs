@@ -2,7 +2,7 @@
 //! in the browser, an `Instant` natively). The engines never read a clock; they are told the time.
 
 /// A point in time, in milliseconds on the driver's monotonic clock.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
+#[derive(Debug, Clone, Copy, Default)]
 pub struct Millis(pub f64);
 
 impl Millis {
@@ -14,6 +14,13 @@ impl Millis {
     /// Milliseconds from `earlier` to this (never negative).
     pub fn since(self, earlier: Millis) -> f64 {
         (self.0 - earlier.0).max(0.0)
+    }
+}
+
+/// Equal exactly when [`Ord`] says so (`total_cmp`: one order, even for NaN and -0).
+impl PartialEq for Millis {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other).is_eq()
     }
 }
 

@@ -9,7 +9,6 @@
 //! every keyword: vendor/README.md).
 
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use jsonschema::{Draft, Validator};
@@ -23,7 +22,8 @@ const CALL_SCHEMA_CACHE_LIMIT: usize = 64;
 thread_local! {
     /// Agent-defined tools send the same schemas with every call; compiling one takes milliseconds
     /// (BENCHMARKS.md), looking it up by its JSON text microseconds.
-    static CALL_SCHEMAS: RefCell<HashMap<String, Arc<CompiledSchema>>> = RefCell::new(HashMap::new());
+    /// Scanned, not hashed: at most [`CALL_SCHEMA_CACHE_LIMIT`] entries.
+    static CALL_SCHEMAS: RefCell<Vec<(String, Arc<CompiledSchema>)>> = const { RefCell::new(Vec::new()) };
 
     /// The meta-schema validators, one per draft, built on first use and kept for the program.
     static META_SCHEMAS: RefCell<Vec<(Draft, &'static Validator<TapeJson>)>> = const { RefCell::new(Vec::new()) };
@@ -97,7 +97,14 @@ impl CompiledSchema {
     /// every call. Errors are not cached: a bad schema is reported each time.
     pub fn compile_cached(schema: &Value) -> Result<Arc<Self>, String> {
         let key = schema.to_string();
-        if let Some(compiled) = CALL_SCHEMAS.with(|cache| cache.borrow().get(&key).cloned()) {
+        let cached = CALL_SCHEMAS.with(|cache| {
+            let cache = cache.borrow();
+            cache
+                .iter()
+                .find(|(k, _)| *k == key)
+                .map(|(_, c)| c.clone())
+        });
+        if let Some(compiled) = cached {
             return Ok(compiled);
         }
         let compiled = Arc::new(Self::compile(schema)?);
@@ -106,7 +113,7 @@ impl CompiledSchema {
             if cache.len() >= CALL_SCHEMA_CACHE_LIMIT {
                 cache.clear();
             }
-            cache.insert(key, compiled.clone());
+            cache.push((key, compiled.clone()));
         });
         Ok(compiled)
     }

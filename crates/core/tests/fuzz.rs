@@ -192,6 +192,12 @@ enum Op {
     ToggleLateTool,
     Session(bool),
     Advance(u32),
+    /// `ctx.log` of the n-th running handler, at one of nine levels (one is not a level).
+    Log(u8, u8),
+    /// The n-th running handler asks the agent a round of this many requests.
+    Ask(u8, u8),
+    /// The agent answers the n-th request the page sent it (a result or an error).
+    Reply(u8, bool),
 }
 
 const TOOLS: [&str; 5] = ["plain", "confirm", "late", "agent_tool", "pick"];
@@ -208,6 +214,9 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (0u8..5).prop_map(Op::PageCall),
         1 => Just(Op::ToggleLateTool),
         1 => any::<bool>().prop_map(Op::Session),
+        1 => (any::<u8>(), 0u8..9).prop_map(|(n, level)| Op::Log(n, level)),
+        2 => (any::<u8>(), 0u8..10).prop_map(|(n, count)| Op::Ask(n, count)),
+        3 => (any::<u8>(), any::<bool>()).prop_map(|(n, ok)| Op::Reply(n, ok)),
         4 => prop_oneof![0u32..3_000, 0u32..400_000].prop_map(Op::Advance),
     ]
 }
@@ -244,6 +253,8 @@ struct Seen {
     /// Page calls begun and settled.
     page_calls: HashSet<CallHandle>,
     settled: HashSet<CallHandle>,
+    /// Ids of the page's own requests to the agent, in the order sent.
+    asked: Vec<serde_json::Value>,
 }
 
 /// Drives the page engine that ships through any interleaving of frames, handler ends, decisions,
@@ -349,6 +360,63 @@ fn check_engine(ops: &[Op]) -> Result<(), TestCaseError> {
                 }
                 engine.handle(now, Input::SessionBegun { resumed: *resumed });
             }
+            Op::Log(n, level) => {
+                if let Some(&call) = pick(&seen.running, *n) {
+                    let levels = [
+                        "debug",
+                        "info",
+                        "notice",
+                        "warning",
+                        "error",
+                        "critical",
+                        "alert",
+                        "emergency",
+                        "loud",
+                    ];
+                    let level = levels[*level as usize].into();
+                    let input = Input::Log {
+                        call,
+                        level,
+                        data: json!({"n": n}),
+                        logger: None,
+                    };
+                    engine.handle(now, input);
+                }
+            }
+            Op::Ask(n, count) => {
+                if let Some(&call) = pick(&seen.running, *n) {
+                    let methods = ["elicitation/create", "sampling/createMessage", "roots/list"];
+                    // `count` 0 is not an object: the engine refuses it at once.
+                    let requests = match count {
+                        0 => "[]".to_owned(),
+                        _ => json!((0..*count)
+                            .map(|k| (
+                                format!("k{k}"),
+                                json!({"method": methods[k as usize % 3], "params": {"message": "?"}})
+                            ))
+                            .collect::<serde_json::Map<_, _>>())
+                        .to_string(),
+                    };
+                    engine.handle(
+                        now,
+                        Input::AskAgent {
+                            call,
+                            requests: &requests,
+                        },
+                    );
+                }
+            }
+            Op::Reply(n, ok) => {
+                if !seen.asked.is_empty() {
+                    let id = seen.asked[*n as usize % seen.asked.len()].clone();
+                    let frame = match ok {
+                        true => json!({"jsonrpc": "2.0", "id": id, "result": {"action": "accept"}}),
+                        false => json!({"jsonrpc": "2.0", "id": id,
+                                        "error": {"code": -32021, "message": "no"}}),
+                    };
+                    engine.handle(now, Input::Frame(&frame.to_string()));
+                }
+            }
             Op::Advance(ms) => {
                 now = now.after(u64::from(*ms));
                 wake(&mut engine, now)?;
@@ -428,6 +496,15 @@ fn drain(engine: &mut PageEngine<u8>, session: u32, seen: &mut Seen) -> Result<(
                 // never answers).
                 let read = protocol::decode(&frame).map_or_else(|e| e.was_response, |_| true);
                 prop_assert!(read, "sent what the runtime refuses: {}", frame);
+                if let Ok(Message::Request { id, .. }) = protocol::decode(&frame) {
+                    seen.asked.push(serde_json::to_value(&id).unwrap());
+                }
+            }
+            Output::AgentAnswered { call, .. } => {
+                prop_assert!(
+                    seen.running.contains(&call),
+                    "answered a round of no running call"
+                );
             }
             Output::Emit(_) => {}
         }

@@ -883,3 +883,358 @@ fn initialize_ping_list_and_unknown_methods_are_answered_here() {
     assert_eq!(sent[4]["error"]["code"], -32602);
     assert_eq!(sent[5]["error"]["code"], -32700);
 }
+
+// ---- MCP results, logs and asking the agent (SPEC §4) -----------------------------------------
+
+#[test]
+fn a_handler_shaped_mcp_result_is_sent_as_it_is() {
+    let mut page = Page::new();
+    page.define(json!({"name": "snapshot", "description": "A picture of the board"}));
+    page.take();
+    page.call(1, "snapshot", json!({}));
+    let (call, _) = page.ran();
+    let result = json!({"content": [
+        {"type": "text", "text": "the board"},
+        {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"}
+    ]});
+    page.settle(call, HandlerOutcome::Returned(result.to_string()));
+    let answer = only_answer(&page.sent(), 1);
+    assert_eq!(answer["result"]["content"], result["content"]);
+    assert_eq!(answer["result"]["isError"], false);
+    assert!(answer["result"].get("structuredContent").is_none());
+
+    page.call(2, "snapshot", json!({}));
+    let (call, _) = page.ran();
+    let broken = json!({"content": [{"type": "image", "data": "AAAA"}]});
+    page.settle(call, HandlerOutcome::Returned(broken.to_string()));
+    let answer = only_answer(&page.sent(), 2);
+    let (text, is_error) = answer_text(&answer);
+    assert!(
+        is_error && text.contains("content[0]: a image block needs 'mimeType'"),
+        "{text}"
+    );
+
+    // With an output schema, structuredContent is what it checks.
+    page.call(3, "read_board", json!({"boardId": "b"}));
+    let (call, _) = page.ran();
+    let shaped = json!({"content": [{"type": "text", "text": "1 task"}],
+                        "structuredContent": {"tasks": [1]}});
+    page.settle(call, HandlerOutcome::Returned(shaped.to_string()));
+    let answer = only_answer(&page.sent(), 3);
+    assert_eq!(answer["result"]["structuredContent"], json!({"tasks": [1]}));
+    page.call(4, "read_board", json!({"boardId": "b"}));
+    let (call, _) = page.ran();
+    let unshaped = json!({"content": [{"type": "text", "text": "no structure"}]});
+    page.settle(call, HandlerOutcome::Returned(unshaped.to_string()));
+    let answer = only_answer(&page.sent(), 4);
+    assert!(answer_text(&answer).0.contains("no structuredContent"));
+}
+
+#[test]
+fn logs_go_to_the_agent_at_its_level_and_are_bounded() {
+    let mut page = Page::new();
+    page.frame(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "read_board", "arguments": {"boardId": "b"},
+        "_meta": {"clienttools/logLevel": "warning"}}}),
+    );
+    let (call, _) = page.ran();
+    for level in ["debug", "info", "warning", "error"] {
+        page.input(Input::Log {
+            call,
+            level: level.into(),
+            data: json!({"at": level}),
+            logger: Some("board".into()),
+        });
+    }
+    let sent = page.sent();
+    let levels: Vec<_> = sent.iter().map(|f| f["params"]["level"].clone()).collect();
+    assert_eq!(levels, [json!("warning"), json!("error")]);
+    assert_eq!(sent[0]["method"], "notifications/message");
+    assert_eq!(sent[0]["params"]["logger"], "board");
+    assert_eq!(sent[0]["params"]["_meta"]["clienttools/callId"], "1");
+
+    page.input(Input::Log {
+        call,
+        level: "loud".into(),
+        data: json!(1),
+        logger: None,
+    });
+    let outputs = page.take();
+    assert!(matches!(
+        &events(&outputs)[..],
+        [Event::Warning {
+            code: WarningCode::LogDropped,
+            ..
+        }]
+    ));
+    for n in 0..150 {
+        page.input(Input::Log {
+            call,
+            level: "error".into(),
+            data: json!(n),
+            logger: None,
+        });
+    }
+    let outputs = page.take();
+    let sent = outputs
+        .iter()
+        .filter(|o| matches!(o, Output::Send(_)))
+        .count();
+    assert_eq!(sent, 98, "100 per call in all");
+    assert_eq!(events(&outputs).len(), 1, "the drop is said once");
+}
+
+/// The one answer to a round: the agent's `{inputResponses}`, or the error's code.
+fn agent_answered(outputs: &[Output<&'static str>]) -> Result<Value, i64> {
+    outputs
+        .iter()
+        .find_map(|o| match o {
+            Output::AgentAnswered { answer, .. } => Some(answer.clone().map_err(|e| e.code)),
+            _ => None,
+        })
+        .expect("the round is answered")
+}
+
+#[test]
+fn a_round_goes_to_the_agent_and_its_time_is_not_handler_time() {
+    let mut page = Page::new();
+    page.frame(
+        json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+        "name": "read_board", "arguments": {"boardId": "b"}, "_meta": {"progressToken": "p"}}}),
+    );
+    let (call, _) = page.ran();
+    page.advance(4_000); // of the handler's 5 s
+    page.input(Input::AskAgent {
+        call,
+        requests: r#"{"name": {"method": "elicitation/create",
+            "params": {"message": "Your name?", "requestedSchema": {"type": "object"}}},
+            "roots": {"method": "roots/list", "params": null}}"#,
+    });
+    let sent = page.sent();
+    assert_eq!(sent.len(), 1, "one request for the round");
+    assert_eq!(sent[0]["method"], "clienttools/input");
+    assert_eq!(sent[0]["params"]["_meta"]["clienttools/callId"], "7");
+    let asked = &sent[0]["params"]["inputRequests"];
+    assert_eq!(asked["name"]["method"], "elicitation/create");
+    assert_eq!(asked["name"]["params"]["message"], "Your name?");
+    assert_eq!(
+        asked["roots"],
+        json!({"method": "roots/list", "params": null}),
+        "as the handler gave them (the runtime reads null as none)"
+    );
+    // The agent takes 20 s: progress keeps the runtime waiting, the handler's clock stands still.
+    page.advance(20_000);
+    let ticks = page.sent();
+    assert_eq!(ticks.len(), 20);
+    assert_eq!(
+        ticks[19]["params"]["message"],
+        "waiting for the agent to answer"
+    );
+    let id = sent[0]["id"].clone();
+    let responses = json!({"inputResponses": {"roots": {"roots": []}}});
+    page.frame(json!({"jsonrpc": "2.0", "id": id, "result": responses}));
+    assert_eq!(
+        agent_answered(&page.take()),
+        Ok(responses),
+        "as the agent gave it (the SDK names a missing key)"
+    );
+    // An answer to a round answered before changes nothing.
+    page.frame(json!({"jsonrpc": "2.0", "id": id, "result": {}}));
+    assert!(page.take().is_empty());
+    page.advance(999);
+    assert!(
+        page.sent().is_empty(),
+        "1 s of the handler's timeout was left"
+    );
+    page.advance(1);
+    let answer = only_answer(&page.sent(), 7);
+    assert_eq!(answer_text(&answer), ("timed out after 5000 ms", true));
+}
+
+#[test]
+fn what_cannot_be_asked_is_answered_at_once() {
+    let mut page = Page::new();
+    page.call(1, "read_board", json!({"boardId": "b"}));
+    let (call, _) = page.ran();
+    for bad in ["[]", "{\"a\":", "\"roots/list\"", ""] {
+        page.input(Input::AskAgent {
+            call,
+            requests: bad,
+        });
+        assert_eq!(agent_answered(&page.take()), Err(-32602), "{bad}");
+    }
+    let deep = format!("{{\"a\":{}1{}}}", "[".repeat(200), "]".repeat(200));
+    page.input(Input::AskAgent {
+        call,
+        requests: &deep,
+    });
+    assert_eq!(agent_answered(&page.take()), Err(-32602), "too deep");
+    let long = format!(
+        r#"{{"a":{{"method":"roots/list","params":{{"x":"{}"}}}}}}"#,
+        "x".repeat(MAX_FRAME_BYTES)
+    );
+    page.input(Input::AskAgent {
+        call,
+        requests: &long,
+    });
+    assert_eq!(
+        agent_answered(&page.take()),
+        Err(-32602),
+        "over the frame limit"
+    );
+    assert!(page.sent().is_empty(), "nothing went to the runtime");
+    // A page call has no agent to ask.
+    let local = page.engine.begin_page_call(
+        page.now,
+        "read_board".into(),
+        Some(r#"{"boardId":"b"}"#.into()),
+        Caller::Page,
+    );
+    page.take();
+    let roots = r#"{"a": {"method": "roots/list"}}"#;
+    page.input(Input::AskAgent {
+        call: local,
+        requests: roots,
+    });
+    assert_eq!(agent_answered(&page.take()), Err(-32021));
+
+    // The runtime refuses the round: the handler hears why.
+    page.input(Input::AskAgent {
+        call,
+        requests: roots,
+    });
+    let sent = page.sent();
+    // One round at a time per call.
+    page.input(Input::AskAgent {
+        call,
+        requests: roots,
+    });
+    assert_eq!(agent_answered(&page.take()), Err(-32600));
+    page.frame(
+        json!({"jsonrpc": "2.0", "id": sent[0]["id"], "error": {"code": -32021,
+        "message": "no sampling", "data": {"requiredCapabilities": {"sampling": {}}}}}),
+    );
+    assert_eq!(agent_answered(&page.take()), Err(-32021));
+
+    // The agent never answers: after the human bound the round fails and the handler goes on.
+    page.input(Input::AskAgent {
+        call,
+        requests: roots,
+    });
+    page.take();
+    page.advance(HUMAN_WAIT_MAX_MS);
+    assert_eq!(agent_answered(&page.take()), Err(-32001));
+}
+
+#[test]
+fn a_handler_that_lets_a_missing_capability_propagate_fails_the_request() {
+    let mut page = Page::new();
+    page.call(1, "read_board", json!({"boardId": "b"}));
+    let (call, _) = page.ran();
+    let required = json!({"sampling": {}});
+    page.settle(call, HandlerOutcome::CapabilityMissing(required.clone()));
+    let answer = only_answer(&page.sent(), 1);
+    assert_eq!(answer["error"]["code"], -32021);
+    assert_eq!(answer["error"]["data"]["requiredCapabilities"], required);
+    page.call(1, "read_board", json!({"boardId": "b"}));
+    assert_eq!(
+        only_answer(&page.sent(), 1)["error"]["code"],
+        -32021,
+        "a re-send learns it"
+    );
+}
+
+// ---- what a hostile runtime cannot do -----------------------------------------------------------
+
+#[test]
+fn ids_1_and_quoted_1_are_two_calls() {
+    let mut page = Page::new();
+    page.call(1, "read_board", json!({"boardId": "b"}));
+    let (first, _) = page.ran();
+    page.frame(json!({"jsonrpc": "2.0", "id": "1", "method": "tools/call",
+                      "params": {"name": "read_board", "arguments": {"boardId": "b"}}}));
+    let (second, _) = page.ran();
+    assert_ne!(first, second, "not joined");
+    page.frame(
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                      "params": {"requestId": "1"}}),
+    );
+    let outputs = page.take();
+    assert!(matches!(outputs[0], Output::Abort { call, .. } if call == second));
+    page.settle(first, HandlerOutcome::Returned(r#"{"tasks":[]}"#.into()));
+    assert_eq!(only_answer(&page.sent(), 1)["id"], 1);
+}
+
+#[test]
+fn a_page_runs_a_bounded_number_of_calls() {
+    let mut page = Page::new();
+    for id in 0..client_tools_core::limits::MAX_LIVE_CALLS as i64 {
+        page.call(id, "nobody_yet", json!({}));
+    }
+    assert!(page.take().is_empty(), "each waits for a handler");
+    page.call(9_999, "nobody_yet", json!({}));
+    let answer = only_answer(&page.sent(), 9_999);
+    assert!(answer_text(&answer).0.contains("calls in progress"));
+    let long = "x".repeat(100_000);
+    page.advance(HANDLER_GRACE_MS);
+    page.take();
+    page.call(10_000, &long, json!({}));
+    page.advance(HANDLER_GRACE_MS);
+    let answer = only_answer(&page.sent(), 10_000);
+    assert!(
+        answer_text(&answer).0.len() < 300,
+        "a hostile name is not echoed whole"
+    );
+}
+
+#[test]
+fn progress_only_increases_and_is_always_a_number() {
+    let mut page = Page::new();
+    page.engine
+        .registry_mut()
+        .define(
+            Declaration {
+                original_name: "book".into(),
+                require_confirmation: Some(true),
+                ..Declaration::default()
+            },
+            ToolKind::Form,
+            "form",
+        )
+        .unwrap();
+    page.input(Input::ToolsChanged);
+    page.take();
+    page.frame(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "book", "arguments": {}, "_meta": {"progressToken": 1}}}),
+    );
+    let call = confirm_ask(&page.take());
+    page.advance(5_000);
+    page.input(Input::Answered {
+        call,
+        answer: Answer::Approve {
+            allow_session: true,
+        },
+    });
+    page.input(Input::Progress {
+        call,
+        progress: f64::NAN,
+        total: None,
+        message: None,
+    });
+    page.input(Input::WaitingForPerson { call });
+    page.advance(3_000);
+    let progress: Vec<f64> = page
+        .sent()
+        .iter()
+        .map(|f| f["params"]["progress"].as_f64().expect("a number"))
+        .collect();
+    assert!(progress.windows(2).all(|w| w[0] < w[1]), "{progress:?}");
+    assert_eq!(progress.len(), 8);
+    // "Allow for this session" was not offered (the option is off): the next call asks again.
+    page.input(Input::PersonDone { call });
+    page.settle(call, HandlerOutcome::ReturnedNothing);
+    page.call(2, "book", json!({}));
+    confirm_ask(&page.take());
+}

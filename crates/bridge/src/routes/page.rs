@@ -366,7 +366,15 @@ pub(crate) fn handle_frame(
         Rpc::Notification { method, .. } if method == method::TOOLS_LIST_CHANGED => {
             refresh.notify_one();
         }
+        Rpc::Notification { method, params } if method == method::MESSAGE => {
+            session.page_log(params);
+        }
         Rpc::Response { .. } | Rpc::Notification { .. } => {}
+        Rpc::Request { id, method, params } if method == method::INPUT => {
+            if let Some(error) = session.page_input(id.clone(), params) {
+                send_reply(reply, encode_error(Some(&id), &error));
+            }
+        }
         Rpc::Request { id, method, .. } => {
             let frame = if method == method::PING {
                 encode_result(&id, &json!({}))

@@ -13,6 +13,7 @@ pub const PROTOCOL_VERSION: &str = "2025-11-25";
 pub use crate::limits::{MAX_FRAME_BYTES, MAX_FRAME_DEPTH};
 
 mod call_frame;
+pub mod content;
 #[cfg(feature = "runtime")]
 mod page_answer;
 
@@ -39,6 +40,12 @@ pub mod meta {
     /// result form can say who asks (the page has no definition of its own for it).
     pub const TITLE: &str = "clienttools/title";
     pub const DESCRIPTION: &str = "clienttools/description";
+    /// On a page's own request (`clienttools/input`) or log message: the call (its `tools/call` id)
+    /// it belongs to.
+    pub const CALL_ID: &str = "clienttools/callId";
+    /// On `tools/call`: the least severe log level the agent wants (`logging/setLevel`); absent:
+    /// every level.
+    pub const LOG_LEVEL: &str = "clienttools/logLevel";
 }
 
 /// JSON-RPC method names used on the page connection.
@@ -51,6 +58,15 @@ pub mod method {
     pub const TOOLS_LIST_CHANGED: &str = "notifications/tools/list_changed";
     pub const CANCELLED: &str = "notifications/cancelled";
     pub const PROGRESS: &str = "notifications/progress";
+    /// A log message (`ctx.log`).
+    pub const MESSAGE: &str = "notifications/message";
+    /// The page's own request: a round of requests for the agent (`{inputRequests, _meta}`),
+    /// answered with `{inputResponses}` (SPEC §6).
+    pub const INPUT: &str = "clienttools/input";
+    /// What a handler may ask the agent mid-call (SPEC §4, §6).
+    pub const ELICITATION_CREATE: &str = "elicitation/create";
+    pub const SAMPLING_CREATE_MESSAGE: &str = "sampling/createMessage";
+    pub const ROOTS_LIST: &str = "roots/list";
 }
 
 /// JSON-RPC error codes.
@@ -60,6 +76,10 @@ pub mod code {
     pub const METHOD_NOT_FOUND: i64 = -32601;
     pub const INVALID_PARAMS: i64 = -32602;
     pub const INTERNAL_ERROR: i64 = -32603;
+    /// MCP: the request needs a capability the client did not declare (`data.requiredCapabilities`).
+    pub const MISSING_CAPABILITY: i64 = -32021;
+    /// No answer in time (an implementation-defined server error).
+    pub const REQUEST_TIMEOUT: i64 = -32001;
 }
 
 /// A JSON-RPC request id: a number or a string.
@@ -511,10 +531,49 @@ fn value_end(bytes: &[u8], start: usize) -> Option<usize> {
     (depth == 0 && !in_string).then_some(bytes.len())
 }
 
+/// A content block of a result (MCP): plain text, or any other block (image, audio, resource
+/// link, embedded resource, or text with annotations) kept exactly as it was given once
+/// [`content::check_block`] accepted it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "lowercase")]
+#[serde(untagged)]
 pub enum Content {
-    Text { text: String },
+    Text(TextContent),
+    Block(Map<String, Value>),
+}
+
+/// `{"type": "text", "text": …}`, nothing else.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TextContent {
+    #[serde(rename = "type")]
+    kind: TextTag,
+    pub text: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum TextTag {
+    Text,
+}
+
+impl Content {
+    pub fn text(text: impl Into<String>) -> Self {
+        Content::Text(TextContent {
+            kind: TextTag::Text,
+            text: text.into(),
+        })
+    }
+
+    /// The text of a text block (plain, or with annotations).
+    pub fn as_text(&self) -> Option<&str> {
+        match self {
+            Content::Text(block) => Some(&block.text),
+            Content::Block(block) if block.get("type") == Some(&Value::from("text")) => {
+                block.get("text").and_then(Value::as_str)
+            }
+            Content::Block(_) => None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -540,7 +599,7 @@ impl CallToolResult {
             other => (other.to_string(), None),
         };
         Self {
-            content: vec![Content::Text { text }],
+            content: vec![Content::text(text)],
             structured_content,
             is_error: false,
             meta: None,
@@ -550,9 +609,7 @@ impl CallToolResult {
     /// An error result carrying `message` as its text.
     pub fn error(message: impl Into<String>) -> Self {
         Self {
-            content: vec![Content::Text {
-                text: message.into(),
-            }],
+            content: vec![Content::text(message)],
             structured_content: None,
             is_error: true,
             meta: None,
@@ -561,11 +618,7 @@ impl CallToolResult {
 
     /// The text of the first text content block.
     pub fn text(&self) -> &str {
-        self.content
-            .iter()
-            .map(|Content::Text { text }| text.as_str())
-            .next()
-            .unwrap_or("")
+        self.content.iter().find_map(Content::as_text).unwrap_or("")
     }
 }
 
