@@ -39,8 +39,9 @@ pub const RESULT_STORE_LIMIT: usize = 1_000;
 pub const RESULT_STORE_BYTES: usize = 16 * 1024 * 1024;
 
 /// Calls one page runs at once (any phase: waiting for a handler, a person, the agent); one more
-/// is answered at once with an error result. A runtime cannot make a page hold unbounded state.
-pub const MAX_LIVE_CALLS: usize = 256;
+/// is answered at once with an error result. A runtime cannot make a page hold unbounded state;
+/// the bound is well above the 1 000 calls in flight the soak test and the bridge allow.
+pub const MAX_LIVE_CALLS: usize = 4_096;
 
 /// Log messages one call may send to the agent (`ctx.log`); more are dropped, said once on the
 /// page: a chatty handler cannot flood the agent.
