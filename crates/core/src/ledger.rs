@@ -6,7 +6,7 @@
 //! handler twice for one id: a re-sent call joins the run in progress, gets its stored answer again,
 //! or — if the page was reloaded while it ran — an error saying it was not run again.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 
 pub use crate::limits::{RESULT_STORE_BYTES, RESULT_STORE_LIMIT};
 
@@ -23,14 +23,16 @@ pub enum Arrival {
     Interrupted,
 }
 
-/// Scanned lists, not hash maps: a page runs few calls at once, the 1 000 stored answers are
-/// looked up once per arriving call, and the browser package is smaller without a hasher of its
-/// own here.
+/// The running and interrupted ids are scanned lists (a page runs few calls at once); the stored
+/// answers are a map, looked up by every arriving call: scanning 1 000 of them cost more than half
+/// of a call's time in the engine.
 #[derive(Debug, Clone)]
 pub struct CallLedger {
     running: Vec<String>,
-    /// Finished calls' answer frames, oldest first.
-    finished: VecDeque<(String, String)>,
+    /// Finished calls' answer frames by id.
+    finished: HashMap<String, String>,
+    /// The ids of `finished`, oldest first (the order they are forgotten in).
+    finished_order: VecDeque<String>,
     /// The stored frames' bytes, bounded by [`RESULT_STORE_BYTES`] like their count.
     bytes: usize,
     interrupted: Vec<String>,
@@ -47,7 +49,8 @@ impl CallLedger {
     pub fn new(limit: usize) -> Self {
         Self {
             running: Vec::new(),
-            finished: VecDeque::new(),
+            finished: HashMap::new(),
+            finished_order: VecDeque::new(),
             bytes: 0,
             interrupted: Vec::new(),
             limit: limit.max(1),
@@ -64,7 +67,7 @@ impl CallLedger {
         if self.running.iter().any(|r| r == id) {
             return Arrival::Join;
         }
-        if let Some((_, frame)) = self.finished.iter().find(|(f, _)| f == id) {
+        if let Some(frame) = self.finished.get(id) {
             return Arrival::Resend(frame.clone());
         }
         if self.interrupted.iter().any(|i| i == id) {
@@ -79,17 +82,20 @@ impl CallLedger {
     pub fn finish(&mut self, id: &str, frame: String) {
         self.running.retain(|r| r != id);
         self.interrupted.retain(|i| i != id);
-        if let Some(at) = self.finished.iter().position(|(f, _)| f == id) {
-            if let Some((_, earlier)) = self.finished.remove(at) {
-                self.bytes -= earlier.len();
-            }
+        if let Some(earlier) = self.finished.remove(id) {
+            self.bytes -= earlier.len();
+            self.finished_order.retain(|f| f != id);
         }
         self.bytes += frame.len();
-        self.finished.push_back((id.to_owned(), frame));
+        self.finished.insert(id.to_owned(), frame);
+        self.finished_order.push_back(id.to_owned());
         while self.finished.len() > self.limit
             || (self.bytes > RESULT_STORE_BYTES && self.finished.len() > 1)
         {
-            if let Some((_, frame)) = self.finished.pop_front() {
+            let Some(oldest) = self.finished_order.pop_front() else {
+                break;
+            };
+            if let Some(frame) = self.finished.remove(&oldest) {
                 self.bytes -= frame.len();
             }
         }
