@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant, SystemTime};
 
 use client_tools_core::call::outcome;
@@ -92,6 +92,10 @@ struct State {
     /// The page's rounds (`clienttools/input`) not answered yet: the page's request id (its JSON)
     /// → the bridge's call id. Forgotten when answered or when the call ends.
     rounds: HashMap<String, String>,
+    /// When the session's timer ([`run_timer`]) will wake next; `None`: it sleeps until told.
+    armed: Option<Instant>,
+    /// The timer task runs (it starts with the session's first request).
+    timer_started: bool,
 }
 
 /// A caller waiting on a request: where its outcome and the page's progress go.
@@ -242,7 +246,10 @@ impl State {
 
 pub struct PageSession {
     id: String,
-    state: Mutex<State>,
+    /// Shared with the session's timer task, which holds it weakly (it ends with the session).
+    state: Arc<Mutex<State>>,
+    /// Wakes the timer task: an earlier deadline than the one it sleeps until, or the session's end.
+    timer: Arc<Notify>,
     /// Request ids are `<instance>-<n>`: unique across bridge restarts, so a page never mistakes a
     /// new call for one it already answered.
     instance: String,
@@ -278,7 +285,7 @@ impl PageSession {
     pub(crate) fn new(id: String, allow: Vec<String>, limits: Limits, log_payloads: bool) -> Self {
         Self {
             id,
-            state: Mutex::new(State {
+            state: Arc::new(Mutex::new(State {
                 connection: None,
                 engine: RequestEngine::new(limits.max_pending_per_session, now()),
                 tools: Arc::from(Vec::new()),
@@ -287,7 +294,10 @@ impl PageSession {
                 routes: RelayRoutes::new(limits.max_pending_per_session * RelayRoutes::PER_PENDING),
                 waiters: HashMap::new(),
                 rounds: HashMap::new(),
-            }),
+                armed: None,
+                timer_started: false,
+            })),
+            timer: Arc::new(Notify::new()),
             instance: instance_id(),
             next_request: AtomicU64::new(1),
             progress_seen: AtomicU64::new(0),
@@ -692,6 +702,8 @@ impl PageSession {
                 };
                 state.waiters.insert(id.clone(), waiter);
                 state.perform();
+                let wake = state.engine.wake_at(&id);
+                self.arm(&mut state, wake);
             }
             begun
         };
@@ -705,27 +717,36 @@ impl PageSession {
             session: self,
             id: &id,
         };
-        let mut changes = self.changes.subscribe();
-        let mut cancel = std::pin::pin!(cancel);
-        loop {
-            let Some(wake) = self.lock().engine.wake_at(&id) else {
-                return outcome_of(settled.await);
-            };
-            tokio::select! {
-                biased;
-                received = &mut settled => return outcome_of(received),
-                () = tokio::time::sleep_until(wake.into()) => {
-                    self.lock().drive(|engine| engine.handle_timeout(now()));
+        // The engine settles the request, at its deadline too (the session's timer wakes it).
+        tokio::select! {
+            biased;
+            received = &mut settled => outcome_of(received),
+            reason = cancel => {
+                if self.cancel_request(&id, &reason) {
+                    return Err(RequestFailure::Cancelled);
                 }
-                // A disconnect starts the grace, a reconnect ends it: look at the wake time again.
-                _ = changes.changed() => {}
-                reason = &mut cancel => {
-                    if self.cancel_request(&id, &reason) {
-                        return Err(RequestFailure::Cancelled);
-                    }
-                    return outcome_of(settled.await); // the outcome came first: it stands
-                }
+                outcome_of(settled.await) // the outcome came first: it stands
             }
+        }
+    }
+
+    /// The engine may want the time at `at` (a request begun, a disconnect's grace): wakes the
+    /// session's timer when it sleeps until later (or starts it, with the first request). One timer
+    /// per session, whatever the number of waiting requests (STYLE 13: one `poll_timeout`).
+    fn arm(&self, state: &mut State, at: Option<Instant>) {
+        let Some(at) = at else { return };
+        if state.armed.is_some_and(|armed| armed <= at) {
+            return;
+        }
+        state.armed = Some(at);
+        if state.timer_started {
+            self.timer.notify_one();
+        } else {
+            state.timer_started = true;
+            tokio::spawn(run_timer(
+                Arc::downgrade(&self.state),
+                Arc::clone(&self.timer),
+            ));
         }
     }
 
@@ -986,6 +1007,8 @@ impl PageSession {
         state.connection = None;
         state.routes.clear();
         state.drive(|engine| engine.disconnected(now()));
+        let wake = state.engine.poll_timeout();
+        self.arm(&mut state, wake);
         drop(state);
         self.changes.send_modify(|n| *n += 1);
     }
@@ -1121,10 +1144,46 @@ impl PageSession {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
-        // A panic while holding the lock leaves plain data behind; keep serving.
-        self.state
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        lock(&self.state)
+    }
+}
+
+impl Drop for PageSession {
+    /// The timer task sees the session gone and ends.
+    fn drop(&mut self) {
+        self.timer.notify_one();
+    }
+}
+
+fn lock(state: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
+    // A panic while holding the lock leaves plain data behind; keep serving.
+    state
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// The session's one timer: sleeps until the engine's [`RequestEngine::poll_timeout`] (or until
+/// [`PageSession::arm`] wakes it with an earlier time), then hands the engine the time. It ends
+/// with the session.
+async fn run_timer(state: Weak<Mutex<State>>, wake: Arc<Notify>) {
+    loop {
+        let next = {
+            let Some(state) = state.upgrade() else { return };
+            let mut state = lock(&state);
+            state.armed = state.engine.poll_timeout();
+            state.armed
+        };
+        let Some(at) = next else {
+            wake.notified().await;
+            continue;
+        };
+        tokio::select! {
+            () = tokio::time::sleep_until(at.into()) => {
+                let Some(state) = state.upgrade() else { return };
+                lock(&state).drive(|engine| engine.handle_timeout(now()));
+            }
+            () = wake.notified() => {}
+        }
     }
 }
 

@@ -184,15 +184,14 @@ impl RequestEngine {
     }
 
     /// When the engine next wants [`Self::handle_timeout`]: the earliest deadline or end of a
-    /// reconnect grace of the waiting requests; `None` when none waits. (A driver with one timer
-    /// sleeps until then; `PageSession` times each caller with [`Self::wake_at`] instead.)
-    #[allow(dead_code)]
+    /// reconnect grace of the waiting requests; `None` when none waits. The driver's one timer
+    /// sleeps until then.
     pub(crate) fn poll_timeout(&self) -> Option<Instant> {
         self.pending.values().map(Pending::wake_at).min()
     }
 
-    /// When request `id` may expire next (a driver with a timer per caller sleeps until then);
-    /// `None` once it is settled.
+    /// When request `id` may expire next (a request just begun: the driver's timer may have to
+    /// wake earlier); `None` once it is settled.
     pub(crate) fn wake_at(&self, id: &str) -> Option<Instant> {
         self.pending.get(id).map(Pending::wake_at)
     }
