@@ -42,6 +42,11 @@ pub(crate) const SETTLE: Duration = Duration::from_secs(1);
 /// File descriptors a process needs beyond its connections (std streams, epoll, the runtime…).
 const SPARE_FDS: u64 = 64;
 
+/// As in the bridge: glibc's allocator cost this tool 15 % of its CPU, taken from the cores it
+/// shares with the bridge it measures.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Measures the bridge with N simulated pages: memory per idle session, tool calls per second.
 #[derive(Debug, Parser)]
 #[command(name = "client-tools-load", version)]
