@@ -255,6 +255,14 @@ impl SuspendedCalls {
         Ok((claims.k, suspended))
     }
 
+    /// Puts a call [`Self::take`] took back as it was (same state, same expiry): its retry was
+    /// refused for malformed answers, and the caller may send them again, well-formed.
+    pub(crate) fn put_back(&self, key: String, suspended: Suspended) {
+        if suspended.expires > Instant::now() {
+            self.lock().insert(key, suspended);
+        }
+    }
+
     /// Suspended calls kept now.
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
@@ -481,10 +489,8 @@ pub(crate) async fn resume(rounds: &Rounds, retry: Retry, agent: &dyn AgentSide)
     let answered = match check_responses(&unanswered, &retry.responses) {
         Ok(answered) => answered,
         Err(why) => {
-            // Not spent: the agent may retry with well-formed answers (a new state).
-            let _ = rounds
-                .suspended
-                .keep(&rounds.states, rounds.holder(), key, call);
+            // Not spent: the agent may send well-formed answers with the same state.
+            rounds.suspended.put_back(key, call);
             return Driven::Refused(why);
         }
     };
@@ -664,6 +670,17 @@ mod tests {
         assert_ne!(next, state);
         assert!(calls.take(&states, &state, page.id()).is_err());
         assert!(calls.take(&states, &next, page.id()).is_ok());
+    }
+
+    #[tokio::test]
+    async fn a_call_put_back_after_malformed_answers_keeps_its_state() {
+        let page = session();
+        let _page = FakePage::connect(&page);
+        let (calls, states) = (SuspendedCalls::default(), RequestStates::default());
+        let state = suspend(&calls, &states, &page);
+        let (key, suspended) = calls.take(&states, &state, page.id()).unwrap();
+        calls.put_back(key, suspended);
+        assert!(calls.take(&states, &state, page.id()).is_ok());
     }
 
     #[tokio::test]
