@@ -617,7 +617,7 @@ async fn rounds_runs(node: &Node, session: &str, tool: &str) -> u64 {
 /// log message reaches it too.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_round_of_a_page_on_node_1_reaches_the_agent_on_node_3_2025_11_25() {
-    let cluster = Cluster::start(&format!("rounds.html#token={PAGE_TOKEN}")).await;
+    let cluster = Cluster::start("rounds.html").await;
     let url = format!(
         "{}/mcp?session={}",
         cluster.nodes[2].base_url, cluster.session
@@ -644,7 +644,7 @@ async fn a_round_of_a_page_on_node_1_reaches_the_agent_on_node_3_2025_11_25() {
 /// tampered state is refused (-32602) on the node it reaches, a spent one too, on any node.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rounds_resume_on_any_node_2026_07_28() {
-    let cluster = Cluster::start(&format!("rounds.html#token={PAGE_TOKEN}")).await;
+    let cluster = Cluster::start("rounds.html").await;
     let (session, nodes) = (&cluster.session, &cluster.nodes);
     let call =
         |node: usize, extra: Value| mcp_2026(&nodes[node], session, "two_rounds", json!({}), extra);
@@ -703,7 +703,7 @@ async fn rounds_resume_on_any_node_2026_07_28() {
 /// `/api` rounds across nodes: asked through node 3, answered through node 2.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn api_rounds_resume_on_any_node() {
-    let cluster = Cluster::start(&format!("rounds.html#token={PAGE_TOKEN}")).await;
+    let cluster = Cluster::start("rounds.html").await;
     let (session, nodes) = (&cluster.session, &cluster.nodes);
     let body = json!({"name": "ask_name", "arguments": {"greeting": "Hi"},
         "capabilities": {"elicitation": {}}});
