@@ -1,5 +1,8 @@
 // The demo's agent console: what the bridge sees of this page, and calls through it
-// (`GET /api/sessions`, `POST /api/sessions/{id}/call`), as an agent or a script would.
+// (`GET /api/sessions`, `POST /api/sessions/{id}/call`), as an agent or a script would. It declares
+// form elicitation: when a handler asks (`ctx.elicit`), the call answers `input_required` and the
+// console shows the question as a form, then calls again with the answer and the `requestState`
+// (docs/api.md, *Rounds over `/api`*).
 // Shared by the demo pages; each gives its ClientTools and the tool to preselect.
 
 const $ = (selector) => document.querySelector(selector);
@@ -133,18 +136,133 @@ export async function startConsole(tools, preselect) {
       return;
     }
     const path = `/api/sessions/${encodeURIComponent(sessionId)}/call`;
-    logEntry("request", `→ POST ${path}`, JSON.stringify({ name, arguments: args }, null, 2));
+    let body = { name, arguments: args, capabilities: CAPABILITIES };
     try {
-      const result = await api(path, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({ name, arguments: args }),
-      });
-      logEntry(result.isError ? "error" : "result", `← result${result.isError ? " (isError)" : ""}`, JSON.stringify(result, null, 2));
+      for (;;) {
+        logEntry("request", `→ POST ${path}`, JSON.stringify(body, null, 2));
+        const result = await api(path, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify(body),
+        });
+        if (result.resultType !== "input_required") {
+          logEntry(result.isError ? "error" : "result", `← result${result.isError ? " (isError)" : ""}`, JSON.stringify(result, null, 2));
+          return;
+        }
+        logEntry("asked", "← input required: the handler asks", JSON.stringify(result.inputRequests, null, 2));
+        const inputResponses = {};
+        for (const [key, request] of Object.entries(result.inputRequests)) {
+          inputResponses[key] = await answer(request);
+        }
+        body = { name, arguments: args, capabilities: CAPABILITIES, inputResponses, requestState: result.requestState };
+      }
     } catch (error) {
       logEntry("error", `← POST ${path} failed`, error.message);
     }
   });
+
+  // What the console can answer when a handler asks: form elicitation (a person at this console).
+  const CAPABILITIES = { elicitation: { form: {} } };
+
+  /** The console's answer to one of a handler's requests: an elicitation as a form. */
+  function answer(request) {
+    if (request.method !== "elicitation/create") {
+      // Not declared, so the bridge never asks; should it, the whole round is declined.
+      return Promise.resolve({ action: "decline" });
+    }
+    return new Promise((resolve) => showQuestion(request.params ?? {}, resolve));
+  }
+
+  /** Shows an elicitation's message and a form from its `requestedSchema` (string, number,
+   * integer, boolean and enum fields), resolving with `{action, content?}` once the person
+   * accepts, declines or cancels. */
+  function showQuestion(params, resolve) {
+    const form = document.createElement("form");
+    form.className = "ask";
+    form.id = "ask";
+    const message = document.createElement("p");
+    message.className = "ask-message";
+    message.textContent = params.message ?? "";
+    form.append(message);
+    const schema = params.requestedSchema ?? {};
+    const required = new Set(schema.required ?? []);
+    const fields = [];
+    for (const [key, property] of Object.entries(schema.properties ?? {})) {
+      const label = document.createElement("label");
+      label.textContent = property.title ?? key;
+      const field = fieldFor(property);
+      field.name = key;
+      field.required = required.has(key) && field.type !== "checkbox";
+      label.append(field);
+      if (property.description) label.title = property.description;
+      form.append(label);
+      fields.push([key, property, field]);
+    }
+    const buttons = document.createElement("div");
+    buttons.className = "ask-buttons";
+    for (const action of ["accept", "decline", "cancel"]) {
+      const button = document.createElement("button");
+      button.type = action === "accept" ? "submit" : "button";
+      button.value = action;
+      button.textContent = action[0].toUpperCase() + action.slice(1);
+      if (action !== "accept") button.addEventListener("click", () => done({ action }));
+      buttons.append(button);
+    }
+    form.append(buttons);
+    form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      const content = {};
+      for (const [key, property, field] of fields) {
+        const value = valueOf(property, field);
+        if (value !== undefined) content[key] = value;
+      }
+      done({ action: "accept", content });
+    });
+    function done(result) {
+      form.remove();
+      logEntry("request", `→ answer: ${result.action}`, JSON.stringify(result, null, 2));
+      resolve(result);
+    }
+    $("#call-form").after(form);
+    (form.querySelector("input, select") ?? form.querySelector("button")).focus();
+  }
+
+  /** An input for one property of a `requestedSchema`. */
+  function fieldFor(property) {
+    const choices = property.enum ?? property.oneOf?.map((choice) => choice.const);
+    if (Array.isArray(choices)) {
+      const select = document.createElement("select");
+      const titles = property.enumNames ?? property.oneOf?.map((choice) => choice.title);
+      choices.forEach((choice, i) => select.append(new Option(titles?.[i] ?? String(choice), String(choice), false, choice === property.default)));
+      return select;
+    }
+    const input = document.createElement("input");
+    if (property.type === "boolean") {
+      input.type = "checkbox";
+      input.checked = property.default === true;
+    } else if (property.type === "number" || property.type === "integer") {
+      input.type = "number";
+      input.step = property.type === "integer" ? "1" : "any";
+      if (property.minimum !== undefined) input.min = property.minimum;
+      if (property.maximum !== undefined) input.max = property.maximum;
+      if (property.default !== undefined) input.value = property.default;
+    } else {
+      input.type = property.format === "email" ? "email" : "text";
+      if (property.maxLength !== undefined) input.maxLength = property.maxLength;
+      if (property.default !== undefined) input.value = property.default;
+    }
+    return input;
+  }
+
+  /** A field's value as its property's type; `undefined` for an empty optional field. */
+  function valueOf(property, field) {
+    if (field.type === "checkbox") return field.checked;
+    if (field.value === "" && !field.required) return undefined;
+    if (property.type === "number" || property.type === "integer") return Number(field.value);
+    const choices = property.enum ?? property.oneOf?.map((choice) => choice.const);
+    if (Array.isArray(choices)) return choices.find((choice) => String(choice) === field.value);
+    return field.value;
+  }
 
   showAgentToken();
   showSession();

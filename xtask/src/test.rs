@@ -21,6 +21,7 @@ use crate::{bench, build, package_check, pictures, root, step, wasm_pack, Result
 /// `injection`, `webmcp`, `embed`, `bundlers`) run in both browsers in one pass.
 const STACK_SUITES: &[&str] = &[
     "agent_tools",
+    "api_rounds",
     "bad_input",
     "board",
     "cluster",

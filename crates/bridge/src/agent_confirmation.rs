@@ -425,6 +425,18 @@ impl RequestStates {
     }
 }
 
+/// The payload of a state sealed for `domain`, read without checking its tag: for routing only
+/// (which node keeps the call, crate::input_rounds::holder), never for trusting it.
+pub(crate) fn unsealed_payload(domain: &str, state: &str) -> Option<Vec<u8>> {
+    let mut parts = state.split('.');
+    let (Some(prefix), Some(payload), Some(_tag), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return None;
+    };
+    (prefix == domain).then(|| unhex(payload)).flatten()
+}
+
 /// JSON with object members sorted by name (whatever order they arrived in), numbers as
 /// serde_json prints them: the same arguments always hash the same.
 fn write_canonical(value: &Value, out: &mut String) {

@@ -8,7 +8,7 @@ use std::time::Duration;
 use crate::agent_confirmation::RequestStates;
 use crate::cluster::{Cluster, ClusterOptions};
 use crate::config::BridgeConfig;
-use crate::input_rounds::SuspendedCalls;
+use crate::input_rounds::{self, AgentSide, Driven, Retry, Rounds};
 use crate::page_session::{PageSession, SessionInfo};
 use crate::session_table::{Claimed, Refused, SessionTable};
 use client_tools_core::connect::ConnectParams;
@@ -22,10 +22,10 @@ pub struct Bridge {
 struct Inner {
     config: BridgeConfig,
     sessions: Arc<SessionTable>,
-    /// The key and spent list of the agent-side confirmation's `requestState`s (2026-07-28).
-    request_states: RequestStates,
-    /// Page calls waiting for an agent's retry with its answers (2026-07-28, crate::input_rounds).
-    suspended: SuspendedCalls,
+    /// Page calls waiting for a caller's retry with its answers (2026-07-28 and `/api`,
+    /// crate::input_rounds), and the key and spent list of every `requestState` (the agent-side
+    /// confirmation's too).
+    rounds: Arc<Rounds>,
     /// Set once the bridge joined a cluster ([`Bridge::join_cluster`]).
     cluster: OnceLock<Arc<Cluster>>,
 }
@@ -42,8 +42,7 @@ impl Bridge {
             inner: Arc::new(Inner {
                 config,
                 sessions: Arc::new(sessions),
-                request_states: RequestStates::default(),
-                suspended: SuspendedCalls::default(),
+                rounds: Arc::default(),
                 cluster: OnceLock::new(),
             }),
         }
@@ -54,11 +53,23 @@ impl Bridge {
     }
 
     pub(crate) fn request_states(&self) -> &RequestStates {
-        &self.inner.request_states
+        &self.inner.rounds.states
     }
 
-    pub(crate) fn suspended(&self) -> &SuspendedCalls {
-        &self.inner.suspended
+    pub(crate) fn rounds(&self) -> &Rounds {
+        &self.inner.rounds
+    }
+
+    /// A caller's retry of a suspended call (crate::input_rounds::resume), on whichever node
+    /// keeps the call: in a cluster, the node its state names, reached through NATS.
+    pub(crate) async fn resume_round(&self, retry: Retry, agent: &dyn AgentSide) -> Driven {
+        if let (Some(cluster), Some(holder)) = (self.cluster(), input_rounds::holder(&retry.state))
+        {
+            if holder != cluster.node() {
+                return cluster.relay_retry(&holder, retry, agent).await;
+            }
+        }
+        input_rounds::resume(self.rounds(), retry, agent).await
     }
 
     pub(crate) fn table(&self) -> &Arc<SessionTable> {
@@ -72,7 +83,14 @@ impl Bridge {
         if self.inner.cluster.get().is_some() {
             return Err("this bridge is in a cluster already".to_owned());
         }
-        let cluster = Cluster::join(options, self.config(), self.table().clone()).await?;
+        let cluster = Cluster::join(
+            options,
+            self.config(),
+            self.table().clone(),
+            self.inner.rounds.clone(),
+        )
+        .await?;
+        self.inner.rounds.set_node(cluster.node());
         self.inner
             .cluster
             .set(cluster)

@@ -1,27 +1,39 @@
 //! A page's call that asks the agent something, as the bridge keeps it (SPEC §4 "Asking
 //! mid-call", §11): [`RunningCall`] is the page's call running on its own task, with the page's
-//! events (logs, rounds), progress and outcome as channels; [`Suspended`] keeps one on revision
-//! 2026-07-28 between the agent's `tools/call` that got `input_required` and its retry, found
-//! again by the `requestState` the bridge sealed (HMAC under the bridge's key, crate::
-//! agent_confirmation) and bound to the page session, the suspension, its round, the tool's
-//! definition and the arguments. A state is single-use (a fresh nonce every time one is issued)
-//! and expires with the human bound (300 s); suspended calls are bounded, the oldest forgotten
-//! first (forgetting one cancels its page call), so orphaned rounds never block new calls.
+//! events (logs, rounds), progress and outcome as channels; [`drive`] relays them to whoever
+//! called ([`AgentSide`]: an MCP request on this node or on another one, an `/api` request) until
+//! the call ends or a round needs answers the caller gives by retrying; [`Suspended`] keeps the
+//! call between that answer and the retry, found again by the `requestState` the bridge sealed
+//! (HMAC under the bridge's key, crate::agent_confirmation) and bound to the page session, the
+//! suspension, its round, the tool's definition and the arguments, and naming the cluster node
+//! that keeps it ([`holder`]: a retry that reaches another node is carried there, crate::
+//! cluster). A state is single-use (a fresh nonce every time one is issued) and expires with the
+//! human bound (300 s); suspended calls are bounded, the oldest forgotten first (forgetting one
+//! cancels its page call), so orphaned rounds never block new calls. The rules of a round —
+//! capabilities, answers, retries — are here once, for every route.
+
+// Sampling and roots are deprecated by SEP-2577 in rmcp, yet the revisions the bridge speaks
+// have them, and pages use them (SPEC §4 "Asking mid-call").
+#![allow(deprecated)]
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use client_tools_core::limits::HUMAN_WAIT_MAX_MS;
-use client_tools_core::protocol::{ProgressParams, RequestId};
+use client_tools_core::protocol::{method, ProgressParams, RequestId, RpcError};
+use futures_util::future::BoxFuture;
+use rmcp::model::{
+    ClientCapabilities, CreateMessageResult, ElicitResult, InputResponses, ListRootsResult,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::agent_confirmation::{hex, RequestStates};
+use crate::agent_confirmation::{hex, unsealed_payload, RequestStates};
 use crate::limits::LOG_BUFFER;
-use crate::page_session::{CallEvent, CallOutcome, PageSession};
+use crate::page_session::{missing_capability_error, CallEvent, CallOutcome, PageSession};
 use crate::prepared_call::PreparedCall;
 
 /// The prefix of a round's `requestState` (a confirmation's is `v1`).
@@ -84,13 +96,7 @@ impl RunningCall {
 /// A call suspended on a round (2026-07-28) until the agent retries.
 pub(crate) struct Suspended {
     pub running: RunningCall,
-    /// The page session and tool (as the agent named it) of the call.
-    pub page_session: String,
-    pub tool: String,
-    /// [`tool_digest`] of the tool's definition when the call was made.
-    pub tool_digest: String,
-    /// [`arguments_digest`] of the call's arguments.
-    pub arguments: String,
+    pub call: CallKey,
     /// Rounds asked so far in this call (1 for the first).
     pub round: u32,
     /// The page's open round: its request id and all its requests.
@@ -103,9 +109,24 @@ pub(crate) struct Suspended {
     expires: Instant,
 }
 
+/// What a call is, for the `requestState` of its rounds.
+#[derive(Debug, Clone)]
+pub(crate) struct CallKey {
+    /// The page session and tool (as the caller named it) of the call.
+    pub page_session: String,
+    pub tool: String,
+    /// [`tool_digest`] of the tool's definition when the call was made.
+    pub tool_digest: String,
+    /// [`arguments_digest`] of the call's arguments.
+    pub arguments: String,
+}
+
 /// What a round's `requestState` says (integrity-protected, readable: hashes only).
 #[derive(Serialize, Deserialize)]
 struct Claims {
+    /// The cluster node keeping the suspended call (empty outside a cluster).
+    #[serde(default)]
+    o: String,
     /// The suspension's key in the store.
     k: String,
     /// Round number.
@@ -130,16 +151,14 @@ pub(crate) struct SuspendedCalls {
 }
 
 impl SuspendedCalls {
-    /// Keeps `call` (its nonce and expiry are set here) and returns the state that resumes it.
+    /// Keeps `running` (its nonce and expiry are set here) and returns the state that resumes it.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn suspend(
         &self,
         states: &RequestStates,
+        holder: &str,
         running: RunningCall,
-        page_session: String,
-        tool: String,
-        tool_digest: String,
-        arguments: String,
+        call: CallKey,
         round: u32,
         round_id: RequestId,
         requests: Map<String, Value>,
@@ -147,10 +166,7 @@ impl SuspendedCalls {
     ) -> String {
         let suspended = Suspended {
             running,
-            page_session,
-            tool,
-            tool_digest,
-            arguments,
+            call,
             round,
             round_id,
             requests,
@@ -158,23 +174,25 @@ impl SuspendedCalls {
             nonce: String::new(),
             expires: Instant::now(),
         };
-        self.keep(states, random_hex(), suspended)
+        self.keep(states, holder, random_hex(), suspended)
     }
 
     /// Keeps `suspended` under `key` with a fresh nonce and expiry; returns its new state.
     pub(crate) fn keep(
         &self,
         states: &RequestStates,
+        holder: &str,
         key: String,
         mut suspended: Suspended,
     ) -> String {
         suspended.nonce = random_hex();
         suspended.expires = Instant::now() + SUSPENDED_TTL;
         let claims = Claims {
+            o: holder.to_owned(),
             k: key.clone(),
             r: suspended.round,
-            p: short_hash(&suspended.page_session),
-            d: suspended.tool_digest.clone(),
+            p: short_hash(&suspended.call.page_session),
+            d: suspended.call.tool_digest.clone(),
             n: suspended.nonce.clone(),
             e: unix_ms() + SUSPENDED_TTL.as_millis() as u64,
         };
@@ -224,7 +242,7 @@ impl SuspendedCalls {
         let mut calls = self.lock();
         forget_expired(&mut calls);
         let fits = calls.get(&claims.k).is_some_and(|s| {
-            s.nonce == claims.n && s.round == claims.r && s.tool_digest == claims.d
+            s.nonce == claims.n && s.round == claims.r && s.call.tool_digest == claims.d
         });
         if !fits {
             return Err(
@@ -237,6 +255,14 @@ impl SuspendedCalls {
         Ok((claims.k, suspended))
     }
 
+    /// Puts a call [`Self::take`] took back as it was (same state, same expiry): its retry was
+    /// refused for malformed answers, and the caller may send them again, well-formed.
+    pub(crate) fn put_back(&self, key: String, suspended: Suspended) {
+        if suspended.expires > Instant::now() {
+            self.lock().insert(key, suspended);
+        }
+    }
+
     /// Suspended calls kept now.
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
@@ -246,6 +272,300 @@ impl SuspendedCalls {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Suspended>> {
         self.calls.lock().unwrap_or_else(|p| p.into_inner())
     }
+}
+
+/// The bridge's rounds: its suspended calls, the key that seals their states, and — in a
+/// cluster — this node's id, which every state names as the one keeping its call.
+#[derive(Default)]
+pub(crate) struct Rounds {
+    pub suspended: SuspendedCalls,
+    pub states: RequestStates,
+    node: OnceLock<String>,
+}
+
+impl Rounds {
+    /// This node's id, once it joined a cluster (set once).
+    pub(crate) fn set_node(&self, node: &str) {
+        let _ = self.node.set(node.to_owned());
+    }
+
+    fn holder(&self) -> &str {
+        self.node.get().map_or("", String::as_str)
+    }
+}
+
+/// The node a round's `requestState` names as keeping its call, read without checking the state
+/// (only that node can: it holds the key). `None` outside a cluster or when it is no round state.
+/// A forged name at worst sends the retry to a node that refuses it, or to none.
+pub(crate) fn holder(state: &str) -> Option<String> {
+    let payload = unsealed_payload(STATE_DOMAIN, state)?;
+    let claims: Claims = serde_json::from_slice(&payload).ok()?;
+    (!claims.o.is_empty()).then_some(claims.o)
+}
+
+/// The caller's side of a page call while [`drive`] relays it: what the caller declared it can
+/// answer, and where the page's progress and log messages go.
+pub(crate) trait AgentSide: Send + Sync {
+    /// The client capabilities the caller declared (elicitation, sampling, roots).
+    fn capabilities(&self) -> ClientCapabilities;
+    /// The page's progress on the call.
+    fn progress(&self, update: ProgressParams) -> BoxFuture<'_, ()>;
+    /// One of the page's log messages about the call (`clienttools/callId` removed).
+    fn log(&self, params: Map<String, Value>) -> BoxFuture<'_, ()>;
+    /// Completes when the caller gave up on the call (never, for some).
+    fn cancelled(&self) -> BoxFuture<'_, ()>;
+    /// Revision 2025-11-25: sends a round's requests to the agent now and resolves to the page's
+    /// `{inputResponses}`. `None`: the caller answers by retrying with a `requestState`.
+    fn ask(
+        &self,
+        _requests: &Map<String, Value>,
+    ) -> Option<BoxFuture<'static, Result<Value, RpcError>>> {
+        None
+    }
+}
+
+/// Where [`drive`] left a call.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) enum Driven {
+    /// The call ended: its outcome (`None`: cancelled, no result).
+    Ended(Option<CallOutcome>),
+    /// A round needs the caller's answers: these requests, and the state to retry with.
+    InputRequired {
+        requests: Map<String, Value>,
+        state: String,
+    },
+    /// The caller's retry or answers were refused (JSON-RPC `-32602` with this reason).
+    Refused(String),
+}
+
+/// A caller's retry of a suspended call: the state it was given, the call as it names it again,
+/// and its answers.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Retry {
+    pub state: String,
+    /// The page session the caller is bound to.
+    pub page_session: String,
+    pub tool: String,
+    pub arguments: Map<String, Value>,
+    #[serde(default)]
+    pub responses: InputResponses,
+}
+
+/// Relays what the page sends about a running call to `agent` until the call ends or a round
+/// needs answers the agent gives by retrying: the call is suspended (kept by `rounds`) and the
+/// agent gets the requests and a state. A round needing a capability the agent did not declare
+/// is refused to the page as such (`-32021` if the handler lets it propagate). `asked`: rounds
+/// asked so far; `supplied`: answers the agent gave for the next round (2026-07-28: a fresh
+/// call's `inputResponses`).
+pub(crate) async fn drive(
+    rounds: &Rounds,
+    mut running: RunningCall,
+    agent: &dyn AgentSide,
+    call: CallKey,
+    mut asked: u32,
+    mut supplied: Option<InputResponses>,
+) -> Driven {
+    let mut cancelled = agent.cancelled();
+    let mut asking: Option<(RequestId, BoxFuture<'static, Result<Value, RpcError>>)> = None;
+    loop {
+        // Biased: what the page sent before its result or its next round (progress, logs)
+        // goes to the agent first (on 2026-07-28 the request's stream ends with the response: a
+        // notification sent after it is lost).
+        tokio::select! {
+            biased;
+            () = &mut cancelled => {
+                running.cancel("cancelled by the agent");
+                return Driven::Ended(None);
+            }
+            Some(update) = running.progress.recv() => agent.progress(update).await,
+            Some(event) = running.events.recv() => match event {
+                CallEvent::Log(params) => agent.log(params).await,
+                CallEvent::Input(round) => {
+                    asked += 1;
+                    let capabilities = agent.capabilities();
+                    let lacking: Map<String, Value> = round
+                        .requests
+                        .iter()
+                        .filter(|(_, request)| !declared(&capabilities, request))
+                        .map(|(key, request)| (key.clone(), request.clone()))
+                        .collect();
+                    if !lacking.is_empty() {
+                        running.page.answer_round(&round.id, Err(missing_capability_error(&lacking)));
+                        continue;
+                    }
+                    if let Some(ask) = agent.ask(&round.requests) {
+                        asking = Some((round.id, ask));
+                        continue;
+                    }
+                    let answered = match supplied.take() {
+                        Some(given) => match check_responses(&round.requests, &given) {
+                            Ok(answered) => answered,
+                            Err(why) => {
+                                running.cancel("the agent's answers were malformed");
+                                return Driven::Refused(why);
+                            }
+                        },
+                        None => Map::new(),
+                    };
+                    if answered.len() == round.requests.len() {
+                        let responses = serde_json::json!({"inputResponses": answered});
+                        running.page.answer_round(&round.id, Ok(responses));
+                        continue;
+                    }
+                    let requests = still_asked(&round.requests, &answered);
+                    let state = rounds.suspended.suspend(
+                        &rounds.states,
+                        rounds.holder(),
+                        running,
+                        call,
+                        asked,
+                        round.id,
+                        round.requests,
+                        answered,
+                    );
+                    return Driven::InputRequired { requests, state };
+                }
+            },
+            answer = async { asking.as_mut().expect("guarded").1.as_mut().await }, if asking.is_some() => {
+                let (id, _) = asking.take().expect("guarded");
+                running.page.answer_round(&id, answer);
+            }
+            outcome = &mut running.outcome => {
+                // The page sent its progress and logs before its answer (they may have come
+                // in after the branches above were polled): they go first.
+                while let Ok(update) = running.progress.try_recv() {
+                    agent.progress(update).await;
+                }
+                while let Ok(event) = running.events.try_recv() {
+                    if let CallEvent::Log(params) = event {
+                        agent.log(params).await;
+                    }
+                }
+                return Driven::Ended(outcome.ok().flatten());
+            }
+        }
+    }
+}
+
+/// A retry of a suspended call on this node: its state checked and spent, the call as named
+/// again checked against it (tool, arguments, the tool's definition now), its answers checked;
+/// missing answers are asked again (a new state), and once the round is answered the call goes
+/// on ([`drive`]) to its end or its next round.
+pub(crate) async fn resume(rounds: &Rounds, retry: Retry, agent: &dyn AgentSide) -> Driven {
+    let (key, mut call) =
+        match rounds
+            .suspended
+            .take(&rounds.states, &retry.state, &retry.page_session)
+        {
+            Ok(taken) => taken,
+            Err(why) => return Driven::Refused(why),
+        };
+    let arguments = arguments_digest(&Value::Object(retry.arguments));
+    let page = call.running.page.clone();
+    let tool_now = tool_digest(page.tools().iter().find(|t| t.name == call.call.tool));
+    let mismatch = if call.call.tool != retry.tool {
+        Some(format!(
+            "requestState was issued for tool '{}', not '{}'",
+            call.call.tool, retry.tool
+        ))
+    } else if call.call.arguments != arguments {
+        Some("requestState was issued for other arguments".to_owned())
+    } else if call.call.tool_digest != tool_now {
+        Some(format!(
+            "tool '{}' changed since the question (its definition): call it again",
+            call.call.tool
+        ))
+    } else {
+        None
+    };
+    if let Some(why) = mismatch {
+        call.running
+            .cancel("the agent's retry did not match its call");
+        return Driven::Refused(why);
+    }
+    let unanswered = still_asked(&call.requests, &call.answered);
+    let answered = match check_responses(&unanswered, &retry.responses) {
+        Ok(answered) => answered,
+        Err(why) => {
+            // Not spent: the agent may send well-formed answers with the same state.
+            rounds.suspended.put_back(key, call);
+            return Driven::Refused(why);
+        }
+    };
+    call.answered.extend(answered);
+    if call.answered.len() < call.requests.len() {
+        let requests = still_asked(&call.requests, &call.answered);
+        let state = rounds
+            .suspended
+            .keep(&rounds.states, rounds.holder(), key, call);
+        return Driven::InputRequired { requests, state };
+    }
+    let responses = serde_json::json!({"inputResponses": call.answered});
+    page.answer_round(&call.round_id, Ok(responses));
+    drive(rounds, call.running, agent, call.call, call.round, None).await
+}
+
+/// Whether the agent declared what `request` (`{method, params}`) needs; a bare `elicitation: {}`
+/// means form.
+pub(crate) fn declared(capabilities: &ClientCapabilities, request: &Value) -> bool {
+    match request.get("method").and_then(Value::as_str) {
+        Some(method::ELICITATION_CREATE) => {
+            let url = request.pointer("/params/mode").and_then(Value::as_str) == Some("url");
+            capabilities
+                .elicitation
+                .as_ref()
+                .is_some_and(|e| match url {
+                    true => e.url.is_some(),
+                    false => e.form.is_some() || e.url.is_none(),
+                })
+        }
+        Some(method::SAMPLING_CREATE_MESSAGE) => capabilities.sampling.is_some(),
+        Some(method::ROOTS_LIST) => capabilities.roots.is_some(),
+        _ => false,
+    }
+}
+
+/// The answers in `given` to the requests of `requests` that it has (extra keys ignored), each
+/// checked against its request's result type; an answer that is not one is an error naming it.
+pub(crate) fn check_responses(
+    requests: &Map<String, Value>,
+    given: &InputResponses,
+) -> Result<Map<String, Value>, String> {
+    let mut answered = Map::new();
+    for (key, request) in requests {
+        let Some(answer) = given.get(key) else {
+            continue;
+        };
+        let method = request.get("method").and_then(Value::as_str).unwrap_or("");
+        let read = match method {
+            method::ELICITATION_CREATE => {
+                serde_json::from_value::<ElicitResult>(answer.clone()).map(drop)
+            }
+            method::SAMPLING_CREATE_MESSAGE => {
+                serde_json::from_value::<CreateMessageResult>(answer.clone()).map(drop)
+            }
+            _ => serde_json::from_value::<ListRootsResult>(answer.clone()).map(drop),
+        };
+        read.map_err(|error| {
+            format!("inputResponses['{key}'] is not an answer to {method}: {error}")
+        })?;
+        answered.insert(key.clone(), answer.clone());
+    }
+    Ok(answered)
+}
+
+/// The requests of `requests` not answered yet.
+pub(crate) fn still_asked(
+    requests: &Map<String, Value>,
+    answered: &Map<String, Value>,
+) -> Map<String, Value> {
+    requests
+        .iter()
+        .filter(|(key, _)| !answered.contains_key(*key))
+        .map(|(key, request)| (key.clone(), request.clone()))
+        .collect()
 }
 
 /// Forgets (and cancels) the suspended calls whose time is over.
@@ -301,13 +621,17 @@ mod tests {
     fn suspend(calls: &SuspendedCalls, states: &RequestStates, page: &Arc<PageSession>) -> String {
         let call = page.prepare_call("ask", json!({}), None, None).unwrap();
         let running = RunningCall::start(page.clone(), call, 4);
+        let call = CallKey {
+            page_session: page.id().to_owned(),
+            tool: "ask".into(),
+            tool_digest: "digest".into(),
+            arguments: arguments_digest(&json!({})),
+        };
         calls.suspend(
             states,
+            "",
             running,
-            page.id().to_owned(),
-            "ask".into(),
-            "digest".into(),
-            arguments_digest(&json!({})),
+            call,
             1,
             RequestId::Number(1),
             Map::new(),
@@ -340,10 +664,23 @@ mod tests {
         let again = calls.take(&states, &state, page.id()).err().unwrap();
         assert!(again.contains("already used"), "{again}");
         // Kept again (asked again for missing answers, or the next round): a new state.
-        let next = calls.keep(&states, key, suspended);
+        let next = calls.keep(&states, "0123456789abcdef", key, suspended);
+        assert_eq!(holder(&next).as_deref(), Some("0123456789abcdef"));
+        assert_eq!(holder(&state), None);
         assert_ne!(next, state);
         assert!(calls.take(&states, &state, page.id()).is_err());
         assert!(calls.take(&states, &next, page.id()).is_ok());
+    }
+
+    #[tokio::test]
+    async fn a_call_put_back_after_malformed_answers_keeps_its_state() {
+        let page = session();
+        let _page = FakePage::connect(&page);
+        let (calls, states) = (SuspendedCalls::default(), RequestStates::default());
+        let state = suspend(&calls, &states, &page);
+        let (key, suspended) = calls.take(&states, &state, page.id()).unwrap();
+        calls.put_back(key, suspended);
+        assert!(calls.take(&states, &state, page.id()).is_ok());
     }
 
     #[tokio::test]
@@ -360,5 +697,52 @@ mod tests {
         }
         assert_eq!(calls.len(), MAX_SUSPENDED);
         assert!(calls.take(&states, &first, page.id()).is_err());
+    }
+
+    #[test]
+    fn answers_are_checked_against_their_requests_and_extra_keys_ignored() {
+        let requests = json!({
+            "user_name": {"method": "elicitation/create", "params": {"message": "?", "requestedSchema": {"type": "object", "properties": {}}}},
+            "greeting": {"method": "sampling/createMessage", "params": {"messages": [], "maxTokens": 5}},
+            "roots": {"method": "roots/list", "params": {}},
+        });
+        let requests = requests.as_object().unwrap();
+        let given: InputResponses = serde_json::from_value(json!({
+            "user_name": {"action": "accept", "content": {"name": "Alice"}},
+            "greeting": {"role": "assistant", "content": {"type": "text", "text": "hi"}, "model": "m", "stopReason": "endTurn"},
+            "extra": {"action": "accept"},
+        }))
+        .unwrap();
+        let answered = check_responses(requests, &given).unwrap();
+        assert_eq!(
+            answered.keys().collect::<Vec<_>>(),
+            ["greeting", "user_name"]
+        );
+        let missing = still_asked(requests, &answered);
+        assert_eq!(missing.keys().collect::<Vec<_>>(), ["roots"]);
+        for malformed in [
+            json!({"user_name": 12345}),
+            json!({"roots": {"roots": "none"}}),
+        ] {
+            let given: InputResponses = serde_json::from_value(malformed).unwrap();
+            let error = check_responses(requests, &given).unwrap_err();
+            assert!(error.starts_with("inputResponses['"), "{error}");
+        }
+    }
+
+    #[test]
+    fn capabilities_declared_per_kind_of_request_and_bare_elicitation_is_form() {
+        let caps = |value: Value| serde_json::from_value::<ClientCapabilities>(value).unwrap();
+        let form = json!({"method": "elicitation/create", "params": {}});
+        let url = json!({"method": "elicitation/create", "params": {"mode": "url"}});
+        let sampling = json!({"method": "sampling/createMessage", "params": {}});
+        let roots = json!({"method": "roots/list", "params": {}});
+        let bare = caps(json!({"elicitation": {}}));
+        assert!(declared(&bare, &form) && !declared(&bare, &url));
+        assert!(!declared(&bare, &sampling) && !declared(&bare, &roots));
+        let only_url = caps(json!({"elicitation": {"url": {}}}));
+        assert!(!declared(&only_url, &form) && declared(&only_url, &url));
+        let all = caps(json!({"sampling": {}, "roots": {"listChanged": true}}));
+        assert!(declared(&all, &sampling) && declared(&all, &roots) && !declared(&all, &form));
     }
 }

@@ -17,11 +17,13 @@
 //! - [`mcp`]: the bridge as an MCP server for agents (rmcp), one `McpAgent` per MCP session.
 //! - `auth`: credentials, `Host` and `Origin` checks.
 //! - `bridge`: [`Bridge`], the state every route shares: config, sessions, cluster.
-//! - `cluster/`: many nodes on NATS, one set of sessions; plugs into the session layer from above.
+//! - `cluster/`: many nodes on NATS, one set of sessions; plugs into the session layer from above,
+//!   and carries rounds' retries to the node keeping their call.
 //! - `session_table`: the bridge's page sessions: ownership by secret, limits, expiry, newest.
 //! - [`page_session`]: one page session: its tools, its connection, its calls and their trace.
-//! - `input_rounds`: a page call running on its own task, and the calls suspended on a round
-//!   until the agent retries (2026-07-28).
+//! - `input_rounds`: a page call running on its own task, the rules of its rounds for every
+//!   caller (MCP, `/api`, a retry carried from another node), and the calls suspended on a round
+//!   until the caller retries (2026-07-28, `/api`).
 //! - `agent_confirmation`: confirmation by the person at the agent (`--confirm-via agent`).
 //! - `request_engine`: the rules of the requests waiting on one page (deadlines, grace, progress),
 //!   sans-IO: its outputs are values that `page_session` performs.

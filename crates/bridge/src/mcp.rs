@@ -11,17 +11,17 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use client_tools_core::limits::HUMAN_WAIT_TICK_MS;
-use client_tools_core::protocol::{self, method, ProgressParams, RpcError};
+use client_tools_core::protocol::{self, ProgressParams, RpcError};
+use futures_util::future::BoxFuture;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ContentBlock,
-    CreateMessageResult, DiscoverResult, ElicitResult, ErrorCode, Implementation,
-    InitializeRequestParams, InitializeResult, InputRequests, InputRequiredResult, InputResponses,
-    ListPromptsRequestMethod, ListPromptsResult, ListResourceTemplatesRequestMethod,
-    ListResourceTemplatesResult, ListResourcesRequestMethod, ListResourcesResult, ListRootsResult,
-    ListToolsResult, LoggingLevel, LoggingMessageNotificationParam, MetaObject,
-    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, PromptsCapability,
-    ResourcesCapability, ServerCapabilities, ServerConfig, ServerRequest, SetLevelRequestMethod,
-    SetLevelRequestParams, SubscriptionFilter, Tool,
+    DiscoverResult, ElicitResult, ErrorCode, Implementation, InitializeRequestParams,
+    InitializeResult, InputRequests, InputRequiredResult, ListPromptsRequestMethod,
+    ListPromptsResult, ListResourceTemplatesRequestMethod, ListResourceTemplatesResult,
+    ListResourcesRequestMethod, ListResourcesResult, ListToolsResult, LoggingLevel,
+    LoggingMessageNotificationParam, MetaObject, PaginatedRequestParams, ProgressNotificationParam,
+    ProgressToken, PromptsCapability, ResourcesCapability, ServerCapabilities, ServerConfig,
+    ServerRequest, SetLevelRequestMethod, SetLevelRequestParams, SubscriptionFilter, Tool,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
@@ -30,8 +30,11 @@ use serde_json::{Map, Value};
 use crate::agent_confirmation::{self, Binding, Decision};
 use crate::bridge::Bridge;
 use crate::config::ConfirmVia;
-use crate::input_rounds::{arguments_digest, tool_digest, RunningCall, STATE_DOMAIN};
-use crate::page_session::{missing_capability_error, CallEvent, CallOutcome, PageSession};
+use crate::input_rounds::{
+    self, arguments_digest, tool_digest, AgentSide, CallKey, Driven, Retry, RunningCall,
+    STATE_DOMAIN,
+};
+use crate::page_session::{CallOutcome, PageSession};
 use crate::prepared_call::PreparedCall;
 
 /// How often an agent bound to no page yet looks for one (to announce its tools), and how often its
@@ -562,16 +565,14 @@ impl ServerHandler for McpAgent {
             true => None,
             false => request.input_responses.clone(),
         };
-        let drive = Drive {
+        let side = McpSide {
             context: &context,
             waited,
             log,
             handshake_era,
-            key,
-            rounds: 0,
-            supplied,
         };
-        self.drive(running, drive).await
+        let driven = input_rounds::drive(self.bridge.rounds(), running, &side, key, 0, supplied);
+        answer(driven.await)
     }
 
     // Revision 2026-07-28 has no `initialize`: `tools/list_changed` travels on listen streams.
@@ -609,16 +610,10 @@ impl ServerHandler for McpAgent {
     }
 }
 
-/// What a call is, for the `requestState` of its rounds (crate::input_rounds).
-struct CallKey {
-    page_session: String,
-    tool: String,
-    tool_digest: String,
-    arguments: String,
-}
-
-/// How one agent request drives a running page call (crate::input_rounds::RunningCall).
-struct Drive<'a> {
+/// An MCP request's side of a page call it drives (crate::input_rounds::drive): the agent's
+/// declared capabilities, its progress token and log level, its cancellation, and on 2025-11-25
+/// the requests of a round sent on the call's stream.
+struct McpSide<'a> {
     context: &'a RequestContext<RoleServer>,
     /// Progress already reported on the call (while the person at the agent confirmed it).
     waited: f64,
@@ -626,15 +621,52 @@ struct Drive<'a> {
     /// none go (2026-07-28 without `_meta` `io.modelcontextprotocol/logLevel`).
     log: Option<LoggingLevel>,
     handshake_era: bool,
-    key: CallKey,
-    /// Rounds asked so far in this call.
-    rounds: u32,
-    /// 2026-07-28: answers the agent gave for the next round (a fresh call's `inputResponses`).
-    supplied: Option<InputResponses>,
 }
 
-/// An agent's answers to a round, on its way back to the page.
-type Asking = std::pin::Pin<Box<dyn std::future::Future<Output = Result<Value, RpcError>> + Send>>;
+impl AgentSide for McpSide<'_> {
+    fn capabilities(&self) -> ClientCapabilities {
+        self.context.client_capabilities().unwrap_or_default()
+    }
+
+    fn progress(&self, update: ProgressParams) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            let token = self.context.meta.get_progress_token();
+            send_progress(self.context, token.as_ref(), update, self.waited).await
+        })
+    }
+
+    fn log(&self, params: Map<String, Value>) -> BoxFuture<'_, ()> {
+        Box::pin(forward_log(self.context, self.log, params))
+    }
+
+    fn cancelled(&self) -> BoxFuture<'_, ()> {
+        Box::pin(self.context.ct.cancelled())
+    }
+
+    fn ask(
+        &self,
+        requests: &Map<String, Value>,
+    ) -> Option<BoxFuture<'static, Result<Value, RpcError>>> {
+        self.handshake_era
+            .then(|| Box::pin(ask_agent(self.context.peer.clone(), requests.clone())) as _)
+    }
+}
+
+/// The agent's answer for where a driven call stands: its end ([`finish`]), the round's
+/// `InputRequiredResult`, or `-32602` for a refused retry or malformed answers.
+fn answer(driven: Driven) -> Result<CallToolResponse, McpError> {
+    match driven {
+        Driven::Ended(outcome) => finish(outcome),
+        Driven::InputRequired { requests, state } => {
+            let requests: InputRequests = requests
+                .into_iter()
+                .filter_map(|(key, request)| Some((key, serde_json::from_value(request).ok()?)))
+                .collect();
+            Ok(InputRequiredResult::new(Some(requests), Some(state)).into())
+        }
+        Driven::Refused(why) => Err(McpError::invalid_params(why, None)),
+    }
+}
 
 impl McpAgent {
     /// The agent's log level for a call: 2025-11-25, the session's (`logging/setLevel`; every
@@ -653,107 +685,8 @@ impl McpAgent {
         }
     }
 
-    /// Relays what the page sends about a running call to the agent until the call ends (its
-    /// result, or the page's `-32021` as an MCP error) or, on 2026-07-28, a round needs the agent's
-    /// answers: the call is suspended and the agent gets `input_required`. On 2025-11-25 a round's
-    /// requests go to the agent as requests on the call's stream, concurrently.
-    async fn drive(
-        &self,
-        mut running: RunningCall,
-        mut drive: Drive<'_>,
-    ) -> Result<CallToolResponse, McpError> {
-        let context = drive.context;
-        let token = context.meta.get_progress_token();
-        let mut asking: Option<(protocol::RequestId, Asking)> = None;
-        loop {
-            // Biased: what the page sent before its result or its next round (progress, logs)
-            // goes to the agent first, on this request's stream (on 2026-07-28 the stream ends
-            // with the response: a notification sent after it is lost).
-            tokio::select! {
-                biased;
-                () = context.ct.cancelled() => {
-                    running.cancel("cancelled by the agent");
-                    // A cancelled call has no result (rmcp drops the response of a cancelled request).
-                    return Ok(CallToolResult::error(vec![ContentBlock::text("cancelled")]).into());
-                }
-                Some(update) = running.progress.recv() => {
-                    send_progress(context, token.as_ref(), update, drive.waited).await;
-                }
-                Some(event) = running.events.recv() => match event {
-                    CallEvent::Log(params) => forward_log(context, drive.log, params).await,
-                    CallEvent::Input(round) => {
-                        drive.rounds += 1;
-                        let capabilities = context.client_capabilities().unwrap_or_default();
-                        let lacking: Map<String, Value> = round
-                            .requests
-                            .iter()
-                            .filter(|(_, request)| !declared(&capabilities, request))
-                            .map(|(key, request)| (key.clone(), request.clone()))
-                            .collect();
-                        if !lacking.is_empty() {
-                            running.page.answer_round(&round.id, Err(missing_capability_error(&lacking)));
-                            continue;
-                        }
-                        if drive.handshake_era {
-                            let ask = ask_agent(context.peer.clone(), round.requests);
-                            asking = Some((round.id, Box::pin(ask)));
-                            continue;
-                        }
-                        let answered = match drive.supplied.take() {
-                            Some(given) => match check_responses(&round.requests, &given) {
-                                Ok(answered) => answered,
-                                Err(why) => {
-                                    running.cancel("the agent's answers were malformed");
-                                    return Err(McpError::invalid_params(why, None));
-                                }
-                            },
-                            None => Map::new(),
-                        };
-                        if answered.len() == round.requests.len() {
-                            let responses = serde_json::json!({"inputResponses": answered});
-                            running.page.answer_round(&round.id, Ok(responses));
-                            continue;
-                        }
-                        let missing = still_asked(&round.requests, &answered);
-                        let key = &drive.key;
-                        let state = self.bridge.suspended().suspend(
-                            self.bridge.request_states(),
-                            running,
-                            key.page_session.clone(),
-                            key.tool.clone(),
-                            key.tool_digest.clone(),
-                            key.arguments.clone(),
-                            drive.rounds,
-                            round.id,
-                            round.requests,
-                            answered,
-                        );
-                        return Ok(InputRequiredResult::new(Some(missing), Some(state)).into());
-                    }
-                },
-                answer = async { asking.as_mut().expect("guarded").1.as_mut().await }, if asking.is_some() => {
-                    let (id, _) = asking.take().expect("guarded");
-                    running.page.answer_round(&id, answer);
-                }
-                outcome = &mut running.outcome => {
-                    // The page sent its progress and logs before its answer (they may have come
-                    // in after the branches above were polled): they go first.
-                    while let Ok(update) = running.progress.try_recv() {
-                        send_progress(context, token.as_ref(), update, drive.waited).await;
-                    }
-                    while let Ok(event) = running.events.try_recv() {
-                        if let CallEvent::Log(params) = event {
-                            forward_log(context, drive.log, params).await;
-                        }
-                    }
-                    return finish(outcome.ok().flatten());
-                }
-            }
-        }
-    }
-
     /// 2026-07-28: the agent's retry of a suspended call, with the round's `requestState` and its
-    /// `inputResponses`. Refusals are `-32602`.
+    /// `inputResponses`, on whichever node keeps the call. Refusals are `-32602`.
     async fn resume(
         &self,
         page: &PageSession,
@@ -761,76 +694,27 @@ impl McpAgent {
         request: &CallToolRequestParams,
         context: &RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let invalid = |why: String| McpError::invalid_params(why, None);
         if is_handshake_era(context) {
-            return Err(invalid(
+            return Err(McpError::invalid_params(
                 "requestState belongs to protocol revision 2026-07-28; this session speaks an \
-                 earlier one"
-                    .into(),
+                 earlier one",
+                None,
             ));
         }
-        let states = self.bridge.request_states();
-        let suspended = self.bridge.suspended();
-        let (key, mut call) = suspended.take(states, state, page.id()).map_err(invalid)?;
-        let arguments = arguments_digest(&Value::Object(
-            request.arguments.clone().unwrap_or_default(),
-        ));
-        let tool_now = tool_digest(page.tools().iter().find(|t| t.name == call.tool));
-        let mismatch = if call.tool != request.name {
-            Some(format!(
-                "requestState was issued for tool '{}', not '{}'",
-                call.tool, request.name
-            ))
-        } else if call.arguments != arguments {
-            Some("requestState was issued for other arguments".to_owned())
-        } else if call.tool_digest != tool_now {
-            Some(format!(
-                "tool '{}' changed since the question (its definition): call it again",
-                call.tool
-            ))
-        } else {
-            None
+        let retry = Retry {
+            state: state.to_owned(),
+            page_session: page.id().to_owned(),
+            tool: request.name.to_string(),
+            arguments: request.arguments.clone().unwrap_or_default(),
+            responses: request.input_responses.clone().unwrap_or_default(),
         };
-        if let Some(why) = mismatch {
-            call.running
-                .cancel("the agent's retry did not match its call");
-            return Err(invalid(why));
-        }
-        let given = request.input_responses.clone().unwrap_or_default();
-        let unanswered: Map<String, Value> = still_asked_map(&call.requests, &call.answered);
-        let answered = match check_responses(&unanswered, &given) {
-            Ok(answered) => answered,
-            Err(why) => {
-                // Not spent: the agent may retry with well-formed answers.
-                let _ = suspended.keep(states, key, call);
-                return Err(invalid(why));
-            }
-        };
-        call.answered.extend(answered);
-        if call.answered.len() < call.requests.len() {
-            let missing = still_asked(&call.requests, &call.answered);
-            let state = suspended.keep(states, key, call);
-            return Ok(InputRequiredResult::new(Some(missing), Some(state)).into());
-        }
-        let responses = serde_json::json!({"inputResponses": call.answered});
-        call.running
-            .page
-            .answer_round(&call.round_id, Ok(responses));
-        let drive = Drive {
+        let side = McpSide {
             context,
             waited: 0.0,
             log: context.meta.log_level(),
             handshake_era: false,
-            key: CallKey {
-                page_session: call.page_session,
-                tool: call.tool,
-                tool_digest: call.tool_digest,
-                arguments: call.arguments,
-            },
-            rounds: call.round,
-            supplied: None,
         };
-        self.drive(call.running, drive).await
+        answer(self.bridge.resume_round(retry, &side).await)
     }
 }
 
@@ -934,26 +818,6 @@ async fn forward_log(
     }
 }
 
-/// Whether the agent declared what `request` (`{method, params}`) needs; a bare `elicitation: {}`
-/// means form.
-fn declared(capabilities: &ClientCapabilities, request: &Value) -> bool {
-    match request.get("method").and_then(Value::as_str) {
-        Some(method::ELICITATION_CREATE) => {
-            let url = request.pointer("/params/mode").and_then(Value::as_str) == Some("url");
-            capabilities
-                .elicitation
-                .as_ref()
-                .is_some_and(|e| match url {
-                    true => e.url.is_some(),
-                    false => e.form.is_some() || e.url.is_none(),
-                })
-        }
-        Some(method::SAMPLING_CREATE_MESSAGE) => capabilities.sampling.is_some(),
-        Some(method::ROOTS_LIST) => capabilities.roots.is_some(),
-        _ => false,
-    }
-}
-
 /// 2025-11-25: a round's requests to the agent, concurrently, as requests on the call's stream
 /// (rmcp relates a request sent while a call is handled to it); `{inputResponses}` for the page,
 /// or an error naming the request the agent failed. Bounded by the human wait (300 s).
@@ -997,55 +861,6 @@ async fn ask_agent(
     let answers = futures_util::future::try_join_all(asks).await?;
     let responses: Map<String, Value> = answers.into_iter().collect();
     Ok(serde_json::json!({ "inputResponses": responses }))
-}
-
-/// The answers in `given` to the requests of `requests` that it has (extra keys ignored), each
-/// checked against its request's result type; an answer that is not one is an error naming it.
-fn check_responses(
-    requests: &Map<String, Value>,
-    given: &InputResponses,
-) -> Result<Map<String, Value>, String> {
-    let mut answered = Map::new();
-    for (key, request) in requests {
-        let Some(answer) = given.get(key) else {
-            continue;
-        };
-        let method = request.get("method").and_then(Value::as_str).unwrap_or("");
-        let read = match method {
-            method::ELICITATION_CREATE => {
-                serde_json::from_value::<ElicitResult>(answer.clone()).map(drop)
-            }
-            method::SAMPLING_CREATE_MESSAGE => {
-                serde_json::from_value::<CreateMessageResult>(answer.clone()).map(drop)
-            }
-            _ => serde_json::from_value::<ListRootsResult>(answer.clone()).map(drop),
-        };
-        read.map_err(|error| {
-            format!("inputResponses['{key}'] is not an answer to {method}: {error}")
-        })?;
-        answered.insert(key.clone(), answer.clone());
-    }
-    Ok(answered)
-}
-
-/// The requests of `requests` not answered yet.
-fn still_asked_map(
-    requests: &Map<String, Value>,
-    answered: &Map<String, Value>,
-) -> Map<String, Value> {
-    requests
-        .iter()
-        .filter(|(key, _)| !answered.contains_key(*key))
-        .map(|(key, request)| (key.clone(), request.clone()))
-        .collect()
-}
-
-/// [`still_asked_map`] as MCP `inputRequests`.
-fn still_asked(requests: &Map<String, Value>, answered: &Map<String, Value>) -> InputRequests {
-    still_asked_map(requests, answered)
-        .into_iter()
-        .filter_map(|(key, request)| Some((key, serde_json::from_value(request).ok()?)))
-        .collect()
 }
 
 /// While the person at the agent decides (2025-11-25): `notifications/progress` every
@@ -1114,53 +929,6 @@ mod tests {
             serde_json::from_value(json!({"content": blocks.clone()})).unwrap();
         let agent = serde_json::to_value(to_mcp_result(page)).unwrap();
         assert_eq!(agent["content"], blocks);
-    }
-
-    #[test]
-    fn answers_are_checked_against_their_requests_and_extra_keys_ignored() {
-        let requests = json!({
-            "user_name": {"method": "elicitation/create", "params": {"message": "?", "requestedSchema": {"type": "object", "properties": {}}}},
-            "greeting": {"method": "sampling/createMessage", "params": {"messages": [], "maxTokens": 5}},
-            "roots": {"method": "roots/list", "params": {}},
-        });
-        let requests = requests.as_object().unwrap();
-        let given: InputResponses = serde_json::from_value(json!({
-            "user_name": {"action": "accept", "content": {"name": "Alice"}},
-            "greeting": {"role": "assistant", "content": {"type": "text", "text": "hi"}, "model": "m", "stopReason": "endTurn"},
-            "extra": {"action": "accept"},
-        }))
-        .unwrap();
-        let answered = check_responses(requests, &given).unwrap();
-        assert_eq!(
-            answered.keys().collect::<Vec<_>>(),
-            ["greeting", "user_name"]
-        );
-        let missing = still_asked(requests, &answered);
-        assert_eq!(missing.keys().collect::<Vec<_>>(), ["roots"]);
-        for malformed in [
-            json!({"user_name": 12345}),
-            json!({"roots": {"roots": "none"}}),
-        ] {
-            let given: InputResponses = serde_json::from_value(malformed).unwrap();
-            let error = check_responses(requests, &given).unwrap_err();
-            assert!(error.starts_with("inputResponses['"), "{error}");
-        }
-    }
-
-    #[test]
-    fn capabilities_declared_per_kind_of_request_and_bare_elicitation_is_form() {
-        let caps = |value: Value| serde_json::from_value::<ClientCapabilities>(value).unwrap();
-        let form = json!({"method": "elicitation/create", "params": {}});
-        let url = json!({"method": "elicitation/create", "params": {"mode": "url"}});
-        let sampling = json!({"method": "sampling/createMessage", "params": {}});
-        let roots = json!({"method": "roots/list", "params": {}});
-        let bare = caps(json!({"elicitation": {}}));
-        assert!(declared(&bare, &form) && !declared(&bare, &url));
-        assert!(!declared(&bare, &sampling) && !declared(&bare, &roots));
-        let only_url = caps(json!({"elicitation": {"url": {}}}));
-        assert!(!declared(&only_url, &form) && declared(&only_url, &url));
-        let all = caps(json!({"sampling": {}, "roots": {"listChanged": true}}));
-        assert!(declared(&all, &sampling) && declared(&all, &roots) && !declared(&all, &form));
     }
 
     #[test]

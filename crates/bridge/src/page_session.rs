@@ -867,6 +867,42 @@ impl PageSession {
         true
     }
 
+    /// A frame the page sent about a call another cluster node relayed to it (a round, a log
+    /// message: `frame`, with `params`) goes back to that node, whose caller waits on the call
+    /// and answers the round (its answer comes back to the page through here like any frame of
+    /// that node). `false` when the call is not one relayed here (then it is this node's, or
+    /// nobody's).
+    pub(crate) fn relay_call_event(&self, params: &Value, frame: &str) -> bool {
+        let call = params
+            .get("_meta")
+            .and_then(|meta| meta.get(protocol::meta::CALL_ID))
+            .and_then(Value::as_str);
+        let Some(call) = call else {
+            return false;
+        };
+        let route = {
+            let state = self.lock();
+            if state.waiters.contains_key(call) {
+                return false;
+            }
+            state.routes.get(call)
+        };
+        match (route, &self.relay_replies) {
+            (Some(route), Some(replies)) => {
+                replies.send_back(route, None, frame.to_owned());
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Answers a request the page sent (a round relayed from the node holding its socket) with
+    /// `error`, through this session's connection.
+    pub(crate) fn refuse_page_request(&self, id: &RequestId, error: &RpcError) {
+        let frame = encode_error(Some(id), error);
+        self.lock().drive(|engine| engine.notify(frame));
+    }
+
     /// The page's `notifications/message` about one of its calls: to the caller waiting on it,
     /// if it takes them (dropped otherwise, or when its buffer is full).
     pub(crate) fn page_log(&self, params: Value) {

@@ -533,3 +533,197 @@ async fn access_settings_hold_across_nodes() {
         "{output}"
     );
 }
+
+/// `POST /api/sessions/{session}/call` on `node` with `body`: the status and the JSON answer.
+async fn api_call(node: &Node, session: &str, body: Value) -> (u16, Value) {
+    let response = reqwest::Client::new()
+        .post(format!("{}/api/sessions/{session}/call", node.base_url))
+        .bearer_auth(AGENT_TOKEN)
+        .json(&body)
+        .send()
+        .await
+        .expect("the node answers");
+    let status = response.status().as_u16();
+    (status, response.json().await.expect("JSON"))
+}
+
+/// One stateless `tools/call` of revision 2026-07-28 to `node`'s `/mcp` (declaring form
+/// elicitation, with a progress token); `extra` goes into its params (`requestState`,
+/// `inputResponses`). The JSON-RPC answer, and the progress reported before it.
+async fn mcp_2026(
+    node: &Node,
+    session: &str,
+    tool: &str,
+    arguments: Value,
+    extra: Value,
+) -> (Value, Vec<Value>) {
+    let mut params = json!({"name": tool, "arguments": arguments, "_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+        "progressToken": "rounds",
+    }});
+    params
+        .as_object_mut()
+        .unwrap()
+        .extend(extra.as_object().unwrap().clone());
+    let body = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": params});
+    let text = reqwest::Client::new()
+        .post(format!("{}/mcp?session={session}", node.base_url))
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", tool)
+        .bearer_auth(AGENT_TOKEN)
+        .json(&body)
+        .send()
+        .await
+        .expect("the node answers")
+        .text()
+        .await
+        .unwrap_or_default();
+    let messages: Vec<Value> = text
+        .lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .chain(std::iter::once(text.as_str()))
+        .filter_map(|data| serde_json::from_str::<Value>(data.trim()).ok())
+        .filter(|v| v.get("jsonrpc").is_some())
+        .collect();
+    let answer = messages
+        .iter()
+        .find(|m| m.get("id").is_some())
+        .cloned()
+        .unwrap_or_else(|| panic!("no answer in {text}"));
+    let progress = messages
+        .into_iter()
+        .filter(|m| m["method"] == "notifications/progress")
+        .collect();
+    (answer, progress)
+}
+
+fn accept(content: Value) -> Value {
+    json!({"action": "accept", "content": content})
+}
+
+/// How many times the rounds page ran `tool`.
+async fn rounds_runs(node: &Node, session: &str, tool: &str) -> u64 {
+    let result = call(node, session, "runs", json!({})).await;
+    result.structured_content.unwrap()[tool]
+        .as_u64()
+        .unwrap_or(0)
+}
+
+/// A handler of the page on node 1 asks the agent on node 3 (revision 2025-11-25: a request on
+/// the call's stream, answered by the official Python SDK's elicitation callback), and the page's
+/// log message reaches it too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_round_of_a_page_on_node_1_reaches_the_agent_on_node_3_2025_11_25() {
+    let cluster = Cluster::start("rounds.html").await;
+    let url = format!(
+        "{}/mcp?session={}",
+        cluster.nodes[2].base_url, cluster.session
+    );
+    let steps = json!([{"call": "ask_name", "arguments": {"greeting": "Hello"}}]);
+    let out = python_steps::run(&url, AGENT_TOKEN, "2025-11-25", Some("accept"), &steps).await;
+    assert_eq!(
+        out.first(),
+        Some(&json!({"elicited": "What is your name?"})),
+        "{out:?}"
+    );
+    let result = out.last().unwrap();
+    assert_eq!(result["isError"], false, "{out:?}");
+    assert_eq!(result["structured"]["action"], "accept", "{out:?}");
+    assert_eq!(
+        rounds_runs(&cluster.nodes[2], &cluster.session, "ask_name").await,
+        1
+    );
+}
+
+/// Revision 2026-07-28 across nodes: the call is made through node 3 (its page on node 1), each
+/// retry goes to another node (2, then 1) and is carried to node 3, which keeps the suspended
+/// call; round after round, the handler runs once and its progress reaches the agent. A
+/// tampered state is refused (-32602) on the node it reaches, a spent one too, on any node.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rounds_resume_on_any_node_2026_07_28() {
+    let cluster = Cluster::start("rounds.html").await;
+    let (session, nodes) = (&cluster.session, &cluster.nodes);
+    let call =
+        |node: usize, extra: Value| mcp_2026(&nodes[node], session, "two_rounds", json!({}), extra);
+    let (first, _) = call(2, json!({})).await;
+    let first = &first["result"];
+    assert_eq!(first["resultType"], "input_required", "{first}");
+    assert!(first["inputRequests"]["name"].is_object(), "{first}");
+    let state = first["requestState"].as_str().unwrap().to_owned();
+
+    // Tampered, on node 2: refused there.
+    let mut tampered = state.clone().into_bytes();
+    tampered[5] = if tampered[5] == b'0' { b'1' } else { b'0' };
+    let tampered = String::from_utf8(tampered).unwrap();
+    let name = json!({"name": accept(json!({"name": "Ada"}))});
+    let (refused, _) = call(1, json!({"requestState": tampered, "inputResponses": name})).await;
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    let message = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("integrity check failed"), "{refused}");
+
+    // The first round answered on node 2: the second round comes back from node 3's call.
+    let (second, _) = call(1, json!({"requestState": state, "inputResponses": name})).await;
+    let second = &second["result"];
+    assert_eq!(second["resultType"], "input_required", "{second}");
+    assert!(second["inputRequests"]["color"].is_object(), "{second}");
+    let next = second["requestState"].as_str().unwrap().to_owned();
+    // The first state is spent, on whichever node it is sent to.
+    let (replayed, _) = call(0, json!({"requestState": state, "inputResponses": name})).await;
+    assert_eq!(replayed["error"]["code"], -32602, "{replayed}");
+    assert!(
+        replayed["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("already used"),
+        "{replayed}"
+    );
+
+    // The second round answered on node 1 (the page's node): the call ends there.
+    let color = json!({"color": accept(json!({"color": "teal"}))});
+    let (done, progress) = call(0, json!({"requestState": next, "inputResponses": color})).await;
+    let done = &done["result"];
+    assert_eq!(done["isError"], false, "{done}");
+    assert_eq!(
+        done["structuredContent"],
+        json!({"name": "Ada", "color": "teal"}),
+        "{done}"
+    );
+    assert!(
+        progress
+            .iter()
+            .any(|p| p["params"]["message"] == "answered"),
+        "the page's progress crossed two nodes: {progress:?}"
+    );
+    assert_eq!(rounds_runs(&nodes[2], session, "two_rounds").await, 1);
+}
+
+/// `/api` rounds across nodes: asked through node 3, answered through node 2.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn api_rounds_resume_on_any_node() {
+    let cluster = Cluster::start("rounds.html").await;
+    let (session, nodes) = (&cluster.session, &cluster.nodes);
+    let body = json!({"name": "ask_name", "arguments": {"greeting": "Hi"},
+        "capabilities": {"elicitation": {}}});
+    let (status, asked) = api_call(&nodes[2], session, body.clone()).await;
+    assert_eq!(status, 200, "{asked}");
+    assert_eq!(asked["resultType"], "input_required", "{asked}");
+    let key = asked["inputRequests"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .next()
+        .unwrap()
+        .clone();
+    let mut retry = body.clone();
+    retry["requestState"] = asked["requestState"].clone();
+    retry["inputResponses"] = json!({key: accept(json!({"name": "Bo"}))});
+    let (status, done) = api_call(&nodes[1], session, retry.clone()).await;
+    assert_eq!(status, 200, "{done}");
+    assert_eq!(done["structuredContent"]["greeting"], "Hi, Bo!", "{done}");
+    let (status, replayed) = api_call(&nodes[0], session, retry).await;
+    assert_eq!(status, 400, "{replayed}");
+    assert_eq!(replayed["error"]["code"], -32602, "{replayed}");
+}

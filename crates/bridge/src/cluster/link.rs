@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::UNIX_EPOCH;
 
-use client_tools_core::protocol::{code, RequestId, RpcError};
+use client_tools_core::protocol::{code, method, Message, RequestId, RpcError};
 use futures_util::StreamExt;
 use serde::Deserialize;
 use tokio::sync::Notify;
@@ -138,10 +138,22 @@ pub(super) async fn receive(cluster: Arc<Cluster>, mut inbox: async_nats::Subscr
         let Some(session) = cluster.sessions.get(&reply.session) else {
             continue;
         };
-        // The page's answer or progress, relayed, goes to the request it belongs to; anything
-        // else is ignored (only requests this node sent are waiting).
-        if let Ok(text) = std::str::from_utf8(&message.payload) {
-            let _ = session.deliver_answer(text);
+        // The page's answer or progress, relayed, goes to the request it belongs to; its rounds
+        // and log messages about a call of this node to the caller waiting on it; anything else
+        // is ignored (only requests this node sent are waiting).
+        let Ok(text) = std::str::from_utf8(&message.payload) else {
+            continue;
+        };
+        match session.deliver_answer(text) {
+            Some(Ok(Message::Request { id, method, params })) if method == method::INPUT => {
+                if let Some(error) = session.page_input(id.clone(), params) {
+                    session.refuse_page_request(&id, &error);
+                }
+            }
+            Some(Ok(Message::Notification { method, params })) if method == method::MESSAGE => {
+                session.page_log(params)
+            }
+            _ => {}
         }
     }
 }

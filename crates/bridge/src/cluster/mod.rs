@@ -13,6 +13,7 @@
 mod directory;
 mod link;
 mod owner;
+mod rounds;
 mod wire;
 
 use std::collections::{HashMap, HashSet};
@@ -27,6 +28,7 @@ use sha2::{Digest, Sha256};
 use tokio::sync::mpsc;
 
 use crate::config::BridgeConfig;
+use crate::input_rounds::Rounds;
 use crate::page_session::{visible_tools, PageSession, SessionInfo, Via, CLOSE_REPLACED};
 use crate::session_table::{self, Claimed, Refused, SessionTable};
 use directory::{Directory, HEARTBEAT};
@@ -88,6 +90,10 @@ pub(crate) struct Cluster {
     config: BridgeConfig,
     /// The NATS server's message size limit, respected before sending.
     max_payload: usize,
+    /// This node's suspended calls (crate::input_rounds), which retries relayed here resume.
+    rounds: Arc<Rounds>,
+    /// The relayed retries this node drives now ([`rounds`]).
+    driving: rounds::Driving,
 }
 
 struct LinkState {
@@ -107,6 +113,7 @@ impl Cluster {
         options: &ClusterOptions,
         config: &BridgeConfig,
         sessions: Arc<SessionTable>,
+        suspended: Arc<Rounds>,
     ) -> Result<Arc<Cluster>, String> {
         let node = session_table::random_hex(8);
         let (events_tx, events) = mpsc::channel(64);
@@ -165,6 +172,8 @@ impl Cluster {
             links: Mutex::new(HashMap::new()),
             seq: AtomicU64::new(0),
             config: config.clone(),
+            rounds: suspended,
+            driving: rounds::Driving::default(),
         });
         let subscribe = |subject: String| {
             let client = cluster.client.clone();
@@ -180,9 +189,11 @@ impl Cluster {
         let entries = subscribe(wire::DIRECTORY.to_owned()).await?;
         let heartbeats = subscribe(wire::HEARTBEAT.to_owned()).await?;
         let hellos = subscribe(wire::HELLO.to_owned()).await?;
+        let retries = subscribe(wire::node_rounds(&node)).await?;
         tokio::spawn(publish(cluster.client.clone(), outbound));
         tokio::spawn(link::receive(cluster.clone(), inbox));
         tokio::spawn(owner::receive(cluster.clone(), frames));
+        tokio::spawn(rounds::receive(cluster.clone(), retries));
         tokio::spawn(cluster.clone().watch(entries, heartbeats, hellos, events));
         cluster.say_hello();
         tracing::info!(node = %node, url = %options.url, "joined the cluster");

@@ -5,6 +5,9 @@
 //! |---|---|
 //! | `clienttools.node.<node>.serve.<session>` | frames for a page, to the node holding its socket (reply: the sender's [`Reply`] subject) |
 //! | `clienttools.node.<node>.reply.<session>.<link>[.<request>]` | a node's inbox: the page's answer to `<request>`, its progress; NATS's "no responders" |
+//! | `clienttools.node.<node>.rounds.retry` | a retry of a call suspended on a round, to the node keeping it (reply: the sender's [`round_stream`]) |
+//! | `clienttools.node.<node>.rounds.cancel` | the agent gave up on a relayed retry (payload: its stream) |
+//! | `clienttools.node.<node>.round.<token>` | what the keeping node sends back about a relayed retry: progress, logs, its outcome |
 //! | `clienttools.page.<session>.claim` | "may this page's new connection take the session over?" (request-reply, queue group `owner`) |
 //! | `clienttools.directory` | a node's page session changed, or is announced again ([`Entry`]) |
 //! | `clienttools.heartbeat` | a node is alive, and with which access settings ([`Heartbeat`]) |
@@ -43,6 +46,42 @@ pub(crate) fn node_frames(node: &str) -> String {
 pub(crate) fn session_of_frames(subject: &str) -> Option<&str> {
     let session = subject.rsplit('.').next()?;
     is_session_id(session).then_some(session)
+}
+
+/// Where `node` takes retries of the calls it keeps suspended (crate::cluster::rounds).
+pub(crate) fn round_retry(node: &str) -> String {
+    format!("clienttools.node.{node}.rounds.retry")
+}
+
+/// Where `node` takes the cancellations of relayed retries.
+pub(crate) fn round_cancel(node: &str) -> String {
+    format!("clienttools.node.{node}.rounds.cancel")
+}
+
+/// Both of the above.
+pub(crate) fn node_rounds(node: &str) -> String {
+    format!("clienttools.node.{node}.rounds.*")
+}
+
+/// Where `node` hears back about one retry it relayed (`token`: random hex).
+pub(crate) fn round_stream(node: &str, token: &str) -> String {
+    format!("clienttools.node.{node}.round.{token}")
+}
+
+/// The node of a [`round_stream`] subject, if the bridge could have made it.
+pub(crate) fn round_stream_node(subject: &str) -> Option<&str> {
+    let mut parts = subject.split('.');
+    let (Some("clienttools"), Some("node"), Some(node), Some("round"), Some(token), None) = (
+        parts.next(),
+        parts.next(),
+        parts.next(),
+        parts.next(),
+        parts.next(),
+        parts.next(),
+    ) else {
+        return None;
+    };
+    (is_node_id(node) && token.len() == 32 && is_hex(token)).then_some(node)
 }
 
 pub(crate) fn page_claim(session: &str) -> String {
@@ -265,5 +304,15 @@ mod tests {
             None
         );
         assert!(!is_request_id(&"a".repeat(65)) && is_request_id("0a1b2c3d4e5f-ping"));
+        let stream = round_stream("0123456789abcdef", session);
+        assert_eq!(round_stream_node(&stream), Some("0123456789abcdef"));
+        for hostile in [
+            "clienttools.node.0123456789abcdef.round.*",
+            "clienttools.node.0123456789abcdef.round.>",
+            "clienttools.node.0123456789abcdef.round.0123456789abcdef0123456789abcdef.x",
+            "clienttools.node.*.round.0123456789abcdef0123456789abcdef",
+        ] {
+            assert_eq!(round_stream_node(hostile), None, "{hostile}");
+        }
     }
 }

@@ -1,10 +1,20 @@
 //! The JSON API of the demo console and scripts (SPEC §9), behind the same access control as `/mcp`:
-//! `GET /api/sessions` and `POST /api/sessions/{id}/call {name, arguments, timeoutMs?, _meta?}`.
-//! `_meta` is checked as on `/mcp` (crate::prepared_call): a refused key is an error result.
+//! `GET /api/sessions` and `POST /api/sessions/{id}/call {name, arguments, timeoutMs?, _meta?,
+//! capabilities?, inputResponses?, requestState?}`. `_meta` is checked as on `/mcp`
+//! (crate::prepared_call): a refused key is an error result.
+//!
+//! A caller that declares `capabilities` (`elicitation`, `sampling`, `roots`) answers the page's
+//! rounds (SPEC §4 "Asking mid-call") as an MCP client of revision 2026-07-28 does: the call
+//! answers `{"resultType": "input_required", "inputRequests", "requestState"}` and the caller calls
+//! again with the same name and arguments, its `inputResponses` and that `requestState` — the same
+//! rules as on `/mcp`, on any node of a cluster (crate::input_rounds). A caller that declares
+//! none has its rounds refused as a capability it lacks, as always.
 //!
 //! A call answers `200` with the MCP result in every case the page is at fault or absent; only a
 //! malformed request body is the client's `4xx` (axum's `Json` rejection: `400`/`415`/`422` with
-//! the reason). The id `newest` names the most recently connected live page.
+//! the reason), and so is a refused retry (`400 {"error": {"code": -32602, "message"}}`: a
+//! tampered, spent or expired `requestState`, one for another call, malformed answers). The id
+//! `newest` names the most recently connected live page.
 
 use std::time::Duration;
 
@@ -12,12 +22,18 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use client_tools_core::protocol::CallToolResult;
+use client_tools_core::protocol::{code, CallToolResult, ProgressParams};
+use futures_util::future::BoxFuture;
+use rmcp::model::{ClientCapabilities, InputResponses};
 use serde::Deserialize;
-use serde_json::{Map, Value};
+use serde_json::{json, Map, Value};
 
 use crate::bridge::Bridge;
-use crate::page_session::SessionInfo;
+use crate::input_rounds::{
+    self, arguments_digest, tool_digest, AgentSide, CallKey, Driven, Retry, RunningCall,
+    STATE_DOMAIN,
+};
+use crate::page_session::{describe_page_error, SessionInfo};
 
 pub async fn list_sessions(State(bridge): State<Bridge>) -> Json<Vec<SessionInfo>> {
     Json(bridge.session_infos())
@@ -33,6 +49,63 @@ pub struct CallRequest {
     timeout_ms: Option<u64>,
     #[serde(rename = "_meta", default)]
     meta: Option<Map<String, Value>>,
+    /// What the caller can answer when the page asks (MCP client capabilities).
+    #[serde(default)]
+    capabilities: Option<ClientCapabilities>,
+    /// Answers to a round's `inputRequests` (with `requestState`: of that round; without: for the
+    /// call's first round).
+    #[serde(default)]
+    input_responses: Option<InputResponses>,
+    /// The state an `input_required` answer gave, to resume its call.
+    #[serde(default)]
+    request_state: Option<String>,
+}
+
+/// An `/api` caller's side of a page call: what it declared; progress and log messages are not
+/// sent (the answer is one JSON document).
+struct ApiSide(ClientCapabilities);
+
+impl AgentSide for ApiSide {
+    fn capabilities(&self) -> ClientCapabilities {
+        self.0.clone()
+    }
+
+    fn progress(&self, _update: ProgressParams) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
+
+    fn log(&self, _params: Map<String, Value>) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
+
+    fn cancelled(&self) -> BoxFuture<'_, ()> {
+        // A caller that goes away drops this request, and with it the page's call.
+        Box::pin(std::future::pending())
+    }
+}
+
+/// The answer for where a driven call stands.
+fn respond(driven: Driven) -> Response {
+    match driven {
+        Driven::Ended(Some(Ok(result))) => Json(result).into_response(),
+        Driven::Ended(Some(Err(error))) => {
+            Json(CallToolResult::error(describe_page_error(&error))).into_response()
+        }
+        Driven::Ended(None) => Json(CallToolResult::error("cancelled")).into_response(),
+        Driven::InputRequired { requests, state } => Json(json!({
+            "resultType": "input_required",
+            "inputRequests": requests,
+            "requestState": state,
+        }))
+        .into_response(),
+        Driven::Refused(why) => refused(why),
+    }
+}
+
+/// `400` with the JSON-RPC error `-32602` of a refused retry.
+fn refused(why: String) -> Response {
+    let body = json!({"error": {"code": code::INVALID_PARAMS, "message": why}});
+    (StatusCode::BAD_REQUEST, Json(body)).into_response()
 }
 
 pub async fn call_tool(
@@ -45,7 +118,8 @@ pub async fn call_tool(
         Err(rejection) => {
             let message = format!(
                 "{}: the body must be {{\"name\": string, \"arguments\"?: object, \"timeoutMs\"?: \
-                 number, \"_meta\"?: object}}",
+                 number, \"_meta\"?: object, \"capabilities\"?: object, \"inputResponses\"?: \
+                 object, \"requestState\"?: string}}",
                 rejection.body_text()
             );
             return (rejection.status(), message).into_response();
@@ -64,10 +138,60 @@ pub async fn call_tool(
         };
         return (StatusCode::OK, Json(CallToolResult::error(message))).into_response();
     };
+    let capabilities = ApiSide(request.capabilities.unwrap_or_default());
+    if let Some(state) = request.request_state {
+        if !state.starts_with(&format!("{STATE_DOMAIN}.")) {
+            return refused(
+                "requestState integrity check failed (not issued by this bridge, or altered)"
+                    .to_owned(),
+            );
+        }
+        let retry = Retry {
+            state,
+            page_session: session.id().to_owned(),
+            tool: request.name,
+            arguments: request.arguments.unwrap_or_default(),
+            responses: request.input_responses.unwrap_or_default(),
+        };
+        return respond(bridge.resume_round(retry, &capabilities).await);
+    }
     let requested = request.timeout_ms.map(Duration::from_millis);
-    let arguments = Value::Object(request.arguments.unwrap_or_default());
-    let result = session
-        .call_tool_meta(&request.name, arguments, request.meta.as_ref(), requested)
-        .await;
-    Json(result).into_response()
+    let arguments = request.arguments.unwrap_or_default();
+    let answers_rounds = capabilities.0 != ClientCapabilities::default();
+    if !answers_rounds && request.input_responses.is_none() {
+        // Takes no rounds: each is refused as a capability the caller lacks.
+        let result = session
+            .call_tool_meta(
+                &request.name,
+                Value::Object(arguments),
+                request.meta.as_ref(),
+                requested,
+            )
+            .await;
+        return Json(result).into_response();
+    }
+    let call = session.prepare_call(
+        &request.name,
+        Value::Object(arguments.clone()),
+        request.meta.as_ref(),
+        requested,
+    );
+    let call = match call {
+        Ok(call) => call,
+        Err(refused) => return Json(refused).into_response(),
+    };
+    let key = CallKey {
+        page_session: session.id().to_owned(),
+        tool: request.name.clone(),
+        tool_digest: tool_digest(session.tools().iter().find(|t| t.name == call.name())),
+        arguments: arguments_digest(&Value::Object(arguments)),
+    };
+    let running = RunningCall::start(
+        session.clone(),
+        call,
+        bridge.config().limits.progress_buffer,
+    );
+    let rounds = bridge.rounds();
+    let supplied = request.input_responses;
+    respond(input_rounds::drive(rounds, running, &capabilities, key, 0, supplied).await)
 }

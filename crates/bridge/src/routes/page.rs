@@ -367,10 +367,15 @@ pub(crate) fn handle_frame(
             refresh.notify_one();
         }
         Rpc::Notification { method, params } if method == method::MESSAGE => {
-            session.page_log(params);
+            if !session.relay_call_event(&params, text) {
+                session.page_log(params);
+            }
         }
         Rpc::Response { .. } | Rpc::Notification { .. } => {}
         Rpc::Request { id, method, params } if method == method::INPUT => {
+            if session.relay_call_event(&params, text) {
+                return;
+            }
             if let Some(error) = session.page_input(id.clone(), params) {
                 send_reply(reply, encode_error(Some(&id), &error));
             }

@@ -1,0 +1,282 @@
+//! Rounds across nodes (crate::input_rounds): a retry of a suspended call — its `requestState`
+//! names the node keeping the call — that reached another node is carried there. The node that
+//! got the retry ("the agent's node") subscribes to a subject of its own for the answer, sends the
+//! retry with the agent's declared capabilities to the keeping node, and relays what comes back
+//! — the page's progress and log messages, then where the call stands — to its agent; the keeping
+//! node checks the state as for a retry it got itself (it holds the key, and the state is spent
+//! there: single-use holds cluster-wide) and drives the call. A cancelled agent request cancels
+//! the call there; a keeping node that goes silent ends the request here.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use client_tools_core::protocol::{CallToolResult, ProgressParams};
+use futures_util::future::BoxFuture;
+use futures_util::StreamExt;
+use rmcp::model::ClientCapabilities;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use tokio::sync::Notify;
+
+use super::{wire, Cluster};
+use crate::input_rounds::{self, AgentSide, Driven, Retry, MAX_SUSPENDED};
+use crate::session_table;
+
+/// How often the keeping node says it still drives a relayed retry.
+const ALIVE_EVERY: Duration = Duration::from_secs(2);
+/// How long the agent's node waits without a word from the keeping node before it gives up.
+const SILENCE: Duration = Duration::from_secs(10);
+/// Bytes a relayed message's subjects and envelope may take, within NATS's limit.
+const ENVELOPE_BYTES: usize = 1_024;
+
+/// A retry carried to the node keeping its call.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Relayed {
+    /// The agent's node, and its subject for what comes back ([`wire::round_stream`]).
+    from: String,
+    stream: String,
+    retry: Retry,
+    /// What the agent declared it can answer (the next rounds are checked against it).
+    capabilities: ClientCapabilities,
+}
+
+/// What the keeping node sends back about a relayed retry, in order; `Done` last.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+enum Back {
+    Progress(ProgressParams),
+    Log(Map<String, Value>),
+    Alive,
+    Done(Driven),
+}
+
+/// The relayed retries this node drives, by their stream: how to cancel each.
+#[derive(Default)]
+pub(super) struct Driving(Mutex<HashMap<String, Arc<Notify>>>);
+
+impl Driving {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Notify>>> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl Cluster {
+    /// Carries `retry` to node `holder`, which keeps its call, and relays what it sends back to
+    /// `agent` until the call ends or asks again.
+    pub(crate) async fn relay_retry(
+        &self,
+        holder: &str,
+        retry: Retry,
+        agent: &dyn AgentSide,
+    ) -> Driven {
+        if !wire::is_node_id(holder) {
+            return Driven::Refused(
+                "requestState integrity check failed (not issued by this bridge, or altered)"
+                    .to_owned(),
+            );
+        }
+        if !self.directory().trusted(holder) {
+            return Driven::Refused(
+                "requestState was issued by a node that is gone (or not trusted here): its call \
+                 ended; call the tool again"
+                    .to_owned(),
+            );
+        }
+        let stream = wire::round_stream(&self.node, &session_table::random_hex(16));
+        let mut back = match self.client.subscribe(stream.clone()).await {
+            Ok(back) => back,
+            Err(error) => {
+                return ended_with(format!("the retry could not cross the cluster: {error}"))
+            }
+        };
+        let relayed = Relayed {
+            from: self.node.clone(),
+            stream: stream.clone(),
+            retry,
+            capabilities: agent.capabilities(),
+        };
+        let payload = serde_json::to_vec(&relayed).unwrap_or_default();
+        if payload.len() + ENVELOPE_BYTES > self.max_payload {
+            return Driven::Refused(format!(
+                "the retry is {} bytes, above what the cluster's NATS server carries ({} bytes, \
+                 its max_payload)",
+                payload.len(),
+                self.max_payload
+            ));
+        }
+        let sent = self
+            .client
+            .publish_with_reply(wire::round_retry(holder), stream.clone(), payload.into())
+            .await;
+        if let Err(error) = sent {
+            return ended_with(format!("the retry could not cross the cluster: {error}"));
+        }
+        let cancel = || {
+            let client = self.client.clone();
+            let (subject, stream) = (wire::round_cancel(holder), stream.clone());
+            async move {
+                let _ = client.publish(subject, stream.into()).await;
+            }
+        };
+        let mut cancelled = agent.cancelled();
+        loop {
+            let message = tokio::select! {
+                () = &mut cancelled => {
+                    cancel().await;
+                    return Driven::Ended(None);
+                }
+                message = tokio::time::timeout(SILENCE, back.next()) => message,
+            };
+            let message = match message {
+                Ok(Some(message)) => message,
+                Ok(None) | Err(_) => {
+                    cancel().await;
+                    return ended_with(format!(
+                        "the cluster node keeping this call ({holder}) went silent: its outcome \
+                         is unknown"
+                    ));
+                }
+            };
+            if message.status == Some(async_nats::StatusCode::NO_RESPONDERS) {
+                return Driven::Refused(
+                    "requestState was already used, or its call ended or was forgotten (its \
+                     node is gone): call the tool again"
+                        .to_owned(),
+                );
+            }
+            match serde_json::from_slice::<Back>(&message.payload) {
+                Ok(Back::Progress(update)) => agent.progress(update).await,
+                Ok(Back::Log(params)) => agent.log(params).await,
+                Ok(Back::Alive) => {}
+                Ok(Back::Done(driven)) => return driven,
+                Err(error) => {
+                    tracing::warn!(node = %holder, %error, "unreadable answer to a relayed retry")
+                }
+            }
+        }
+    }
+}
+
+/// An error result: how a relayed retry ends when the bridge, not the page, failed it.
+fn ended_with(text: String) -> Driven {
+    Driven::Ended(Some(Ok(CallToolResult::error(text))))
+}
+
+/// The retries other nodes carry here, and their cancellations.
+pub(super) async fn receive(cluster: Arc<Cluster>, mut messages: async_nats::Subscriber) {
+    while let Some(message) = messages.next().await {
+        if message.subject.as_str() == wire::round_cancel(&cluster.node) {
+            let stream = String::from_utf8_lossy(&message.payload);
+            if let Some(cancel) = cluster.driving.lock().get(stream.as_ref()) {
+                cancel.notify_one();
+            }
+            continue;
+        }
+        let Ok(relayed) = serde_json::from_slice::<Relayed>(&message.payload) else {
+            continue;
+        };
+        let from_its_node = wire::round_stream_node(&relayed.stream) == Some(&relayed.from);
+        if !from_its_node || !cluster.directory().trusted(&relayed.from) {
+            tracing::warn!(node = %relayed.from, "retry from an unknown or untrusted node ignored");
+            continue;
+        }
+        let taken = {
+            let mut driving = cluster.driving.lock();
+            let room = driving.len() < MAX_SUSPENDED && !driving.contains_key(&relayed.stream);
+            if room {
+                driving.insert(relayed.stream.clone(), Arc::new(Notify::new()));
+            }
+            room
+        };
+        if !taken {
+            let done = Back::Done(Driven::Refused(
+                "too many retries relayed to this cluster node at once: try again".to_owned(),
+            ));
+            send(&cluster, &relayed.stream, &done).await;
+            continue;
+        }
+        tokio::spawn(serve(cluster.clone(), relayed));
+    }
+}
+
+/// Drives a relayed retry here ([`input_rounds::resume`]) and sends what happens back.
+async fn serve(cluster: Arc<Cluster>, relayed: Relayed) {
+    let Some(cancel) = cluster.driving.lock().get(&relayed.stream).cloned() else {
+        return;
+    };
+    let side = RelayedSide {
+        cluster: &cluster,
+        stream: &relayed.stream,
+        capabilities: relayed.capabilities,
+        cancel,
+    };
+    let resumed = input_rounds::resume(&cluster.rounds, relayed.retry, &side);
+    let alive = async {
+        let mut ticks = tokio::time::interval(ALIVE_EVERY);
+        ticks.tick().await;
+        loop {
+            ticks.tick().await;
+            send(&cluster, &relayed.stream, &Back::Alive).await;
+        }
+    };
+    let driven = tokio::select! {
+        driven = resumed => driven,
+        () = alive => unreachable!("never ends"),
+    };
+    cluster.driving.lock().remove(&relayed.stream);
+    let done = Back::Done(driven);
+    let payload = serde_json::to_vec(&done).unwrap_or_default();
+    if payload.len() + ENVELOPE_BYTES > cluster.max_payload {
+        let too_large = ended_with(format!(
+            "the call's result is {} bytes, above what the cluster's NATS server carries ({} \
+             bytes, its max_payload)",
+            payload.len(),
+            cluster.max_payload
+        ));
+        send(&cluster, &relayed.stream, &Back::Done(too_large)).await;
+        return;
+    }
+    let _ = cluster
+        .client
+        .publish(relayed.stream.clone(), payload.into())
+        .await;
+}
+
+async fn send(cluster: &Cluster, stream: &str, back: &Back) {
+    let payload = serde_json::to_vec(back).unwrap_or_default();
+    if payload.len() + ENVELOPE_BYTES > cluster.max_payload {
+        return; // a progress report or log message too large to carry is dropped
+    }
+    let _ = cluster
+        .client
+        .publish(stream.to_owned(), payload.into())
+        .await;
+}
+
+/// The agent of a relayed retry, as the keeping node sees it: on another node.
+struct RelayedSide<'a> {
+    cluster: &'a Cluster,
+    stream: &'a str,
+    capabilities: ClientCapabilities,
+    cancel: Arc<Notify>,
+}
+
+impl AgentSide for RelayedSide<'_> {
+    fn capabilities(&self) -> ClientCapabilities {
+        self.capabilities.clone()
+    }
+
+    fn progress(&self, update: ProgressParams) -> BoxFuture<'_, ()> {
+        Box::pin(async move { send(self.cluster, self.stream, &Back::Progress(update)).await })
+    }
+
+    fn log(&self, params: Map<String, Value>) -> BoxFuture<'_, ()> {
+        Box::pin(async move { send(self.cluster, self.stream, &Back::Log(params)).await })
+    }
+
+    fn cancelled(&self) -> BoxFuture<'_, ()> {
+        Box::pin(self.cancel.notified())
+    }
+}

@@ -1,0 +1,159 @@
+//! The demo's agent console (`www/console.js`, what `cargo xtask demo` serves) answers a handler's
+//! question over `/api` (docs/api.md, *Rounds over `/api`*): the board's `assign_task` asks the
+//! person at the agent who should take a task (`ctx.elicit`); the console shows the question as a
+//! form, the person types and accepts (or declines), and the console calls again with the answer.
+//! Real Chromium and Firefox through WebDriver, the real bridge and the demo site.
+
+use std::time::Duration;
+
+use client_tools_bridge::BridgeConfig;
+use client_tools_e2e::webdriver::{BrowserKind, Driven};
+use client_tools_e2e::BridgeOnly;
+use fantoccini::Locator;
+use serde_json::json;
+
+const AGENT_TOKEN: &str = "console-agent-token";
+
+/// Selects `tool` in the console, fills in `arguments` and submits the call form, as a person does.
+async fn call_from_console(driven: &Driven, tool: &str, arguments: &str) {
+    driven
+        .until(
+            "the console lists the tool",
+            &format!("return [...document.querySelectorAll('#call-name option')].some(o => o.value === '{tool}')"),
+        )
+        .await;
+    driven
+        .eval(
+            "document.querySelector('#call-name').value = arguments[0];
+             document.querySelector('#call-args').value = arguments[1];",
+            vec![json!(tool), json!(arguments)],
+        )
+        .await;
+    let submit = driven
+        .client
+        .find(Locator::Css("#call-form button[type=submit]"))
+        .await
+        .expect("the call button");
+    submit.click().await.expect("click");
+}
+
+/// The text of the newest result entry of the console's log, once there is one after `before`.
+async fn newest_result(driven: &Driven, before: usize) -> String {
+    let script = format!(
+        "const results = [...document.querySelectorAll('#log .entry.result, #log .entry.error')];
+         return results.length > {before} ? results[0].textContent : ''"
+    );
+    driven
+        .until("a result in the console's log", &script)
+        .await
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+async fn results(driven: &Driven) -> usize {
+    let count = driven
+        .eval(
+            "return document.querySelectorAll('#log .entry.result, #log .entry.error').length",
+            vec![],
+        )
+        .await;
+    count.as_u64().unwrap_or(0) as usize
+}
+
+async fn the_console_answers_a_handlers_question(kind: BrowserKind) {
+    let config = BridgeConfig {
+        agent_token: Some(AGENT_TOKEN.into()),
+        ..BridgeConfig::default()
+    };
+    let served = BridgeOnly::serving_demo(config).await;
+    let driven = Driven::start(kind).await;
+    driven
+        .goto(&format!("{}/#agent-token={AGENT_TOKEN}", served.base_url))
+        .await;
+    served
+        .bridge
+        .wait_for_page(Duration::from_secs(60))
+        .await
+        .expect("the demo connected and listed its tools");
+
+    // Accepted: the person types a name into the form built from `requestedSchema`.
+    let before = results(&driven).await;
+    call_from_console(&driven, "assign_task", r#"{"taskId": "t2"}"#).await;
+    let message = driven
+        .until(
+            "the console shows the handler's question",
+            "const ask = document.querySelector('#ask'); return ask ? ask.textContent : ''",
+        )
+        .await;
+    assert!(
+        message
+            .as_str()
+            .unwrap()
+            .contains("Who should take \"Record the demo video\"?"),
+        "{message}"
+    );
+    let field = driven
+        .client
+        .find(Locator::Css("#ask input[name=assignee]"))
+        .await
+        .expect("a field for the assignee");
+    assert_eq!(
+        field.prop("value").await.unwrap().as_deref(),
+        Some("Bo"),
+        "its default"
+    );
+    field.clear().await.unwrap();
+    field.send_keys("Zoe").await.unwrap();
+    driven
+        .client
+        .find(Locator::Css("#ask button[value=accept]"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let result = newest_result(&driven, before).await;
+    assert!(
+        result.contains("\"assignee\": \"Zoe\""),
+        "{kind:?}: {result}"
+    );
+    let closed = driven
+        .eval("return document.querySelector('#ask') === null", vec![])
+        .await;
+    assert_eq!(closed, json!(true), "the form is gone once answered");
+
+    // Declined: the handler is told, and the task keeps its assignee.
+    let before = results(&driven).await;
+    call_from_console(&driven, "assign_task", r#"{"taskId": "t4"}"#).await;
+    driven
+        .until(
+            "the console asks again",
+            "return document.querySelector('#ask button[value=decline]') !== null",
+        )
+        .await;
+    driven
+        .client
+        .find(Locator::Css("#ask button[value=decline]"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let result = newest_result(&driven, before).await;
+    assert!(
+        result.contains("t4 stays with Ana (decline)"),
+        "{kind:?}: {result}"
+    );
+    driven.quit().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_answers_a_handlers_question_chromium() {
+    the_console_answers_a_handlers_question(BrowserKind::Chromium).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_answers_a_handlers_question_firefox() {
+    the_console_answers_a_handlers_question(BrowserKind::Firefox).await;
+}
