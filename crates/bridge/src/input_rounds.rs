@@ -616,7 +616,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::request_engine::tests::{session, FakePage};
+    use crate::fake_page::{session, FakePage};
 
     fn suspend(calls: &SuspendedCalls, states: &RequestStates, page: &Arc<PageSession>) -> String {
         let call = page.prepare_call("ask", json!({}), None, None).unwrap();
@@ -685,7 +685,7 @@ mod tests {
 
     #[tokio::test]
     async fn suspended_calls_are_bounded_the_oldest_forgotten_first() {
-        let page = crate::request_engine::tests::session_with(crate::Limits {
+        let page = crate::fake_page::session_with(crate::Limits {
             max_pending_per_session: MAX_SUSPENDED + 8,
             ..Default::default()
         });

@@ -41,6 +41,8 @@ mod bridge;
 mod cluster;
 pub mod config;
 mod connection_queue;
+#[cfg(test)]
+mod fake_page;
 mod guard;
 mod input_rounds;
 pub mod limits;
@@ -51,6 +53,8 @@ mod relay_routes;
 mod request_engine;
 mod routes;
 mod server;
+#[cfg(test)]
+mod session_driver_tests;
 mod session_table;
 
 pub use agent_tools::AgentTools;

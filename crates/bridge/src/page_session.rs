@@ -1394,7 +1394,7 @@ mod tests {
 
     use super::*;
     use crate::connection_queue::Outgoing;
-    use crate::request_engine::tests::{session, FakePage};
+    use crate::fake_page::{session, FakePage};
 
     const TIMEOUT: Duration = Duration::from_secs(1);
 

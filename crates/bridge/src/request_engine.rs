@@ -457,6 +457,7 @@ impl RequestEngine {
 /// The engine alone, with time as a parameter: inputs in, outputs out, no runtime.
 #[cfg(test)]
 mod engine_tests {
+    use client_tools_core::limits::MAX_FRAME_BYTES;
     use serde_json::json;
 
     use super::*;
@@ -696,557 +697,94 @@ mod engine_tests {
         assert!(cancelled.contains("the agent changed its mind"));
         assert!(!engine.cancel("b-1", "again"));
     }
-}
 
-/// The engine driven through [`crate::page_session::PageSession`], as the bridge uses it, against a
-/// fake page: a connection whose outgoing queue the test reads and whose answers it hands to
-/// `resolve`. Time is paused: deadlines and grace periods pass at once, exactly.
-#[cfg(test)]
-pub(crate) mod tests {
-    use std::sync::Arc;
+    #[test]
+    fn any_answer_ends_fail_fast_and_so_does_a_reconnect() {
+        let t0 = Instant::now();
+        let mut engine = engine(t0);
+        engine.begin(request("b-1", Purpose::ToolCall), t0).unwrap();
+        engine.handle_timeout(t0 + TIMEOUT);
+        outputs(&mut engine);
+        let fast = engine.begin(request("b-2", Purpose::ToolCall), t0 + TIMEOUT);
+        assert_eq!(fast, Err(RequestFailure::Unresponsive));
 
-    use client_tools_core::limits::{MAX_FRAME_BYTES, MAX_FRAME_DEPTH};
-    use client_tools_core::protocol::{decode, CallToolResult, Message};
-    use futures_util::FutureExt;
-    use serde_json::{json, Value};
-    use tokio::sync::{mpsc, Notify};
-    use tokio::task::JoinHandle;
-    use tokio::time::{sleep, Instant};
+        // The late answer to the timed-out call is nobody's now, yet it shows the page is back.
+        let late = RequestId::String("b-1".into());
+        assert!(engine.answer(&late, answer("{}")).is_some());
+        engine
+            .begin(request("b-3", Purpose::ToolCall), t0 + TIMEOUT)
+            .unwrap();
+        engine.handle_timeout(t0 + TIMEOUT * 2);
+        outputs(&mut engine);
+        let fast = engine.begin(request("b-4", Purpose::ToolCall), t0 + TIMEOUT * 2);
+        assert_eq!(fast, Err(RequestFailure::Unresponsive));
 
-    use super::*;
-    use crate::connection_queue::{self, Outgoing, OutgoingReceiver};
-    use crate::limits::Limits;
-    use crate::page_session::PageSession;
-
-    /// A call's timeout in these tests; the bridge waits 2.5 s more for the page's own outcome.
-    const TIMEOUT: Duration = Duration::from_secs(1);
-    const WAIT: Duration = Duration::from_millis(3_500);
-
-    pub(crate) fn session_with(limits: Limits) -> Arc<PageSession> {
-        Arc::new(PageSession::new("s1".into(), Vec::new(), limits, false))
+        // A new connection is a new page: fail-fast ends too.
+        engine.disconnected(t0 + TIMEOUT * 2);
+        engine.connected();
+        engine
+            .begin(request("b-5", Purpose::ToolCall), t0 + TIMEOUT * 2)
+            .unwrap();
     }
 
-    pub(crate) fn session() -> Arc<PageSession> {
-        session_with(Limits::default())
-    }
-
-    /// The page end of one connection.
-    pub(crate) struct FakePage {
-        session: Arc<PageSession>,
-        pub(crate) queue: OutgoingReceiver,
-        /// Notified when the bridge ends the connection.
-        pub(crate) kill: Arc<Notify>,
-        generation: u64,
-    }
-
-    impl FakePage {
-        pub(crate) fn connect(session: &Arc<PageSession>) -> Self {
-            Self::connect_bounded(session, 64, 1 << 20)
+    #[test]
+    fn a_session_no_page_ever_connected_to_fails_requests_at_once() {
+        let t0 = Instant::now();
+        let mut engine = RequestEngine::new(8, t0);
+        for purpose in [Purpose::ToolCall, Purpose::Housekeeping, Purpose::Probe] {
+            let refused = engine.begin(request("b-1", purpose), t0);
+            assert_eq!(refused, Err(RequestFailure::NotConnected));
         }
-
-        pub(crate) fn connect_bounded(
-            session: &Arc<PageSession>,
-            frames: usize,
-            bytes: usize,
-        ) -> Self {
-            let (sender, queue) = connection_queue::channel(frames, bytes);
-            let kill = Arc::new(Notify::new());
-            let generation = session.attach(sender, kill.clone());
-            Self {
-                session: session.clone(),
-                queue,
-                kill,
-                generation,
-            }
-        }
-
-        /// The next frame the bridge sent.
-        pub(crate) async fn frame(&mut self) -> String {
-            match self.queue.recv().await {
-                Some(Outgoing::Frame(frame)) => frame,
-                other => panic!("expected a frame, got {other:?}"),
-            }
-        }
-
-        /// The next request the bridge sent: its id and params, after checking its method.
-        pub(crate) async fn request(&mut self, expected: &str) -> (RequestId, Value) {
-            match decode(&self.frame().await).unwrap() {
-                Message::Request { id, method, params } if method == expected => (id, params),
-                other => panic!("expected a {expected} request, got {other:?}"),
-            }
-        }
-
-        /// The next notification the bridge sent, after checking its method.
-        pub(crate) async fn notification(&mut self, expected: &str) -> Value {
-            match decode(&self.frame().await).unwrap() {
-                Message::Notification { method, params } if method == expected => params,
-                other => panic!("expected a {expected} notification, got {other:?}"),
-            }
-        }
-
-        /// Whether the bridge has queued nothing more for this page.
-        pub(crate) fn has_nothing_queued(&mut self) -> bool {
-            self.queue.recv().now_or_never().is_none()
-        }
-
-        pub(crate) fn answer(&self, id: &RequestId, result: Value) {
-            let result = serde_json::value::to_raw_value(&result).unwrap();
-            self.session.resolve(id, Ok(result));
-        }
-
-        pub(crate) fn answer_call(&self, id: &RequestId, text: &str) {
-            let result = serde_json::to_value(CallToolResult::success(json!(text))).unwrap();
-            self.answer(id, result);
-        }
-
-        fn report_progress(&self, id: &RequestId, progress: f64) {
-            self.session.progress(ProgressParams {
-                progress_token: json!(id.to_string()),
-                progress,
-                total: None,
-                message: None,
-            });
-        }
-
-        pub(crate) fn disconnect(self) {
-            self.session.detach(self.generation);
-        }
+        assert_eq!((engine.pending(), engine.poll_timeout()), (0, None));
+        assert!(outputs(&mut engine).is_empty());
     }
 
-    /// A tool call running in the background, with how long it took.
-    fn spawn_call(
-        session: &Arc<PageSession>,
-        timeout: Duration,
-    ) -> JoinHandle<(CallToolResult, Duration)> {
-        let session = session.clone();
-        tokio::spawn(async move {
-            let started = Instant::now();
-            let result = session.call_tool("echo", json!({"x": 1}), timeout).await;
-            (result, started.elapsed())
-        })
-    }
-
-    async fn call_now(session: &Arc<PageSession>) -> CallToolResult {
-        session
-            .call_tool("echo", json!({}), TIMEOUT)
-            .now_or_never()
-            .expect("the call ends at once")
-    }
-
-    /// One call that goes to the page and back.
-    async fn assert_calls_work(session: &Arc<PageSession>, page: &mut FakePage) {
-        let call = spawn_call(session, TIMEOUT);
-        let (id, _) = page.request(method::TOOLS_CALL).await;
-        page.answer_call(&id, "fine");
-        let (result, _) = call.await.unwrap();
-        assert!(!result.is_error, "{}", result.text());
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn an_answer_before_the_deadline_is_the_result() {
-        let session = session();
-        let mut page = FakePage::connect(&session);
-        let call = spawn_call(&session, TIMEOUT);
-        let (id, params) = page.request(method::TOOLS_CALL).await;
-        assert_eq!(params["name"], "echo");
-        assert_eq!(params["arguments"], json!({"x": 1}));
-        assert_eq!(params["_meta"]["clienttools/timeoutMs"], 1_000);
-        assert_eq!(params["_meta"]["progressToken"], json!(id.to_string()));
-        assert_eq!(session.pending_calls(), 1);
-
-        sleep(Duration::from_millis(900)).await;
-        page.answer_call(&id, "hello");
-        let (result, took) = call.await.unwrap();
-        assert_eq!(result.text(), "hello");
-        assert_eq!(took, Duration::from_millis(900));
-        assert_eq!(session.pending_calls(), 0);
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn silence_times_out_and_later_calls_fail_fast_until_the_page_answers_a_ping() {
-        let session = session();
-        let mut page = FakePage::connect(&session);
-        let call = spawn_call(&session, TIMEOUT);
-        let (id, _) = page.request(method::TOOLS_CALL).await;
-        let (result, took) = call.await.unwrap();
-        assert_eq!(
-            result.text(),
-            "the page (session 's1') did not answer within 1000 ms"
-        );
-        assert_eq!(took, WAIT);
-        // The page is told to stop.
-        let cancelled = page.notification(method::CANCELLED).await;
-        assert_eq!(cancelled["requestId"], json!(id.to_string()));
-        assert_eq!(cancelled["reason"], "the runtime stopped waiting (timeout)");
-
-        // Fail fast: no second wait, and the page is pinged instead of called.
-        let fast = call_now(&session).await;
-        assert!(
-            fast.text().contains("calls fail at once"),
-            "{}",
-            fast.text()
-        );
-        let (ping, _) = page.request(method::PING).await;
-        assert!(page.has_nothing_queued());
-        assert_eq!(session.pending_calls(), 0);
-
-        // The page answers the ping: calls reach it again.
-        page.answer(&ping, json!({}));
-        assert_calls_work(&session, &mut page).await;
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_late_answer_ends_fail_fast() {
-        let session = session();
-        let mut page = FakePage::connect(&session);
-        let call = spawn_call(&session, TIMEOUT);
-        let (late, _) = page.request(method::TOOLS_CALL).await;
-        assert!(call.await.unwrap().0.is_error);
-        page.notification(method::CANCELLED).await;
-        assert!(call_now(&session)
-            .await
-            .text()
-            .contains("calls fail at once"));
-        page.request(method::PING).await;
-
-        page.answer_call(&late, "too late");
-        assert_calls_work(&session, &mut page).await;
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_reconnect_ends_fail_fast() {
-        let session = session();
-        let mut page = FakePage::connect(&session);
-        let call = spawn_call(&session, TIMEOUT);
-        page.request(method::TOOLS_CALL).await;
-        assert!(call.await.unwrap().0.is_error);
-        page.disconnect();
-
-        let mut page = FakePage::connect(&session);
-        assert_calls_work(&session, &mut page).await;
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn progress_extends_the_deadline_but_never_beyond_the_hard_bound() {
-        let session = session();
-        let mut page = FakePage::connect(&session);
-        let call = spawn_call(&session, TIMEOUT);
-        let (id, _) = page.request(method::TOOLS_CALL).await;
-        // A report every 3 s keeps a call with a 3.5 s wait alive...
-        let mut reports = 0;
-        while !call.is_finished() {
-            sleep(Duration::from_secs(3)).await;
-            page.report_progress(&id, reports as f64);
-            reports += 1;
-        }
-        // ...until the hard bound: the wait plus the longest a human may take (300 s).
-        let (result, took) = call.await.unwrap();
-        assert!(result.text().contains("did not answer within 1000 ms"));
-        assert_eq!(took, WAIT + Duration::from_millis(HUMAN_WAIT_MAX_MS));
-        assert_eq!(session.progress_notifications(), reports);
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn progress_reaches_the_observer_and_a_full_observer_misses_reports() {
-        let session = session();
-        let mut page = FakePage::connect(&session);
-        let (observer, mut reports) = mpsc::channel(2);
-        let call = {
-            let session = session.clone();
-            tokio::spawn(async move {
-                let never = std::future::pending::<String>();
-                session
-                    .call_tool_observed("echo", json!({}), TIMEOUT, never, Some(observer))
-                    .await
-            })
+    #[test]
+    fn a_frame_the_page_would_refuse_fails_that_request_alone() {
+        let t0 = Instant::now();
+        let mut engine = engine(t0);
+        let mut huge = request("b-1", Purpose::ToolCall);
+        huge.frame = json!({"jsonrpc": "2.0", "id": "b-1", "method": "tools/call",
+                            "params": {"text": "a".repeat(MAX_FRAME_BYTES)}})
+        .to_string();
+        let Err(RequestFailure::Refused(why)) = engine.begin(huge, t0) else {
+            panic!("a frame over the page's limit is refused")
         };
-        let (id, _) = page.request(method::TOOLS_CALL).await;
-        for step in 0..5 {
-            page.report_progress(&id, step as f64);
+        assert!(why.starts_with("the call cannot be sent to the page: the frame would be"));
+        assert!(outputs(&mut engine).is_empty(), "nothing was sent");
+        // The page is healthy: no fail-fast.
+        engine.begin(request("b-2", Purpose::ToolCall), t0).unwrap();
+    }
+
+    #[test]
+    fn a_thousand_requests_each_settle_once_through_reconnects() {
+        let t0 = Instant::now();
+        let mut engine = RequestEngine::new(1_000, t0);
+        engine.connected();
+        for n in 0..1_000 {
+            let mut call = request(&format!("b-{n}"), Purpose::ToolCall);
+            call.timeout = Duration::from_secs(300);
+            engine.begin(call, t0).unwrap();
         }
-        page.answer_call(&id, "done");
-        assert_eq!(call.await.unwrap().unwrap().text(), "done");
-        let mut received = Vec::new();
-        while let Ok(report) = reports.try_recv() {
-            received.push(report.progress);
-        }
-        assert_eq!(received, [0.0, 1.0]);
-        assert_eq!(session.progress_notifications(), 5);
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_reconnect_within_the_grace_resends_the_same_frame() {
-        let session = session();
-        let mut page = FakePage::connect(&session);
-        let call = spawn_call(&session, Duration::from_secs(30));
-        let sent = page.frame().await;
-        page.disconnect();
-        sleep(Duration::from_secs(2)).await;
-        // A call made while the page is away waits for it too.
-        let meanwhile = spawn_call(&session, Duration::from_secs(30));
-        sleep(Duration::from_secs(2)).await;
-        assert!(!call.is_finished() && !meanwhile.is_finished());
-
-        let mut page = FakePage::connect(&session);
-        let mut resent = vec![page.frame().await, page.frame().await];
-        resent.sort_by_key(|frame| frame != &sent);
-        assert_eq!(resent[0], sent, "the same frame, the same id");
-        for frame in &resent {
-            let Message::Request { id, .. } = decode(frame).unwrap() else {
-                panic!("{frame}")
-            };
-            page.answer_call(&id, "after the reconnect");
-        }
-        assert_eq!(call.await.unwrap().0.text(), "after the reconnect");
-        assert_eq!(meanwhile.await.unwrap().0.text(), "after the reconnect");
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_page_away_beyond_the_grace_fails_the_call_as_disconnected() {
-        let session = session();
-        let mut page = FakePage::connect(&session);
-        let call = spawn_call(&session, Duration::from_secs(30));
-        page.request(method::TOOLS_CALL).await;
-        page.disconnect();
-        let (result, took) = call.await.unwrap();
-        assert_eq!(
-            result.text(),
-            "the page (session 's1') disconnected before answering"
-        );
-        assert_eq!(took, RECONNECT_GRACE);
-        // After the grace, a call fails at once; not fail-fast: the page did not miss a deadline.
-        assert!(call_now(&session).await.text().contains("is not connected"));
-        let mut page = FakePage::connect(&session);
-        assert_calls_work(&session, &mut page).await;
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_session_no_page_ever_connected_to_fails_calls_at_once() {
-        let session = session();
-        assert!(call_now(&session).await.text().contains("is not connected"));
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn cancelling_tells_the_page_and_gives_no_result() {
-        let session = session();
-        let mut page = FakePage::connect(&session);
-        let call = {
-            let session = session.clone();
-            tokio::spawn(async move {
-                let cancel = async {
-                    sleep(Duration::from_millis(300)).await;
-                    "the agent changed its mind".to_owned()
-                };
-                session
-                    .call_tool_until("echo", json!({}), TIMEOUT, cancel)
-                    .await
-            })
-        };
-        let (id, _) = page.request(method::TOOLS_CALL).await;
-        assert_eq!(call.await.unwrap(), None);
-        let cancelled = page.notification(method::CANCELLED).await;
-        assert_eq!(cancelled["requestId"], json!(id.to_string()));
-        assert_eq!(cancelled["reason"], "the agent changed its mind");
-        assert_eq!(session.pending_calls(), 0);
-        // The page's late answer changes nothing.
-        page.answer_call(&id, "ignored");
-        assert_calls_work(&session, &mut page).await;
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_caller_that_stops_waiting_cancels_its_call() {
-        let session = session();
-        let mut page = FakePage::connect(&session);
-        let call = spawn_call(&session, TIMEOUT);
-        let (id, _) = page.request(method::TOOLS_CALL).await;
-        call.abort();
-        assert!(call.await.unwrap_err().is_cancelled());
-        let cancelled = page.notification(method::CANCELLED).await;
-        assert_eq!(cancelled["requestId"], json!(id.to_string()));
-        assert_eq!(session.pending_calls(), 0);
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn one_call_over_the_pending_limit_fails_at_once() {
-        let session = session_with(Limits {
-            max_pending_per_session: 2,
-            ..Limits::default()
-        });
-        let mut page = FakePage::connect(&session);
-        let _first = spawn_call(&session, TIMEOUT);
-        let (first, _) = page.request(method::TOOLS_CALL).await;
-        let _second = spawn_call(&session, TIMEOUT);
-        page.request(method::TOOLS_CALL).await;
-
-        let refused = call_now(&session).await;
-        assert_eq!(
-            refused.text(),
-            "too many calls waiting for this page (limit 2)"
-        );
-        assert!(page.has_nothing_queued());
-        page.answer_call(&first, "one done");
-        assert_calls_work(&session, &mut page).await;
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_frame_the_page_would_refuse_fails_that_call_alone() {
-        let session = session();
-        let mut page = FakePage::connect(&session);
-        let huge = json!({"text": "a".repeat(MAX_FRAME_BYTES)});
-        let deep = (0..MAX_FRAME_DEPTH).fold(json!(1), |inner, _| json!([inner]));
-        for (arguments, limit) in [(huge, "bytes, over the limit"), (deep, "levels deep")] {
-            let result = session
-                .call_tool("echo", arguments, TIMEOUT)
-                .now_or_never()
-                .expect("refused at once");
-            assert!(result.is_error);
-            assert!(
-                result
-                    .text()
-                    .starts_with("the call cannot be sent to the page: the frame would be"),
-                "{}",
-                result.text()
-            );
-            assert!(result.text().contains(limit), "{}", result.text());
-        }
-        assert!(page.has_nothing_queued());
-        assert_eq!(session.pending_calls(), 0);
-        // Healthy: no fail-fast, the next call goes through.
-        assert_calls_work(&session, &mut page).await;
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_page_that_does_not_read_fails_calls_at_once_and_drops_notifications() {
-        let session = session();
-        let mut page = FakePage::connect_bounded(&session, 2, 1 << 20);
-        let first = spawn_call(&session, TIMEOUT);
-        let second = spawn_call(&session, TIMEOUT);
-        tokio::task::yield_now().await;
-        let refused = call_now(&session).await;
-        assert!(
-            refused
-                .text()
-                .starts_with("the page is not reading: 2 frames / "),
-            "{}",
-            refused.text()
-        );
-        session.notify_page(method::INITIALIZED, &json!({}));
-
-        // The page catches up: what was queued arrives, the notification did not fit.
-        for _ in 0..2 {
-            let (id, _) = page.request(method::TOOLS_CALL).await;
-            page.answer_call(&id, "read at last");
-        }
-        assert!(page.has_nothing_queued());
-        assert!(!first.await.unwrap().0.is_error);
-        assert!(!second.await.unwrap().0.is_error);
-        assert_calls_work(&session, &mut page).await;
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn calls_that_do_not_fit_the_new_connection_fail() {
-        let session = session();
-        let page = FakePage::connect(&session);
-        let calls: Vec<_> = (0..3)
-            .map(|_| spawn_call(&session, Duration::from_secs(30)))
-            .collect();
-        tokio::task::yield_now().await;
-        page.disconnect();
-        let mut page = FakePage::connect_bounded(&session, 2, 1 << 20);
-        for _ in 0..2 {
-            let (id, _) = page.request(method::TOOLS_CALL).await;
-            page.answer_call(&id, "resent");
-        }
-        let mut texts = Vec::new();
-        for call in calls {
-            texts.push(call.await.unwrap().0.text().to_owned());
-        }
-        let resent = texts.iter().filter(|text| *text == "resent").count();
-        let refused = texts
-            .iter()
-            .filter(|text| text.starts_with("the page is not reading: 2 frames"))
-            .count();
-        assert_eq!((resent, refused), (2, 1), "{texts:?}");
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_probe_is_true_only_for_a_live_connection_that_answers() {
-        let session = session();
-        let within = Duration::from_secs(2);
-        assert!(!session.is_answering(within).await, "nobody connected");
-
-        let mut page = FakePage::connect(&session);
-        let probe = {
-            let session = session.clone();
-            tokio::spawn(async move { session.is_answering(within).await })
-        };
-        let (id, _) = page.request(method::PING).await;
-        page.answer(&id, json!({}));
-        assert!(probe.await.unwrap());
-
-        // Silence: no, after `within`; and no fail-fast for calls afterwards.
-        let started = Instant::now();
-        let probe = {
-            let session = session.clone();
-            tokio::spawn(async move { session.is_answering(within).await })
-        };
-        page.request(method::PING).await;
-        assert!(!probe.await.unwrap());
-        assert_eq!(started.elapsed(), within);
-        assert!(page.has_nothing_queued(), "no cancellation for a ping");
-        assert_calls_work(&session, &mut page).await;
-
-        // The connection drops meanwhile: no at once, no reconnect grace.
-        let started = Instant::now();
-        let probe = {
-            let session = session.clone();
-            tokio::spawn(async move { session.is_answering(within).await })
-        };
-        page.request(method::PING).await;
-        page.disconnect();
-        assert!(!probe.await.unwrap());
-        assert_eq!(started.elapsed(), Duration::ZERO);
-        assert!(!session.is_answering(within).await, "within the grace");
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_thousand_calls_in_flight_each_get_their_own_answer_through_reconnects() {
-        let session = session();
-        let limits = Limits::default();
-        let connect = |session: &Arc<PageSession>| {
-            FakePage::connect_bounded(
-                session,
-                limits.outgoing_queue_frames,
-                limits.outgoing_queue_bytes,
-            )
-        };
-        let mut page = connect(&session);
-        let calls: Vec<_> = (0..1_000)
-            .map(|_| spawn_call(&session, Duration::from_secs(30)))
-            .collect();
-        // Every call is sent; then each round the page answers half of what it received, and its
-        // connection drops: the rest is sent again on the next connection.
-        sleep(Duration::from_millis(1)).await;
-        while session.pending_calls() > 0 {
-            let mut received = Vec::new();
-            while let Some(Some(Outgoing::Frame(frame))) = page.queue.recv().now_or_never() {
-                if let Ok(Message::Request { id, .. }) = decode(&frame) {
-                    received.push(id);
-                }
-            }
+        let mut now = t0;
+        let mut settled_ids = std::collections::HashSet::new();
+        let mut out = outputs(&mut engine);
+        while engine.pending() > 0 {
+            // The page answers half of what it was sent, then its connection drops and comes back:
+            // the rest is sent again.
+            let received: Vec<String> = sent(&out).into_iter().filter_map(|(id, _)| id).collect();
             for id in &received[..received.len().div_ceil(2)] {
-                page.answer_call(id, &id.to_string());
+                engine.answer(&RequestId::String(id.clone()), answer("{}"));
             }
-            page.disconnect();
-            sleep(Duration::from_secs(1)).await;
-            page = connect(&session);
+            now += Duration::from_secs(1);
+            engine.disconnected(now);
+            engine.connected();
+            out = outputs(&mut engine);
+            for (id, outcome) in settled(&out) {
+                assert_eq!(outcome, Ok("{}".to_owned()));
+                assert!(settled_ids.insert(id), "settled twice");
+            }
         }
-        let mut answers = std::collections::HashSet::new();
-        for call in calls {
-            let (result, _) = call.await.unwrap();
-            assert!(!result.is_error, "{}", result.text());
-            answers.insert(result.text().to_owned());
-        }
-        assert_eq!(answers.len(), 1_000);
+        assert_eq!(settled_ids.len(), 1_000);
     }
 }
