@@ -151,7 +151,7 @@ fn render(schema: &Value, value: &Value, editable: bool) -> web_sys::Element {
 #[wasm_bindgen_test]
 fn the_renderer_builds_a_field_for_every_kind() {
     let schema = every_kind();
-    let value = client_tools_core::form::initial_value(&schema);
+    let value = client_tools_core::schema_field::initial_value(&schema);
     let form = render(&schema, &value, true);
     let scope: &JsValue = &form;
     let a = |sel: &str, name: &str| attr(scope, sel, name).unwrap_or_default();

@@ -6,7 +6,7 @@
 //! Every text shown comes from `textContent` or an attribute: nothing supplied by an agent or a page
 //! is ever parsed as markup.
 
-use client_tools_core::form::{classify, initial_value, pointer_step, Field};
+use client_tools_core::schema_field::{classify, initial_value, pointer_step, Field};
 use serde_json::{Number, Value};
 use wasm_bindgen::JsCast;
 use web_sys::{Element, HtmlElement};

@@ -21,7 +21,7 @@
 //!   runtime's `tools/call` frame and its reading of answers too);
 //! - [`connect`]: the page's first frame (credentials and session resumption, outside the URL);
 //! - [`connection`]: the page's connection, sans-IO: handshake, reconnects with backoff;
-//! - [`form`]: which form field a schema becomes (the confirmation dialog, the result form);
+//! - [`schema_field`]: which form field a schema becomes (the confirmation dialog, the result form);
 //! - [`form_tool`]: a `<form toolname>`'s controls as a tool's input schema, and its filling;
 //! - [`codes`]: the stable error and warning codes, with their TypeScript unions;
 //! - [`error`]: the one error type of misuse ([`CoreError`]).
@@ -31,7 +31,6 @@ pub mod codes;
 pub mod connect;
 pub mod connection;
 pub mod error;
-pub mod form;
 pub mod form_tool;
 pub mod ledger;
 pub mod limits;
@@ -40,6 +39,7 @@ pub mod page_api;
 pub mod page_engine;
 pub mod protocol;
 pub mod registry;
+pub mod schema_field;
 pub mod tape;
 pub mod time;
 pub mod validate;

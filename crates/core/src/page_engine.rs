@@ -781,7 +781,7 @@ impl<H> PageEngine<H> {
                     tool_name: call.params.name.clone(),
                     original_name: call.params.name.clone(),
                     tool_description: None,
-                    value: crate::form::initial_value(schema),
+                    value: crate::schema_field::initial_value(schema),
                     schema: Some(output.clone()),
                     context: shows_arguments.then(|| call.input.clone()),
                 };

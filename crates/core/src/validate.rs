@@ -136,7 +136,7 @@ impl CompiledSchema {
                 let path = match error.kind() {
                     jsonschema::error::ValidationErrorKind::Required {
                         property: Value::String(name),
-                    } => crate::form::pointer_step(path, name),
+                    } => crate::schema_field::pointer_step(path, name),
                     _ => path.to_owned(),
                 };
                 (path, error.to_string())
