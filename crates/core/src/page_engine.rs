@@ -1531,7 +1531,7 @@ struct LogParams<'a> {
 }
 
 /// RFC 5424 levels, least severe first (MCP's `LoggingLevel`).
-const LOG_LEVELS: [&str; 8] = [
+pub const LOG_LEVELS: [&str; 8] = [
     "debug",
     "info",
     "notice",

@@ -10,7 +10,7 @@ use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use client_tools_core::page_engine::{
-    Answer, CallHandle, Caller, EngineConfig, HandlerOutcome, Input, Output, PageEngine,
+    Answer, CallHandle, Caller, EngineConfig, HandlerOutcome, Input, Output, PageEngine, LOG_LEVELS,
 };
 use client_tools_core::protocol::{self, code, meta, method, CallToolParams, Message, RequestId};
 use client_tools_core::registry::{Declaration, ToolKind};
@@ -362,18 +362,11 @@ fn check_engine(ops: &[Op]) -> Result<(), TestCaseError> {
             }
             Op::Log(n, level) => {
                 if let Some(&call) = pick(&seen.running, *n) {
-                    let levels = [
-                        "debug",
-                        "info",
-                        "notice",
-                        "warning",
-                        "error",
-                        "critical",
-                        "alert",
-                        "emergency",
-                        "loud",
-                    ];
-                    let level = levels[*level as usize].into();
+                    // The engine's levels, and one it does not know.
+                    let level = LOG_LEVELS
+                        .get(*level as usize)
+                        .unwrap_or(&"loud")
+                        .to_string();
                     let input = Input::Log {
                         call,
                         level,
