@@ -49,7 +49,7 @@ fn ask_callback(
     let schema = question
         .schema
         .as_ref()
-        .map_or(JsValue::UNDEFINED, |s| js::from_json(s.schema()));
+        .map_or(JsValue::UNDEFINED, |s| js::to_plain(s.schema()));
     let description = question.tool_description.as_deref();
     let request = js::object(&[
         ("toolName", question.tool_name.as_str().into()),
@@ -59,7 +59,7 @@ fn ask_callback(
             description.map_or(JsValue::UNDEFINED, JsValue::from),
         ),
         ("callId", call_id.into()),
-        ("input", js::from_json(&question.value)),
+        ("input", js::to_plain(&question.value)),
         ("inputSchema", schema),
     ]);
     let page = page.clone();

@@ -8,6 +8,7 @@ use std::rc::Rc;
 use client_tools_core::page_engine::{CallEvent, CallHandle, Event, Output};
 use client_tools_core::registry::{RegisteredTool, ToolKind};
 use std::sync::Arc;
+use wasm_bindgen::JsValue;
 
 use crate::js;
 use crate::page::{take, Page, Running};
@@ -49,15 +50,12 @@ pub fn perform(page: &Rc<Page>, output: Output<js_sys::Function>) {
                 _ => None,
             });
             drop(calls);
+            let (result, error) = match answer {
+                Ok(result) => (js::to_plain(&result), JsValue::NULL),
+                Err(error) => (JsValue::NULL, js::to_plain(&error)),
+            };
             if let Some(ctx) = ctx {
-                match answer {
-                    Ok(result) => {
-                        js::settle_round(&ctx, js::to_plain(&result), wasm_bindgen::JsValue::NULL)
-                    }
-                    Err(error) => {
-                        js::settle_round(&ctx, wasm_bindgen::JsValue::NULL, js::to_plain(&error))
-                    }
-                }
+                js::settle_round(&ctx, result, error);
             }
         }
         Output::Settled { call, result } => {

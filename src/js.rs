@@ -87,11 +87,6 @@ pub fn keys(object: &JsValue) -> Vec<String> {
     keys.iter().filter_map(|k| k.as_string()).collect()
 }
 
-/// A JSON value as a fresh JS value.
-pub fn from_json(value: &Value) -> JsValue {
-    from_json_text(&value.to_string())
-}
-
 /// Parses JSON text known to be valid (from serde_json, `JSON.stringify`, or a frame `decode`
 /// accepted) into a JS value.
 pub fn from_json_text(text: &str) -> JsValue {

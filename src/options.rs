@@ -13,7 +13,7 @@ use wasm_bindgen::{JsCast, JsValue};
 use crate::js;
 use crate::ui::strings::Strings;
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Options {
     /// Everything but the functions and the words (read by the core).
     pub page: PageOptions,
@@ -34,11 +34,7 @@ impl Deref for Options {
 impl Options {
     pub fn parse(value: &JsValue) -> Result<Self, CoreError> {
         if value.is_undefined() || value.is_null() {
-            return Ok(Self {
-                page: PageOptions::default(),
-                confirm: None,
-                strings: Rc::default(),
-            });
+            return Ok(Self::default());
         }
         if !value.is_object() {
             return Err(CoreError::InvalidOptions(format!(

@@ -762,7 +762,7 @@ async fn unsubscribe_stops_events_and_handlers_may_define_tools() {
 
 #[wasm_bindgen_test]
 fn proto_keys_in_input_stay_plain_data() {
-    let value = client_tools::js::from_json(&serde_json::json!({"__proto__": {"polluted": true}}));
+    let value = client_tools::js::to_plain(&serde_json::json!({"__proto__": {"polluted": true}}));
     assert!(get(&js_sys::Object::new(), "polluted").is_undefined());
     assert!(get(&value, "polluted").is_undefined());
 }

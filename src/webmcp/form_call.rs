@@ -123,7 +123,7 @@ async fn fill_and_submit(
         Some(promise) => unless_stopped(Box::pin(js::settle(promise)), stopped).await,
         // No `respondWith`: the values the form submitted (read before the page's listeners ran)
         // are the result, sent before a navigation can start.
-        None => Some(Ok(js::from_json(&values))),
+        None => Some(Ok(js::to_plain(&values))),
     }
 }
 

@@ -14,6 +14,7 @@ pub(crate) trait RegexEngine: Sized + Send + Sync {
 
 /// Reason a regex match failed, distinguishing real engine errors from recovered panics.
 #[derive(Debug)]
+#[cfg_attr(target_arch = "wasm32", allow(dead_code))] // client-tools patch: no failures on wasm
 pub(crate) enum RegexFailureReason {
     /// Real `fancy-regex` runtime error (e.g., the configured backtrack limit was hit).
     FancyRegex(fancy_regex::Error),
@@ -28,6 +29,7 @@ pub(crate) trait RegexError {
 }
 
 /// Failure mode for the `fancy-regex` backend: either a real engine error or a recovered panic.
+#[cfg(not(target_arch = "wasm32"))]
 #[derive(Debug)]
 pub(crate) enum FancyRegexError {
     Engine {
@@ -39,6 +41,7 @@ pub(crate) enum FancyRegexError {
     },
 }
 
+#[cfg(not(target_arch = "wasm32"))]
 impl RegexError for FancyRegexError {
     fn pattern(&self) -> &str {
         match self {
@@ -54,6 +57,7 @@ impl RegexError for FancyRegexError {
     }
 }
 
+#[cfg(not(target_arch = "wasm32"))]
 impl RegexEngine for fancy_regex::Regex {
     type Error = FancyRegexError;
 
@@ -79,11 +83,57 @@ impl RegexEngine for fancy_regex::Regex {
 }
 
 /// Marker error for `regex::Regex::is_match` panics. The underlying `is_match` is otherwise infallible.
+#[cfg(not(target_arch = "wasm32"))]
 #[derive(Debug)]
 pub(crate) struct RegexBackendPanic {
     pattern: Box<str>,
 }
 
+/// client-tools patch (vendor/README.md): on wasm both engines are `RegExp`, which finishes every
+/// match and does not panic, so their error is uninhabited and the code that handles unfinished
+/// matches compiles away.
+#[cfg(target_arch = "wasm32")]
+#[derive(Debug)]
+pub(crate) enum RegexBackendPanic {}
+
+#[cfg(target_arch = "wasm32")]
+impl RegexError for RegexBackendPanic {
+    fn pattern(&self) -> &str {
+        match *self {}
+    }
+
+    fn into_failure_reason(self) -> RegexFailureReason {
+        match self {}
+    }
+}
+
+#[cfg(target_arch = "wasm32")]
+impl RegexEngine for regex::Regex {
+    type Error = RegexBackendPanic;
+
+    fn pattern(&self) -> Option<&str> {
+        Some(self.as_str())
+    }
+
+    fn is_match(&self, text: &str) -> Result<bool, Self::Error> {
+        Ok(regex::Regex::is_match(self, text))
+    }
+}
+
+#[cfg(target_arch = "wasm32")]
+impl RegexEngine for fancy_regex::Regex {
+    type Error = RegexBackendPanic;
+
+    fn pattern(&self) -> Option<&str> {
+        Some(self.as_str())
+    }
+
+    fn is_match(&self, text: &str) -> Result<bool, Self::Error> {
+        Ok(self.always_finishing_match(text))
+    }
+}
+
+#[cfg(not(target_arch = "wasm32"))]
 impl RegexError for RegexBackendPanic {
     fn pattern(&self) -> &str {
         &self.pattern
@@ -94,6 +144,7 @@ impl RegexError for RegexBackendPanic {
     }
 }
 
+#[cfg(not(target_arch = "wasm32"))]
 impl RegexEngine for regex::Regex {
     type Error = RegexBackendPanic;
 
@@ -175,6 +226,7 @@ impl<R: RegexEngine> RegexEngine for SequenceMatcher<R> {
     }
 }
 
+#[cfg(not(target_arch = "wasm32"))]
 impl From<RegexBackendPanic> for FancyRegexError {
     fn from(panic: RegexBackendPanic) -> Self {
         Self::Panicked {

@@ -163,6 +163,18 @@ impl ValidationContext {
         Self::default()
     }
 
+    /// The outcomes this run assumed, taken out. client-tools patch (vendor/README.md): on wasm
+    /// every engine is `RegExp`, whose matches always finish (their error types are uninhabited),
+    /// so a run never assumes any, and saying so lets the compiler drop the code for them.
+    #[inline]
+    fn take_matches(&mut self) -> Option<Box<MatchAssumptions>> {
+        if cfg!(target_arch = "wasm32") {
+            None
+        } else {
+            self.matches.take()
+        }
+    }
+
     /// Whether `regex` matches `subject`; `site` reports a match the engine cannot finish.
     #[inline]
     pub(crate) fn is_match<R: RegexEngine>(
@@ -171,7 +183,7 @@ impl ValidationContext {
         subject: &str,
         site: impl FnOnce() -> MatchSite,
     ) -> bool {
-        if self.matches.is_some() {
+        if !cfg!(target_arch = "wasm32") && self.matches.is_some() {
             return self.is_match_under_assumptions(regex, subject, site);
         }
         match regex.is_match(subject) {
@@ -863,7 +875,7 @@ impl<F: Json> Validator<F> {
         let result = self
             .root
             .validate(&instance, &LazyLocation::new(), None, &mut ctx);
-        match ctx.matches {
+        match ctx.take_matches() {
             None => result,
             Some(first) => self
                 .errors_under_every_outcome(&instance, *first)
@@ -880,7 +892,7 @@ impl<F: Json> Validator<F> {
         let mut errors = Vec::new();
         self.root
             .collect_errors(&instance, &LazyLocation::new(), None, &mut ctx, &mut errors);
-        if let Some(first) = ctx.matches {
+        if let Some(first) = ctx.take_matches() {
             errors = self.errors_under_every_outcome(&instance, *first);
         }
         ErrorIterator::from_iterator(errors.into_iter())
@@ -893,7 +905,7 @@ impl<F: Json> Validator<F> {
     pub fn is_valid(&self, instance: F::Node<'_>) -> bool {
         let mut ctx = ValidationContext::new();
         let valid = self.root.is_valid(&instance, &mut ctx);
-        match ctx.matches {
+        match ctx.take_matches() {
             None => valid,
             Some(first) => self.valid_under_every_outcome(&instance, *first),
         }
@@ -939,7 +951,7 @@ impl<F: Json> Validator<F> {
         let root = self
             .root
             .evaluate_instance(&instance, &LazyLocation::new(), None, &mut ctx);
-        match ctx.matches.take() {
+        match ctx.take_matches() {
             None => {
                 let arena = ctx.arena();
                 let root = arena.push(root);

@@ -37,7 +37,14 @@ impl AnyOfValidator<SerdeJson> {
                 schemas.push(node);
             }
             let location = ctx.location().clone();
-            Ok(match Discriminator::compile(&ctx, items) {
+            // client-tools patch (vendor/README.md): no dispatch on wasm, for size. It only skips
+            // branches that cannot pass, so the results are the same.
+            let dispatch = if cfg!(target_arch = "wasm32") {
+                None
+            } else {
+                Discriminator::compile(&ctx, items)
+            };
+            Ok(match dispatch {
                 Some(dispatch) => Box::new(AnyOfValidator {
                     schemas,
                     dispatch,

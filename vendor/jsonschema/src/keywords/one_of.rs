@@ -38,7 +38,14 @@ impl OneOfValidator<SerdeJson> {
                 schemas.push(node);
             }
             let location = ctx.location().clone();
-            Ok(match Discriminator::compile(&ctx, items) {
+            // client-tools patch (vendor/README.md): no dispatch on wasm, for size. It only skips
+            // branches that cannot pass, so the results are the same.
+            let dispatch = if cfg!(target_arch = "wasm32") {
+                None
+            } else {
+                Discriminator::compile(&ctx, items)
+            };
+            Ok(match dispatch {
                 Some(dispatch) => Box::new(OneOfValidator {
                     schemas,
                     dispatch,
