@@ -201,10 +201,10 @@ pub fn collect_files(dir: &Path, found: &mut Vec<PathBuf>) {
 }
 
 /// The whole package may not grow past this (gzip, wasm + JS), or `cargo xtask test` fails. Lower it
-/// with every cut (BENCHMARKS.md, "Size history"); the goal is 300 KB. Now: 422 KB, raised by 2 KB in
-/// issue 13 for the script embed's queue and data- attributes, the CSP-safe styles and the named
-/// option keys (+1.5 KB), which left no margin.
-pub const SIZE_BUDGET_GZIP: usize = 422 * 1024;
+/// with every cut (BENCHMARKS.md, "Size history"); the goal is 300 KB. Now: 410 KB, lowered from 422 KB
+/// when issue 21 paid back what it added (two wasm-only patches of the vendored `jsonschema`: 421.2 →
+/// 397.6 KB), keeping about 12 KB for the features still open this round.
+pub const SIZE_BUDGET_GZIP: usize = 410 * 1024;
 
 /// Every shipped file's size, then the total (named `total`).
 pub fn sizes_with_total(pkg: &Path) -> Result<Vec<(String, Size)>> {
