@@ -772,17 +772,9 @@ async fn send_progress(
 }
 
 /// RFC 5424 severity, lowest first.
-fn level_rank(level: LoggingLevel) -> u8 {
-    match level {
-        LoggingLevel::Debug => 0,
-        LoggingLevel::Info => 1,
-        LoggingLevel::Notice => 2,
-        LoggingLevel::Warning => 3,
-        LoggingLevel::Error => 4,
-        LoggingLevel::Critical => 5,
-        LoggingLevel::Alert => 6,
-        LoggingLevel::Emergency => 7,
-    }
+/// Severity, least first: the core's one order of levels (page and bridge filter alike).
+fn level_rank(level: LoggingLevel) -> usize {
+    client_tools_core::page_engine::log_severity(level_name(level)).unwrap_or(0)
 }
 
 fn level_name(level: LoggingLevel) -> &'static str {

@@ -1135,22 +1135,22 @@ impl<H> PageEngine<H> {
             // A page call has no agent: as for an agent without the capability.
             Some((
                 code::MISSING_CAPABILITY,
-                "no agent to ask: the page itself made this call",
+                "no agent to ask: the page itself made this call".to_owned(),
             ))
         } else if !matches!(call.phase, Phase::Running { round: None, .. }) {
             Some((
                 code::INVALID_REQUEST,
-                "the call is not running, or a round already waits",
+                "the call is not running, or a round already waits".to_owned(),
             ))
         } else if waiting >= MAX_ROUNDS_WAITING {
             Some((
                 code::INVALID_REQUEST,
-                "the page has 64 rounds waiting for agents",
+                format!("the page has {MAX_ROUNDS_WAITING} rounds waiting for agents"),
             ))
         } else if !object || check_outgoing(&frame).is_err() {
             Some((
                 code::INVALID_PARAMS,
-                "a round is {key: {method, params}} within the frame limits",
+                "a round is {key: {method, params}} within the frame limits".to_owned(),
             ))
         } else {
             None
@@ -1186,6 +1186,14 @@ impl<H> PageEngine<H> {
                 round: Some(round), ..
             } if round.id == *id => Some(call.handle),
             _ => None,
+        });
+        // The handler reads `inputResponses` as an object: anything else is the runtime's fault.
+        let answer = answer.and_then(|result| match result.get("inputResponses") {
+            Some(Value::Object(_)) => Ok(result),
+            _ => Err(RpcError::new(
+                code::INVALID_PARAMS,
+                "the runtime's answer to the round is not {inputResponses: {key: result}}",
+            )),
         });
         if let Some(handle) = found {
             self.end_round(now, handle, answer);
@@ -1542,7 +1550,8 @@ pub const LOG_LEVELS: [&str; 8] = [
     "emergency",
 ];
 
-fn log_severity(level: &str) -> Option<usize> {
+/// Where `level` stands among [`LOG_LEVELS`] (higher is more severe); `None` for a name MCP does not have.
+pub fn log_severity(level: &str) -> Option<usize> {
     LOG_LEVELS.iter().position(|known| *known == level)
 }
 

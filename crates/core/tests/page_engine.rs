@@ -1,7 +1,7 @@
 //! The page engine, natively, with time as a parameter: every row of SPEC §5 and the waiting rules
 //! of §7, frame in → outputs out. No browser and no sleep: a test says what time it is.
 
-use client_tools_core::limits::{HANDLER_GRACE_MS, HUMAN_WAIT_MAX_MS};
+use client_tools_core::limits::{HANDLER_GRACE_MS, HUMAN_WAIT_MAX_MS, MAX_ROUNDS_WAITING};
 use client_tools_core::page_engine::{
     Answer, CallEvent, CallHandle, Caller, EngineConfig, Event, HandlerOutcome, Input, Output,
     PageEngine, QuestionKind,
@@ -1125,6 +1125,67 @@ fn what_cannot_be_asked_is_answered_at_once() {
     page.take();
     page.advance(HUMAN_WAIT_MAX_MS);
     assert_eq!(agent_answered(&page.take()), Err(-32001));
+}
+
+#[test]
+fn a_malformed_answer_to_a_round_fails_the_round_not_the_page() {
+    let mut page = Page::new();
+    page.call(1, "read_board", json!({"boardId": "b"}));
+    let (call, _) = page.ran();
+    let roots = r#"{"a": {"method": "roots/list"}}"#;
+    for hostile in [
+        json!(5),
+        json!("abc"),
+        json!({}),
+        json!({"inputResponses": [1]}),
+        json!(null),
+    ] {
+        page.input(Input::AskAgent {
+            call,
+            requests: roots,
+        });
+        let sent = page.sent();
+        page.frame(json!({"jsonrpc": "2.0", "id": sent[0]["id"], "result": hostile}));
+        assert_eq!(agent_answered(&page.take()), Err(-32602), "{hostile}");
+    }
+    // The call goes on: its handler can still answer.
+    page.input(Input::HandlerSettled {
+        call,
+        outcome: HandlerOutcome::Returned(r#"{"tasks": []}"#.into()),
+    });
+    assert_eq!(answer_text(&only_answer(&page.sent(), 1)).1, false);
+}
+
+#[test]
+fn a_page_has_at_most_so_many_rounds_waiting() {
+    let mut page = Page::new();
+    let roots = r#"{"a": {"method": "roots/list"}}"#;
+    let mut calls = Vec::new();
+    for id in 0..=MAX_ROUNDS_WAITING as i64 {
+        page.call(id, "read_board", json!({"boardId": "b"}));
+        calls.push(page.ran().0);
+    }
+    for call in &calls[..MAX_ROUNDS_WAITING] {
+        page.input(Input::AskAgent {
+            call: *call,
+            requests: roots,
+        });
+    }
+    assert_eq!(page.sent().len(), MAX_ROUNDS_WAITING);
+    page.input(Input::AskAgent {
+        call: calls[MAX_ROUNDS_WAITING],
+        requests: roots,
+    });
+    let refused = page.take();
+    let message = refused.iter().find_map(|o| match o {
+        Output::AgentAnswered { answer: Err(e), .. } => Some(e.message.clone()),
+        _ => None,
+    });
+    assert_eq!(
+        message.as_deref(),
+        Some(format!("the page has {MAX_ROUNDS_WAITING} rounds waiting for agents").as_str())
+    );
+    assert!(page.sent().is_empty(), "nothing more went to the runtime");
 }
 
 #[test]
