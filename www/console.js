@@ -44,7 +44,7 @@ export async function startConsole(tools, preselect) {
   }
 
   const log = $("#log");
-  function logEntry(kind, title, body) {
+  function logEntry(kind, title, body, images = []) {
     const item = document.createElement("li");
     item.className = `entry ${kind}`;
     const head = document.createElement("div");
@@ -52,8 +52,27 @@ export async function startConsole(tools, preselect) {
     head.textContent = title;
     const pre = document.createElement("pre");
     pre.textContent = body;
-    item.append(head, pre);
+    item.append(head, ...images, pre);
     log.prepend(item);
+  }
+
+  // Raster types only: a picture a tool returns is shown, never run (no SVG).
+  const PICTURES = ["image/png", "image/jpeg", "image/gif", "image/webp"];
+
+  /** The image blocks of an MCP result as `<img>` elements, and the result with their data cut
+   *  short for the log's text. */
+  function pictures(result) {
+    const images = [];
+    const content = (Array.isArray(result.content) ? result.content : []).map((block) => {
+      if (block?.type !== "image" || !PICTURES.includes(block.mimeType) || typeof block.data !== "string") return block;
+      const image = document.createElement("img");
+      image.className = "result-image";
+      image.alt = "an image the tool returned";
+      image.src = `data:${block.mimeType};base64,${block.data}`;
+      images.push(image);
+      return { ...block, data: `(${block.data.length} base64 characters, shown above)` };
+    });
+    return { images, shown: images.length ? { ...result, content } : result };
   }
 
   function showAgentToken() {
@@ -146,7 +165,8 @@ export async function startConsole(tools, preselect) {
           body: JSON.stringify(body),
         });
         if (result.resultType !== "input_required") {
-          logEntry(result.isError ? "error" : "result", `← result${result.isError ? " (isError)" : ""}`, JSON.stringify(result, null, 2));
+          const { images, shown } = pictures(result);
+          logEntry(result.isError ? "error" : "result", `← result${result.isError ? " (isError)" : ""}`, JSON.stringify(shown, null, 2), images);
           return;
         }
         logEntry("asked", "← input required: the handler asks", JSON.stringify(result.inputRequests, null, 2));

@@ -1,7 +1,8 @@
 //! The demo's agent console (`www/console.js`, what `cargo xtask demo` serves) answers a handler's
 //! question over `/api` (docs/api.md, *Rounds over `/api`*): the board's `assign_task` asks the
 //! person at the agent who should take a task (`ctx.elicit`); the console shows the question as a
-//! form, the person types and accepts (or declines), and the console calls again with the answer.
+//! form, the person types and accepts (or declines), and the console calls again with the answer;
+//! `board_snapshot` returns a picture of the board (an image block), which the console shows.
 //! Real Chromium and Firefox through WebDriver, the real bridge and the demo site.
 
 use std::time::Duration;
@@ -145,6 +146,21 @@ async fn the_console_answers_a_handlers_question(kind: BrowserKind) {
         result.contains("t4 stays with Ana (decline)"),
         "{kind:?}: {result}"
     );
+
+    // A picture of the board: the console shows the tool's image block as an image.
+    let before = results(&driven).await;
+    call_from_console(&driven, "board_snapshot", "{}").await;
+    let result = newest_result(&driven, before).await;
+    assert!(result.contains("\"mimeType\": \"image/png\""), "{kind:?}: {result}");
+    let size = driven
+        .until(
+            "the picture is decoded and shown",
+            "const image = document.querySelector('#log .entry.result img.result-image');
+             return image && image.complete && image.naturalWidth > 0
+               ? [image.naturalWidth, image.naturalHeight] : null",
+        )
+        .await;
+    assert_eq!(size[0], json!(660), "{kind:?}: three columns of 220 px, as drawn");
     driven.quit().await;
 }
 
