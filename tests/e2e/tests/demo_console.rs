@@ -52,6 +52,17 @@ async fn newest_result(driven: &Driven, before: usize) -> String {
         .to_owned()
 }
 
+/// Presses the question form's button `value` (`accept`, `decline`, `cancel`), as a person does.
+async fn press(driven: &Driven, value: &str) {
+    let selector = format!("#ask button[value={value}]");
+    let button = driven.client.find(Locator::Css(&selector)).await;
+    button
+        .expect("the form's button")
+        .click()
+        .await
+        .expect("click");
+}
+
 async fn results(driven: &Driven) -> usize {
     let count = driven
         .eval(
@@ -106,14 +117,7 @@ async fn the_console_answers_a_handlers_question(kind: BrowserKind) {
     );
     field.clear().await.unwrap();
     field.send_keys("Zoe").await.unwrap();
-    driven
-        .client
-        .find(Locator::Css("#ask button[value=accept]"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    press(&driven, "accept").await;
     let result = newest_result(&driven, before).await;
     assert!(
         result.contains("\"assignee\": \"Zoe\""),
@@ -133,14 +137,7 @@ async fn the_console_answers_a_handlers_question(kind: BrowserKind) {
             "return document.querySelector('#ask button[value=decline]') !== null",
         )
         .await;
-    driven
-        .client
-        .find(Locator::Css("#ask button[value=decline]"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    press(&driven, "decline").await;
     let result = newest_result(&driven, before).await;
     assert!(
         result.contains("t4 stays with Ana (decline)"),
@@ -151,7 +148,10 @@ async fn the_console_answers_a_handlers_question(kind: BrowserKind) {
     let before = results(&driven).await;
     call_from_console(&driven, "board_snapshot", "{}").await;
     let result = newest_result(&driven, before).await;
-    assert!(result.contains("\"mimeType\": \"image/png\""), "{kind:?}: {result}");
+    assert!(
+        result.contains("\"mimeType\": \"image/png\""),
+        "{kind:?}: {result}"
+    );
     let size = driven
         .until(
             "the picture is decoded and shown",
@@ -160,7 +160,11 @@ async fn the_console_answers_a_handlers_question(kind: BrowserKind) {
                ? [image.naturalWidth, image.naturalHeight] : null",
         )
         .await;
-    assert_eq!(size[0], json!(660), "{kind:?}: three columns of 220 px, as drawn");
+    assert_eq!(
+        size[0],
+        json!(660),
+        "{kind:?}: three columns of 220 px, as drawn"
+    );
     driven.quit().await;
 }
 
