@@ -284,7 +284,9 @@ fn check(entry: Value) -> Result<AgentTool, String> {
             require_confirmation || fallback_form,
         ),
         Some(text) => TaskSupport::parse(text).ok_or_else(|| {
-            format!("taskSupport must be \"forbidden\", \"optional\" or \"required\", not \"{text}\"")
+            format!(
+                "taskSupport must be \"forbidden\", \"optional\" or \"required\", not \"{text}\""
+            )
         })?,
     };
     Ok(AgentTool {

@@ -52,6 +52,8 @@ mod request_engine;
 mod routes;
 mod server;
 mod session_table;
+mod task_book;
+mod tasks;
 
 pub use agent_tools::AgentTools;
 pub use bridge::Bridge;

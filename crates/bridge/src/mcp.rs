@@ -14,28 +14,30 @@ use client_tools_core::limits::HUMAN_WAIT_TICK_MS;
 use client_tools_core::protocol::{self, ProgressParams, RpcError};
 use futures_util::future::BoxFuture;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ContentBlock,
-    DiscoverResult, ElicitResult, ErrorCode, Implementation, InitializeRequestParams,
-    InitializeResult, InputRequests, InputRequiredResult, ListPromptsRequestMethod,
-    ListPromptsResult, ListResourceTemplatesRequestMethod, ListResourceTemplatesResult,
-    ListResourcesRequestMethod, ListResourcesResult, ListToolsResult, LoggingLevel,
-    LoggingMessageNotificationParam, MetaObject, PaginatedRequestParams, ProgressNotificationParam,
-    ProgressToken, PromptsCapability, ResourcesCapability, ServerCapabilities, ServerConfig,
-    ServerRequest, SetLevelRequestMethod, SetLevelRequestParams, SubscriptionFilter, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ClientCapabilities,
+    ContentBlock, CreateTaskResult, DetailedTask, DiscoverResult, ElicitResult, ErrorCode,
+    GetTaskParams, GetTaskResult, Implementation, InitializeRequestParams, InitializeResult,
+    InputRequests, InputRequiredResult, ListPromptsRequestMethod, ListPromptsResult,
+    ListResourceTemplatesRequestMethod, ListResourceTemplatesResult, ListResourcesRequestMethod,
+    ListResourcesResult, ListToolsResult, LoggingLevel, LoggingMessageNotificationParam,
+    MetaObject, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
+    PromptsCapability, ResourcesCapability, ServerCapabilities, ServerConfig, ServerRequest,
+    SetLevelRequestMethod, SetLevelRequestParams, SubscriptionFilter, Tool, UpdateTaskParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
 use serde_json::{Map, Value};
 
 use crate::agent_confirmation::{self, Binding, Decision};
-use crate::bridge::Bridge;
+use crate::bridge::{Bridge, TaskOp};
 use crate::config::ConfirmVia;
 use crate::input_rounds::{
-    self, arguments_digest, tool_digest, AgentSide, CallKey, Driven, Retry, RunningCall,
-    STATE_DOMAIN,
+    self, arguments_digest, task_refusal, tool_digest, AgentSide, CallKey, Driven, Retry,
+    RunningCall, STATE_DOMAIN,
 };
 use crate::page_session::{CallOutcome, PageSession};
 use crate::prepared_call::PreparedCall;
+use crate::task_book::Refusal;
 
 /// How often an agent bound to no page yet looks for one (to announce its tools), and how often its
 /// announcer checks that the agent is still there.
@@ -397,6 +399,7 @@ impl ServerHandler for McpAgent {
         let capabilities = ServerCapabilities::builder()
             .enable_tools()
             .enable_tool_list_changed()
+            .enable_tasks()
             .build();
         ServerConfig::new(capabilities)
             .with_server_info(Implementation::new(
@@ -525,6 +528,14 @@ impl ServerHandler for McpAgent {
         if let Some(state) = round_state {
             return self.resume(&page, state, &request, &context).await;
         }
+        let declared = context.client_capabilities().unwrap_or_default();
+        if let Some(error) = task_refusal(&page, &request.name, &declared) {
+            return Err(McpError::new(
+                ErrorCode(error.code as i32),
+                error.message,
+                error.data,
+            ));
+        }
         let arguments = Value::Object(request.arguments.clone().unwrap_or_default());
         // The agent's `_meta` is checked as on every route (crate::prepared_call).
         let prepared = page.prepare_call(&request.name, arguments, Some(&context.meta.0 .0), None);
@@ -573,6 +584,51 @@ impl ServerHandler for McpAgent {
         };
         let driven = input_rounds::drive(self.bridge.rounds(), running, &side, key, 0, supplied);
         answer(driven.await)
+    }
+
+    // The tasks extension (crate::tasks): a task belongs to the page session the agent is bound
+    // to, and is read from any node of a cluster. rmcp refuses these to agents that did not
+    // declare the extension (`-32021`).
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, McpError> {
+        let session = self.bound_id(Some(&context)).unwrap_or_default();
+        let op = TaskOp::Get {
+            task_id: request.task_id,
+        };
+        let task = self.bridge.task(op, &session).await.map_err(task_error)?;
+        serde_json::from_value::<DetailedTask>(task)
+            .map(GetTaskResult::new)
+            .map_err(|error| McpError::internal_error(format!("task: {error}"), None))
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let session = self.bound_id(Some(&context)).unwrap_or_default();
+        let op = TaskOp::Update {
+            task_id: request.task_id,
+            input_responses: request.input_responses,
+        };
+        self.bridge.task(op, &session).await.map_err(task_error)?;
+        Ok(())
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let session = self.bound_id(Some(&context)).unwrap_or_default();
+        let op = TaskOp::Cancel {
+            task_id: request.task_id,
+        };
+        self.bridge.task(op, &session).await.map_err(task_error)?;
+        Ok(())
     }
 
     // Revision 2026-07-28 has no `initialize`: `tools/list_changed` travels on listen streams.
@@ -665,7 +721,15 @@ fn answer(driven: Driven) -> Result<CallToolResponse, McpError> {
             Ok(InputRequiredResult::new(Some(requests), Some(state)).into())
         }
         Driven::Refused(why) => Err(McpError::invalid_params(why, None)),
+        Driven::Task(task) => serde_json::from_value::<rmcp::model::Task>(task)
+            .map(|task| CreateTaskResult::new(task).into())
+            .map_err(|error| McpError::internal_error(format!("task: {error}"), None)),
     }
+}
+
+/// A refused task request as the agent's JSON-RPC error.
+fn task_error(refusal: Refusal) -> McpError {
+    McpError::new(ErrorCode(refusal.code as i32), refusal.message, None)
 }
 
 impl McpAgent {

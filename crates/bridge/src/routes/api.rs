@@ -99,6 +99,10 @@ fn respond(driven: Driven) -> Response {
         }))
         .into_response(),
         Driven::Refused(why) => refused(why),
+        Driven::Task(mut task) => {
+            task["resultType"] = "task".into();
+            Json(task).into_response()
+        }
     }
 }
 
