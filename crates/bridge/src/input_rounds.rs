@@ -312,7 +312,8 @@ pub(crate) trait TaskHost: Send + Sync {
     /// Makes `running` a task of its page session, run for an agent that declared `capabilities`,
     /// with the round `pending` the page already asked: the `CreateTaskResult` fields; or the call
     /// back with why there is no room for it.
-    #[allow(clippy::type_complexity)]
+    // Not boxed: the refusal is rare (a full book), the call is moved back once.
+    #[allow(clippy::type_complexity, clippy::result_large_err)]
     fn start(
         &self,
         holder: &str,

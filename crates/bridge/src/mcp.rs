@@ -7,6 +7,7 @@
 // speaks have them, and pages use them (SPEC §4 "Asking mid-call").
 #![allow(deprecated)]
 
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -21,8 +22,9 @@ use rmcp::model::{
     ListResourceTemplatesRequestMethod, ListResourceTemplatesResult, ListResourcesRequestMethod,
     ListResourcesResult, ListToolsResult, LoggingLevel, LoggingMessageNotificationParam,
     MetaObject, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
-    PromptsCapability, ResourcesCapability, ServerCapabilities, ServerConfig, ServerRequest,
-    SetLevelRequestMethod, SetLevelRequestParams, SubscriptionFilter, Tool, UpdateTaskParams,
+    PromptsCapability, ResourcesCapability, ServerCapabilities, ServerConfig, ServerNotification,
+    ServerRequest, SetLevelRequestMethod, SetLevelRequestParams, SubscriptionFilter,
+    TaskStatusNotification, TaskStatusNotificationParams, Tool, UpdateTaskParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
@@ -55,6 +57,8 @@ pub struct McpAgent {
     bound: Arc<Mutex<Option<String>>>,
     /// The level the agent set with `logging/setLevel` (2025-11-25); `None`: every level.
     log_level: Arc<Mutex<Option<LoggingLevel>>>,
+    /// The tasks this MCP session's calls became (2025-11-25: their status notifications go to it).
+    tasks: Arc<Mutex<HashSet<String>>>,
 }
 
 impl McpAgent {
@@ -64,6 +68,7 @@ impl McpAgent {
             bridge,
             bound: Arc::new(Mutex::new(session)),
             log_level: Arc::default(),
+            tasks: Arc::default(),
         }
     }
 
@@ -144,6 +149,47 @@ impl McpAgent {
             }
             if peer.is_transport_closed() {
                 return;
+            }
+        }
+    }
+}
+
+impl McpAgent {
+    /// 2025-11-25 (a session, a stream of its own): `notifications/tasks` for every change of the
+    /// tasks this session's calls became on this node, for as long as the agent is connected.
+    /// Revision 2026-07-28 would carry them on `subscriptions/listen`, which rmcp cannot filter by
+    /// task yet: there agents poll `tasks/get`.
+    async fn announce_tasks(self, peer: Peer<RoleServer>) {
+        let mut changes = self.bridge.tasks().watch();
+        loop {
+            let change = tokio::select! {
+                change = changes.recv() => change,
+                _ = tokio::time::sleep(UNBOUND_POLL) => {
+                    if peer.is_transport_closed() { return } else { continue }
+                }
+            };
+            let (id, detailed) = match change {
+                Ok(change) => change,
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+                Err(_) => return,
+            };
+            let mine = self
+                .tasks
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .contains(&id);
+            let Ok(task) = serde_json::from_value::<DetailedTask>(detailed) else {
+                continue;
+            };
+            if mine {
+                let params = TaskStatusNotificationParams::new(task);
+                let notification = TaskStatusNotification::new(params);
+                let sent = peer
+                    .send_notification(ServerNotification::TaskStatusNotification(notification))
+                    .await;
+                if sent.is_err() {
+                    return;
+                }
             }
         }
     }
@@ -491,6 +537,13 @@ impl ServerHandler for McpAgent {
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         tokio::spawn(self.clone().announce_changes(context.peer.clone()));
+        let declared = context
+            .peer
+            .peer_info()
+            .is_some_and(|info| info.capabilities.supports_tasks());
+        if declared {
+            tokio::spawn(self.clone().announce_tasks(context.peer.clone()));
+        }
     }
 
     async fn list_tools(
@@ -583,7 +636,7 @@ impl ServerHandler for McpAgent {
             handshake_era,
         };
         let driven = input_rounds::drive(self.bridge.rounds(), running, &side, key, 0, supplied);
-        answer(driven.await)
+        self.answer_noting_task(driven.await)
     }
 
     // The tasks extension (crate::tasks): a task belongs to the page session the agent is bound
@@ -778,7 +831,19 @@ impl McpAgent {
             log: context.meta.log_level(),
             handshake_era: false,
         };
-        answer(self.bridge.resume_round(retry, &side).await)
+        self.answer_noting_task(self.bridge.resume_round(retry, &side).await)
+    }
+
+    /// [`answer`], remembering a task the call became (its status notifications, 2025-11-25).
+    fn answer_noting_task(&self, driven: Driven) -> Result<CallToolResponse, McpError> {
+        if let Driven::Task(task) = &driven {
+            if let Some(id) = task.get("taskId").and_then(Value::as_str) {
+                let mut tasks = self.tasks.lock().unwrap_or_else(|p| p.into_inner());
+                tasks.retain(|known| self.bridge.tasks().knows(known));
+                tasks.insert(id.to_owned());
+            }
+        }
+        answer(driven)
     }
 }
 

@@ -77,6 +77,11 @@ impl Tasks {
         self.changes.subscribe()
     }
 
+    /// Whether task `id` is kept here (whoever asks).
+    pub(crate) fn knows(&self, id: &str) -> bool {
+        self.lock().peek(id).is_some()
+    }
+
     /// `tasks/get`: task `id` of `page_session`.
     pub(crate) fn get(&self, id: &str, page_session: &str) -> Result<Value, Refusal> {
         self.forget_expired();
@@ -161,6 +166,7 @@ impl Tasks {
 pub(crate) struct TaskHostOf(pub Arc<Tasks>);
 
 impl TaskHost for TaskHostOf {
+    #[allow(clippy::result_large_err)]
     fn start(
         &self,
         holder: &str,
