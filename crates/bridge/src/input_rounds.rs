@@ -323,20 +323,24 @@ pub(crate) trait TaskHost: Send + Sync {
     ) -> Result<Value, (RunningCall, Option<InputRound>, String)>;
 }
 
-/// The `taskSupport` of `tool` as `page` lists it (MCP `execution.taskSupport`; absent: forbidden).
+/// The `taskSupport` of `tool` (by its listed or original name) as the page lists it (MCP
+/// `execution.taskSupport`; absent: forbidden), else as `--tools` defines it. No list is copied.
 pub(crate) fn task_support(page: &PageSession, tool: &str) -> TaskSupport {
-    page.tools()
+    let listed = page.page_tools();
+    let of_page = listed
         .iter()
-        .find(|listed| listed.name == tool)
-        .and_then(|listed| {
-            listed
+        .find(|t| t.name == tool || t.original_name() == tool)
+        .map(|t| {
+            let given = t
                 .execution
-                .as_ref()?
-                .get("taskSupport")?
-                .as_str()
-                .map(str::to_owned)
-        })
-        .and_then(|text| TaskSupport::parse(&text))
+                .as_ref()
+                .and_then(|e| e.get("taskSupport")?.as_str());
+            given
+                .and_then(TaskSupport::parse)
+                .unwrap_or(TaskSupport::Forbidden)
+        });
+    of_page
+        .or_else(|| page.agent_tools().get(tool).map(|t| t.task_support))
         .unwrap_or(TaskSupport::Forbidden)
 }
 
@@ -345,9 +349,9 @@ pub(crate) fn task_support(page: &PageSession, tool: &str) -> TaskSupport {
 pub(crate) fn task_refusal(
     page: &PageSession,
     tool: &str,
-    capabilities: &ClientCapabilities,
+    declares_tasks: bool,
 ) -> Option<RpcError> {
-    if task_support(page, tool) != TaskSupport::Required || capabilities.supports_tasks() {
+    if declares_tasks || task_support(page, tool) != TaskSupport::Required {
         return None;
     }
     let mut error = RpcError::new(
@@ -377,6 +381,10 @@ pub(crate) fn holder(state: &str) -> Option<String> {
 pub(crate) trait AgentSide: Send + Sync {
     /// The client capabilities the caller declared (elicitation, sampling, roots).
     fn capabilities(&self) -> ClientCapabilities;
+    /// Whether the caller declared the MCP tasks extension (its calls may become tasks).
+    fn declares_tasks(&self) -> bool {
+        self.capabilities().supports_tasks()
+    }
     /// The page's progress on the call.
     fn progress(&self, update: ProgressParams) -> BoxFuture<'_, ()>;
     /// One of the page's log messages about the call (`clienttools/callId` removed).
@@ -442,9 +450,12 @@ pub(crate) async fn drive(
     let mut asking: Option<(RequestId, BoxFuture<'static, Result<Value, RpcError>>)> = None;
     // A call the caller may have as a task becomes one after [`TASK_AFTER`], or as soon as the page
     // asks something not marked to be asked before the task.
-    let capabilities = agent.capabilities();
-    let support = task_support(&running.page, &call.tool);
-    let mut tasking = (capabilities.supports_tasks() && support != TaskSupport::Forbidden)
+    // (Checked once per call, without copying anything, for callers that declare no tasks.)
+    let support = match agent.declares_tasks() {
+        true => task_support(&running.page, &call.tool),
+        false => TaskSupport::Forbidden,
+    };
+    let mut tasking = (support != TaskSupport::Forbidden)
         .then(|| rounds.tasks.get().cloned())
         .flatten();
     let window = tokio::time::sleep(TASK_AFTER);
@@ -461,7 +472,7 @@ pub(crate) async fn drive(
             }
             () = &mut window, if tasking.is_some() && asking.is_none() => {
                 let host = tasking.take().expect("guarded");
-                match host.start(rounds.holder(), running, capabilities.clone(), None) {
+                match host.start(rounds.holder(), running, agent.capabilities(), None) {
                     Ok(task) => return Driven::Task(task),
                     Err((back, _, why)) => {
                         running = back;
@@ -479,7 +490,7 @@ pub(crate) async fn drive(
                     asked += 1;
                     if let Some(host) = tasking.clone().filter(|_| !round.before_task) {
                         tasking = None;
-                        match host.start(rounds.holder(), running, capabilities.clone(), Some(round)) {
+                        match host.start(rounds.holder(), running, agent.capabilities(), Some(round)) {
                             Ok(task) => return Driven::Task(task),
                             Err((back, pending, why)) => {
                                 (running, round) = (back, pending.expect("given back"));
@@ -490,6 +501,7 @@ pub(crate) async fn drive(
                             }
                         }
                     }
+                    let capabilities = agent.capabilities();
                     let lacking: Map<String, Value> = round
                         .requests
                         .iter()

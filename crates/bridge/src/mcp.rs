@@ -581,8 +581,7 @@ impl ServerHandler for McpAgent {
         if let Some(state) = round_state {
             return self.resume(&page, state, &request, &context).await;
         }
-        let declared = context.client_capabilities().unwrap_or_default();
-        if let Some(error) = task_refusal(&page, &request.name, &declared) {
+        if let Some(error) = task_refusal(&page, &request.name, declares_tasks(&context)) {
             return Err(McpError::new(
                 ErrorCode(error.code as i32),
                 error.message,
@@ -737,6 +736,10 @@ impl AgentSide for McpSide<'_> {
         self.context.client_capabilities().unwrap_or_default()
     }
 
+    fn declares_tasks(&self) -> bool {
+        declares_tasks(self.context)
+    }
+
     fn progress(&self, update: ProgressParams) -> BoxFuture<'_, ()> {
         Box::pin(async move {
             let token = self.context.meta.get_progress_token();
@@ -845,6 +848,27 @@ impl McpAgent {
         }
         answer(driven)
     }
+}
+
+/// Whether the agent declared the tasks extension for this request: in its `_meta` (2026-07-28,
+/// read where it lies, nothing parsed), else in `initialize`.
+fn declares_tasks(context: &RequestContext<RoleServer>) -> bool {
+    let in_meta = context
+        .meta
+        .0
+        .get("io.modelcontextprotocol/clientCapabilities")
+        .map(|capabilities| {
+            capabilities
+                .get("extensions")
+                .and_then(|extensions| extensions.get(rmcp::model::TASKS_EXTENSION_ID))
+                .is_some()
+        });
+    in_meta.unwrap_or_else(|| {
+        context
+            .peer
+            .peer_info()
+            .is_some_and(|info| info.capabilities.supports_tasks())
+    })
 }
 
 /// Whether the request is on a handshake revision (2025-11-25 and before).

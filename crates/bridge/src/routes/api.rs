@@ -150,7 +150,8 @@ pub async fn call_tool(
         return (StatusCode::OK, Json(CallToolResult::error(message))).into_response();
     };
     let capabilities = ApiSide(request.capabilities.unwrap_or_default());
-    if let Some(error) = task_refusal(&session, &request.name, &capabilities.0) {
+    let declares_tasks = capabilities.0.supports_tasks();
+    if let Some(error) = task_refusal(&session, &request.name, declares_tasks) {
         let body =
             json!({"error": {"code": error.code, "message": error.message, "data": error.data}});
         return (StatusCode::BAD_REQUEST, Json(body)).into_response();
