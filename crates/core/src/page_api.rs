@@ -146,7 +146,8 @@ struct PlainDeclaration {
 
 /// Reads a declaration of tool `name` from its JSON text (the handler taken out).
 pub fn read_declaration(name: String, text: &str) -> Result<Declaration, CoreError> {
-    let invalid = |e: String| CoreError::InvalidOptions(format!("declaration of tool '{name}': {e}"));
+    let invalid =
+        |e: String| CoreError::InvalidOptions(format!("declaration of tool '{name}': {e}"));
     let plain: PlainDeclaration = read_plain(text).map_err(|e| invalid(e.to_string()))?;
     let task_support = match plain.task_support.as_deref().map(TaskSupport::parse) {
         Some(None) => {
@@ -375,17 +376,26 @@ mod tests {
         let given = read(r#"{"name":"t","taskSupport":"required"}"#).unwrap();
         assert_eq!(given.task_support, Some(TaskSupport::Required));
         let bad = read(r#"{"name":"t","taskSupport":"maybe"}"#).unwrap_err();
-        assert!(bad.to_string().contains("'t': taskSupport must be"), "{bad}");
+        assert!(
+            bad.to_string().contains("'t': taskSupport must be"),
+            "{bad}"
+        );
         let mut registry = Registry::default();
         let listed = |registry: &mut Registry<u8>, text: &str, kind| {
             let (name, _) = registry.define(read(text).unwrap(), kind, 0).unwrap();
             registry.get(&name).unwrap().to_mcp_tool().execution
         };
         let optional = Some(serde_json::json!({"taskSupport": "optional"}));
-        assert_eq!(listed(&mut registry, r#"{"name":"a"}"#, ToolKind::Function), None);
+        assert_eq!(
+            listed(&mut registry, r#"{"name":"a"}"#, ToolKind::Function),
+            None
+        );
         let asks = r#"{"name":"b","annotations":{"destructiveHint":true}}"#;
         assert_eq!(listed(&mut registry, asks, ToolKind::Function), optional);
-        assert_eq!(listed(&mut registry, r#"{"name":"c"}"#, ToolKind::Form), optional);
+        assert_eq!(
+            listed(&mut registry, r#"{"name":"c"}"#, ToolKind::Form),
+            optional
+        );
         let quiet = r#"{"name":"d","requireConfirmation":true,"taskSupport":"forbidden"}"#;
         assert_eq!(listed(&mut registry, quiet, ToolKind::Function), None);
     }

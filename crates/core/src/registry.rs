@@ -89,7 +89,8 @@ impl TaskSupport {
 
     /// The MCP tool's `execution` (`None` for `forbidden`, MCP's default).
     pub fn execution(self) -> Option<Value> {
-        (self != TaskSupport::Forbidden).then(|| serde_json::json!({ "taskSupport": self.as_str() }))
+        (self != TaskSupport::Forbidden)
+            .then(|| serde_json::json!({ "taskSupport": self.as_str() }))
     }
 }
 /// A non-fatal problem with a declaration, reported to the page as a `warning` event.
