@@ -2,7 +2,9 @@
 // (`GET /api/sessions`, `POST /api/sessions/{id}/call`), as an agent or a script would. It declares
 // form elicitation: when a handler asks (`ctx.elicit`), the call answers `input_required` and the
 // console shows the question as a form, then calls again with the answer and the `requestState`
-// (docs/api.md, *Rounds over `/api`*).
+// (docs/api.md, *Rounds over `/api`*). It also declares the MCP tasks extension: a long call of a
+// tool that allows it (one waiting on the page's dialog, a form, …) answers a task at once, which
+// the console polls, answers and can cancel (docs/api.md, *Long calls as tasks*).
 // Shared by the demo pages; each gives its ClientTools and the tool to preselect.
 
 const $ = (selector) => document.querySelector(selector);
@@ -164,6 +166,10 @@ export async function startConsole(tools, preselect) {
           headers: { "content-type": "application/json" },
           body: JSON.stringify(body),
         });
+        if (result.resultType === "task") {
+          await followTask(sessionId, result);
+          return;
+        }
         if (result.resultType !== "input_required") {
           const { images, shown } = pictures(result);
           logEntry(result.isError ? "error" : "result", `← result${result.isError ? " (isError)" : ""}`, JSON.stringify(shown, null, 2), images);
@@ -181,8 +187,42 @@ export async function startConsole(tools, preselect) {
     }
   });
 
-  // What the console can answer when a handler asks: form elicitation (a person at this console).
-  const CAPABILITIES = { elicitation: { form: {} } };
+  // What the console can answer when a handler asks: form elicitation (a person at this console);
+  // and it takes long calls as tasks.
+  const CAPABILITIES = { elicitation: { form: {} }, extensions: { "io.modelcontextprotocol/tasks": {} } };
+
+  /** Polls a task until it ends, answering what it waits on; a button cancels it. */
+  async function followTask(sessionId, created) {
+    const path = `/api/sessions/${encodeURIComponent(sessionId)}/tasks/${encodeURIComponent(created.taskId)}`;
+    logEntry("asked", `← task ${created.taskId} (${created.status}): the call goes on without this request`, JSON.stringify(created, null, 2));
+    const cancel = document.createElement("button");
+    cancel.type = "button";
+    cancel.id = "cancel-task";
+    cancel.textContent = "Cancel the task";
+    cancel.addEventListener("click", () => api(`${path}/cancel`, { method: "POST" }).catch((error) => logEntry("error", "cancel failed", error.message)));
+    log.firstElementChild.append(cancel);
+    const answered = new Set();
+    try {
+      for (;;) {
+        await new Promise((resolve) => setTimeout(resolve, created.pollIntervalMs ?? 500));
+        const task = await api(path);
+        if (["completed", "failed", "cancelled"].includes(task.status)) {
+          const failed = task.status !== "completed" || task.result?.isError;
+          logEntry(failed ? "error" : "result", `← task ${task.status}`, JSON.stringify(task.result ?? task.error ?? task, null, 2));
+          return;
+        }
+        for (const [key, request] of Object.entries(task.inputRequests ?? {})) {
+          if (answered.has(key)) continue;
+          answered.add(key);
+          logEntry("asked", "← the task waits for input", JSON.stringify({ [key]: request }, null, 2));
+          const inputResponses = { [key]: await answer(request) };
+          await api(`${path}/update`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ inputResponses }) });
+        }
+      }
+    } finally {
+      cancel.remove();
+    }
+  }
 
   /** The console's answer to one of a handler's requests: an elicitation as a form. */
   function answer(request) {

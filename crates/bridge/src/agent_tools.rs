@@ -13,7 +13,7 @@ use std::sync::Arc;
 use client_tools_core::limits::MAX_TIMEOUT_MS;
 use client_tools_core::names;
 use client_tools_core::protocol::{meta, Tool};
-use client_tools_core::registry::resolve_timeout;
+use client_tools_core::registry::{resolve_timeout, TaskSupport};
 use client_tools_core::validate::{self, CompiledSchema};
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -36,6 +36,9 @@ pub struct AgentTool {
     pub fallback_form: bool,
     /// The tool's own timeout (clamped to 300 s), if it set one.
     pub timeout_ms: Option<u64>,
+    /// `taskSupport`; by default `optional` when a person answers (`fallback: "form"`, or a
+    /// confirmation), else `forbidden` (SPEC §4 "Long calls as tasks").
+    pub task_support: TaskSupport,
 }
 
 /// The tools of `--tools FILE`, by name. Empty when there is no file.
@@ -65,6 +68,8 @@ struct Entry {
     annotations: Option<Map<String, Value>>,
     #[serde(default)]
     timeout_ms: Option<f64>,
+    #[serde(default)]
+    task_support: Option<String>,
 }
 
 impl AgentTools {
@@ -183,6 +188,7 @@ impl AgentTool {
             input_schema: self.input.schema().clone(),
             output_schema: self.output.as_ref().map(|s| s.schema().clone()),
             annotations: self.annotations.clone().map(Value::Object),
+            execution: self.task_support.execution(),
             meta: Some(extensions),
         }
     }
@@ -272,6 +278,17 @@ fn check(entry: Value) -> Result<AgentTool, String> {
     };
     let require_confirmation =
         entry.require_confirmation || annotations_ask(entry.annotations.as_ref());
+    let task_support = match entry.task_support.as_deref() {
+        None => TaskSupport::default_for(
+            client_tools_core::registry::ToolKind::Handler,
+            require_confirmation || fallback_form,
+        ),
+        Some(text) => TaskSupport::parse(text).ok_or_else(|| {
+            format!(
+                "taskSupport must be \"forbidden\", \"optional\" or \"required\", not \"{text}\""
+            )
+        })?,
+    };
     Ok(AgentTool {
         name: entry.name,
         title: entry.title,
@@ -282,6 +299,7 @@ fn check(entry: Value) -> Result<AgentTool, String> {
         require_confirmation,
         fallback_form,
         timeout_ms,
+        task_support,
     })
 }
 
@@ -407,6 +425,7 @@ mod tests {
             input_schema: json!({"type": "object"}),
             output_schema: None,
             annotations: None,
+            execution: None,
             meta: Some(Map::from_iter([(meta::KIND.into(), kind.into())])),
         };
         let page = [

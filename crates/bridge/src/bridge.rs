@@ -11,7 +11,12 @@ use crate::config::BridgeConfig;
 use crate::input_rounds::{self, AgentSide, Driven, Retry, Rounds};
 use crate::page_session::{PageSession, SessionInfo};
 use crate::session_table::{Claimed, Refused, SessionTable};
+use crate::task_book::Refusal;
+use crate::tasks::{self, TaskHostOf, Tasks};
 use client_tools_core::connect::ConnectParams;
+use rmcp::model::InputResponses;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
 
 /// Cheap to clone: all clones share the same sessions.
 #[derive(Clone)]
@@ -26,6 +31,8 @@ struct Inner {
     /// crate::input_rounds), and the key and spent list of every `requestState` (the agent-side
     /// confirmation's too).
     rounds: Arc<Rounds>,
+    /// The calls that became MCP tasks on this node (crate::tasks).
+    tasks: Arc<Tasks>,
     /// Set once the bridge joined a cluster ([`Bridge::join_cluster`]).
     cluster: OnceLock<Arc<Cluster>>,
 }
@@ -38,14 +45,34 @@ impl Bridge {
             config.log_payloads,
         )
         .with_agent_tools(config.tools.clone(), config.timeout);
+        let rounds = Arc::new(Rounds::default());
+        let tasks = Arc::new(Tasks::default());
+        rounds.set_tasks(Arc::new(TaskHostOf(tasks.clone())));
         Self {
             inner: Arc::new(Inner {
                 config,
                 sessions: Arc::new(sessions),
-                rounds: Arc::default(),
+                rounds,
+                tasks,
                 cluster: OnceLock::new(),
             }),
         }
+    }
+
+    pub(crate) fn tasks(&self) -> &Arc<Tasks> {
+        &self.inner.tasks
+    }
+
+    /// `tasks/get`, `tasks/update` or `tasks/cancel` of a caller bound to `page_session`, on the
+    /// node that keeps the task (in a cluster, the one its id names, reached through NATS).
+    pub(crate) async fn task(&self, op: TaskOp, page_session: &str) -> Result<Value, Refusal> {
+        let holder = tasks::holder_of(op.task_id()).map(str::to_owned);
+        if let (Some(cluster), Some(holder)) = (self.cluster(), holder) {
+            if holder != cluster.node() {
+                return cluster.relay_task(&holder, op, page_session).await;
+            }
+        }
+        op.apply(self.tasks(), page_session)
     }
 
     pub fn config(&self) -> &BridgeConfig {
@@ -88,6 +115,7 @@ impl Bridge {
             self.config(),
             self.table().clone(),
             self.inner.rounds.clone(),
+            self.inner.tasks.clone(),
         )
         .await?;
         self.inner.rounds.set_node(cluster.node());
@@ -162,6 +190,46 @@ impl Bridge {
                 return None;
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+/// A caller's request about a task (what `tasks/get`, `tasks/update` and `tasks/cancel` ask).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", tag = "op")]
+pub(crate) enum TaskOp {
+    Get {
+        task_id: String,
+    },
+    Update {
+        task_id: String,
+        input_responses: InputResponses,
+    },
+    Cancel {
+        task_id: String,
+    },
+}
+
+impl TaskOp {
+    pub(crate) fn task_id(&self) -> &str {
+        match self {
+            TaskOp::Get { task_id }
+            | TaskOp::Update { task_id, .. }
+            | TaskOp::Cancel { task_id } => task_id,
+        }
+    }
+
+    /// Applies it to this node's tasks: the detailed task for `get`, `{}` for the others.
+    pub(crate) fn apply(&self, tasks: &Tasks, page_session: &str) -> Result<Value, Refusal> {
+        match self {
+            TaskOp::Get { task_id } => tasks.get(task_id, page_session),
+            TaskOp::Update {
+                task_id,
+                input_responses,
+            } => tasks
+                .update(task_id, page_session, input_responses)
+                .map(|()| json!({})),
+            TaskOp::Cancel { task_id } => tasks.cancel(task_id, page_session).map(|()| json!({})),
         }
     }
 }

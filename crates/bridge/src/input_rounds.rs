@@ -21,7 +21,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use client_tools_core::limits::HUMAN_WAIT_MAX_MS;
-use client_tools_core::protocol::{method, ProgressParams, RequestId, RpcError};
+use client_tools_core::protocol::{self, method, ProgressParams, RequestId, RpcError};
+use client_tools_core::registry::TaskSupport;
 use futures_util::future::BoxFuture;
 use rmcp::model::{
     ClientCapabilities, CreateMessageResult, ElicitResult, InputResponses, ListRootsResult,
@@ -33,7 +34,9 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::agent_confirmation::{hex, unsealed_payload, RequestStates};
 use crate::limits::LOG_BUFFER;
-use crate::page_session::{missing_capability_error, CallEvent, CallOutcome, PageSession};
+use crate::page_session::{
+    missing_capability_error, CallEvent, CallOutcome, InputRound, PageSession,
+};
 use crate::prepared_call::PreparedCall;
 
 /// The prefix of a round's `requestState` (a confirmation's is `v1`).
@@ -42,6 +45,9 @@ pub(crate) const STATE_DOMAIN: &str = "r1";
 pub(crate) const MAX_SUSPENDED: usize = 256;
 /// How long a suspended call (and its state) lives: the human bound.
 pub(crate) const SUSPENDED_TTL: Duration = Duration::from_millis(HUMAN_WAIT_MAX_MS);
+/// How long a call that may run as a task runs as a plain one first: one that ends sooner answers
+/// at once (the extension's immediate result), one that takes longer becomes a task.
+pub(crate) const TASK_AFTER: Duration = Duration::from_millis(200);
 
 /// A page call running on its own task. Dropping it cancels the page's call (its handler's
 /// `ctx.signal` aborts) unless it has ended.
@@ -275,12 +281,14 @@ impl SuspendedCalls {
 }
 
 /// The bridge's rounds: its suspended calls, the key that seals their states, and — in a
-/// cluster — this node's id, which every state names as the one keeping its call.
+/// cluster — this node's id, which every state names as the one keeping its call; and where calls
+/// that become MCP tasks go (crate::tasks).
 #[derive(Default)]
 pub(crate) struct Rounds {
     pub suspended: SuspendedCalls,
     pub states: RequestStates,
     node: OnceLock<String>,
+    tasks: OnceLock<Arc<dyn TaskHost>>,
 }
 
 impl Rounds {
@@ -289,9 +297,74 @@ impl Rounds {
         let _ = self.node.set(node.to_owned());
     }
 
-    fn holder(&self) -> &str {
+    pub(crate) fn holder(&self) -> &str {
         self.node.get().map_or("", String::as_str)
     }
+
+    /// Where calls that become tasks go (set once).
+    pub(crate) fn set_tasks(&self, tasks: Arc<dyn TaskHost>) {
+        let _ = self.tasks.set(tasks);
+    }
+}
+
+/// What keeps the calls that became MCP tasks (crate::tasks).
+pub(crate) trait TaskHost: Send + Sync {
+    /// Makes `running` a task of its page session, run for an agent that declared `capabilities`,
+    /// with the round `pending` the page already asked: the `CreateTaskResult` fields; or the call
+    /// back with why there is no room for it.
+    // Not boxed: the refusal is rare (a full book), the call is moved back once.
+    #[allow(clippy::type_complexity, clippy::result_large_err)]
+    fn start(
+        &self,
+        holder: &str,
+        running: RunningCall,
+        capabilities: ClientCapabilities,
+        pending: Option<InputRound>,
+    ) -> Result<Value, (RunningCall, Option<InputRound>, String)>;
+}
+
+/// The `taskSupport` of `tool` (by its listed or original name) as the page lists it (MCP
+/// `execution.taskSupport`; absent: forbidden), else as `--tools` defines it. No list is copied.
+pub(crate) fn task_support(page: &PageSession, tool: &str) -> TaskSupport {
+    let listed = page.page_tools();
+    let of_page = listed
+        .iter()
+        .find(|t| t.name == tool || t.original_name() == tool)
+        .map(|t| {
+            let given = t
+                .execution
+                .as_ref()
+                .and_then(|e| e.get("taskSupport")?.as_str());
+            given
+                .and_then(TaskSupport::parse)
+                .unwrap_or(TaskSupport::Forbidden)
+        });
+    of_page
+        .or_else(|| page.agent_tools().get(tool).map(|t| t.task_support))
+        .unwrap_or(TaskSupport::Forbidden)
+}
+
+/// The refusal of a call of a tool whose calls must be tasks, for a caller that did not declare
+/// the tasks extension (`-32021` with the extension in `requiredCapabilities`), before it runs.
+pub(crate) fn task_refusal(
+    page: &PageSession,
+    tool: &str,
+    declares_tasks: bool,
+) -> Option<RpcError> {
+    if declares_tasks || task_support(page, tool) != TaskSupport::Required {
+        return None;
+    }
+    let mut error = RpcError::new(
+        -32021,
+        format!(
+            "tool '{tool}' runs only as a task: declare the {} extension",
+            rmcp::model::TASKS_EXTENSION_ID
+        ),
+    );
+    error.data = Some(serde_json::json!({
+        "requiredCapabilities": {"extensions": {rmcp::model::TASKS_EXTENSION_ID: {}}}
+    }));
+    Some(error)
 }
 
 /// The node a round's `requestState` names as keeping its call, read without checking the state
@@ -308,6 +381,10 @@ pub(crate) fn holder(state: &str) -> Option<String> {
 pub(crate) trait AgentSide: Send + Sync {
     /// The client capabilities the caller declared (elicitation, sampling, roots).
     fn capabilities(&self) -> ClientCapabilities;
+    /// Whether the caller declared the MCP tasks extension (its calls may become tasks).
+    fn declares_tasks(&self) -> bool {
+        self.capabilities().supports_tasks()
+    }
     /// The page's progress on the call.
     fn progress(&self, update: ProgressParams) -> BoxFuture<'_, ()>;
     /// One of the page's log messages about the call (`clienttools/callId` removed).
@@ -337,6 +414,8 @@ pub(crate) enum Driven {
     },
     /// The caller's retry or answers were refused (JSON-RPC `-32602` with this reason).
     Refused(String),
+    /// The call became an MCP task: the `CreateTaskResult` fields (crate::tasks).
+    Task(Value),
 }
 
 /// A caller's retry of a suspended call: the state it was given, the call as it names it again,
@@ -369,6 +448,18 @@ pub(crate) async fn drive(
 ) -> Driven {
     let mut cancelled = agent.cancelled();
     let mut asking: Option<(RequestId, BoxFuture<'static, Result<Value, RpcError>>)> = None;
+    // A call the caller may have as a task becomes one after [`TASK_AFTER`], or as soon as the page
+    // asks something not marked to be asked before the task.
+    // (Checked once per call, without copying anything, for callers that declare no tasks.)
+    let support = match agent.declares_tasks() {
+        true => task_support(&running.page, &call.tool),
+        false => TaskSupport::Forbidden,
+    };
+    let mut tasking = (support != TaskSupport::Forbidden)
+        .then(|| rounds.tasks.get().cloned())
+        .flatten();
+    let window = tokio::time::sleep(TASK_AFTER);
+    tokio::pin!(window);
     loop {
         // Biased: what the page sent before its result or its next round (progress, logs)
         // goes to the agent first (on 2026-07-28 the request's stream ends with the response: a
@@ -379,11 +470,37 @@ pub(crate) async fn drive(
                 running.cancel("cancelled by the agent");
                 return Driven::Ended(None);
             }
+            () = &mut window, if tasking.is_some() && asking.is_none() => {
+                let host = tasking.take().expect("guarded");
+                match host.start(rounds.holder(), running, agent.capabilities(), None) {
+                    Ok(task) => return Driven::Task(task),
+                    Err((back, _, why)) => {
+                        running = back;
+                        if support == TaskSupport::Required {
+                            running.cancel("no room for its task");
+                            return Driven::Ended(Some(Ok(protocol::CallToolResult::error(why))));
+                        }
+                    }
+                }
+            }
             Some(update) = running.progress.recv() => agent.progress(update).await,
             Some(event) = running.events.recv() => match event {
                 CallEvent::Log(params) => agent.log(params).await,
-                CallEvent::Input(round) => {
+                CallEvent::Input(mut round) => {
                     asked += 1;
+                    if let Some(host) = tasking.clone().filter(|_| !round.before_task) {
+                        tasking = None;
+                        match host.start(rounds.holder(), running, agent.capabilities(), Some(round)) {
+                            Ok(task) => return Driven::Task(task),
+                            Err((back, pending, why)) => {
+                                (running, round) = (back, pending.expect("given back"));
+                                if support == TaskSupport::Required {
+                                    running.cancel("no room for its task");
+                                    return Driven::Ended(Some(Ok(protocol::CallToolResult::error(why))));
+                                }
+                            }
+                        }
+                    }
                     let capabilities = agent.capabilities();
                     let lacking: Map<String, Value> = round
                         .requests

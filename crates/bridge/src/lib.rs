@@ -56,6 +56,8 @@ mod server;
 #[cfg(test)]
 mod session_driver_tests;
 mod session_table;
+mod task_book;
+mod tasks;
 
 pub use agent_tools::AgentTools;
 pub use bridge::Bridge;

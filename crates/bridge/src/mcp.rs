@@ -7,6 +7,7 @@
 // speaks have them, and pages use them (SPEC §4 "Asking mid-call").
 #![allow(deprecated)]
 
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -14,28 +15,31 @@ use client_tools_core::limits::HUMAN_WAIT_TICK_MS;
 use client_tools_core::protocol::{self, ProgressParams, RpcError};
 use futures_util::future::BoxFuture;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities, ContentBlock,
-    DiscoverResult, ElicitResult, ErrorCode, Implementation, InitializeRequestParams,
-    InitializeResult, InputRequests, InputRequiredResult, ListPromptsRequestMethod,
-    ListPromptsResult, ListResourceTemplatesRequestMethod, ListResourceTemplatesResult,
-    ListResourcesRequestMethod, ListResourcesResult, ListToolsResult, LoggingLevel,
-    LoggingMessageNotificationParam, MetaObject, PaginatedRequestParams, ProgressNotificationParam,
-    ProgressToken, PromptsCapability, ResourcesCapability, ServerCapabilities, ServerConfig,
-    ServerRequest, SetLevelRequestMethod, SetLevelRequestParams, SubscriptionFilter, Tool,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ClientCapabilities,
+    ContentBlock, CreateTaskResult, DetailedTask, DiscoverResult, ElicitResult, ErrorCode,
+    GetTaskParams, GetTaskResult, Implementation, InitializeRequestParams, InitializeResult,
+    InputRequests, InputRequiredResult, ListPromptsRequestMethod, ListPromptsResult,
+    ListResourceTemplatesRequestMethod, ListResourceTemplatesResult, ListResourcesRequestMethod,
+    ListResourcesResult, ListToolsResult, LoggingLevel, LoggingMessageNotificationParam,
+    MetaObject, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
+    PromptsCapability, ResourcesCapability, ServerCapabilities, ServerConfig, ServerNotification,
+    ServerRequest, SetLevelRequestMethod, SetLevelRequestParams, SubscriptionFilter,
+    TaskStatusNotification, TaskStatusNotificationParams, Tool, UpdateTaskParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
 use serde_json::{Map, Value};
 
 use crate::agent_confirmation::{self, Binding, Decision};
-use crate::bridge::Bridge;
+use crate::bridge::{Bridge, TaskOp};
 use crate::config::ConfirmVia;
 use crate::input_rounds::{
-    self, arguments_digest, tool_digest, AgentSide, CallKey, Driven, Retry, RunningCall,
-    STATE_DOMAIN,
+    self, arguments_digest, task_refusal, tool_digest, AgentSide, CallKey, Driven, Retry,
+    RunningCall, STATE_DOMAIN,
 };
 use crate::page_session::{CallOutcome, PageSession};
 use crate::prepared_call::PreparedCall;
+use crate::task_book::Refusal;
 
 /// How often an agent bound to no page yet looks for one (to announce its tools), and how often its
 /// announcer checks that the agent is still there.
@@ -53,6 +57,8 @@ pub struct McpAgent {
     bound: Arc<Mutex<Option<String>>>,
     /// The level the agent set with `logging/setLevel` (2025-11-25); `None`: every level.
     log_level: Arc<Mutex<Option<LoggingLevel>>>,
+    /// The tasks this MCP session's calls became (2025-11-25: their status notifications go to it).
+    tasks: Arc<Mutex<HashSet<String>>>,
 }
 
 impl McpAgent {
@@ -62,6 +68,7 @@ impl McpAgent {
             bridge,
             bound: Arc::new(Mutex::new(session)),
             log_level: Arc::default(),
+            tasks: Arc::default(),
         }
     }
 
@@ -142,6 +149,47 @@ impl McpAgent {
             }
             if peer.is_transport_closed() {
                 return;
+            }
+        }
+    }
+}
+
+impl McpAgent {
+    /// 2025-11-25 (a session, a stream of its own): `notifications/tasks` for every change of the
+    /// tasks this session's calls became on this node, for as long as the agent is connected.
+    /// Revision 2026-07-28 would carry them on `subscriptions/listen`, which rmcp cannot filter by
+    /// task yet: there agents poll `tasks/get`.
+    async fn announce_tasks(self, peer: Peer<RoleServer>) {
+        let mut changes = self.bridge.tasks().watch();
+        loop {
+            let change = tokio::select! {
+                change = changes.recv() => change,
+                _ = tokio::time::sleep(UNBOUND_POLL) => {
+                    if peer.is_transport_closed() { return } else { continue }
+                }
+            };
+            let (id, detailed) = match change {
+                Ok(change) => change,
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+                Err(_) => return,
+            };
+            let mine = self
+                .tasks
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .contains(&id);
+            let Ok(task) = serde_json::from_value::<DetailedTask>(detailed) else {
+                continue;
+            };
+            if mine {
+                let params = TaskStatusNotificationParams::new(task);
+                let notification = TaskStatusNotification::new(params);
+                let sent = peer
+                    .send_notification(ServerNotification::TaskStatusNotification(notification))
+                    .await;
+                if sent.is_err() {
+                    return;
+                }
             }
         }
     }
@@ -397,6 +445,7 @@ impl ServerHandler for McpAgent {
         let capabilities = ServerCapabilities::builder()
             .enable_tools()
             .enable_tool_list_changed()
+            .enable_tasks()
             .build();
         ServerConfig::new(capabilities)
             .with_server_info(Implementation::new(
@@ -488,6 +537,13 @@ impl ServerHandler for McpAgent {
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         tokio::spawn(self.clone().announce_changes(context.peer.clone()));
+        let declared = context
+            .peer
+            .peer_info()
+            .is_some_and(|info| info.capabilities.supports_tasks());
+        if declared {
+            tokio::spawn(self.clone().announce_tasks(context.peer.clone()));
+        }
     }
 
     async fn list_tools(
@@ -524,6 +580,13 @@ impl ServerHandler for McpAgent {
             .filter(|state| state.starts_with(&format!("{STATE_DOMAIN}.")));
         if let Some(state) = round_state {
             return self.resume(&page, state, &request, &context).await;
+        }
+        if let Some(error) = task_refusal(&page, &request.name, declares_tasks(&context)) {
+            return Err(McpError::new(
+                ErrorCode(error.code as i32),
+                error.message,
+                error.data,
+            ));
         }
         let arguments = Value::Object(request.arguments.clone().unwrap_or_default());
         // The agent's `_meta` is checked as on every route (crate::prepared_call).
@@ -572,7 +635,52 @@ impl ServerHandler for McpAgent {
             handshake_era,
         };
         let driven = input_rounds::drive(self.bridge.rounds(), running, &side, key, 0, supplied);
-        answer(driven.await)
+        self.answer_noting_task(driven.await)
+    }
+
+    // The tasks extension (crate::tasks): a task belongs to the page session the agent is bound
+    // to, and is read from any node of a cluster. rmcp refuses these to agents that did not
+    // declare the extension (`-32021`).
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, McpError> {
+        let session = self.bound_id(Some(&context)).unwrap_or_default();
+        let op = TaskOp::Get {
+            task_id: request.task_id,
+        };
+        let task = self.bridge.task(op, &session).await.map_err(task_error)?;
+        serde_json::from_value::<DetailedTask>(task)
+            .map(GetTaskResult::new)
+            .map_err(|error| McpError::internal_error(format!("task: {error}"), None))
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let session = self.bound_id(Some(&context)).unwrap_or_default();
+        let op = TaskOp::Update {
+            task_id: request.task_id,
+            input_responses: request.input_responses,
+        };
+        self.bridge.task(op, &session).await.map_err(task_error)?;
+        Ok(())
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let session = self.bound_id(Some(&context)).unwrap_or_default();
+        let op = TaskOp::Cancel {
+            task_id: request.task_id,
+        };
+        self.bridge.task(op, &session).await.map_err(task_error)?;
+        Ok(())
     }
 
     // Revision 2026-07-28 has no `initialize`: `tools/list_changed` travels on listen streams.
@@ -628,6 +736,10 @@ impl AgentSide for McpSide<'_> {
         self.context.client_capabilities().unwrap_or_default()
     }
 
+    fn declares_tasks(&self) -> bool {
+        declares_tasks(self.context)
+    }
+
     fn progress(&self, update: ProgressParams) -> BoxFuture<'_, ()> {
         Box::pin(async move {
             let token = self.context.meta.get_progress_token();
@@ -665,7 +777,15 @@ fn answer(driven: Driven) -> Result<CallToolResponse, McpError> {
             Ok(InputRequiredResult::new(Some(requests), Some(state)).into())
         }
         Driven::Refused(why) => Err(McpError::invalid_params(why, None)),
+        Driven::Task(task) => serde_json::from_value::<rmcp::model::Task>(task)
+            .map(|task| CreateTaskResult::new(task).into())
+            .map_err(|error| McpError::internal_error(format!("task: {error}"), None)),
     }
+}
+
+/// A refused task request as the agent's JSON-RPC error.
+fn task_error(refusal: Refusal) -> McpError {
+    McpError::new(ErrorCode(refusal.code as i32), refusal.message, None)
 }
 
 impl McpAgent {
@@ -714,8 +834,41 @@ impl McpAgent {
             log: context.meta.log_level(),
             handshake_era: false,
         };
-        answer(self.bridge.resume_round(retry, &side).await)
+        self.answer_noting_task(self.bridge.resume_round(retry, &side).await)
     }
+
+    /// [`answer`], remembering a task the call became (its status notifications, 2025-11-25).
+    fn answer_noting_task(&self, driven: Driven) -> Result<CallToolResponse, McpError> {
+        if let Driven::Task(task) = &driven {
+            if let Some(id) = task.get("taskId").and_then(Value::as_str) {
+                let mut tasks = self.tasks.lock().unwrap_or_else(|p| p.into_inner());
+                tasks.retain(|known| self.bridge.tasks().knows(known));
+                tasks.insert(id.to_owned());
+            }
+        }
+        answer(driven)
+    }
+}
+
+/// Whether the agent declared the tasks extension for this request: in its `_meta` (2026-07-28,
+/// read where it lies, nothing parsed), else in `initialize`.
+fn declares_tasks(context: &RequestContext<RoleServer>) -> bool {
+    let in_meta = context
+        .meta
+        .0
+        .get("io.modelcontextprotocol/clientCapabilities")
+        .map(|capabilities| {
+            capabilities
+                .get("extensions")
+                .and_then(|extensions| extensions.get(rmcp::model::TASKS_EXTENSION_ID))
+                .is_some()
+        });
+    in_meta.unwrap_or_else(|| {
+        context
+            .peer
+            .peer_info()
+            .is_some_and(|info| info.capabilities.supports_tasks())
+    })
 }
 
 /// Whether the request is on a handshake revision (2025-11-25 and before).

@@ -129,6 +129,10 @@ pub struct InputRound {
     pub id: RequestId,
     /// `inputRequests`: key (chosen by the page) → `{method, params}`.
     pub requests: Map<String, Value>,
+    /// The page asks this round before its call becomes an MCP task (`_meta`
+    /// `clienttools/beforeTask: true` on one of its requests): the agent answers it on its
+    /// `tools/call` (crate::input_rounds), and the task starts after.
+    pub before_task: bool,
 }
 
 /// A call's end as the page decided it: its result, or the JSON-RPC error the agent must get as
@@ -789,7 +793,7 @@ impl PageSession {
     /// now (malformed, a call nobody waits on, a bound, or — the caller takes no rounds — the
     /// capabilities it lacks).
     pub(crate) fn page_input(&self, id: RequestId, params: Value) -> Option<RpcError> {
-        let (call, requests) = match read_round(params) {
+        let (call, requests, before_task) = match read_round(params) {
             Ok(round) => round,
             Err(why) => return Some(RpcError::new(protocol::code::INVALID_PARAMS, why)),
         };
@@ -832,6 +836,7 @@ impl PageSession {
         let round = InputRound {
             id: id.clone(),
             requests,
+            before_task,
         };
         if events.try_send(CallEvent::Input(round)).is_err() {
             return Some(RpcError::new(
@@ -1266,7 +1271,7 @@ fn take_call_id(params: &mut Map<String, Value>) -> Option<String> {
 /// Reads the params of a `clienttools/input` request: the call it is for and its
 /// `inputRequests`, each checked (`{method, params}`; a known method; `params` an object, the
 /// page's `clienttools/` `_meta` keys removed). An error says what is wrong.
-fn read_round(params: Value) -> Result<(String, Map<String, Value>), String> {
+fn read_round(params: Value) -> Result<(String, Map<String, Value>, bool), String> {
     let Value::Object(mut params) = params else {
         return Err("clienttools/input params must be an object".into());
     };
@@ -1285,6 +1290,7 @@ fn read_round(params: Value) -> Result<(String, Map<String, Value>), String> {
         ));
     }
     let mut checked = Map::new();
+    let mut before_task = false;
     for (key, request) in requests {
         let Value::Object(mut request) = request else {
             return Err(format!("inputRequests['{key}'] must be an object"));
@@ -1308,6 +1314,7 @@ fn read_round(params: Value) -> Result<(String, Map<String, Value>), String> {
             Some(_) => return Err(format!("inputRequests['{key}'].params must be an object")),
         };
         if let Some(Value::Object(meta)) = params.get_mut("_meta") {
+            before_task |= meta.get(protocol::meta::BEFORE_TASK) == Some(&Value::Bool(true));
             meta.retain(|name, _| !name.starts_with("clienttools/"));
             if meta.is_empty() {
                 params.remove("_meta");
@@ -1316,7 +1323,7 @@ fn read_round(params: Value) -> Result<(String, Map<String, Value>), String> {
         let request = serde_json::json!({"method": method, "params": params});
         checked.insert(key, request);
     }
-    Ok((call, checked))
+    Ok((call, checked, before_task))
 }
 
 /// A caller that stops waiting (its future dropped: an agent gone, an HTTP client disconnected)

@@ -436,6 +436,7 @@ mod tests {
             input_schema: json!({"type": "object"}),
             output_schema: None,
             annotations,
+            execution: None,
             meta: meta.and_then(|m| m.as_object().cloned()),
         }
     }

@@ -31,6 +31,15 @@ impl Bridge {
             .nest_service("/mcp", agent::mcp_service(self))
             .route("/api/sessions", get(api::list_sessions))
             .route("/api/sessions/{id}/call", post(api::call_tool))
+            .route("/api/sessions/{id}/tasks/{task}", get(api::get_task))
+            .route(
+                "/api/sessions/{id}/tasks/{task}/update",
+                post(api::update_task),
+            )
+            .route(
+                "/api/sessions/{id}/tasks/{task}/cancel",
+                post(api::cancel_task),
+            )
             .route_layer(Guard::new(self, auth::require_agent));
         self.guarded(routes)
     }

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::limits::{DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS};
-use crate::registry::{Declaration, Registry};
+use crate::registry::{Declaration, Registry, TaskSupport};
 use crate::CoreError;
 
 /// Declares the keys a plain object of the page may have and its TypeScript interface, from one
@@ -118,6 +118,7 @@ crate::typescript_interface! {
         "annotations" "?": "{ readOnlyHint?: boolean; destructiveHint?: boolean; consequentialHint?: boolean; idempotentHint?: boolean; openWorldHint?: boolean; untrustedContentHint?: boolean; title?: string }", "`destructiveHint` / `consequentialHint: true` ask the user first; `title` heads the dialog.";
         "requireConfirmation" "?": "boolean", "`true`: always ask the user first; `false`: never, whatever the annotations say (a call's `_meta` may still ask).";
         "timeoutMs" "?": "number", "The handler's timeout (default: the `defaultTimeoutMs` option; max 300000).";
+        "taskSupport" "?": "\"forbidden\" | \"optional\" | \"required\"", "Whether agents speaking the MCP tasks extension run calls as tasks (default: `optional` when the call asks the user first, else `forbidden`).";
         "handler" "": "ToolHandler", "Runs the tool: returns a JSON value or a Promise of one.";
     }
 }
@@ -139,12 +140,23 @@ struct PlainDeclaration {
     require_confirmation: Option<bool>,
     #[serde(default)]
     timeout_ms: Option<f64>,
+    #[serde(default)]
+    task_support: Option<String>,
 }
 
 /// Reads a declaration of tool `name` from its JSON text (the handler taken out).
 pub fn read_declaration(name: String, text: &str) -> Result<Declaration, CoreError> {
-    let plain: PlainDeclaration = read_plain(text)
-        .map_err(|e| CoreError::InvalidOptions(format!("declaration of tool '{name}': {e}")))?;
+    let invalid =
+        |e: String| CoreError::InvalidOptions(format!("declaration of tool '{name}': {e}"));
+    let plain: PlainDeclaration = read_plain(text).map_err(|e| invalid(e.to_string()))?;
+    let task_support = match plain.task_support.as_deref().map(TaskSupport::parse) {
+        Some(None) => {
+            return Err(invalid(
+                "taskSupport must be \"forbidden\", \"optional\" or \"required\"".into(),
+            ))
+        }
+        given => given.flatten(),
+    };
     Ok(Declaration {
         original_name: name,
         description: plain.description,
@@ -153,6 +165,7 @@ pub fn read_declaration(name: String, text: &str) -> Result<Declaration, CoreErr
         annotations: plain.annotations,
         require_confirmation: plain.require_confirmation,
         timeout_ms: plain.timeout_ms,
+        task_support,
     })
 }
 
@@ -354,5 +367,36 @@ mod tests {
                 .contains("declaration of tool 't': 'description'"),
             "{bad}"
         );
+    }
+
+    #[test]
+    fn task_support_is_one_of_three_values_and_defaults_by_whether_a_person_waits() {
+        use crate::registry::{Registry, ToolKind};
+        let read = |text: &str| read_declaration("t".into(), text);
+        let given = read(r#"{"name":"t","taskSupport":"required"}"#).unwrap();
+        assert_eq!(given.task_support, Some(TaskSupport::Required));
+        let bad = read(r#"{"name":"t","taskSupport":"maybe"}"#).unwrap_err();
+        assert!(
+            bad.to_string().contains("'t': taskSupport must be"),
+            "{bad}"
+        );
+        let mut registry = Registry::default();
+        let listed = |registry: &mut Registry<u8>, text: &str, kind| {
+            let (name, _) = registry.define(read(text).unwrap(), kind, 0).unwrap();
+            registry.get(&name).unwrap().to_mcp_tool().execution
+        };
+        let optional = Some(serde_json::json!({"taskSupport": "optional"}));
+        assert_eq!(
+            listed(&mut registry, r#"{"name":"a"}"#, ToolKind::Function),
+            None
+        );
+        let asks = r#"{"name":"b","annotations":{"destructiveHint":true}}"#;
+        assert_eq!(listed(&mut registry, asks, ToolKind::Function), optional);
+        assert_eq!(
+            listed(&mut registry, r#"{"name":"c"}"#, ToolKind::Form),
+            optional
+        );
+        let quiet = r#"{"name":"d","requireConfirmation":true,"taskSupport":"forbidden"}"#;
+        assert_eq!(listed(&mut registry, quiet, ToolKind::Function), None);
     }
 }

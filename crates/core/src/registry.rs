@@ -50,8 +50,49 @@ pub struct Declaration {
     /// `Some(false)`: the page opts out of the confirmation its annotations would ask for.
     pub require_confirmation: Option<bool>,
     pub timeout_ms: Option<f64>,
+    /// `taskSupport`; `None`: [`TaskSupport::default_for`].
+    pub task_support: Option<TaskSupport>,
 }
 
+/// Whether an agent that speaks the MCP tasks extension may run a tool's calls as tasks (SPEC §4
+/// "Long calls as tasks"; MCP tool `execution.taskSupport`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskSupport {
+    Forbidden,
+    Optional,
+    Required,
+}
+
+impl TaskSupport {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskSupport::Forbidden => "forbidden",
+            TaskSupport::Optional => "optional",
+            TaskSupport::Required => "required",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        [Self::Forbidden, Self::Optional, Self::Required]
+            .into_iter()
+            .find(|t| t.as_str() == text)
+    }
+
+    /// What a tool that says nothing gets: `optional` when its calls wait on a person (a form,
+    /// which the person may submit; a confirmation), `forbidden` otherwise.
+    pub fn default_for(kind: ToolKind, asks_first: bool) -> Self {
+        match kind == ToolKind::Form || asks_first {
+            true => TaskSupport::Optional,
+            false => TaskSupport::Forbidden,
+        }
+    }
+
+    /// The MCP tool's `execution` (`None` for `forbidden`, MCP's default).
+    pub fn execution(self) -> Option<Value> {
+        (self != TaskSupport::Forbidden)
+            .then(|| serde_json::json!({ "taskSupport": self.as_str() }))
+    }
+}
 /// A non-fatal problem with a declaration, reported to the page as a `warning` event.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Warning {
@@ -84,6 +125,8 @@ pub struct RegisteredTool<H> {
     /// The tool's own policy ([`confirmation_policy`]); a call's `_meta` may still ask.
     pub require_confirmation: bool,
     pub timeout_ms: u64,
+    /// `forbidden` for agent-defined tools: their policy is the agent's.
+    pub task_support: TaskSupport,
     pub handler: H,
 }
 
@@ -123,6 +166,7 @@ impl<H> RegisteredTool<H> {
             input_schema: self.input_schema(),
             output_schema: self.output_schema(),
             annotations: self.annotations.clone(),
+            execution: self.task_support.execution(),
             meta: Some(extensions),
         }
     }
@@ -235,6 +279,10 @@ impl<H> Registry<H> {
         }
 
         let name = self.take_name(&original, &mut warnings)?;
+        let require_confirmation = confirmation_policy(
+            declaration.require_confirmation,
+            declaration.annotations.as_ref(),
+        );
         let tool = RegisteredTool {
             name: name.clone(),
             original_name: original,
@@ -242,12 +290,12 @@ impl<H> Registry<H> {
             description: declaration.description.filter(|d| !d.is_empty()),
             input: Some(input),
             output,
-            require_confirmation: confirmation_policy(
-                declaration.require_confirmation,
-                declaration.annotations.as_ref(),
-            ),
+            require_confirmation,
             annotations: declaration.annotations,
             timeout_ms,
+            task_support: declaration
+                .task_support
+                .unwrap_or_else(|| TaskSupport::default_for(kind, require_confirmation)),
             handler,
         };
         self.tools.insert(name.clone(), Arc::new(tool));
@@ -272,6 +320,7 @@ impl<H> Registry<H> {
             annotations: None,
             require_confirmation: false,
             timeout_ms: self.default_timeout_ms,
+            task_support: TaskSupport::Forbidden,
             handler,
         };
         self.tools.insert(name.clone(), Arc::new(tool));

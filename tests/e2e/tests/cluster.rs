@@ -727,3 +727,105 @@ async fn api_rounds_resume_on_any_node() {
     assert_eq!(status, 400, "{replayed}");
     assert_eq!(replayed["error"]["code"], -32602, "{replayed}");
 }
+
+/// One stateless MCP request (2026-07-28) to `node` of an agent declaring the tasks extension:
+/// the JSON-RPC answer.
+async fn mcp_tasks(node: &Node, session: &str, method: &str, mut params: Value) -> Value {
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}},
+    });
+    let name = params["name"]
+        .as_str()
+        .or(params["taskId"].as_str())
+        .unwrap_or_default()
+        .to_owned();
+    let body = json!({"jsonrpc": "2.0", "id": 3, "method": method, "params": params});
+    let text = reqwest::Client::new()
+        .post(format!("{}/mcp?session={session}", node.base_url))
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", method)
+        .header("mcp-name", name)
+        .bearer_auth(AGENT_TOKEN)
+        .json(&body)
+        .send()
+        .await
+        .expect("the node answers")
+        .text()
+        .await
+        .unwrap_or_default();
+    text.lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .chain(std::iter::once(text.as_str()))
+        .filter_map(|data| serde_json::from_str::<Value>(data.trim()).ok())
+        .find(|message| message.get("id").is_some())
+        .unwrap_or_else(|| panic!("no answer to {method} in {text}"))
+}
+
+/// A task made through node 3 (the page on node 1) is kept by node 3 and named after it; it is
+/// read through node 1 and node 2 (carried to node 3), to its result; another, waiting on a long
+/// job, is cancelled through node 1 and read cancelled through node 2, the page's handler aborted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_is_read_and_cancelled_from_any_node() {
+    let cluster = Cluster::start("tasks.html").await;
+    let (session, nodes) = (&cluster.session, &cluster.nodes);
+    let call = json!({"name": "slow_job", "arguments": {"ms": 1500}});
+    let created = mcp_tasks(&nodes[2], session, "tools/call", call).await["result"].clone();
+    assert_eq!(created["resultType"], "task", "{created}");
+    let id = created["taskId"].as_str().unwrap().to_owned();
+    assert!(id.starts_with(&format!("{}.", nodes[2].id)), "{id}");
+    let get = json!({"taskId": id});
+    let from_1 = mcp_tasks(&nodes[0], session, "tasks/get", get.clone()).await;
+    assert_eq!(from_1["result"]["taskId"], id.as_str(), "{from_1}");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let done = loop {
+        let got = mcp_tasks(&nodes[1], session, "tasks/get", get.clone()).await;
+        if got["result"]["status"] == "completed" {
+            break got["result"].clone();
+        }
+        assert!(Instant::now() < deadline, "not completed in 30 s: {got}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(
+        done["result"]["content"][0]["text"], "done after 1500 ms (run 1)",
+        "{done}"
+    );
+
+    let call = json!({"name": "slow_job", "arguments": {"ms": 60000}});
+    let long = mcp_tasks(&nodes[2], session, "tools/call", call).await["result"].clone();
+    let long_id = long["taskId"].as_str().unwrap().to_owned();
+    let ack = mcp_tasks(
+        &nodes[0],
+        session,
+        "tasks/cancel",
+        json!({"taskId": long_id}),
+    )
+    .await;
+    assert_eq!(ack["result"], json!({"resultType": "complete"}), "{ack}");
+    let read = mcp_tasks(&nodes[1], session, "tasks/get", json!({"taskId": long_id})).await;
+    assert_eq!(read["result"]["status"], "cancelled", "{read}");
+    // The page's handler was aborted: its toolcancel counted.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let counts = call_at_counts(&nodes[2], session).await;
+        if counts["cancelled"] == 1 {
+            assert_eq!(counts["slow_job"], 2, "{counts}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "no toolcancel in 30 s: {counts}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // A made-up id naming node 3 is unknown there, as on any node.
+    let made_up = format!("{}.{}", nodes[2].id, "0".repeat(32));
+    let unknown = mcp_tasks(&nodes[1], session, "tasks/get", json!({"taskId": made_up})).await;
+    assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+}
+
+/// The tasks page's counters, through `node`.
+async fn call_at_counts(node: &Node, session: &str) -> Value {
+    call(node, session, "counts", json!({}))
+        .await
+        .structured_content
+        .unwrap_or_default()
+}

@@ -14,6 +14,7 @@ mod directory;
 mod link;
 mod owner;
 mod rounds;
+mod tasks;
 mod wire;
 
 use std::collections::{HashMap, HashSet};
@@ -31,6 +32,7 @@ use crate::config::BridgeConfig;
 use crate::input_rounds::Rounds;
 use crate::page_session::{visible_tools, PageSession, SessionInfo, Via, CLOSE_REPLACED};
 use crate::session_table::{self, Claimed, Refused, SessionTable};
+use crate::tasks::Tasks;
 use directory::{Directory, HEARTBEAT};
 use wire::{Entry, Heartbeat, Hello};
 use wire::{Outbound, Publisher};
@@ -92,6 +94,8 @@ pub(crate) struct Cluster {
     max_payload: usize,
     /// This node's suspended calls (crate::input_rounds), which retries relayed here resume.
     rounds: Arc<Rounds>,
+    /// This node's tasks (crate::tasks), which other nodes' agents read through [`tasks`].
+    tasks: Arc<Tasks>,
     /// The relayed retries this node drives now ([`rounds`]).
     driving: rounds::Driving,
 }
@@ -114,6 +118,7 @@ impl Cluster {
         config: &BridgeConfig,
         sessions: Arc<SessionTable>,
         suspended: Arc<Rounds>,
+        tasks: Arc<Tasks>,
     ) -> Result<Arc<Cluster>, String> {
         let node = session_table::random_hex(8);
         let (events_tx, events) = mpsc::channel(64);
@@ -173,6 +178,7 @@ impl Cluster {
             seq: AtomicU64::new(0),
             config: config.clone(),
             rounds: suspended,
+            tasks,
             driving: rounds::Driving::default(),
         });
         let subscribe = |subject: String| {
@@ -190,10 +196,12 @@ impl Cluster {
         let heartbeats = subscribe(wire::HEARTBEAT.to_owned()).await?;
         let hellos = subscribe(wire::HELLO.to_owned()).await?;
         let retries = subscribe(wire::node_rounds(&node)).await?;
+        let task_requests = subscribe(wire::node_tasks(&node)).await?;
         tokio::spawn(publish(cluster.client.clone(), outbound));
         tokio::spawn(link::receive(cluster.clone(), inbox));
         tokio::spawn(owner::receive(cluster.clone(), frames));
         tokio::spawn(rounds::receive(cluster.clone(), retries));
+        tokio::spawn(tasks::receive(cluster.clone(), task_requests));
         tokio::spawn(cluster.clone().watch(entries, heartbeats, hellos, events));
         cluster.say_hello();
         tracing::info!(node = %node, url = %options.url, "joined the cluster");

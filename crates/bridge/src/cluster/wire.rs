@@ -8,6 +8,7 @@
 //! | `clienttools.node.<node>.rounds.retry` | a retry of a call suspended on a round, to the node keeping it (reply: the sender's [`round_stream`]) |
 //! | `clienttools.node.<node>.rounds.cancel` | the agent gave up on a relayed retry (payload: its stream) |
 //! | `clienttools.node.<node>.round.<token>` | what the keeping node sends back about a relayed retry: progress, logs, its outcome |
+//! | `clienttools.node.<node>.tasks` | `tasks/get`, `tasks/update`, `tasks/cancel` of a task `<node>` keeps (request-reply, crate::cluster::tasks) |
 //! | `clienttools.page.<session>.claim` | "may this page's new connection take the session over?" (request-reply, queue group `owner`) |
 //! | `clienttools.directory` | a node's page session changed, or is announced again ([`Entry`]) |
 //! | `clienttools.heartbeat` | a node is alive, and with which access settings ([`Heartbeat`]) |
@@ -82,6 +83,11 @@ pub(crate) fn round_stream_node(subject: &str) -> Option<&str> {
         return None;
     };
     (is_node_id(node) && token.len() == 32 && is_hex(token)).then_some(node)
+}
+
+/// Where `node` takes the requests about the tasks it keeps (crate::cluster::tasks).
+pub(crate) fn node_tasks(node: &str) -> String {
+    format!("clienttools.node.{node}.tasks")
 }
 
 pub(crate) fn page_claim(session: &str) -> String {

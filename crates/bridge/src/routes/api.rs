@@ -10,6 +10,13 @@
 //! rules as on `/mcp`, on any node of a cluster (crate::input_rounds). A caller that declares
 //! none has its rounds refused as a capability it lacks, as always.
 //!
+//! A caller that declares the tasks extension (`capabilities.extensions["io.modelcontextprotocol/
+//! tasks"]`) gets long calls of tools that allow it as tasks, as on `/mcp` (crate::tasks): the call
+//! answers `{"resultType": "task", "taskId", "status", …}`, then `GET /api/sessions/{id}/tasks/
+//! {task}` reads it (with `inputRequests`, `result` or `error` by its status), `POST …/tasks/
+//! {task}/update {inputResponses}` answers what it waits on, `POST …/tasks/{task}/cancel` cancels
+//! it. A task belongs to its page session: another session's id answers as an unknown task.
+//!
 //! A call answers `200` with the MCP result in every case the page is at fault or absent; only a
 //! malformed request body is the client's `4xx` (axum's `Json` rejection: `400`/`415`/`422` with
 //! the reason), and so is a refused retry (`400 {"error": {"code": -32602, "message"}}`: a
@@ -28,10 +35,10 @@ use rmcp::model::{ClientCapabilities, InputResponses};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
-use crate::bridge::Bridge;
+use crate::bridge::{Bridge, TaskOp};
 use crate::input_rounds::{
-    self, arguments_digest, tool_digest, AgentSide, CallKey, Driven, Retry, RunningCall,
-    STATE_DOMAIN,
+    self, arguments_digest, task_refusal, tool_digest, AgentSide, CallKey, Driven, Retry,
+    RunningCall, STATE_DOMAIN,
 };
 use crate::page_session::{describe_page_error, SessionInfo};
 
@@ -99,6 +106,10 @@ fn respond(driven: Driven) -> Response {
         }))
         .into_response(),
         Driven::Refused(why) => refused(why),
+        Driven::Task(mut task) => {
+            task["resultType"] = "task".into();
+            Json(task).into_response()
+        }
     }
 }
 
@@ -139,6 +150,12 @@ pub async fn call_tool(
         return (StatusCode::OK, Json(CallToolResult::error(message))).into_response();
     };
     let capabilities = ApiSide(request.capabilities.unwrap_or_default());
+    let declares_tasks = capabilities.0.supports_tasks();
+    if let Some(error) = task_refusal(&session, &request.name, declares_tasks) {
+        let body =
+            json!({"error": {"code": error.code, "message": error.message, "data": error.data}});
+        return (StatusCode::BAD_REQUEST, Json(body)).into_response();
+    }
     if let Some(state) = request.request_state {
         if !state.starts_with(&format!("{STATE_DOMAIN}.")) {
             return refused(
@@ -194,4 +211,70 @@ pub async fn call_tool(
     let rounds = bridge.rounds();
     let supplied = request.input_responses;
     respond(input_rounds::drive(rounds, running, &capabilities, key, 0, supplied).await)
+}
+
+/// `POST /api/sessions/{id}/tasks/{task}/update`'s body.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TaskUpdate {
+    input_responses: InputResponses,
+}
+
+/// `GET /api/sessions/{id}/tasks/{task}`: the task as `tasks/get` answers it.
+pub async fn get_task(
+    State(bridge): State<Bridge>,
+    Path((id, task_id)): Path<(String, String)>,
+) -> Response {
+    task(&bridge, &id, TaskOp::Get { task_id }).await
+}
+
+/// `POST /api/sessions/{id}/tasks/{task}/update {inputResponses}`: answers for the round the task
+/// waits on (as `tasks/update`).
+pub async fn update_task(
+    State(bridge): State<Bridge>,
+    Path((id, task_id)): Path<(String, String)>,
+    body: Result<Json<TaskUpdate>, axum::extract::rejection::JsonRejection>,
+) -> Response {
+    let Json(body) = match body {
+        Ok(body) => body,
+        Err(rejection) => {
+            let message = format!(
+                "{}: the body must be {{\"inputResponses\": object}}",
+                rejection.body_text()
+            );
+            return (rejection.status(), message).into_response();
+        }
+    };
+    let op = TaskOp::Update {
+        task_id,
+        input_responses: body.input_responses,
+    };
+    task(&bridge, &id, op).await
+}
+
+/// `POST /api/sessions/{id}/tasks/{task}/cancel` (as `tasks/cancel`).
+pub async fn cancel_task(
+    State(bridge): State<Bridge>,
+    Path((id, task_id)): Path<(String, String)>,
+) -> Response {
+    task(&bridge, &id, TaskOp::Cancel { task_id }).await
+}
+
+/// A task request of a caller bound to page session `id` (`newest`: the newest live page), on
+/// whichever node keeps the task: `200` with the MCP result, `400` with the JSON-RPC error.
+async fn task(bridge: &Bridge, id: &str, op: TaskOp) -> Response {
+    let session = match id {
+        "newest" => bridge.newest_session().map(|s| s.id().to_owned()),
+        id => Some(id.to_owned()),
+    };
+    match bridge.task(op, &session.unwrap_or_default()).await {
+        Ok(mut result) => {
+            result["resultType"] = "complete".into();
+            Json(result).into_response()
+        }
+        Err(refusal) => {
+            let body = json!({"error": {"code": refusal.code, "message": refusal.message}});
+            (StatusCode::BAD_REQUEST, Json(body)).into_response()
+        }
+    }
 }

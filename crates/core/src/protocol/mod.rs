@@ -46,6 +46,9 @@ pub mod meta {
     /// On `tools/call`: the least severe log level the agent wants (`logging/setLevel`); absent:
     /// every level.
     pub const LOG_LEVEL: &str = "clienttools/logLevel";
+    /// In the `_meta` of a request of the page's round (`clienttools/input`): `true` asks it of the
+    /// agent before the call becomes an MCP task (multi round-trip on `tools/call`, then the task).
+    pub const BEFORE_TASK: &str = "clienttools/beforeTask";
 }
 
 /// JSON-RPC method names used on the page connection.
@@ -365,6 +368,9 @@ pub struct Tool {
     pub output_schema: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub annotations: Option<Value>,
+    /// `{"taskSupport": "optional" | "required"}` (absent: `forbidden`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub execution: Option<Value>,
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Map<String, Value>>,
 }
