@@ -151,7 +151,10 @@ async fn the_console_answers_a_handlers_question(kind: BrowserKind) {
     let before = results(&driven).await;
     call_from_console(&driven, "board_snapshot", "{}").await;
     let result = newest_result(&driven, before).await;
-    assert!(result.contains("\"mimeType\": \"image/png\""), "{kind:?}: {result}");
+    assert!(
+        result.contains("\"mimeType\": \"image/png\""),
+        "{kind:?}: {result}"
+    );
     let size = driven
         .until(
             "the picture is decoded and shown",
@@ -160,7 +163,11 @@ async fn the_console_answers_a_handlers_question(kind: BrowserKind) {
                ? [image.naturalWidth, image.naturalHeight] : null",
         )
         .await;
-    assert_eq!(size[0], json!(660), "{kind:?}: three columns of 220 px, as drawn");
+    assert_eq!(
+        size[0],
+        json!(660),
+        "{kind:?}: three columns of 220 px, as drawn"
+    );
     driven.quit().await;
 }
 
