@@ -1,4 +1,4 @@
-// client-tools/ag-ui: the page's tools as AG-UI frontend tools (docs/runtimes/ag-ui.md).
+// client-tools/ag-ui: the page's tools as AG-UI frontend tools (docs/runtimes/ag-ui.md in the repository).
 import { invoke, isListed, listed, resultText } from "./shared.js";
 
 /** The page's tools as AG-UI `Tool[]`, for `RunAgentInput.tools` (`agent.runAgent({tools})`). */

@@ -1,5 +1,5 @@
 // client-tools/ai-sdk: the page's tools as client-side tools of the AI SDK (`useChat` / `Chat`)
-// (docs/runtimes/ai-sdk.md).
+// (docs/runtimes/ai-sdk.md in the repository).
 import { invoke, isListed, listed, resultText } from "./shared.js";
 
 /**

@@ -1,5 +1,5 @@
 // client-tools/elevenlabs: the page's tools as `clientTools` of `@elevenlabs/client`
-// (docs/runtimes/elevenlabs.md).
+// (docs/runtimes/elevenlabs.md in the repository).
 import { invoke, listed, resultText } from "./shared.js";
 
 /**

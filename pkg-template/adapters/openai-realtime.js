@@ -1,5 +1,5 @@
 // client-tools/openai-realtime: the page's tools for the OpenAI Realtime API, over WebSocket or a
-// WebRTC data channel (docs/runtimes/openai-realtime.md).
+// WebRTC data channel (docs/runtimes/openai-realtime.md in the repository).
 import { failed, invoke, isListed, listed, resultText } from "./shared.js";
 
 /** The page's tools as Realtime function tools, for `session.update`'s `session.tools`. */
