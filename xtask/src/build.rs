@@ -21,6 +21,10 @@ const TEMPLATE_FILES: &[&str] = &[
     "client-tools.js",
     "client-tools.d.ts",
 ];
+/// The adapters for other agent runtimes (SPEC §12): JavaScript modules of the package, each with
+/// its types, copied from `pkg-template/adapters/` into `adapters/` (subpath exports such as
+/// `client-tools/ag-ui`; `shared.js` is what they share).
+pub const ADAPTERS: &[&str] = &["shared", "ag-ui", "elevenlabs", "openai-realtime", "ai-sdk"];
 /// The crate's dual license, shipped in the package too.
 pub const LICENSE_FILES: &[&str] = &["LICENSE-MIT", "LICENSE-APACHE"];
 
@@ -96,6 +100,15 @@ pub fn finish(pkg: &Path) -> Result {
             .replace("{{repository}}", env!("CARGO_PKG_REPOSITORY"));
         std::fs::write(pkg.join(file), text).map_err(|e| format!("pkg/{file}: {e}"))?;
     }
+    let adapters = pkg.join("adapters");
+    std::fs::create_dir_all(&adapters).map_err(|e| format!("{}: {e}", adapters.display()))?;
+    for adapter in ADAPTERS {
+        for file in [format!("{adapter}.js"), format!("{adapter}.d.ts")] {
+            let from = root().join("pkg-template/adapters").join(&file);
+            std::fs::copy(&from, adapters.join(&file))
+                .map_err(|e| format!("{}: {e}", from.display()))?;
+        }
+    }
     for file in LICENSE_FILES {
         std::fs::copy(root().join(file), pkg.join(file)).map_err(|e| format!("{file}: {e}"))?;
     }
@@ -114,6 +127,7 @@ pub fn finish(pkg: &Path) -> Result {
     step("Minifying the JavaScript (terser)");
     let mut scripts = vec![pkg.join("client_tools.js")];
     collect_files(&pkg.join("snippets"), &mut scripts);
+    collect_files(&pkg.join("adapters"), &mut scripts);
     for file in scripts
         .iter()
         .filter(|f| f.extension().is_some_and(|e| e == "js"))
@@ -168,8 +182,9 @@ pub fn measure(path: &Path) -> Result<Size> {
     })
 }
 
-/// The package's shipped code and its sizes: the module, its glue, the embed loader and the inline
-/// JavaScript snippets the glue imports (`snippets/`).
+/// The package's shipped code and its sizes: the module, its glue, the embed loader, the inline
+/// JavaScript snippets the glue imports (`snippets/`) and the runtime adapters (`adapters/`, loaded
+/// only by a page that imports one; counted all the same).
 pub fn package_sizes(pkg: &Path) -> Result<Vec<(String, Size)>> {
     let mut rows = Vec::new();
     for name in ["client_tools_bg.wasm", "client_tools.js", "client-tools.js"] {
@@ -178,7 +193,12 @@ pub fn package_sizes(pkg: &Path) -> Result<Vec<(String, Size)>> {
     let mut snippets = Vec::new();
     collect_files(&pkg.join("snippets"), &mut snippets);
     snippets.sort();
-    for path in snippets {
+    let mut adapters: Vec<PathBuf> = ADAPTERS
+        .iter()
+        .map(|adapter| pkg.join("adapters").join(format!("{adapter}.js")))
+        .collect();
+    adapters.sort();
+    for path in snippets.into_iter().chain(adapters) {
         let name = path
             .strip_prefix(pkg)
             .unwrap_or(&path)

@@ -299,7 +299,8 @@ pub fn ensure_ts_mcp_client() -> Result<PathBuf> {
 }
 
 /// The projects that install the tarball just packed (`target/npm/client-tools.tgz`): the bundler
-/// apps of `tests/bundlers/` and the type check of `tests/types/`. `npm ci` every time: their lock
+/// apps of `tests/bundlers/`, the type check of `tests/types/` and the agent runtimes' client
+/// libraries the adapters are tested against (`tests/runtimes/`, tests/e2e/tests/runtimes.rs). `npm ci` every time: their lock
 /// files do not change with the tarball, so a stamp would keep a stale one.
 pub fn install_tarball_projects() -> Result {
     if find_binary("npm").is_none() {
@@ -310,6 +311,7 @@ pub fn install_tarball_projects() -> Result {
         "tests/bundlers/vite8",
         "tests/bundlers/webpack",
         "tests/types",
+        "tests/runtimes",
     ] {
         step(&format!(
             "Installing {project} with the packed tarball (npm ci)"

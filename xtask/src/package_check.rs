@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::build::{collect_files, LICENSE_FILES};
+use crate::build::{collect_files, ADAPTERS, LICENSE_FILES};
 use crate::{root, step, Result};
 
 /// Files every package ships besides `snippets/` (whose files are the glue's inline JavaScript).
@@ -95,6 +95,12 @@ fn check_file_list(pkg: &Path, in_tarball: &BTreeSet<String>) -> Result {
             path.strip_prefix(pkg)
                 .ok()
                 .map(|p| p.to_string_lossy().replace('\\', "/"))
+        }))
+        .chain(ADAPTERS.iter().flat_map(|adapter| {
+            [
+                format!("adapters/{adapter}.js"),
+                format!("adapters/{adapter}.d.ts"),
+            ]
         }))
         .collect();
     let missing: Vec<_> = expected.difference(in_tarball).collect();

@@ -103,6 +103,21 @@ impl Driven {
 
     /// As [`Driven::start_with`], with more command-line arguments for Chromium (e.g. features).
     pub async fn start_with_args(kind: BrowserKind, dark: bool, extra: &[&str]) -> Driven {
+        Self::start_with_capabilities(kind, kind.capabilities(dark, extra)).await
+    }
+
+    /// As [`Driven::start`], the browser accepting a self-signed certificate: a local HTTPS
+    /// server's (WebDriver `acceptInsecureCerts`), for clients that open only `https:` or `wss:`.
+    pub async fn start_accepting_self_signed(kind: BrowserKind) -> Driven {
+        let mut capabilities = kind.capabilities(false, &[]);
+        capabilities.insert("acceptInsecureCerts".into(), Value::Bool(true));
+        Self::start_with_capabilities(kind, capabilities).await
+    }
+
+    async fn start_with_capabilities(
+        kind: BrowserKind,
+        capabilities: serde_json::Map<String, Value>,
+    ) -> Driven {
         let port = free_port().await;
         let driver_path = kind.driver();
         let mut command = Command::new(&driver_path);
@@ -122,7 +137,7 @@ impl Driven {
         let client = loop {
             let connector = hyper_util::client::legacy::connect::HttpConnector::new();
             match ClientBuilder::new(connector)
-                .capabilities(kind.capabilities(dark, extra))
+                .capabilities(capabilities.clone())
                 .connect(&url)
                 .await
             {
