@@ -97,10 +97,13 @@ tools.defineFunction({
   },
 });
 
-// Asks the person at the agent mid-call (MCP elicitation): who takes an unassigned task.
+// Asks the person at the agent mid-call (MCP elicitation): who takes an unassigned task. It waits on
+// a person, so an agent that takes tasks (the console does) gets a task at once and answers the
+// question through it.
 tools.defineFunction({
   name: "assign_task",
   description: "Assign a task; asks the person at the agent who should take it.",
+  taskSupport: "optional",
   parameters: {
     type: "object",
     properties: { taskId: { type: "string", description: "The task's id, e.g. t2" } },

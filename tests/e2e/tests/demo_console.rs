@@ -3,6 +3,8 @@
 //! person at the agent who should take a task (`ctx.elicit`); the console shows the question as a
 //! form, the person types and accepts (or declines), and the console calls again with the answer;
 //! `board_snapshot` returns a picture of the board (an image block), which the console shows.
+//! `assign_task` allows tasks (SPEC §4 "Long calls as tasks") and the console takes them: its
+//! question and answer go through the task (`tasks/get`, `tasks/update` over `/api`).
 //! Real Chromium and Firefox through WebDriver, the real bridge and the demo site.
 
 use std::time::Duration;
@@ -127,6 +129,18 @@ async fn the_console_answers_a_handlers_question(kind: BrowserKind) {
         .eval("return document.querySelector('#ask') === null", vec![])
         .await;
     assert_eq!(closed, json!(true), "the form is gone once answered");
+    // `assign_task` allows tasks and the console takes them: the question came through a task.
+    let through_a_task = driven
+        .eval(
+            "return [...document.querySelectorAll('#log .entry-head')].some(h => h.textContent.startsWith('← task completed'))",
+            vec![],
+        )
+        .await;
+    assert_eq!(
+        through_a_task,
+        json!(true),
+        "{kind:?}: the call became a task"
+    );
 
     // Declined: the handler is told, and the task keeps its assignee.
     let before = results(&driven).await;
