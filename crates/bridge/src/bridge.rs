@@ -37,7 +37,8 @@ impl Bridge {
             config.allow.clone(),
             config.log_payloads,
         )
-        .with_agent_tools(config.tools.clone(), config.timeout);
+        .with_agent_tools(config.tools.clone(), config.timeout)
+        .with_policy(config.policy.clone());
         Self {
             inner: Arc::new(Inner {
                 config,
