@@ -562,14 +562,8 @@ impl PageSession {
         }
         let id = self.next_request_id();
         let linked = matches!(self.via(), Some(Via::Node(_)));
-        let policed = policy::gate::running(
-            &self.policy,
-            &call,
-            &id,
-            linked,
-            now(),
-            self.log_payloads,
-        );
+        let policed =
+            policy::gate::running(&self.policy, &call, &id, linked, now(), self.log_payloads);
         let policed = match policed {
             Ok(policed) => policed,
             Err(refused) => return Some(Ok(refused)),
@@ -1179,8 +1173,15 @@ impl PageSession {
         })?;
         // Outside the session's lock: conditions may take their time budget.
         let tools = self.page_tools();
-        policy::gate::relayed(&self.policy, &frame, &self.id, &self.agent_tools, &tools, now())
-            .map_err(RelayRefused::Answered)?;
+        policy::gate::relayed(
+            &self.policy,
+            &frame,
+            &self.id,
+            &self.agent_tools,
+            &tools,
+            now(),
+        )
+        .map_err(RelayRefused::Answered)?;
         let mut state = self.lock();
         if state.connection.as_ref().map(|c| &c.via) != Some(&Via::Socket) {
             return Err(RelayRefused::NotHere);

@@ -704,9 +704,8 @@ mod tests {
         assert_ne!(plain, with(&|c| c.allow = vec!["x".into()]));
         assert_ne!(plain, with(&|c| c.allowed_origins = vec!["x".into()]));
         let rules = |text: &str| Arc::new(crate::policy::Policy::parse(text).unwrap());
-        let guarded = with(&|c| {
-            c.policy = rules("[[rule]]\nid = \"r\"\ntools = [\"*\"]\naction = \"log\"")
-        });
+        let guarded =
+            with(&|c| c.policy = rules("[[rule]]\nid = \"r\"\ntools = [\"*\"]\naction = \"log\""));
         assert_ne!(plain, guarded);
         // The rules count, not their comments or layout.
         let same = with(&|c| {

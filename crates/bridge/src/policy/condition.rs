@@ -82,10 +82,11 @@ impl Condition {
             ));
         }
         let program = Program::compile(source).map_err(|error| error.to_string())?;
-        check_comprehensions(program.expression(), false)?;
+        let mut bound = Vec::new();
+        check_comprehensions(program.expression(), false, &mut bound)?;
         let references = program.references();
         for variable in references.variables() {
-            if !VARIABLES.contains(&variable) {
+            if !VARIABLES.contains(&variable) && !bound.iter().any(|b| b == variable) {
                 return Err(format!(
                     "the condition reads '{variable}', which is not one of {}",
                     VARIABLES.join(", ")
@@ -94,7 +95,9 @@ impl Condition {
         }
         for function in references.functions() {
             if !is_known_function(function) {
-                return Err(format!("the condition calls '{function}', which CEL here does not have"));
+                return Err(format!(
+                    "the condition calls '{function}', which CEL here does not have"
+                ));
             }
         }
         let reads_result = references.has_variable("result");
@@ -300,8 +303,13 @@ fn nesting_of(source: &str) -> usize {
 }
 
 /// Refuses a comprehension (`all`, `exists`, `map`, `filter`) inside another one's step.
-fn check_comprehensions(expression: &IdedExpr, inside: bool) -> Result<(), String> {
-    let walk = |e: &IdedExpr| check_comprehensions(e, inside);
+/// Collects the variables comprehensions bind (`x` in `all(x, …)`) into `bound`.
+fn check_comprehensions(
+    expression: &IdedExpr,
+    inside: bool,
+    bound: &mut Vec<String>,
+) -> Result<(), String> {
+    let mut walk = |e: &IdedExpr| check_comprehensions(e, inside, bound);
     match &expression.expr {
         Expr::Comprehension(comprehension) => {
             if inside {
@@ -311,11 +319,14 @@ fn check_comprehensions(expression: &IdedExpr, inside: bool) -> Result<(), Strin
                         .to_owned(),
                 );
             }
-            check_comprehensions(&comprehension.iter_range, false)?;
-            check_comprehensions(&comprehension.accu_init, false)?;
-            check_comprehensions(&comprehension.loop_cond, true)?;
-            check_comprehensions(&comprehension.loop_step, true)?;
-            check_comprehensions(&comprehension.result, false)
+            bound.push(comprehension.iter_var.clone());
+            bound.extend(comprehension.iter_var2.clone());
+            bound.push(comprehension.accu_var.clone());
+            check_comprehensions(&comprehension.iter_range, false, bound)?;
+            check_comprehensions(&comprehension.accu_init, false, bound)?;
+            check_comprehensions(&comprehension.loop_cond, true, bound)?;
+            check_comprehensions(&comprehension.loop_step, true, bound)?;
+            check_comprehensions(&comprehension.result, false, bound)
         }
         Expr::Call(call) => {
             if let Some(target) = &call.target {
@@ -332,13 +343,18 @@ fn check_comprehensions(expression: &IdedExpr, inside: bool) -> Result<(), Strin
             cel::common::ast::EntryExpr::StructField(field) => walk(&field.value),
         }),
         Expr::Select(select) => walk(&select.operand),
-        Expr::Struct(structure) => structure.entries.iter().try_for_each(|entry| match &entry.expr {
-            cel::common::ast::EntryExpr::MapEntry(entry) => {
-                walk(&entry.key)?;
-                walk(&entry.value)
-            }
-            cel::common::ast::EntryExpr::StructField(field) => walk(&field.value),
-        }),
+        Expr::Struct(structure) => {
+            structure
+                .entries
+                .iter()
+                .try_for_each(|entry| match &entry.expr {
+                    cel::common::ast::EntryExpr::MapEntry(entry) => {
+                        walk(&entry.key)?;
+                        walk(&entry.value)
+                    }
+                    cel::common::ast::EntryExpr::StructField(field) => walk(&field.value),
+                })
+        }
         _ => Ok(()),
     }
 }

@@ -25,12 +25,16 @@ static EMAIL: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}")
         .expect("a valid pattern")
 });
-/// `+` and 7 to 15 digits with optional separators, or groups of digits with separators (at least
-/// 8 digits in all, checked after the match).
+/// `+` and 7 to 15 digits with optional separators; `(415) 555-0100`, `415-555-0100`; a national
+/// number starting with 0 in pairs (`06 12 34 56 78`). Groups of four digits are left to the card
+/// detector: a number that fails the Luhn check is not called a phone either.
 static PHONE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
-        r"(?:\+\d(?:[ .\-]?\(?\d\)?){6,14}|\(?\b\d{2,4}\)?[ .\-]\d{2,4}[ .\-]\d{2,4}(?:[ .\-]\d{2,4})?)\b",
-    )
+    Regex::new(concat!(
+        r"\+\d(?:[ .\-]?\(?\d\)?){6,14}\b",
+        r"|\(\d{3}\)[ .\-]?\d{3}[ .\-]\d{4}\b",
+        r"|\b\d{3}[.\-]\d{3}[.\-]\d{4}\b",
+        r"|\b0\d(?:[ .\-]?\d{2}){4}\b",
+    ))
     .expect("a valid pattern")
 });
 /// 13 to 19 digits, optionally in groups separated by one space or dash.
@@ -176,13 +180,19 @@ mod tests {
             found(Detector::Card, "4242-4242-4242-4242"),
             ["4242-4242-4242-4242"]
         );
-        assert_eq!(found(Detector::Card, "5500005555555559"), ["5500005555555559"]);
+        assert_eq!(
+            found(Detector::Card, "5500005555555559"),
+            ["5500005555555559"]
+        );
         // One digit off: not a card.
         assert!(found(Detector::Card, "4111 1111 1111 1112").is_empty());
         // Too short, or an order number that fails the check.
         assert!(found(Detector::Card, "order 123456789012").is_empty());
         assert!(found(Detector::Card, "1234567890123456").is_empty());
-        assert!(luhn(&digits("79927398713")) == false, "11 digits is no card");
+        assert!(
+            luhn(&digits("79927398713")) == false,
+            "11 digits is no card"
+        );
         assert!(luhn(&digits("4012888888881881")));
     }
 
@@ -212,7 +222,14 @@ mod tests {
             found(Detector::Phone, "call +1 415 555 0100 now"),
             ["+1 415 555 0100"]
         );
-        assert_eq!(found(Detector::Phone, "(415) 555-0100"), ["415) 555-0100"]);
+        assert_eq!(found(Detector::Phone, "(415) 555-0100"), ["(415) 555-0100"]);
+        assert_eq!(found(Detector::Phone, "415-555-0100"), ["415-555-0100"]);
+        for detector in Detector::ALL {
+            assert!(
+                found(detector, "4242 4242 4242 4241").is_empty(),
+                "{detector:?}"
+            );
+        }
         assert_eq!(found(Detector::Phone, "06 12 34 56 78"), ["06 12 34 56 78"]);
         assert!(found(Detector::Phone, "3 items at 12.50").is_empty());
         assert!(found(Detector::Phone, "order 12345678").is_empty());

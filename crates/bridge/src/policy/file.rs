@@ -261,7 +261,9 @@ fn compile_rule(text: &RuleText) -> Result<Rule, String> {
                 return Err(format!("'calls' must be 1 to {MAX_CALLS}"));
             }
             if !(1..=MAX_WINDOW_SECONDS).contains(&seconds) {
-                return Err(format!("'window_seconds' must be 1 to {MAX_WINDOW_SECONDS}"));
+                return Err(format!(
+                    "'window_seconds' must be 1 to {MAX_WINDOW_SECONDS}"
+                ));
             }
             let message = text.message.clone().unwrap_or_else(|| {
                 format!(

@@ -140,7 +140,10 @@ pub(crate) fn relayed(
     if called != method::TOOLS_CALL {
         return Ok(());
     }
-    let name = params.get("name").and_then(Value::as_str).unwrap_or_default();
+    let name = params
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
     let input = params.get("arguments").cloned().unwrap_or(Value::Null);
     let tool = listed_original(name, agent_tools, page_tools);
     match policy.admit_relayed(&tool, session, &input, now) {

@@ -51,7 +51,10 @@ pub struct Policy {
 impl std::fmt::Debug for Policy {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Policy")
-            .field("rules", &self.rules.iter().map(|r| &r.id).collect::<Vec<_>>())
+            .field(
+                "rules",
+                &self.rules.iter().map(|r| &r.id).collect::<Vec<_>>(),
+            )
             .field("digest", &self.digest)
             .finish()
     }

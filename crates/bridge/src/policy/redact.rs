@@ -48,10 +48,7 @@ impl Redaction {
         match value {
             Value::String(text) => self.replace_in(text),
             Value::Array(items) => items.iter_mut().map(|v| self.replace_in_value(v)).sum(),
-            Value::Object(object) => object
-                .values_mut()
-                .map(|v| self.replace_in_value(v))
-                .sum(),
+            Value::Object(object) => object.values_mut().map(|v| self.replace_in_value(v)).sum(),
             _ => 0,
         }
     }
@@ -63,7 +60,12 @@ impl Redaction {
             spans.extend(detector.spans(text));
         }
         for pattern in &self.patterns {
-            spans.extend(pattern.find_iter(text).map(|m| m.range()).filter(|r| !r.is_empty()));
+            spans.extend(
+                pattern
+                    .find_iter(text)
+                    .map(|m| m.range())
+                    .filter(|r| !r.is_empty()),
+            );
         }
         if spans.is_empty() {
             return 0;
