@@ -131,7 +131,7 @@ pub fn luhn(digits: &[u8]) -> bool {
             }
         })
         .sum();
-    sum % 10 == 0
+    sum.is_multiple_of(10)
 }
 
 /// The ISO 13616 check of an IBAN (spaces ignored): the first four characters moved to the end,
@@ -189,10 +189,7 @@ mod tests {
         // Too short, or an order number that fails the check.
         assert!(found(Detector::Card, "order 123456789012").is_empty());
         assert!(found(Detector::Card, "1234567890123456").is_empty());
-        assert!(
-            luhn(&digits("79927398713")) == false,
-            "11 digits is no card"
-        );
+        assert!(!luhn(&digits("79927398713")), "11 digits is no card");
         assert!(luhn(&digits("4012888888881881")));
     }
 

@@ -32,7 +32,8 @@ pub(crate) fn prepared(
             call.set_policy_verdict(verdict);
             Ok(call)
         }
-        Err((acted, result)) => {
+        Err(refusal) => {
+            let (acted, result) = *refusal;
             let payload = log_payloads.then_some(call.arguments());
             audit(&acted, &tool, call.session(), &call_id(), payload);
             Err(result)
@@ -66,7 +67,8 @@ pub(crate) fn running(
     let tool = call.original_name();
     let payload = log_payloads.then_some(call.arguments());
     if !linked {
-        if let Err((acted, result)) = policy.admit(&verdict, tool, call.session(), now) {
+        if let Err(refusal) = policy.admit(&verdict, tool, call.session(), now) {
+            let (acted, result) = *refusal;
             audit(&acted, tool, call.session(), call_id, payload);
             return Err(result);
         }
@@ -148,7 +150,8 @@ pub(crate) fn relayed(
     let tool = listed_original(name, agent_tools, page_tools);
     match policy.admit_relayed(&tool, session, &input, now) {
         Ok(()) => Ok(()),
-        Err((acted, result)) => {
+        Err(refusal) => {
+            let (acted, result) = *refusal;
             audit(&acted, &tool, session, &request_text(&id), None);
             Err(result)
         }

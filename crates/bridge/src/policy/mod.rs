@@ -67,6 +67,9 @@ impl Default for Policy {
     }
 }
 
+/// A call refused by a rule: the rule, and the error result the caller gets.
+pub type Refusal = Box<(Acted, CallToolResult)>;
+
 /// A rule that acted on a call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Acted {
@@ -148,7 +151,7 @@ impl Policy {
         tool: &str,
         session: &str,
         input: &Value,
-    ) -> Result<InputVerdict, (Acted, CallToolResult)> {
+    ) -> Result<InputVerdict, Refusal> {
         let mut verdict = InputVerdict::default();
         let facts = Facts {
             tool,
@@ -169,13 +172,13 @@ impl Policy {
                 Ok(true) => {}
                 Err(error) => {
                     let acted = acted(rule, "block");
-                    return Err((acted.clone(), blocked(&[acted], &error)));
+                    return Err(Box::new((acted.clone(), blocked(&[acted], &error))));
                 }
             }
             match &rule.action {
                 Action::Block { message } => {
                     let acted = acted(rule, "block");
-                    return Err((acted.clone(), blocked(&[acted], message)));
+                    return Err(Box::new((acted.clone(), blocked(&[acted], message))));
                 }
                 Action::Confirm => {
                     verdict.confirm = true;
@@ -197,7 +200,7 @@ impl Policy {
         tool: &str,
         session: &str,
         now: Instant,
-    ) -> Result<(), (Acted, CallToolResult)> {
+    ) -> Result<(), Refusal> {
         if verdict.limits.is_empty() {
             return Ok(());
         }
@@ -223,7 +226,7 @@ impl Policy {
                         format!("{message} (the bridge keeps too many counts at once: refused)")
                     }
                 };
-                return Err((acted.clone(), blocked(&[acted], &text)));
+                return Err(Box::new((acted.clone(), blocked(&[acted], &text))));
             }
         }
         for (rule, _, _) in limits {
@@ -241,7 +244,7 @@ impl Policy {
         session: &str,
         input: &Value,
         now: Instant,
-    ) -> Result<(), (Acted, CallToolResult)> {
+    ) -> Result<(), Refusal> {
         let verdict = self.check_input(tool, session, input)?;
         self.admit(&verdict, tool, session, now)
     }

@@ -65,7 +65,7 @@ fn result_of(value: Value) -> CallToolResult {
 #[test]
 fn block_ends_the_call_with_the_rule_message_and_names_the_rule() {
     let p = policy(EXAMPLE);
-    let (acted, result) = p
+    let (acted, result) = *p
         .check_input(
             "create_task",
             "s1",
@@ -111,7 +111,7 @@ fn confirm_holds_only_when_its_condition_does() {
 fn an_undecidable_condition_fails_closed() {
     let p = policy(EXAMPLE);
     // No `amount`: CEL cannot compare, so the call is blocked, saying which rule and why.
-    let (acted, result) = p
+    let (acted, result) = *p
         .check_input("transfer", "s1", &json!({"to": "bob"}))
         .unwrap_err();
     assert_eq!(acted, acted_rule("big-transfers", "block"));
@@ -124,7 +124,7 @@ fn an_undecidable_condition_fails_closed() {
     );
     // A condition that is not a boolean.
     let p = policy(&rule("action = \"block\"\nwhen = \"input.n + 1\""));
-    let (_, result) = p.check_input("t", "s", &json!({"n": 1})).unwrap_err();
+    let (_, result) = *p.check_input("t", "s", &json!({"n": 1})).unwrap_err();
     assert!(
         result.text().contains("must be true or false"),
         "{}",
@@ -142,7 +142,7 @@ fn limit_counts_per_session_and_tool_and_names_the_limit() {
     };
     call("s1", "search", Duration::ZERO).unwrap();
     call("s1", "search", Duration::from_secs(1)).unwrap();
-    let (acted, result) = call("s1", "search", Duration::from_secs(2)).unwrap_err();
+    let (acted, result) = *call("s1", "search", Duration::from_secs(2)).unwrap_err();
     assert_eq!(acted, acted_rule("search-rate", "limit"));
     assert!(
         result.text().starts_with(
@@ -321,7 +321,7 @@ fn slow_conditions_and_large_inputs_are_bounded_and_fail_closed() {
     ));
     let items: Vec<Value> = (0..20_000).map(Value::from).collect();
     let started = Instant::now();
-    let (acted, result) = p
+    let (acted, result) = *p
         .check_input("t", "s", &json!({"items": items}))
         .unwrap_err();
     let took = started.elapsed();
@@ -343,7 +343,7 @@ fn slow_conditions_and_large_inputs_are_bounded_and_fail_closed() {
     // More data than a condition sees: blocked, naming the bound.
     let p = policy(&rule("action = \"log\"\nwhen = \"size(input) > 0\""));
     let big = json!({"blob": "x".repeat(MAX_DATA_BYTES)});
-    let (_, result) = p.check_input("t", "s", &big).unwrap_err();
+    let (_, result) = *p.check_input("t", "s", &big).unwrap_err();
     assert!(
         result.text().contains("too large for a condition"),
         "{}",
@@ -353,13 +353,13 @@ fn slow_conditions_and_large_inputs_are_bounded_and_fail_closed() {
     let p = policy(&rule(
         "action = \"block\"\nwhen = \"'abc'.matches(input.re)\"",
     ));
-    let (_, result) = p.check_input("t", "s", &json!({"re": "("})).unwrap_err();
+    let (_, result) = *p.check_input("t", "s", &json!({"re": "("})).unwrap_err();
     assert!(
         result.text().contains("not a valid pattern"),
         "{}",
         result.text()
     );
-    let (_, result) = p
+    let (_, result) = *p
         .check_input("t", "s", &json!({"re": "x{1000}{1000}{1000}"}))
         .unwrap_err();
     assert!(
@@ -410,7 +410,8 @@ proptest! {
         if let Ok(p) = Policy::parse(&text) {
             match p.check_input("t", "s", &input) {
                 Ok(_) => {}
-                Err((acted, result)) => {
+                Err(refusal) => {
+                    let (acted, result) = *refusal;
                     prop_assert_eq!(acted.rule, "f");
                     prop_assert!(result.is_error);
                     prop_assert!(!result.text().is_empty());
@@ -428,9 +429,9 @@ proptest! {
         let text = format!("{prefix} 4111 1111 1111 1111 {suffix} ada@example.com DE89 3704 0044 0532 0130 00 +1 415 555 0100");
         let mut result = CallToolResult::success(json!({"deep": [{"t": text.clone()}]}));
         p.check_result("t", "s", &json!({}), &mut result);
-        let out = serde_json::to_string(&result).unwrap();
+        let out = result.structured_content.as_ref().unwrap()["deep"][0]["t"].as_str().unwrap();
         for detector in detectors::Detector::ALL {
-            prop_assert!(!detector.finds(&result.structured_content.as_ref().unwrap()["deep"][0]["t"].as_str().unwrap().to_owned()), "{}", out);
+            prop_assert!(!detector.finds(out), "{}", out);
         }
     }
 }
@@ -489,4 +490,47 @@ fn json_strategy() -> impl Strategy<Value = Value> {
                 .prop_map(|m| Value::Object(m.into_iter().collect())),
         ]
     })
+}
+
+/// The cost of the policy per call, in release mode:
+/// `cargo test -p client-tools-bridge --release --lib policy::tests::cost_per_call -- --ignored --nocapture`.
+#[test]
+#[ignore = "a measurement: run in release mode"]
+fn cost_per_call() {
+    let p = policy(EXAMPLE);
+    let input = json!({"title": "buy milk and eggs", "board": "home", "tags": ["a", "b"]});
+    let rounds = 20_000u32;
+    let measure = |what: &str, run: &dyn Fn()| {
+        for _ in 0..1_000 {
+            run();
+        }
+        let started = Instant::now();
+        for _ in 0..rounds {
+            run();
+        }
+        let each = started.elapsed() / rounds;
+        println!("{what}: {:.2} µs", each.as_nanos() as f64 / 1000.0);
+    };
+    // One rule with a condition (the regex) and the `log` rule's condition: two evaluated rules.
+    measure("check_input, create_task (2 conditions evaluated)", &|| {
+        p.check_input("create_task", "s1", &input).unwrap();
+    });
+    let one = policy(&rule("action = \"block\"\nwhen = \"input.amount > 500\""));
+    measure("check_input, one rule `input.amount > 500`", &|| {
+        one.check_input("t", "s1", &json!({"amount": 20})).unwrap();
+    });
+    measure("check_input, no rule covers the tool", &|| {
+        one.check_input("other", "s1", &input).unwrap();
+    });
+    let cart = json!({"items": [{"sku": "A1", "payment": {"card": "4111 1111 1111 1111"}}],
+                      "owner": {"contacts": ["ada@example.com"]}});
+    measure("check_result, redact card+email in a small cart", &|| {
+        let mut result = CallToolResult::success(cart.clone());
+        p.check_result("read_cart", "s1", &input, &mut result);
+    });
+    let verdict = p.check_input("search", "s1", &input).unwrap();
+    let start = Instant::now();
+    measure("admit, one limit rule", &|| {
+        let _ = p.admit(&verdict, "search", "s1", start);
+    });
 }
