@@ -147,6 +147,7 @@ export async function startConsole(tools, preselect) {
         });
         if (result.resultType !== "input_required") {
           logEntry(result.isError ? "error" : "result", `← result${result.isError ? " (isError)" : ""}`, JSON.stringify(result, null, 2));
+          showPolicy(result);
           return;
         }
         logEntry("asked", "← input required: the handler asks", JSON.stringify(result.inputRequests, null, 2));
@@ -160,6 +161,14 @@ export async function startConsole(tools, preselect) {
       logEntry("error", `← POST ${path} failed`, error.message);
     }
   });
+
+  /** The bridge's guardrails that acted on a call: `_meta["clienttools/policy"]` lists them. */
+  function showPolicy(result) {
+    const acted = result._meta?.["clienttools/policy"];
+    if (!Array.isArray(acted) || acted.length === 0) return;
+    const lines = acted.map(({ rule, action }) => `rule "${rule}": ${action}`);
+    logEntry("policy", `⛨ the bridge's policy acted (${acted.length})`, lines.join("\n"));
+  }
 
   // What the console can answer when a handler asks: form elicitation (a person at this console).
   const CAPABILITIES = { elicitation: { form: {} } };

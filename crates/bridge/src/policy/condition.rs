@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use cel::common::ast::Expr;
+use cel::common::ast::{Expr, LiteralValue};
 use cel::common::value::CowVal;
 use cel::context::VariableResolver;
 use cel::extractors::This;
@@ -48,6 +48,9 @@ pub struct Condition {
     program: Program,
     source: String,
     reads_result: bool,
+    /// The patterns `matches` is called with as literals, compiled at load (an invalid one is a
+    /// load error; none is compiled on the clock of a call).
+    patterns: Vec<(String, regex::Regex)>,
 }
 
 impl std::fmt::Debug for Condition {
@@ -83,7 +86,12 @@ impl Condition {
         }
         let program = Program::compile(source).map_err(|error| error.to_string())?;
         let mut bound = Vec::new();
-        check_comprehensions(program.expression(), false, &mut bound)?;
+        let mut literals = Vec::new();
+        inspect(program.expression(), false, &mut bound, &mut literals)?;
+        let patterns = literals
+            .into_iter()
+            .map(|pattern| compile_pattern(&pattern).map(|compiled| (pattern, compiled)))
+            .collect::<Result<Vec<_>, _>>()?;
         let references = program.references();
         for variable in references.variables() {
             if !VARIABLES.contains(&variable) && !bound.iter().any(|b| b == variable) {
@@ -105,6 +113,7 @@ impl Condition {
             program,
             source: source.to_owned(),
             reads_result,
+            patterns,
         })
     }
 
@@ -202,16 +211,26 @@ impl Patterns {
         if let Some(compiled) = cache.get(pattern) {
             return Ok(compiled.is_match(text));
         }
-        let compiled = regex::RegexBuilder::new(pattern)
-            .size_limit(1 << 20)
-            .build()
-            .map_err(|error| format!("'{pattern}' is not a valid pattern: {error}"))?;
+        let compiled = compile_pattern(pattern)?;
         let found = compiled.is_match(text);
         if cache.len() < MAX_CACHED_PATTERNS {
             cache.insert(pattern.to_owned(), compiled);
         }
         Ok(found)
     }
+}
+
+fn compile_pattern(pattern: &str) -> Result<regex::Regex, String> {
+    if pattern.len() > MAX_PATTERN_BYTES {
+        return Err(format!(
+            "a pattern of {} bytes is longer than the {MAX_PATTERN_BYTES} allowed",
+            pattern.len()
+        ));
+    }
+    regex::RegexBuilder::new(pattern)
+        .size_limit(1 << 20)
+        .build()
+        .map_err(|error| format!("'{pattern}' is not a valid pattern: {error}"))
 }
 
 thread_local! {
@@ -233,11 +252,23 @@ fn within_budget() -> Result<(), ExecutionError> {
 /// bounded patterns) and one function per detector (`has_email(x)`, …: any string inside `x`).
 pub struct Evaluator {
     base: Context<'static, 'static>,
+    patterns: Arc<Patterns>,
+}
+
+impl Evaluator {
+    /// Keeps a condition's literal patterns compiled (whatever the cache's bound).
+    pub fn keep_patterns(&self, condition: &Condition) {
+        let mut cache = self.patterns.0.lock().unwrap_or_else(|p| p.into_inner());
+        for (pattern, compiled) in &condition.patterns {
+            cache.insert(pattern.clone(), compiled.clone());
+        }
+    }
 }
 
 impl Default for Evaluator {
     fn default() -> Self {
         let patterns = Arc::new(Patterns::default());
+        let shared = patterns.clone();
         let mut base = Context::default();
         base.add_function(
             "matches",
@@ -256,7 +287,10 @@ impl Default for Evaluator {
             })
             .expect("detector names are not standard functions");
         }
-        Self { base }
+        Self {
+            base,
+            patterns: shared,
+        }
     }
 }
 
@@ -303,13 +337,30 @@ fn nesting_of(source: &str) -> usize {
 }
 
 /// Refuses a comprehension (`all`, `exists`, `map`, `filter`) inside another one's step.
-/// Collects the variables comprehensions bind (`x` in `all(x, …)`) into `bound`.
-fn check_comprehensions(
+/// Walks a condition: refuses a comprehension in another's step, collects the variables
+/// comprehensions bind (`x` in `all(x, …)`) into `bound` and the literal patterns of `matches`.
+fn inspect(
     expression: &IdedExpr,
     inside: bool,
     bound: &mut Vec<String>,
+    patterns: &mut Vec<String>,
 ) -> Result<(), String> {
-    let mut walk = |e: &IdedExpr| check_comprehensions(e, inside, bound);
+    if let Expr::Call(call) = &expression.expr {
+        if call.func_name == "matches" {
+            let pattern = match (&call.target, call.args.as_slice()) {
+                (Some(_), [pattern]) | (None, [_, pattern]) => Some(pattern),
+                _ => None,
+            };
+            if let Some(IdedExpr {
+                expr: Expr::Literal(LiteralValue::String(pattern)),
+                ..
+            }) = pattern
+            {
+                patterns.push(pattern.inner().to_owned());
+            }
+        }
+    }
+    let mut walk = |e: &IdedExpr| inspect(e, inside, bound, patterns);
     match &expression.expr {
         Expr::Comprehension(comprehension) => {
             if inside {
@@ -322,11 +373,11 @@ fn check_comprehensions(
             bound.push(comprehension.iter_var.clone());
             bound.extend(comprehension.iter_var2.clone());
             bound.push(comprehension.accu_var.clone());
-            check_comprehensions(&comprehension.iter_range, false, bound)?;
-            check_comprehensions(&comprehension.accu_init, false, bound)?;
-            check_comprehensions(&comprehension.loop_cond, true, bound)?;
-            check_comprehensions(&comprehension.loop_step, true, bound)?;
-            check_comprehensions(&comprehension.result, false, bound)
+            inspect(&comprehension.iter_range, false, bound, patterns)?;
+            inspect(&comprehension.accu_init, false, bound, patterns)?;
+            inspect(&comprehension.loop_cond, true, bound, patterns)?;
+            inspect(&comprehension.loop_step, true, bound, patterns)?;
+            inspect(&comprehension.result, false, bound, patterns)
         }
         Expr::Call(call) => {
             if let Some(target) = &call.target {

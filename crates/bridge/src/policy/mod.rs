@@ -114,10 +114,14 @@ impl Policy {
     }
 
     fn from_rules(rules: Vec<Rule>, digest: String) -> Self {
+        let evaluator = Evaluator::default();
+        for condition in rules.iter().filter_map(|r| r.when.as_ref()) {
+            evaluator.keep_patterns(condition);
+        }
         Self {
             rules,
             digest,
-            evaluator: Evaluator::default(),
+            evaluator,
             limiter: Mutex::default(),
             epoch: Instant::now(),
         }

@@ -261,6 +261,7 @@ fn every_mistake_in_a_file_is_refused_naming_the_rule() {
         (&rule("action = \"confirm\"\nwhen = \"result.isError\""), "cannot read 'result'"),
         (&rule("action = \"block\"\nwhen = \"request.x == 1\""), "reads 'request'"),
         (&rule("action = \"block\"\nwhen = \"has_ssn(input)\""), "calls 'has_ssn'"),
+        (&rule("action = \"block\"\nwhen = \"input.t.matches('(')\""), "rule 'r1': 'when': '(' is not a valid pattern"),
         ("[[rule]]\nid = \"bad id!\"\ntools = [\"t\"]\naction = \"log\"", "'id' must be"),
         ("[[rule]]\nid = \"a\"\ntools = []\naction = \"log\"", "rule 'a': 'tools' must list"),
         ("[[rule]]\nid = \"a\"\ntools = [\"t\"]\naction = \"log\"\n[[rule]]\nid = \"a\"\ntools = [\"u\"]\naction = \"log\"", "rule 'a': another rule has the same id"),
@@ -362,10 +363,35 @@ fn slow_conditions_and_large_inputs_are_bounded_and_fail_closed() {
     let (_, result) = *p
         .check_input("t", "s", &json!({"re": "x{1000}{1000}{1000}"}))
         .unwrap_err();
+    // Refused by the regex engine's size limit, or (slow debug builds) by the time budget.
     assert!(
-        result.text().contains("not a valid pattern"),
+        result.text().contains("not a valid pattern") || result.text().contains("budget"),
         "{}",
         result.text()
+    );
+}
+
+#[test]
+fn the_demo_policy_loads_and_acts_as_its_comments_say() {
+    let p = policy(include_str!("../../../../demo/policy.toml"));
+    let (acted, _) = *p
+        .check_input("create_task", "s", &json!({"title": "api_key: abc"}))
+        .unwrap_err();
+    assert_eq!(acted.rule, "no-secrets-in-tasks");
+    let verdict = p
+        .check_input("create_task", "s", &json!({"title": "Delete the old logs"}))
+        .unwrap();
+    assert!(verdict.confirm);
+    assert!(
+        !p.check_input("create_task", "s", &json!({"title": "Write the docs"}))
+            .unwrap()
+            .confirm
+    );
+    let mut tasks = CallToolResult::success(json!({"tasks": [{"title": "call +1 415 555 0100"}]}));
+    p.check_result("read_board_tasks", "s", &json!({}), &mut tasks);
+    assert_eq!(
+        tasks.structured_content.unwrap()["tasks"][0]["title"],
+        "call [redacted]"
     );
 }
 
