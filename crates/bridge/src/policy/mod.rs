@@ -359,29 +359,27 @@ pub fn mark(result: &mut CallToolResult, acted: &[Acted]) {
     }
 }
 
-/// One structured log event per decision other than "allowed": the rule, the action, the tool,
-/// the page session and the call; the payload (input or result) only with `--log-payloads`.
+/// One structured log event per decision other than "allowed" (`info`): the rule, the action, the
+/// tool, the page session and the call. The payload (the input, or the result once rules acted on
+/// it) only with `--log-payloads`, in a second event at `debug`, as the call trace does.
 pub fn audit(acted: &Acted, tool: &str, session: &str, call: &str, payload: Option<&Value>) {
-    match payload {
-        Some(payload) => tracing::info!(
+    tracing::info!(
+        target: "client_tools_bridge::policy",
+        rule = %acted.rule,
+        action = acted.action,
+        tool,
+        session,
+        call,
+        "policy rule acted"
+    );
+    if let Some(payload) = payload {
+        tracing::debug!(
             target: "client_tools_bridge::policy",
             rule = %acted.rule,
-            action = acted.action,
-            tool,
-            session,
             call,
             %payload,
-            "policy rule acted"
-        ),
-        None => tracing::info!(
-            target: "client_tools_bridge::policy",
-            rule = %acted.rule,
-            action = acted.action,
-            tool,
-            session,
-            call,
-            "policy rule acted"
-        ),
+            "policy rule acted on"
+        );
     }
 }
 
