@@ -51,6 +51,8 @@ pub mod limits;
 pub mod mcp;
 pub mod page_session;
 mod policy;
+#[cfg(test)]
+mod policy_session_tests;
 mod prepared_call;
 mod relay_routes;
 mod request_engine;
