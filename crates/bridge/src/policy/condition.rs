@@ -35,7 +35,7 @@ pub const MAX_DATA_BYTES: usize = 256 * 1024;
 /// The deepest JSON a condition sees.
 pub const MAX_DATA_DEPTH: usize = 64;
 /// How long one condition may run.
-pub const BUDGET: Duration = Duration::from_millis(20);
+pub const BUDGET: Duration = Duration::from_millis(50);
 /// The longest pattern `matches` compiles, and how many compiled patterns are kept.
 const MAX_PATTERN_BYTES: usize = 1_024;
 const MAX_CACHED_PATTERNS: usize = 256;
