@@ -171,8 +171,7 @@ export async function startConsole(tools, preselect) {
           return;
         }
         if (result.resultType !== "input_required") {
-          const { images, shown } = pictures(result);
-          logEntry(result.isError ? "error" : "result", `← result${result.isError ? " (isError)" : ""}`, JSON.stringify(shown, null, 2), images);
+          showResult(result.isError ? "error" : "result", `← result${result.isError ? " (isError)" : ""}`, result);
           return;
         }
         logEntry("asked", "← input required: the handler asks", JSON.stringify(result.inputRequests, null, 2));
@@ -186,6 +185,21 @@ export async function startConsole(tools, preselect) {
       logEntry("error", `← POST ${path} failed`, error.message);
     }
   });
+
+  /** The bridge's guardrails that acted on a call: `_meta["clienttools/policy"]` lists them. */
+  function showPolicy(result) {
+    const acted = result._meta?.["clienttools/policy"];
+    if (!Array.isArray(acted) || acted.length === 0) return;
+    const lines = acted.map(({ rule, action }) => `rule "${rule}": ${action}`);
+    logEntry("policy", `⛨ the bridge's policy acted (${acted.length})`, lines.join("\n"));
+  }
+
+  /** A call's outcome in the log: its pictures shown, and the guardrails that acted on it. */
+  function showResult(kind, title, result) {
+    const { images, shown } = pictures(result);
+    logEntry(kind, title, JSON.stringify(shown, null, 2), images);
+    showPolicy(result);
+  }
 
   // What the console can answer when a handler asks: form elicitation (a person at this console);
   // and it takes long calls as tasks.
@@ -201,6 +215,8 @@ export async function startConsole(tools, preselect) {
     cancel.textContent = "Cancel the task";
     cancel.addEventListener("click", () => api(`${path}/cancel`, { method: "POST" }).catch((error) => logEntry("error", "cancel failed", error.message)));
     log.firstElementChild.append(cancel);
+    // A request answered already, by key and text, until the task stops waiting: the same key may
+    // ask again in a later round (every `ctx.elicit` is "elicitation/create").
     const answered = new Set();
     try {
       for (;;) {
@@ -208,12 +224,14 @@ export async function startConsole(tools, preselect) {
         const task = await api(path);
         if (["completed", "failed", "cancelled"].includes(task.status)) {
           const failed = task.status !== "completed" || task.result?.isError;
-          logEntry(failed ? "error" : "result", `← task ${task.status}`, JSON.stringify(task.result ?? task.error ?? task, null, 2));
+          showResult(failed ? "error" : "result", `← task ${task.status}`, task.result ?? task.error ?? task);
           return;
         }
+        if (task.status !== "input_required") answered.clear();
         for (const [key, request] of Object.entries(task.inputRequests ?? {})) {
-          if (answered.has(key)) continue;
-          answered.add(key);
+          const asked = `${key}\n${JSON.stringify(request)}`;
+          if (answered.has(asked)) continue;
+          answered.add(asked);
           logEntry("asked", "← the task waits for input", JSON.stringify({ [key]: request }, null, 2));
           const inputResponses = { [key]: await answer(request) };
           await api(`${path}/update`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ inputResponses }) });

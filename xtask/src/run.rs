@@ -91,7 +91,9 @@ pub fn demo(args: &[String]) -> Result {
             "client-tools-bridge",
             "--",
         ])
-        .args(["--listen", &listen, "--www", "www", "--pkg", "pkg"]))
+        .args(["--listen", &listen, "--www", "www", "--pkg", "pkg"])
+        // The demo's guardrails, commented (docs/guardrails.md): the console shows when one acts.
+        .args(["--policy", "demo/policy.toml"]))
 }
 
 /// 128 random bits, hex, from the operating system.

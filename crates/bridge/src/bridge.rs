@@ -44,7 +44,8 @@ impl Bridge {
             config.allow.clone(),
             config.log_payloads,
         )
-        .with_agent_tools(config.tools.clone(), config.timeout);
+        .with_agent_tools(config.tools.clone(), config.timeout)
+        .with_policy(config.policy.clone());
         let rounds = Arc::new(Rounds::default());
         let tasks = Arc::new(Tasks::default());
         rounds.set_tasks(Arc::new(TaskHostOf(tasks.clone())));

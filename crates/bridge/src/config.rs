@@ -9,6 +9,7 @@ use client_tools_core::limits::{call_timeout, DEFAULT_TIMEOUT_MS};
 
 use crate::agent_tools::AgentTools;
 use crate::limits::{whole_ms, Limits};
+use crate::policy::Policy;
 
 /// Who is asked to confirm a call that needs it (SPEC §7, `--confirm-via`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -52,6 +53,8 @@ pub struct BridgeConfig {
     pub tools: Arc<AgentTools>,
     /// Who confirms calls that need it (`--confirm-via`).
     pub confirm_via: ConfirmVia,
+    /// The operator's guardrails on tool calls (`--policy FILE`, [`Policy::load`]).
+    pub policy: Arc<Policy>,
 }
 
 impl Default for BridgeConfig {
@@ -70,6 +73,7 @@ impl Default for BridgeConfig {
             log_payloads: false,
             tools: Arc::default(),
             confirm_via: ConfirmVia::default(),
+            policy: Arc::default(),
         }
     }
 }
@@ -94,6 +98,7 @@ impl std::fmt::Debug for BridgeConfig {
                 &self.tools.iter().map(|t| &t.name).collect::<Vec<_>>(),
             )
             .field("confirm_via", &self.confirm_via)
+            .field("policy", &self.policy.digest())
             .finish()
     }
 }

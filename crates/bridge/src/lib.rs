@@ -27,6 +27,8 @@
 //! - `agent_confirmation`: confirmation by the person at the agent (`--confirm-via agent`).
 //! - `request_engine`: the rules of the requests waiting on one page (deadlines, grace, progress),
 //!   sans-IO: its outputs are values that `page_session` performs.
+//! - `policy`: the operator's guardrails (`--policy FILE`): rules on every call's input and
+//!   result, decided in one place for every route.
 //! - `prepared_call`: what a call carries besides its arguments (`_meta`, timeout), checked once.
 //! - [`config`]: the bridge's settings (the command-line flags as a struct).
 //! - `relay_routes`: where the page's answers to requests relayed to it go back.
@@ -48,6 +50,9 @@ mod input_rounds;
 pub mod limits;
 pub mod mcp;
 pub mod page_session;
+mod policy;
+#[cfg(test)]
+mod policy_session_tests;
 mod prepared_call;
 mod relay_routes;
 mod request_engine;
@@ -66,4 +71,5 @@ pub use cluster::ClusterOptions;
 pub use config::{BridgeConfig, ConfirmVia};
 pub use limits::Limits;
 pub use page_session::{CallEvent, CallOutcome, InputRound, PageSession, SessionInfo};
+pub use policy::{Policy, ACTED_META};
 pub use prepared_call::{PreparedCall, CONFIRMED_BY_AGENT};

@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use clap::Parser;
 use client_tools_bridge::mcp::McpAgent;
-use client_tools_bridge::{AgentTools, Bridge, BridgeConfig, ClusterOptions, ConfirmVia, Limits};
+use client_tools_bridge::{
+    AgentTools, Bridge, BridgeConfig, ClusterOptions, ConfirmVia, Limits, Policy,
+};
 use client_tools_core::limits::DEFAULT_TIMEOUT_MS;
 use rmcp::ServiceExt;
 
@@ -70,6 +72,11 @@ struct Cli {
     /// {"tools": [...]}). Listed to agents; pages answer them with `registerHandler`.
     #[arg(long, value_name = "FILE")]
     tools: Option<PathBuf>,
+    /// Guardrails on tool calls: a policy file (TOML, or JSON) of rules that block, confirm,
+    /// redact, rate-limit or log calls by tool and condition (docs/guardrails.md). A file that is
+    /// not valid stops the bridge (exit code 2) naming the rule.
+    #[arg(long, value_name = "FILE", env = "CLIENT_TOOLS_POLICY")]
+    policy: Option<PathBuf>,
     /// Who confirms calls that need it: the page's dialog, or the person at the agent (MCP
     /// elicitation, when the agent's client declares it; else the page).
     #[arg(long, value_enum, default_value_t = ConfirmVia::Page)]
@@ -148,6 +155,17 @@ async fn main() -> std::io::Result<()> {
             std::process::exit(2);
         }
     };
+    let policy = match cli.policy.as_deref().map(Policy::load).transpose() {
+        Ok(policy) => policy.unwrap_or_default(),
+        Err(error) => {
+            eprintln!("client-tools-bridge: {error}");
+            std::process::exit(2);
+        }
+    };
+    if !policy.is_empty() {
+        let rules: Vec<&str> = policy.rule_ids().collect();
+        tracing::info!(digest = policy.digest(), rules = %rules.join(", "), "policy loaded");
+    }
     let config = BridgeConfig {
         listen: cli.listen,
         www_dir: cli.www,
@@ -171,6 +189,7 @@ async fn main() -> std::io::Result<()> {
         log_payloads: cli.log_payloads,
         tools: std::sync::Arc::new(tools),
         confirm_via: cli.confirm_via,
+        policy: std::sync::Arc::new(policy),
     };
     let listener = tokio::net::TcpListener::bind(config.listen).await?;
     let address = listener.local_addr()?;

@@ -25,6 +25,7 @@ use tokio::sync::{mpsc, oneshot, watch, Notify};
 use crate::agent_tools::AgentTools;
 use crate::connection_queue::OutgoingSender;
 use crate::limits::{Limits, MAX_OPEN_ROUNDS_PER_SESSION, MAX_REQUESTS_PER_ROUND};
+use crate::policy::{self, Policy};
 use crate::prepared_call::{self, PreparedCall, RequestedTimeout};
 use crate::relay_routes::RelayRoutes;
 use crate::request_engine::{Answer, Output, Purpose, Request, RequestEngine, Settled};
@@ -51,12 +52,14 @@ struct Connection {
 }
 
 /// Why a frame relayed from another cluster node did not go to the page.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) enum RelayRefused {
     /// The page's socket is not on this node (any more).
     NotHere,
     /// The page's limits or queue refuse it (the reason).
     Refused(String),
+    /// The operator's policy answers it instead of the page (a `limit` rule: crate::policy).
+    Answered(CallToolResult),
 }
 
 /// Where the page's answers and progress on requests relayed to it through this bridge go back
@@ -270,6 +273,9 @@ pub struct PageSession {
     log_payloads: bool,
     /// In a cluster: where the answers to relayed requests are sent.
     relay_replies: Option<Arc<dyn RelayReplies>>,
+    /// The operator's guardrails (`--policy FILE`, crate::policy), applied at this session's
+    /// choke points: [`Self::prepare`], [`Self::call_prepared_with`], [`Self::relay_to_page`].
+    policy: Arc<Policy>,
 }
 
 /// A session's public summary (`GET /api/sessions`).
@@ -311,7 +317,14 @@ impl PageSession {
             default_timeout: Duration::from_millis(DEFAULT_TIMEOUT_MS),
             log_payloads,
             relay_replies: None,
+            policy: Arc::default(),
         }
+    }
+
+    /// The operator's policy for this session's calls.
+    pub(crate) fn with_policy(mut self, policy: Arc<Policy>) -> Self {
+        self.policy = policy;
+        self
     }
 
     /// In a cluster: relayed requests are answered through `relay_replies`.
@@ -417,7 +430,15 @@ impl PageSession {
             agent_tools: &self.agent_tools,
             page_tools: &page_tools,
         };
-        let prepared = prepared_call::prepare(&context, name, arguments, caller_meta, requested);
+        let prepared = prepared_call::prepare(&context, name, arguments, caller_meta, requested)
+            .and_then(|call| {
+                policy::gate::prepared(
+                    &self.policy,
+                    call,
+                    || self.next_request_id(),
+                    self.log_payloads,
+                )
+            });
         prepared.inspect_err(|result| {
             tracing::info_span!("tool_call", session = %self.id, tool = ?name, outcome = "refused")
                 .in_scope(|| tracing::info!(reason = %result.text(), "tool call refused"));
@@ -544,11 +565,28 @@ impl PageSession {
             return Some(Ok(refused));
         }
         let id = self.next_request_id();
+        let linked = matches!(self.via(), Some(Via::Node(_)));
+        let policed =
+            policy::gate::running(&self.policy, &call, &id, linked, now(), self.log_payloads);
+        let policed = match policed {
+            Ok(policed) => policed,
+            Err(refused) => return Some(Ok(refused)),
+        };
         let started = tokio::time::Instant::now();
         let name = call.name().to_owned();
-        let (result, outcome) = self
+        let (mut result, outcome) = self
             .run_tool_call(&id, call, cancel, progress, events)
             .await;
+        if let (Some(policed), Some(Ok(result))) = (&policed, &mut result) {
+            policy::gate::answered(
+                &self.policy,
+                policed,
+                &self.id,
+                &id,
+                result,
+                self.log_payloads,
+            );
+        }
         // The call's span is made once it is over, with every field known: nothing is recorded
         // into it afterwards, and the call's future is not entered and left at every poll (made
         // up front, recorded into and instrumenting the future, it cost 4.5 % of the CPU per call).
@@ -1132,13 +1170,27 @@ impl PageSession {
         request_id: Option<String>,
         reply: &str,
     ) -> Result<(), RelayRefused> {
-        let mut state = self.lock();
-        if state.connection.as_ref().map(|c| &c.via) != Some(&Via::Socket) {
+        if self.via() != Some(Via::Socket) {
             return Err(RelayRefused::NotHere);
         }
         protocol::check_outgoing(&frame).map_err(|limit| {
             RelayRefused::Refused(format!("the call cannot be sent to the page: {limit}"))
         })?;
+        // Outside the session's lock: conditions may take their time budget.
+        let tools = self.page_tools();
+        policy::gate::relayed(
+            &self.policy,
+            &frame,
+            &self.id,
+            &self.agent_tools,
+            &tools,
+            now(),
+        )
+        .map_err(RelayRefused::Answered)?;
+        let mut state = self.lock();
+        if state.connection.as_ref().map(|c| &c.via) != Some(&Via::Socket) {
+            return Err(RelayRefused::NotHere);
+        }
         let connection = state.connection.as_ref().ok_or(RelayRefused::NotHere)?;
         connection
             .outgoing

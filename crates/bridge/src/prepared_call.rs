@@ -22,6 +22,7 @@ use serde_json::{Map, Value};
 
 use crate::agent_tools::{annotations_ask, AgentTool, AgentTools, FALLBACK_FORM};
 use crate::limits::whole_ms;
+use crate::policy::InputVerdict;
 
 /// The `_meta` keys a caller may set on a call (for tools it defines itself, SPEC §3).
 const CALLER_KEYS: [&str; 5] = [
@@ -61,6 +62,8 @@ pub struct PreparedCall {
     needs_confirmation: bool,
     title: Option<String>,
     description: Option<String>,
+    /// What the operator's input rules decided (crate::policy).
+    policy: InputVerdict,
 }
 
 impl PreparedCall {
@@ -123,6 +126,22 @@ impl PreparedCall {
             .insert(meta::CONFIRMED_BY.into(), CONFIRMED_BY_AGENT.into());
     }
 
+    /// A `confirm` rule of the operator's policy holds: the person must approve, whatever the
+    /// page's own policy says (the call's `_meta` asks the page, which cannot opt out).
+    pub(crate) fn require_confirmation_by_policy(&mut self) {
+        self.needs_confirmation = true;
+        self.meta
+            .insert(meta::REQUIRE_CONFIRMATION.into(), Value::Bool(true));
+    }
+
+    pub(crate) fn set_policy_verdict(&mut self, verdict: InputVerdict) {
+        self.policy = verdict;
+    }
+
+    pub(crate) fn policy_verdict(&self) -> &InputVerdict {
+        &self.policy
+    }
+
     /// The agent's log level for this call (`clienttools/logLevel`: the page sends log messages
     /// at or above it). Set by the bridge, after confirmation: it is not part of what a person
     /// confirms.
@@ -143,6 +162,7 @@ impl PreparedCall {
             needs_confirmation: true,
             title: Some("Delete a car".into()),
             description: Some("Deletes a car for good".into()),
+            policy: InputVerdict::default(),
         }
     }
 
@@ -316,6 +336,7 @@ pub(crate) fn prepare(
         needs_confirmation,
         title,
         description,
+        policy: InputVerdict::default(),
     })
 }
 

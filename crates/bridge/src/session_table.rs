@@ -19,6 +19,7 @@ use sha2::{Digest, Sha256};
 use crate::agent_tools::AgentTools;
 use crate::limits::Limits;
 use crate::page_session::{PageSession, RelayReplies, Via, CLOSE_REPLACED};
+use crate::policy::Policy;
 
 /// How often, at most, expired sessions are swept (on the next access to the table).
 const SWEEP_EVERY: Duration = Duration::from_secs(1);
@@ -31,6 +32,8 @@ pub struct SessionTable {
     log_payloads: bool,
     agent_tools: Arc<AgentTools>,
     default_timeout: Duration,
+    /// The operator's guardrails, shared by every session (crate::policy).
+    policy: Arc<Policy>,
     /// In a cluster: how sessions answer requests other nodes relay.
     relay_replies: OnceLock<Arc<dyn RelayReplies>>,
 }
@@ -88,6 +91,7 @@ impl SessionTable {
             log_payloads,
             agent_tools: Arc::default(),
             default_timeout: Duration::from_millis(DEFAULT_TIMEOUT_MS),
+            policy: Arc::default(),
             relay_replies: OnceLock::new(),
         }
     }
@@ -98,6 +102,12 @@ impl SessionTable {
     }
 
     /// The `--tools FILE` tools and the default call timeout every session's calls use.
+    /// The operator's policy for every session's calls (`--policy FILE`).
+    pub fn with_policy(mut self, policy: Arc<Policy>) -> Self {
+        self.policy = policy;
+        self
+    }
+
     pub fn with_agent_tools(
         mut self,
         agent_tools: Arc<AgentTools>,
@@ -230,6 +240,7 @@ impl SessionTable {
                         self.log_payloads,
                     )
                     .with_agent_tools(self.agent_tools.clone(), self.default_timeout)
+                    .with_policy(self.policy.clone())
                     .with_relay_replies(self.relay_replies.get().cloned()),
                 )
             })

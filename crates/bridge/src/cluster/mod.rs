@@ -267,7 +267,7 @@ impl Cluster {
                         (directory.heartbeat(&beat.node, same, Instant::now()), known_different)
                     };
                     if !same && !known_different && beat.node != self.node {
-                        tracing::error!(node = %beat.node, "a cluster node runs with other access settings (tokens, origins, allow-list): it is not served and serves nothing here");
+                        tracing::error!(node = %beat.node, "a cluster node runs with other access settings (tokens, origins, allow-list, policy): it is not served and serves nothing here");
                     }
                     if back {
                         self.reconcile_all();
@@ -663,7 +663,7 @@ async fn publish(client: async_nats::Client, mut outbound: mpsc::Receiver<Outbou
 }
 
 /// A digest of what must be the same on every node for access control to hold cluster-wide: the
-/// agent and page tokens, the allowed origins, the allow-list.
+/// agent and page tokens, the allowed origins, the allow-list, the guardrails' rules (`--policy`).
 fn policy_of(config: &BridgeConfig) -> String {
     let mut hash = Sha256::new();
     hash.update(b"client-tools cluster policy\0");
@@ -680,6 +680,8 @@ fn policy_of(config: &BridgeConfig) -> String {
         }
         hash.update(b"\x01");
     }
+    // The guardrails too: a node with other rules would let through what this one blocks.
+    hash.update(config.policy.digest().as_bytes());
     session_table::hex(&hash.finalize()[..16])
 }
 
@@ -709,6 +711,15 @@ mod tests {
         );
         assert_ne!(plain, with(&|c| c.allow = vec!["x".into()]));
         assert_ne!(plain, with(&|c| c.allowed_origins = vec!["x".into()]));
+        let rules = |text: &str| Arc::new(crate::policy::Policy::parse(text).unwrap());
+        let guarded =
+            with(&|c| c.policy = rules("[[rule]]\nid = \"r\"\ntools = [\"*\"]\naction = \"log\""));
+        assert_ne!(plain, guarded);
+        // The rules count, not their comments or layout.
+        let same = with(&|c| {
+            c.policy = rules("# audit\n[[rule]]\nid = \"r\"\naction = \"log\"\ntools = [\"*\"]")
+        });
+        assert_eq!(guarded, same);
         assert_eq!(
             with(&|c| c.allow = vec!["x".into(), "y".into()]),
             with(&|c| c.allow = vec!["y".into(), "x".into()])

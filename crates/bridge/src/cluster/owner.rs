@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use client_tools_core::protocol::{code, encode_error, RequestId, RpcError};
+use client_tools_core::protocol::{code, encode_error, encode_result, RequestId, RpcError};
 use futures_util::StreamExt;
 use tokio::sync::{watch, Semaphore};
 
@@ -142,6 +142,14 @@ async fn relay(cluster: &Cluster, message: async_nats::Message) {
                 .client
                 .publish_with_headers(subject, headers, bytes::Bytes::new())
                 .await;
+        }
+        Err(RelayRefused::Answered(result)) => {
+            if let Some(id) = &reply.request {
+                let answer = encode_result(&RequestId::String(id.clone()), &result);
+                cluster
+                    .publisher
+                    .send(wire::Outbound::frame(subject, answer));
+            }
         }
         Err(RelayRefused::Refused(reason)) => {
             if let Some(id) = &reply.request {

@@ -1,0 +1,378 @@
+//! The policy file (`--policy FILE`): TOML (with comments) or JSON, one list of rules. Every field
+//! is checked when the bridge starts — an unknown field, a condition that does not compile, a
+//! field that does not belong to the rule's action — and the error names the rule.
+
+use std::collections::HashSet;
+
+use regex::Regex;
+use serde::{Deserialize, Serialize};
+
+use super::condition::Condition;
+use super::detectors::Detector;
+use super::limiter::{Window, MAX_CALLS, MAX_WINDOW_SECONDS};
+use super::redact::{default_replacement, Redaction};
+
+/// The largest policy file read.
+pub const MAX_FILE_BYTES: usize = 1024 * 1024;
+/// The most rules in one policy.
+pub const MAX_RULES: usize = 512;
+/// The most tool patterns, and redaction patterns, in one rule.
+pub const MAX_PATTERNS: usize = 64;
+const MAX_ID: usize = 64;
+const MAX_TOOL_PATTERN: usize = 256;
+const MAX_MESSAGE: usize = 1_024;
+const MAX_REGEX_BYTES: usize = 1_024;
+
+/// The file as written (TOML `[[rule]]` tables, or JSON `{"rule": [...]}`).
+#[derive(Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct File {
+    #[serde(default)]
+    pub rule: Vec<RuleText>,
+}
+
+/// One rule as written.
+#[derive(Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RuleText {
+    pub id: String,
+    /// Original tool names; `*` matches any run of characters.
+    pub tools: Vec<String>,
+    pub action: ActionName,
+    /// A CEL condition; absent: always.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub when: Option<String>,
+    /// `block` and `limit`: the error the agent gets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// `redact`: the detectors whose matches are replaced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redact: Option<Vec<String>>,
+    /// `redact`: regular expressions whose matches are replaced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub patterns: Option<Vec<String>>,
+    /// `redact`: what replaces a match (default `[redacted <kind>]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replacement: Option<String>,
+    /// `limit`: calls allowed per window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calls: Option<u32>,
+    /// `limit`: the window, in seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_seconds: Option<u64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ActionName {
+    Block,
+    Confirm,
+    Redact,
+    Limit,
+    Log,
+}
+
+impl ActionName {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ActionName::Block => "block",
+            ActionName::Confirm => "confirm",
+            ActionName::Redact => "redact",
+            ActionName::Limit => "limit",
+            ActionName::Log => "log",
+        }
+    }
+}
+
+/// What a rule does when its condition holds.
+#[derive(Debug)]
+pub enum Action {
+    Block { message: String },
+    Confirm,
+    Redact(Redaction),
+    Limit { window: Window, message: String },
+    Log,
+}
+
+/// A rule, checked and compiled.
+#[derive(Debug)]
+pub struct Rule {
+    pub id: String,
+    pub tools: Vec<String>,
+    pub when: Option<Condition>,
+    pub action: Action,
+    /// Decided once the call ran (`redact`, and `block`/`log` rules reading `result`).
+    pub on_result: bool,
+}
+
+impl Rule {
+    /// Whether the rule covers `tool` (an original name).
+    pub fn covers(&self, tool: &str) -> bool {
+        self.tools.iter().any(|pattern| glob(pattern, tool))
+    }
+}
+
+/// `*` matches any run of characters (none included); everything else matches itself.
+pub fn glob(pattern: &str, name: &str) -> bool {
+    let mut parts = pattern.split('*');
+    let first = parts.next().unwrap_or_default();
+    let Some(mut rest) = name.strip_prefix(first) else {
+        return false;
+    };
+    let parts: Vec<&str> = parts.collect();
+    let Some((last, middle)) = parts.split_last() else {
+        return rest.is_empty();
+    };
+    for part in middle {
+        match rest.find(part) {
+            Some(at) => rest = &rest[at + part.len()..],
+            None => return false,
+        }
+    }
+    rest.len() >= last.len() && rest.ends_with(last)
+}
+
+/// Reads a policy file's text: TOML unless it starts with `{` (JSON).
+pub fn parse_text(text: &str) -> Result<File, String> {
+    if text.len() > MAX_FILE_BYTES {
+        return Err(format!(
+            "the file is {} bytes, more than the {MAX_FILE_BYTES} allowed",
+            text.len()
+        ));
+    }
+    if text.trim_start().starts_with('{') {
+        serde_json::from_str(text).map_err(|error| format!("not a valid policy (JSON): {error}"))
+    } else {
+        toml::from_str(text).map_err(|error| format!("not a valid policy (TOML): {error}"))
+    }
+}
+
+/// A rule's error: which rule, and what is wrong.
+pub fn rule_error(id: &str, message: impl std::fmt::Display) -> String {
+    format!("rule '{id}': {message}")
+}
+
+/// Checks and compiles every rule.
+pub fn compile(file: &File) -> Result<Vec<Rule>, String> {
+    if file.rule.len() > MAX_RULES {
+        return Err(format!(
+            "{} rules, more than the {MAX_RULES} allowed",
+            file.rule.len()
+        ));
+    }
+    let mut ids = HashSet::new();
+    file.rule
+        .iter()
+        .enumerate()
+        .map(|(at, rule)| {
+            let name = if rule.id.is_empty() {
+                format!("#{}", at + 1)
+            } else {
+                rule.id.clone()
+            };
+            let compiled = compile_rule(rule).map_err(|error| rule_error(&name, error))?;
+            if !ids.insert(rule.id.clone()) {
+                return Err(rule_error(&name, "another rule has the same id"));
+            }
+            Ok(compiled)
+        })
+        .collect()
+}
+
+fn compile_rule(text: &RuleText) -> Result<Rule, String> {
+    let id = &text.id;
+    let id_ok = !id.is_empty()
+        && id.len() <= MAX_ID
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.:".contains(c));
+    if !id_ok {
+        return Err(format!(
+            "'id' must be 1 to {MAX_ID} letters, digits, '-', '_', '.' or ':'"
+        ));
+    }
+    if text.tools.is_empty() || text.tools.len() > MAX_PATTERNS {
+        return Err(format!(
+            "'tools' must list 1 to {MAX_PATTERNS} tool names (original names, '*' for any run of characters)"
+        ));
+    }
+    if let Some(bad) = text
+        .tools
+        .iter()
+        .find(|t| t.is_empty() || t.len() > MAX_TOOL_PATTERN)
+    {
+        return Err(format!(
+            "'tools' entry {bad:?} must be 1 to {MAX_TOOL_PATTERN} characters"
+        ));
+    }
+    let action = text.action;
+    let belongs = |field: &str, set: bool, to: &[ActionName]| {
+        if set && !to.contains(&action) {
+            let names: Vec<&str> = to.iter().map(|a| a.as_str()).collect();
+            Err(format!(
+                "'{field}' belongs to {} rules, not to a {} rule",
+                names.join(" and "),
+                action.as_str()
+            ))
+        } else {
+            Ok(())
+        }
+    };
+    use ActionName::*;
+    belongs("message", text.message.is_some(), &[Block, Limit])?;
+    belongs("redact", text.redact.is_some(), &[Redact])?;
+    belongs("patterns", text.patterns.is_some(), &[Redact])?;
+    belongs("replacement", text.replacement.is_some(), &[Redact])?;
+    belongs("calls", text.calls.is_some(), &[Limit])?;
+    belongs("window_seconds", text.window_seconds.is_some(), &[Limit])?;
+    if let Some(message) = &text.message {
+        if message.is_empty() || message.len() > MAX_MESSAGE {
+            return Err(format!("'message' must be 1 to {MAX_MESSAGE} bytes"));
+        }
+    }
+    let when = text
+        .when
+        .as_deref()
+        .map(|source| Condition::compile(source).map_err(|error| format!("'when': {error}")))
+        .transpose()?;
+    let reads_result = when.as_ref().is_some_and(Condition::reads_result);
+    if reads_result && matches!(action, Confirm | Limit) {
+        return Err(format!(
+            "a {} rule is decided before the call runs: its 'when' cannot read 'result'",
+            action.as_str()
+        ));
+    }
+    let action = match action {
+        Block => Action::Block {
+            message: text
+                .message
+                .clone()
+                .unwrap_or_else(|| format!("blocked by the bridge's policy (rule '{id}')")),
+        },
+        Confirm => Action::Confirm,
+        Log => Action::Log,
+        Redact => Action::Redact(redaction(text)?),
+        Limit => {
+            let calls = text.calls.ok_or("a limit rule needs 'calls'")?;
+            let seconds = text
+                .window_seconds
+                .ok_or("a limit rule needs 'window_seconds'")?;
+            if !(1..=MAX_CALLS).contains(&calls) {
+                return Err(format!("'calls' must be 1 to {MAX_CALLS}"));
+            }
+            if !(1..=MAX_WINDOW_SECONDS).contains(&seconds) {
+                return Err(format!(
+                    "'window_seconds' must be 1 to {MAX_WINDOW_SECONDS}"
+                ));
+            }
+            let message = text.message.clone().unwrap_or_else(|| {
+                format!(
+                    "rate limit of rule '{id}': at most {calls} calls in {seconds} s per page \
+                     session"
+                )
+            });
+            Action::Limit {
+                window: Window {
+                    calls,
+                    window_ms: seconds * 1000,
+                },
+                message,
+            }
+        }
+    };
+    let on_result = matches!(action, Action::Redact(_)) || reads_result;
+    Ok(Rule {
+        id: id.clone(),
+        tools: text.tools.clone(),
+        when,
+        action,
+        on_result,
+    })
+}
+
+fn redaction(text: &RuleText) -> Result<Redaction, String> {
+    let names = text.redact.as_deref().unwrap_or_default();
+    let detectors = names
+        .iter()
+        .map(|name| {
+            Detector::from_name(name).ok_or_else(|| {
+                let known: Vec<&str> = Detector::ALL.iter().map(|d| d.name()).collect();
+                format!(
+                    "'redact' entry {name:?} is not a detector (they are {})",
+                    known.join(", ")
+                )
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let sources = text.patterns.as_deref().unwrap_or_default();
+    if names.len() > MAX_PATTERNS || sources.len() > MAX_PATTERNS {
+        return Err(format!("at most {MAX_PATTERNS} detectors and patterns"));
+    }
+    let patterns = sources
+        .iter()
+        .map(|source| {
+            if source.len() > MAX_REGEX_BYTES {
+                return Err(format!(
+                    "a pattern of {} bytes is longer than the {MAX_REGEX_BYTES} allowed",
+                    source.len()
+                ));
+            }
+            let pattern = regex::RegexBuilder::new(source)
+                .size_limit(1 << 20)
+                .build()
+                .map_err(|error| format!("'patterns' entry {source:?}: {error}"))?;
+            if pattern.is_match("") {
+                return Err(format!(
+                    "'patterns' entry {source:?} matches the empty text: it would replace nothing \
+                     or everything"
+                ));
+            }
+            Ok::<Regex, String>(pattern)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    if detectors.is_empty() && patterns.is_empty() {
+        return Err("a redact rule needs 'redact' (detectors) or 'patterns'".into());
+    }
+    let replacement = match &text.replacement {
+        Some(replacement) if replacement.len() > MAX_MESSAGE => {
+            return Err(format!("'replacement' must be at most {MAX_MESSAGE} bytes"))
+        }
+        Some(replacement) => replacement.clone(),
+        None if patterns.is_empty() => default_replacement(&detectors).into_owned(),
+        None => "[redacted]".to_owned(),
+    };
+    if text.replacement.is_some() {
+        let probe = Redaction {
+            detectors: detectors.clone(),
+            patterns: patterns.clone(),
+            replacement: String::new(),
+        };
+        if probe.finds(&replacement) {
+            return Err("'replacement' is itself something this rule replaces".into());
+        }
+    }
+    Ok(Redaction {
+        detectors,
+        patterns,
+        replacement,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn globs() {
+        assert!(glob("search", "search"));
+        assert!(!glob("search", "searchAll"));
+        assert!(glob("search*", "searchAll"));
+        assert!(glob("*", ""));
+        assert!(glob("*_cart", "read_cart"));
+        assert!(!glob("*_cart", "read_carts"));
+        assert!(glob("a*b*c", "aXbYc"));
+        assert!(glob("a*b*c", "abc"));
+        assert!(!glob("a*b*c", "acb"));
+        assert!(!glob("ab*ab", "ab"));
+    }
+}

@@ -1,0 +1,387 @@
+//! Guardrails (`--policy FILE`, docs/guardrails.md): the operator's rules on tool calls, decided
+//! here for every route. Two moments of a call pass through this module, and nothing else decides:
+//!
+//! - before it goes to the page, [`Policy::check_input`] (from `PageSession::prepare`, which every
+//!   route's call passes): `block` ends it, `confirm` makes it need the person's approval, `log`
+//!   is noted; matching `limit` rules are counted when the call runs ([`Policy::admit`], on the node
+//!   that holds the page's socket);
+//! - once the page answered, [`Policy::check_result`] (from `PageSession::call_prepared_with`,
+//!   which every result passes before any caller sees it): `redact` replaces, `block` withholds,
+//!   `log` notes.
+//!
+//! A condition that cannot be decided (an error, a bound passed) fails closed: the call, or its
+//! result, is blocked, with a message saying which rule and why. Every decision other than
+//! "allowed" is one log event ([`audit`]); the result's `_meta["clienttools/policy"]` lists the
+//! rules that acted on it (not `log` rules, which are for the operator alone).
+//!
+//! Sans-IO: time is a parameter ([`Policy::admit`] takes `now`).
+
+mod condition;
+mod detectors;
+mod file;
+pub(crate) mod gate;
+mod limiter;
+mod redact;
+
+use std::path::Path;
+use std::sync::Mutex;
+use std::time::Instant;
+
+use client_tools_core::protocol::CallToolResult;
+use serde_json::{json, Map, Value};
+use sha2::{Digest, Sha256};
+
+use condition::{Evaluator, Facts};
+use file::{Action, ActionName, Rule};
+use limiter::{Limiter, Refused};
+
+/// The result's `_meta` key listing the rules that acted on the call: `[{"rule", "action"}]`.
+pub const ACTED_META: &str = "clienttools/policy";
+
+/// The operator's policy: its rules, compiled, and the counts of its `limit` rules.
+pub struct Policy {
+    rules: Vec<Rule>,
+    digest: String,
+    evaluator: Evaluator,
+    limiter: Mutex<Limiter>,
+    /// The limiter's clock starts here.
+    epoch: Instant,
+}
+
+impl std::fmt::Debug for Policy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Policy")
+            .field(
+                "rules",
+                &self.rules.iter().map(|r| &r.id).collect::<Vec<_>>(),
+            )
+            .field("digest", &self.digest)
+            .finish()
+    }
+}
+
+impl Default for Policy {
+    /// No rules: every call is allowed as it is.
+    fn default() -> Self {
+        Self::from_rules(Vec::new(), "none".into())
+    }
+}
+
+/// A call refused by a rule: the rule, and the error result the caller gets.
+pub type Refusal = Box<(Acted, CallToolResult)>;
+
+/// A rule that acted on a call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Acted {
+    pub rule: String,
+    pub action: &'static str,
+}
+
+/// What the input rules decided for a call allowed to go on.
+#[derive(Debug, Default, Clone)]
+pub struct InputVerdict {
+    /// Rules that acted (`confirm`, `log`), in file order.
+    pub acted: Vec<Acted>,
+    /// A `confirm` rule holds.
+    pub confirm: bool,
+    /// The `limit` rules whose condition holds (their index).
+    limits: Vec<usize>,
+    /// Some result rule covers the tool (the input is kept for it).
+    pub has_result_rules: bool,
+}
+
+impl Policy {
+    /// Reads and checks a policy file; the error names the file and the rule.
+    pub fn load(path: &Path) -> Result<Self, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|error| format!("--policy {}: {error}", path.display()))?;
+        Self::parse(&text).map_err(|error| format!("--policy {}: {error}", path.display()))
+    }
+
+    /// Checks a policy's text (TOML, or JSON when it starts with `{`).
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let file = file::parse_text(text)?;
+        let rules = file::compile(&file)?;
+        let canonical = serde_json::to_string(&file).expect("a policy always prints");
+        let mut hash = Sha256::new();
+        hash.update(b"client-tools policy\0");
+        hash.update(canonical.as_bytes());
+        let digest: String = hash.finalize()[..16]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        Ok(Self::from_rules(rules, digest))
+    }
+
+    fn from_rules(rules: Vec<Rule>, digest: String) -> Self {
+        let evaluator = Evaluator::default();
+        for condition in rules.iter().filter_map(|r| r.when.as_ref()) {
+            evaluator.keep_patterns(condition);
+        }
+        Self {
+            rules,
+            digest,
+            evaluator,
+            limiter: Mutex::default(),
+            epoch: Instant::now(),
+        }
+    }
+
+    /// A digest of the rules (not of comments or layout): cluster nodes must share it.
+    pub fn digest(&self) -> &str {
+        &self.digest
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rules.is_empty()
+    }
+
+    /// The ids of the rules, in file order.
+    pub fn rule_ids(&self) -> impl Iterator<Item = &str> {
+        self.rules.iter().map(|r| r.id.as_str())
+    }
+
+    /// Whether any `limit` rule exists (a node relaying a call counts it then).
+    pub fn has_limits(&self) -> bool {
+        self.rules
+            .iter()
+            .any(|r| matches!(r.action, Action::Limit { .. }))
+    }
+
+    /// The input rules for a call of `tool` (its original name) in `session`: `Err` with the
+    /// blocking rule and its result when one blocks (or cannot be decided).
+    pub fn check_input(
+        &self,
+        tool: &str,
+        session: &str,
+        input: &Value,
+    ) -> Result<InputVerdict, Refusal> {
+        let mut verdict = InputVerdict::default();
+        let facts = Facts {
+            tool,
+            session,
+            input,
+            result: None,
+        };
+        for (at, rule) in self.rules.iter().enumerate() {
+            if !rule.covers(tool) {
+                continue;
+            }
+            if rule.on_result {
+                verdict.has_result_rules = true;
+                continue;
+            }
+            match self.holds(rule, &facts) {
+                Ok(false) => continue,
+                Ok(true) => {}
+                Err(error) => {
+                    let acted = acted(rule, "block");
+                    return Err(Box::new((acted.clone(), blocked(&[acted], &error))));
+                }
+            }
+            match &rule.action {
+                Action::Block { message } => {
+                    let acted = acted(rule, "block");
+                    return Err(Box::new((acted.clone(), blocked(&[acted], message))));
+                }
+                Action::Confirm => {
+                    verdict.confirm = true;
+                    verdict.acted.push(acted(rule, "confirm"));
+                }
+                Action::Limit { .. } => verdict.limits.push(at),
+                Action::Log => verdict.acted.push(acted(rule, "log")),
+                Action::Redact(_) => {}
+            }
+        }
+        Ok(verdict)
+    }
+
+    /// Counts a call against the `limit` rules `verdict` found, at `now`: the first full window
+    /// refuses it (nothing is counted then), with the rule and the error result naming the limit.
+    pub fn admit(
+        &self,
+        verdict: &InputVerdict,
+        tool: &str,
+        session: &str,
+        now: Instant,
+    ) -> Result<(), Refusal> {
+        if verdict.limits.is_empty() {
+            return Ok(());
+        }
+        let now_ms = now.saturating_duration_since(self.epoch).as_millis() as u64;
+        let mut limiter = self.limiter.lock().unwrap_or_else(|p| p.into_inner());
+        // All or none: a call refused by one rule is not counted by another.
+        let limits = verdict.limits.iter().filter_map(|&at| {
+            let rule = &self.rules[at];
+            match &rule.action {
+                Action::Limit { window, message } => Some((rule, *window, message)),
+                _ => None,
+            }
+        });
+        for (rule, window, message) in limits.clone() {
+            if let Err(refused) = limiter.check(session, &rule.id, tool, window, now_ms) {
+                let acted = acted(rule, "limit");
+                let text = match refused {
+                    Refused::Over { retry_in_ms } => format!(
+                        "{message} (the next call fits in {} s)",
+                        retry_in_ms.div_ceil(1000)
+                    ),
+                    Refused::Full => {
+                        format!("{message} (the bridge keeps too many counts at once: refused)")
+                    }
+                };
+                return Err(Box::new((acted.clone(), blocked(&[acted], &text))));
+            }
+        }
+        for (rule, _, _) in limits {
+            limiter.record(session, &rule.id, tool, now_ms);
+        }
+        Ok(())
+    }
+
+    /// The input rules of a call relayed from another cluster node (its `tools/call` params),
+    /// counted against the limits here, where the page's socket is: `Err` with the result to
+    /// answer instead of the page.
+    pub fn admit_relayed(
+        &self,
+        tool: &str,
+        session: &str,
+        input: &Value,
+        now: Instant,
+    ) -> Result<(), Refusal> {
+        let verdict = self.check_input(tool, session, input)?;
+        self.admit(&verdict, tool, session, now)
+    }
+
+    /// The result rules for a call's `result`, in file order: `redact` replaces, `block`
+    /// withholds it (an error result instead), `log` notes. Returns the rules that acted.
+    pub fn check_result(
+        &self,
+        tool: &str,
+        session: &str,
+        input: &Value,
+        result: &mut CallToolResult,
+    ) -> Vec<Acted> {
+        let mut acted_on = Vec::new();
+        let mut as_json: Option<Value> = None;
+        for rule in self.rules.iter().filter(|r| r.on_result && r.covers(tool)) {
+            if let Some(condition) = &rule.when {
+                if condition.reads_result() && as_json.is_none() {
+                    as_json = Some(serde_json::to_value(&*result).unwrap_or(Value::Null));
+                }
+                let facts = Facts {
+                    tool,
+                    session,
+                    input,
+                    result: as_json.as_ref(),
+                };
+                match condition.holds(&facts, &self.evaluator) {
+                    Ok(true) => {}
+                    Ok(false) => continue,
+                    Err(error) => {
+                        acted_on.push(acted(rule, "block"));
+                        *result = blocked(
+                            &acted_on,
+                            &format!(
+                                "the result was withheld: rule '{}' could not be decided: {error}",
+                                rule.id
+                            ),
+                        );
+                        return acted_on;
+                    }
+                }
+            }
+            match &rule.action {
+                Action::Redact(redaction) => {
+                    if redaction.apply(result) > 0 {
+                        acted_on.push(acted(rule, "redact"));
+                        as_json = None;
+                    }
+                }
+                Action::Block { message } => {
+                    acted_on.push(acted(rule, "block"));
+                    *result = blocked(&acted_on, &format!("the result was withheld: {message}"));
+                    return acted_on;
+                }
+                Action::Log => acted_on.push(acted(rule, "log")),
+                Action::Confirm | Action::Limit { .. } => {}
+            }
+        }
+        if !acted_on.is_empty() {
+            mark(result, &acted_on);
+        }
+        acted_on
+    }
+
+    fn holds(&self, rule: &Rule, facts: &Facts) -> Result<bool, String> {
+        match &rule.when {
+            None => Ok(true),
+            Some(condition) => condition.holds(facts, &self.evaluator).map_err(|error| {
+                format!(
+                    "rule '{}' could not be decided, so the call is blocked: {error}",
+                    rule.id
+                )
+            }),
+        }
+    }
+}
+
+fn acted(rule: &Rule, action: &'static str) -> Acted {
+    Acted {
+        rule: rule.id.clone(),
+        action,
+    }
+}
+
+/// The error result of a blocked call or result, its rules in `_meta`.
+fn blocked(acted: &[Acted], message: &str) -> CallToolResult {
+    let mut result = CallToolResult::error(message.to_owned());
+    mark(&mut result, acted);
+    result
+}
+
+/// Adds the rules that acted (but `log` ones) to `result`'s `_meta` ([`ACTED_META`]).
+pub fn mark(result: &mut CallToolResult, acted: &[Acted]) {
+    let shown: Vec<Value> = acted
+        .iter()
+        .filter(|a| a.action != ActionName::Log.as_str())
+        .map(|a| json!({"rule": a.rule, "action": a.action}))
+        .collect();
+    if shown.is_empty() {
+        return;
+    }
+    let meta = result.meta.get_or_insert_with(Map::new);
+    match meta.get_mut(ACTED_META) {
+        Some(Value::Array(list)) => list.extend(shown),
+        _ => {
+            meta.insert(ACTED_META.into(), Value::Array(shown));
+        }
+    }
+}
+
+/// One structured log event per decision other than "allowed" (`info`): the rule, the action, the
+/// tool, the page session and the call. The payload (the input, or the result once rules acted on
+/// it) only with `--log-payloads`, in a second event at `debug`, as the call trace does.
+pub fn audit(acted: &Acted, tool: &str, session: &str, call: &str, payload: Option<&Value>) {
+    tracing::info!(
+        target: "client_tools_bridge::policy",
+        rule = %acted.rule,
+        action = acted.action,
+        tool,
+        session,
+        call,
+        "policy rule acted"
+    );
+    if let Some(payload) = payload {
+        tracing::debug!(
+            target: "client_tools_bridge::policy",
+            rule = %acted.rule,
+            call,
+            %payload,
+            "policy rule acted on"
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,194 @@
+//! The policy at a page session's choke points, with the test's [`FakePage`]: what the page is sent
+//! (a blocked call nothing, a confirmed one its `_meta`), results redacted on their way to the
+//! caller, a limit counted by the session holding the page's socket for the calls other cluster
+//! nodes relay to it, and the audit events.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use client_tools_core::protocol::{self, Tool};
+use serde_json::json;
+
+use crate::fake_page::{session, FakePage};
+use crate::page_session::{PageSession, RelayRefused};
+use crate::policy::{Policy, ACTED_META};
+
+const RULES: &str = r#"
+[[rule]]
+id = "no-drop"
+tools = ["sql"]
+when = "input.q.matches('(?i)drop')"
+action = "block"
+
+[[rule]]
+id = "relay-rate"
+tools = ["search"]
+action = "limit"
+calls = 2
+window_seconds = 60
+
+[[rule]]
+id = "mask"
+tools = ["profile"]
+action = "redact"
+redact = ["email"]
+"#;
+
+fn guarded() -> Arc<PageSession> {
+    let plain = Arc::try_unwrap(session()).ok().unwrap();
+    Arc::new(plain.with_policy(Arc::new(Policy::parse(RULES).unwrap())))
+}
+
+fn tools(session: &PageSession) {
+    let tool = |name: &str| Tool {
+        name: name.into(),
+        description: None,
+        input_schema: json!({"type": "object"}),
+        output_schema: None,
+        annotations: None,
+        meta: None,
+        execution: None,
+    };
+    session.set_tools(vec![tool("sql"), tool("search"), tool("profile")]);
+}
+
+#[tokio::test]
+async fn a_blocked_call_sends_nothing_and_a_redacted_result_is_what_the_caller_gets() {
+    let session = guarded();
+    tools(&session);
+    let mut page = FakePage::connect(&session);
+    let blocked = session
+        .call_tool("sql", json!({"q": "DROP TABLE x"}), Duration::from_secs(5))
+        .await;
+    assert!(blocked.is_error);
+    assert!(page.has_nothing_queued());
+
+    let caller = {
+        let session = session.clone();
+        tokio::spawn(async move {
+            session
+                .call_tool("profile", json!({}), Duration::from_secs(5))
+                .await
+        })
+    };
+    let (id, _) = page.request(protocol::method::TOOLS_CALL).await;
+    page.answer(
+        &id,
+        json!({"content": [{"type": "text", "text": "ada@example.com"}],
+               "structuredContent": {"a": [{"b": "x ada@example.com"}]}}),
+    );
+    let result = caller.await.unwrap();
+    let result = serde_json::to_value(result).unwrap();
+    assert_eq!(result["content"][0]["text"], "[redacted email]");
+    assert_eq!(
+        result["structuredContent"]["a"][0]["b"],
+        "x [redacted email]"
+    );
+    assert_eq!(result["_meta"][ACTED_META][0]["rule"], "mask");
+}
+
+/// What another node sends this node's page (crate::cluster::owner): a `tools/call` frame.
+fn relayed_call(id: &str, tool: &str) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+           "params": {"name": tool, "arguments": {}}})
+    .to_string()
+}
+
+#[tokio::test]
+async fn the_node_holding_the_page_counts_relayed_calls_against_limits() {
+    let session = guarded();
+    tools(&session);
+    let mut page = FakePage::connect(&session);
+    for n in 0..2 {
+        let frame = relayed_call(&format!("other-node-{n}"), "search");
+        assert_eq!(
+            session.relay_to_page(frame, Some(format!("r{n}")), "reply"),
+            Ok(())
+        );
+        page.request(protocol::method::TOOLS_CALL).await;
+    }
+    let over = session.relay_to_page(
+        relayed_call("other-node-2", "search"),
+        Some("r2".into()),
+        "reply",
+    );
+    let Err(RelayRefused::Answered(result)) = over else {
+        panic!("expected the limit's answer, got {over:?}");
+    };
+    assert!(
+        result.text().starts_with("rate limit of rule 'relay-rate'"),
+        "{}",
+        result.text()
+    );
+    assert!(
+        page.has_nothing_queued(),
+        "the page got a call over the limit"
+    );
+    // The limit is the session's: a local call counts against the same window.
+    let local = session
+        .call_tool("search", json!({}), Duration::from_secs(5))
+        .await;
+    assert!(
+        local.text().starts_with("rate limit of rule 'relay-rate'"),
+        "{}",
+        local.text()
+    );
+    // Other tools and frames pass.
+    assert_eq!(
+        session.relay_to_page(relayed_call("n3", "profile"), Some("r3".into()), "reply"),
+        Ok(())
+    );
+}
+
+#[tokio::test]
+async fn every_decision_is_one_audit_event_without_the_payload() {
+    #[derive(Clone, Default)]
+    struct Buffer(Arc<Mutex<Vec<u8>>>);
+    impl std::io::Write for Buffer {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let buffer = Buffer::default();
+    let writer = buffer.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .with_max_level(tracing::Level::DEBUG)
+        .finish();
+    // As in page_session's trace test: a second dispatcher, alive for good, makes every callsite
+    // ask this thread's subscriber (another test's thread may meet the callsite first).
+    static SECOND: std::sync::OnceLock<tracing::Dispatch> = std::sync::OnceLock::new();
+    SECOND.get_or_init(|| tracing::Dispatch::new(tracing::subscriber::NoSubscriber::default()));
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let session = guarded();
+    tools(&session);
+    let _page = FakePage::connect(&session);
+    session
+        .call_tool(
+            "sql",
+            json!({"q": "drop it, secret-value"}),
+            Duration::from_secs(5),
+        )
+        .await;
+    let logged = String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap();
+    let events: Vec<&str> = logged
+        .lines()
+        .filter(|l| l.contains("policy rule acted"))
+        .collect();
+    assert_eq!(events.len(), 1, "{logged}");
+    for field in [
+        "rule=no-drop",
+        "action=\"block\"",
+        "tool=\"sql\"",
+        "session=\"s1\"",
+        "call=",
+    ] {
+        assert!(events[0].contains(field), "{field} missing: {}", events[0]);
+    }
+    assert!(!logged.contains("secret-value"), "{logged}");
+}
