@@ -240,8 +240,10 @@ fn outcomes(results: &Path) -> BTreeMap<String, Outcome> {
 /// The run as a Markdown table: each scenario's worst check (`SKIPPED`: some check skipped).
 fn table(revision: &str, outcomes: &BTreeMap<String, Outcome>) -> String {
     let passed = outcomes.values().filter(|o| o.worst == "SUCCESS").count();
+    let skipped = outcomes.values().filter(|o| o.worst == "SKIPPED").count();
     let mut table = format!(
-        "| scenario ({revision}: {passed} of {} pass, skipped checks aside) | result |\n|---|---|\n",
+        "| scenario ({revision}: {passed} of {} pass, {skipped} with a check skipped) | result \
+         |\n|---|---|\n",
         outcomes.len()
     );
     for (scenario, outcome) in outcomes {
