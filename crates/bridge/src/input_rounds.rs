@@ -37,7 +37,7 @@ use crate::limits::LOG_BUFFER;
 use crate::page_session::{
     missing_capability_error, CallEvent, CallOutcome, InputRound, PageSession,
 };
-use crate::prepared_call::PreparedCall;
+use crate::prepared_call::{resolve_name, PreparedCall};
 
 /// The prefix of a round's `requestState` (a confirmation's is `v1`).
 pub(crate) const STATE_DOMAIN: &str = "r1";
@@ -89,6 +89,25 @@ impl RunningCall {
             outcome,
             cancel: Some(cancel),
         }
+    }
+
+    /// Starts `call` on `page` for a caller that declared the tasks extension or not, unless its
+    /// tool's calls must be tasks and this node's task book has no room for one: then the error
+    /// result naming the limit, and the page never sees the call. (Room taken in between is
+    /// still refused by [`drive`], which then cancels the call.)
+    pub(crate) fn start_checked(
+        rounds: &Rounds,
+        page: Arc<PageSession>,
+        call: PreparedCall,
+        declares_tasks: bool,
+        progress_buffer: usize,
+    ) -> Result<Self, protocol::CallToolResult> {
+        let required = declares_tasks && task_support(&page, call.name()) == TaskSupport::Required;
+        if let Some(host) = rounds.tasks.get().filter(|_| required) {
+            host.room(page.id())
+                .map_err(protocol::CallToolResult::error)?;
+        }
+        Ok(Self::start(page, call, progress_buffer))
     }
 
     /// Cancels the page's call with `reason` (the page is told; no result follows).
@@ -309,6 +328,8 @@ impl Rounds {
 
 /// What keeps the calls that became MCP tasks (crate::tasks).
 pub(crate) trait TaskHost: Send + Sync {
+    /// Whether a task of `page_session` may be created now: why not, naming the limit.
+    fn room(&self, page_session: &str) -> Result<(), String>;
     /// Makes `running` a task of its page session, run for an agent that declared `capabilities`,
     /// with the round `pending` the page already asked: the `CreateTaskResult` fields; or the call
     /// back with why there is no room for it.
@@ -323,24 +344,24 @@ pub(crate) trait TaskHost: Send + Sync {
     ) -> Result<Value, (RunningCall, Option<InputRound>, String)>;
 }
 
-/// The `taskSupport` of `tool` (by its listed or original name) as the page lists it (MCP
-/// `execution.taskSupport`; absent: forbidden), else as `--tools` defines it. No list is copied.
+/// The `taskSupport` of the tool a call's `tool` means, in the merged view agents see
+/// (`PageSession::tools`, crate::prepared_call's resolution): a `--tools` tool's (also when the page
+/// registered a handler for it) unless a page tool of its own hides it, else as the page lists it
+/// (MCP `execution.taskSupport`; absent: forbidden). No list is copied.
 pub(crate) fn task_support(page: &PageSession, tool: &str) -> TaskSupport {
     let listed = page.page_tools();
-    let of_page = listed
+    let agent_tools = page.agent_tools();
+    let name = resolve_name(tool, agent_tools, &listed);
+    if let Some(file_tool) = agent_tools.for_call(&name, &listed) {
+        return file_tool.task_support;
+    }
+    listed
         .iter()
-        .find(|t| t.name == tool || t.original_name() == tool)
-        .map(|t| {
-            let given = t
-                .execution
-                .as_ref()
-                .and_then(|e| e.get("taskSupport")?.as_str());
-            given
-                .and_then(TaskSupport::parse)
-                .unwrap_or(TaskSupport::Forbidden)
-        });
-    of_page
-        .or_else(|| page.agent_tools().get(tool).map(|t| t.task_support))
+        .find(|t| t.name == name)
+        .and_then(|t| {
+            let given = t.execution.as_ref()?.get("taskSupport")?.as_str()?;
+            TaskSupport::parse(given)
+        })
         .unwrap_or(TaskSupport::Forbidden)
 }
 

@@ -617,11 +617,17 @@ impl ServerHandler for McpAgent {
                 request.arguments.clone().unwrap_or_default(),
             )),
         };
-        let running = RunningCall::start(
+        let running = RunningCall::start_checked(
+            self.bridge.rounds(),
             page.clone(),
             call,
+            declares_tasks(&context),
             self.bridge.config().limits.progress_buffer,
         );
+        let running = match running {
+            Ok(running) => running,
+            Err(refused) => return Ok(to_mcp_result(refused).into()),
+        };
         // Answers given without a state (2026-07-28) feed the first round; a confirmation's
         // answer (with its own state) is not one of them.
         let supplied = match handshake_era || request.request_state.is_some() {

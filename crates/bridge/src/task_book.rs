@@ -7,6 +7,8 @@
 //! a task of another session answers as an unknown one (`-32602`, as the extension wants for a
 //! denial). It is kept [`RETENTION`] after its last change, at most [`MAX_PER_SESSION`] per page
 //! session and [`MAX_TASKS`] per node; a full book refuses new tasks, never forgets unread ones.
+//! Only [`TaskBook::expire`] forgets a task that is still running, and it names it: its call is
+//! to be cancelled (the other paths treat it as gone and leave it to `expire`).
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -160,10 +162,15 @@ pub(crate) struct TaskBook {
 }
 
 impl TaskBook {
-    /// Whether a task of `page_session` may be created now (expired tasks forgotten first).
+    /// Whether a task of `page_session` may be created now (expired tasks do not count).
     pub(crate) fn room(&mut self, page_session: &str, now_ms: u64) -> Result<(), String> {
-        self.expire(now_ms);
-        if self.tasks.len() >= MAX_TASKS {
+        self.forget_ended(now_ms);
+        let live = self
+            .tasks
+            .values()
+            .filter(|t| t.expires_ms() > now_ms)
+            .count();
+        if live >= MAX_TASKS {
             return Err(format!(
                 "too many tasks on this bridge (limit {MAX_TASKS}): wait until some expire"
             ));
@@ -171,7 +178,7 @@ impl TaskBook {
         let of_session = self
             .tasks
             .values()
-            .filter(|t| t.page_session == page_session)
+            .filter(|t| t.page_session == page_session && t.expires_ms() > now_ms)
             .count();
         if of_session >= MAX_PER_SESSION {
             return Err(format!(
@@ -210,9 +217,11 @@ impl TaskBook {
         page_session: &str,
         now_ms: u64,
     ) -> Result<&Task, Refusal> {
-        self.expire(now_ms);
+        self.forget_ended(now_ms);
         match self.tasks.get(id) {
-            Some(task) if task.page_session == page_session => Ok(task),
+            Some(task) if task.page_session == page_session && task.expires_ms() > now_ms => {
+                Ok(task)
+            }
             _ => Err(Refusal::unknown(id)),
         }
     }
@@ -349,6 +358,13 @@ impl TaskBook {
                 !task.status.is_terminal()
             })
             .collect()
+    }
+
+    /// Forgets the expired tasks that ended (nothing left to cancel); running ones stay for
+    /// [`Self::expire`], which names them.
+    fn forget_ended(&mut self, now_ms: u64) {
+        self.tasks
+            .retain(|_, task| task.expires_ms() > now_ms || !task.status.is_terminal());
     }
 
     #[cfg(test)]
@@ -529,6 +545,38 @@ mod tests {
         );
         assert!(book.get("done", "page", T0 + ttl + 1_000).is_err());
         assert_eq!(book.len(), 0);
+    }
+
+    #[test]
+    fn a_running_task_expired_through_any_path_is_still_named_for_cancelling() {
+        let ttl = RETENTION.as_millis() as u64;
+        let later = T0 + ttl;
+        type Path = fn(&mut TaskBook, u64);
+        let paths: [(&str, Path); 4] = [
+            ("get", |book, now| {
+                assert!(book.get("run", "page", now).is_err());
+            }),
+            ("answer", |book, now| {
+                assert!(book.answer("run", "page", Map::new(), now).is_err());
+            }),
+            ("cancel", |book, now| {
+                assert!(book.cancel("run", "page", now).is_err());
+            }),
+            ("room", |book, now| {
+                book.room("page", now).unwrap();
+            }),
+        ];
+        for (path, through) in paths {
+            let mut book = TaskBook::default();
+            book.create("run", "page", T0).unwrap();
+            through(&mut book, later);
+            assert_eq!(
+                book.expire(later),
+                vec!["run".to_owned()],
+                "expired through {path}: its call is still to be cancelled"
+            );
+            assert_eq!(book.len(), 0);
+        }
     }
 
     #[test]

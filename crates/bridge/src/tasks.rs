@@ -98,6 +98,7 @@ impl Tasks {
         page_session: &str,
         responses: &InputResponses,
     ) -> Result<(), Refusal> {
+        self.forget_expired();
         let mut book = self.lock();
         book.get(id, page_session, now_ms())?;
         let answers = check_responses(&book.pending(id), responses).map_err(|message| Refusal {
@@ -125,6 +126,7 @@ impl Tasks {
     /// `tasks/cancel`: a running task settles `cancelled` and its page call is cancelled; an
     /// ended one stays as it ended.
     pub(crate) fn cancel(&self, id: &str, page_session: &str) -> Result<(), Refusal> {
+        self.forget_expired();
         let running = self.lock().cancel(id, page_session, now_ms())?;
         if running {
             if let Some(cancel) = self.runs().get_mut(id).and_then(|run| run.cancel.take()) {
@@ -135,7 +137,14 @@ impl Tasks {
         Ok(())
     }
 
-    /// Forgets expired tasks; the calls of those still running are cancelled.
+    /// Whether a task of `page_session` may be created now: why not, naming the limit.
+    pub(crate) fn room(&self, page_session: &str) -> Result<(), String> {
+        self.forget_expired();
+        self.lock().room(page_session, now_ms())
+    }
+
+    /// Forgets expired tasks; the calls of those still running are cancelled. Every path that
+    /// reads or changes the book comes here first (crate::task_book leaves running ones to it).
     fn forget_expired(&self) {
         let running = self.lock().expire(now_ms());
         let mut runs = self.runs();
@@ -166,6 +175,10 @@ impl Tasks {
 pub(crate) struct TaskHostOf(pub Arc<Tasks>);
 
 impl TaskHost for TaskHostOf {
+    fn room(&self, page_session: &str) -> Result<(), String> {
+        self.0.room(page_session)
+    }
+
     #[allow(clippy::result_large_err)]
     fn start(
         &self,
@@ -261,3 +274,7 @@ fn ask(
     tasks.lock().ask(id, round.id, round.requests, now_ms());
     tasks.changed(id);
 }
+
+#[cfg(test)]
+#[path = "tasks_tests.rs"]
+mod tests;

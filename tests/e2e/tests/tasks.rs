@@ -69,6 +69,43 @@ async fn until_status(base_url: &str, session: &str, task: &str, status: &str) -
     }
 }
 
+/// An `/api` request (`POST` with `body`, else `GET`) of page session `session`'s `path`: the
+/// status and the JSON answer.
+async fn api(base_url: &str, session: &str, path: &str, body: Option<Value>) -> (u16, Value) {
+    let url = format!("{base_url}/api/sessions/{session}/{path}");
+    let client = reqwest::Client::new();
+    let request = match body {
+        Some(body) => client.post(url).json(&body),
+        None => client.get(url),
+    };
+    let response = request
+        .bearer_auth(AGENT_TOKEN)
+        .send()
+        .await
+        .expect("the bridge answers");
+    let status = response.status().as_u16();
+    let text = response.text().await.unwrap_or_default();
+    let json = serde_json::from_str(&text).unwrap_or_else(|_| json!({"text": text}));
+    (status, json)
+}
+
+/// `GET …/tasks/{task}` until the task's status is `status` (30 s at most): the task.
+async fn api_until_status(base_url: &str, session: &str, task: &str, status: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (code, got) = api(base_url, session, &format!("tasks/{task}"), None).await;
+        assert_eq!(code, 200, "{got}");
+        if got["status"] == status {
+            return got;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "task {task} not {status} in 30 s: {got}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 struct Tasks {
     driven: Driven,
     served: BridgeOnly,
@@ -184,5 +221,143 @@ async fn a_task_waiting_on_the_dialog_is_cancelled_from_the_agent() {
         json!({"resultType": "complete"}),
         "{again}"
     );
+    tasks.driven.quit().await;
+}
+
+/// `/api` callers and tasks: a call declaring the extension becomes a task, read with `GET
+/// …/tasks/{task}` to its result; a task waiting on the page's question is answered with `POST
+/// …/update`; a running one is cancelled with `POST …/cancel` (the page's handler is aborted); a
+/// `required` tool is refused (`-32021`, naming the extension) to a caller without it, and the
+/// page never runs it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn api_callers_get_tasks_answer_and_cancel_them() {
+    let tasks = Tasks::open().await;
+    let (base, session) = (&tasks.served.base_url, &tasks.session);
+    let with_tasks = |name: &str, arguments: Value| {
+        json!({"name": name, "arguments": arguments,
+               "capabilities": {"elicitation": {}, "extensions": {TASKS: {}}}})
+    };
+
+    // A long call becomes a task, read to its result.
+    let (status, created) = api(
+        base,
+        session,
+        "call",
+        Some(with_tasks("slow_job", json!({"ms": 1500}))),
+    )
+    .await;
+    assert_eq!(status, 200, "{created}");
+    assert_eq!(created["resultType"], "task", "{created}");
+    assert_eq!(created["status"], "working", "{created}");
+    let id = created["taskId"].as_str().unwrap().to_owned();
+    let (status, working) = api(base, session, &format!("tasks/{id}"), None).await;
+    assert_eq!(status, 200, "{working}");
+    assert_eq!(working["resultType"], "complete", "{working}");
+    assert_eq!(working["status"], "working", "{working}");
+    let done = api_until_status(base, session, &id, "completed").await;
+    let text = done["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert_eq!(text, "done after 1500 ms (run 1)", "{done}");
+    let (status, other) = api(base, "another-session", &format!("tasks/{id}"), None).await;
+    assert_eq!(status, 400, "{other}");
+    assert_eq!(other["error"]["code"], -32602, "{other}");
+
+    // The page asks a question: the task waits for it, answered with update.
+    let (_, created) = api(
+        base,
+        session,
+        "call",
+        Some(with_tasks("ask_colour", json!({}))),
+    )
+    .await;
+    assert_eq!(created["resultType"], "task", "{created}");
+    let id = created["taskId"].as_str().unwrap().to_owned();
+    let asked = api_until_status(base, session, &id, "input_required").await;
+    let requests = asked["inputRequests"].as_object().expect("inputRequests");
+    assert_eq!(requests.len(), 1, "{asked}");
+    let (key, request) = requests.iter().next().unwrap();
+    assert_eq!(request["method"], "elicitation/create", "{asked}");
+    assert_eq!(request["params"]["message"], "Which colour?", "{asked}");
+    let malformed = json!({"inputResponses": {key.clone(): {"action": "maybe"}}});
+    let (status, refused) = api(
+        base,
+        session,
+        &format!("tasks/{id}/update"),
+        Some(malformed),
+    )
+    .await;
+    assert_eq!(status, 400, "{refused}");
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    let answer = json!({"inputResponses": {key.clone(): {"action": "accept", "content": {"color": "teal"}}}});
+    let (status, ack) = api(base, session, &format!("tasks/{id}/update"), Some(answer)).await;
+    assert_eq!(status, 200, "{ack}");
+    let done = api_until_status(base, session, &id, "completed").await;
+    let text = done["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert_eq!(text, "colour teal", "{done}");
+
+    // A running task is cancelled: its page call is aborted.
+    let (_, created) = api(
+        base,
+        session,
+        "call",
+        Some(with_tasks("slow_job", json!({"ms": 60000}))),
+    )
+    .await;
+    assert_eq!(created["resultType"], "task", "{created}");
+    let id = created["taskId"].as_str().unwrap().to_owned();
+    let (status, ack) = api(
+        base,
+        session,
+        &format!("tasks/{id}/cancel"),
+        Some(json!({})),
+    )
+    .await;
+    assert_eq!(status, 200, "{ack}");
+    assert_eq!(ack["resultType"], "complete", "{ack}");
+    let cancelled = api_until_status(base, session, &id, "cancelled").await;
+    assert!(cancelled.get("result").is_none(), "{cancelled}");
+    tasks
+        .driven
+        .until("toolcancel fired", "return window.counts.cancelled === 1")
+        .await;
+
+    // A required tool: refused to a caller without the extension, a task for one with it.
+    let plain =
+        json!({"name": "only_as_task", "arguments": {}, "capabilities": {"elicitation": {}}});
+    let (status, refused) = api(base, session, "call", Some(plain)).await;
+    assert_eq!(status, 400, "{refused}");
+    assert_eq!(refused["error"]["code"], -32021, "{refused}");
+    let message = refused["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains(TASKS), "{refused}");
+    assert!(
+        refused["error"]["data"]["requiredCapabilities"]["extensions"][TASKS].is_object(),
+        "{refused}"
+    );
+    let bare = json!({"name": "only_as_task", "arguments": {}});
+    let (status, refused) = api(base, session, "call", Some(bare)).await;
+    assert_eq!(status, 400, "{refused}");
+    assert_eq!(refused["error"]["code"], -32021, "{refused}");
+    assert_eq!(
+        tasks.counts().await["only_as_task"],
+        0,
+        "the page never ran it"
+    );
+    let (status, ran) = api(
+        base,
+        session,
+        "call",
+        Some(with_tasks("only_as_task", json!({}))),
+    )
+    .await;
+    assert_eq!(status, 200, "{ran}");
+    let text = ran["content"][0]["text"].as_str().unwrap_or_default();
+    assert_eq!(
+        text, "ran as a task",
+        "a call that ends at once is answered at once: {ran}"
+    );
+    assert_eq!(tasks.counts().await["only_as_task"], 1);
     tasks.driven.quit().await;
 }

@@ -203,12 +203,18 @@ pub async fn call_tool(
         tool_digest: tool_digest(session.tools().iter().find(|t| t.name == call.name())),
         arguments: arguments_digest(&Value::Object(arguments)),
     };
-    let running = RunningCall::start(
+    let rounds = bridge.rounds();
+    let running = RunningCall::start_checked(
+        rounds,
         session.clone(),
         call,
+        declares_tasks,
         bridge.config().limits.progress_buffer,
     );
-    let rounds = bridge.rounds();
+    let running = match running {
+        Ok(running) => running,
+        Err(refused) => return Json(refused).into_response(),
+    };
     let supplied = request.input_responses;
     respond(input_rounds::drive(rounds, running, &capabilities, key, 0, supplied).await)
 }

@@ -1,0 +1,155 @@
+//! Whether a call may be a task, and room for it, with a real task book and the test's
+//! [`FakePage`]: a `--tools` tool's `taskSupport` holds when the page registered a handler for it,
+//! and a `required` tool's call at the task limit is refused before the page is sent anything.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use client_tools_core::protocol::{meta, method, Tool};
+use client_tools_core::registry::TaskSupport;
+use futures_util::future::BoxFuture;
+use rmcp::model::ClientCapabilities;
+use serde_json::{json, Map, Value};
+
+use super::{now_ms, TaskHostOf, Tasks};
+use crate::agent_tools::AgentTools;
+use crate::fake_page::{session, FakePage};
+use crate::input_rounds::{
+    drive, task_refusal, task_support, AgentSide, CallKey, Driven, Rounds, RunningCall,
+};
+use crate::page_session::PageSession;
+use crate::task_book::MAX_PER_SESSION;
+
+const FILE: &str = r#"[
+  {"name": "later", "description": "may run long", "inputSchema": {"type": "object"},
+   "taskSupport": "optional"},
+  {"name": "only_task", "description": "always long", "inputSchema": {"type": "object"},
+   "taskSupport": "required"}
+]"#;
+
+/// What `registerHandler` lists: kind `handler`, no schema, no `execution` (forbidden).
+fn handler(name: &str) -> Tool {
+    let mut extensions = Map::new();
+    extensions.insert(meta::KIND.into(), "handler".into());
+    extensions.insert(meta::ORIGINAL_NAME.into(), name.into());
+    Tool {
+        name: name.into(),
+        description: None,
+        input_schema: json!({"type": "object"}),
+        output_schema: None,
+        annotations: None,
+        meta: Some(extensions),
+        execution: None,
+    }
+}
+
+/// A page session with the `--tools` file above, whose page registered handlers for its tools.
+fn page_with_handlers() -> Arc<PageSession> {
+    let file = AgentTools::parse(FILE).unwrap();
+    let plain = Arc::try_unwrap(session()).ok().unwrap();
+    let page = Arc::new(plain.with_agent_tools(Arc::new(file), Duration::from_secs(30)));
+    page.set_tools(vec![handler("later"), handler("only_task")]);
+    page
+}
+
+fn rounds_with(tasks: &Arc<Tasks>) -> Rounds {
+    let rounds = Rounds::default();
+    rounds.set_tasks(Arc::new(TaskHostOf(tasks.clone())));
+    rounds
+}
+
+/// An agent that declared the tasks extension and nothing else.
+struct TaskAgent;
+
+impl AgentSide for TaskAgent {
+    fn capabilities(&self) -> ClientCapabilities {
+        serde_json::from_value(json!({
+            "extensions": {rmcp::model::TASKS_EXTENSION_ID: {}}
+        }))
+        .unwrap()
+    }
+    fn progress(&self, _: client_tools_core::protocol::ProgressParams) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
+    fn log(&self, _: Map<String, Value>) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
+    fn cancelled(&self) -> BoxFuture<'_, ()> {
+        Box::pin(std::future::pending())
+    }
+}
+
+fn key(page: &PageSession, tool: &str) -> CallKey {
+    CallKey {
+        page_session: page.id().to_owned(),
+        tool: tool.into(),
+        tool_digest: String::new(),
+        arguments: String::new(),
+    }
+}
+
+#[tokio::test]
+async fn a_tools_file_task_support_holds_when_the_page_registered_a_handler_for_it() {
+    let page = page_with_handlers();
+    assert_eq!(task_support(&page, "later"), TaskSupport::Optional);
+    assert_eq!(task_support(&page, "only_task"), TaskSupport::Required);
+
+    let refusal = task_refusal(&page, "only_task", false).expect("refused without the extension");
+    assert_eq!(refusal.code, -32021);
+    assert!(
+        refusal.message.contains("runs only as a task"),
+        "{}",
+        refusal.message
+    );
+    assert!(task_refusal(&page, "only_task", true).is_none());
+    assert!(task_refusal(&page, "later", false).is_none());
+
+    // An optional one that runs past the window becomes a task.
+    let tasks = Arc::new(Tasks::default());
+    let rounds = rounds_with(&tasks);
+    let mut fake = FakePage::connect(&page);
+    let call = page.prepare_call("later", json!({}), None, None).unwrap();
+    let running = RunningCall::start_checked(&rounds, page.clone(), call, true, 4).unwrap();
+    let driven = drive(&rounds, running, &TaskAgent, key(&page, "later"), 0, None);
+    let (_, params) = fake.request(method::TOOLS_CALL).await;
+    assert_eq!(params["name"], "later");
+    let Driven::Task(task) = driven.await else {
+        panic!("the call became a task")
+    };
+    assert_eq!(task["status"], "working");
+    let id = task["taskId"].as_str().unwrap();
+    assert!(tasks.knows(id));
+}
+
+#[tokio::test]
+async fn a_required_tool_at_the_task_limit_is_refused_before_the_page_sees_the_call() {
+    let page = page_with_handlers();
+    let tasks = Arc::new(Tasks::default());
+    let rounds = rounds_with(&tasks);
+    let mut fake = FakePage::connect(&page);
+    for i in 0..MAX_PER_SESSION {
+        tasks
+            .lock()
+            .create(&format!("t{i}"), page.id(), now_ms())
+            .unwrap();
+    }
+    let call = page
+        .prepare_call("only_task", json!({}), None, None)
+        .unwrap();
+    let Err(refused) = RunningCall::start_checked(&rounds, page.clone(), call, true, 4) else {
+        panic!("no room: refused before it starts")
+    };
+    assert!(refused.is_error);
+    let text = serde_json::to_string(&refused.content).unwrap();
+    assert!(text.contains(&format!("limit {MAX_PER_SESSION}")), "{text}");
+    tokio::task::yield_now().await;
+    assert!(fake.has_nothing_queued(), "the page never sees the call");
+
+    // An optional one at the limit still runs (as a plain call): the page's first request, and
+    // its only one (a call started before it would have been sent first).
+    let call = page.prepare_call("later", json!({}), None, None).unwrap();
+    let _running = RunningCall::start_checked(&rounds, page.clone(), call, true, 4).unwrap();
+    let (_, params) = fake.request(method::TOOLS_CALL).await;
+    assert_eq!(params["name"], "later");
+    assert!(fake.has_nothing_queued());
+}
