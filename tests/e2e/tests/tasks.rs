@@ -160,6 +160,21 @@ impl Tasks {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_whose_agent_connection_dropped_is_still_answered() {
     let tasks = Tasks::open().await;
+    // Agents see how each tool runs as a task (`execution.taskSupport`) in `tools/list`.
+    let (base, session) = (&tasks.served.base_url, &tasks.session);
+    let listed = mcp(base, session, "tools/list", json!({})).await;
+    let support = |name: &str| {
+        let tools = listed["result"]["tools"]
+            .as_array()
+            .expect("tools/list answers");
+        let tool = tools
+            .iter()
+            .find(|t| t["name"] == name)
+            .expect("the tool is listed");
+        tool["execution"]["taskSupport"].clone()
+    };
+    assert_eq!(support("slow_job"), "optional", "{listed}");
+    assert_eq!(support("only_as_task"), "required", "{listed}");
     let created = tasks.call("slow_job", json!({"ms": 1500})).await;
     assert_eq!(created["resultType"], "task", "{created}");
     assert_eq!(created["status"], "working", "{created}");
@@ -167,7 +182,6 @@ async fn a_task_whose_agent_connection_dropped_is_still_answered() {
     let id = created["taskId"].as_str().unwrap().to_owned();
     assert_eq!(id.len(), 32, "128 random bits, in hex: {id}");
     // The call's HTTP client (and its connection) is dropped with `mcp`'s return. Another reads:
-    let (base, session) = (&tasks.served.base_url, &tasks.session);
     let working = mcp(base, session, "tasks/get", json!({"taskId": id})).await;
     assert_eq!(working["result"]["status"], "working", "{working}");
     let done = until_status(base, session, &id, "completed").await;
