@@ -117,10 +117,12 @@ async fn run(args: &Args) -> Result<(), String> {
 
     if let (Some(load), Some(bridge)) = (&args.load_bin, &args.bridge_bin) {
         eprintln!("==> Bridge scale: simulated pages (client-tools-load)");
-        results["scale"] = run_load_tool(load, bridge, args.quick, None)?;
+        results["scale"] = run_load_tool(load, bridge, args.quick, None, None)?;
+        eprintln!("==> Guardrails: the same load, the bridge with one evaluated rule (--policy)");
+        results["policy"] = run_with_policy(load, bridge, args.quick)?;
         if let Some(nats_server) = &args.nats_server {
             eprintln!("==> Bridge cluster: 3 nodes on NATS, simulated pages (client-tools-load)");
-            results["cluster"] = run_load_tool(load, bridge, args.quick, Some(nats_server))?;
+            results["cluster"] = run_load_tool(load, bridge, args.quick, Some(nats_server), None)?;
         }
     }
     if let Some(sizes) = &args.sizes {
@@ -151,21 +153,50 @@ async fn run(args: &Args) -> Result<(), String> {
     Ok(())
 }
 
-/// The scale benchmark on one bridge, or with `nats_server` on a cluster of three nodes.
+/// The policy of the guardrails benchmark: one rule on the load's `echo` tool whose condition is
+/// evaluated on every call and never holds, so every call still returns its echo.
+const POLICY: &str = r#"[[rule]]
+id = "no-passwords-in-echo"
+tools = ["echo"]
+when = 'input.text.contains("password=")'
+action = "block"
+"#;
+
+/// The scale benchmark's first size again, the bridge started with [`POLICY`]: what an evaluated
+/// rule costs per call (report.rs sets it against the run without a policy).
+fn run_with_policy(load: &PathBuf, bridge: &PathBuf, quick: bool) -> Result<Value, String> {
+    let file =
+        std::env::temp_dir().join(format!("client-tools-policy-{}.toml", std::process::id()));
+    std::fs::write(&file, POLICY).map_err(|e| format!("{}: {e}", file.display()))?;
+    let results = run_load_tool(load, bridge, quick, None, Some(&file));
+    let _ = std::fs::remove_file(&file);
+    let mut results = results?;
+    results["rule"] = Value::from(POLICY);
+    Ok(results)
+}
+
+/// The scale benchmark on one bridge, or with `nats_server` on a cluster of three nodes; with
+/// `policy`, on one bridge with that policy, at the first size only.
 fn run_load_tool(
     load: &PathBuf,
     bridge: &PathBuf,
     quick: bool,
     nats_server: Option<&PathBuf>,
+    policy: Option<&std::path::Path>,
 ) -> Result<Value, String> {
     let out = std::env::temp_dir().join(format!("client-tools-load-{}.json", std::process::id()));
-    let sessions = match (quick, nats_server.is_some()) {
-        (true, false) => "100,1000",
-        (false, false) => "1000,10000",
-        (true, true) => "300",
-        (false, true) => "3000,9000",
+    let sessions = match (quick, nats_server.is_some(), policy.is_some()) {
+        (true, _, true) => "100",
+        (false, _, true) => "1000",
+        (true, false, false) => "100,1000",
+        (false, false, false) => "1000,10000",
+        (true, true, false) => "300",
+        (false, true, false) => "3000,9000",
     };
     let mut command = std::process::Command::new(load);
+    if let Some(policy) = policy {
+        command.arg("--policy").arg(policy);
+    }
     if let Some(nats_server) = nats_server {
         command
             .args(["--nodes", "3", "--nats-server"])

@@ -30,6 +30,7 @@ pub fn render(results: &Value, notes: &str) -> String {
     }
     round_trip(&mut out, &results["roundTrip"]);
     scale(&mut out, &results["scale"], &results["machine"]["cores"]);
+    policy(&mut out, &results["policy"], &results["scale"]);
     cluster(&mut out, &results["cluster"], &results["machine"]["cores"]);
     for (key, name) in BROWSERS {
         if results[key].is_object() {
@@ -430,6 +431,50 @@ fn scale(out: &mut String, scale: &Value, cores: &Value) {
     out.push('\n');
 }
 
+/// The cost of an evaluated guardrail rule: the scale benchmark's run of the same size, without and
+/// with the policy.
+fn policy(out: &mut String, policy: &Value, scale: &Value) {
+    let Some(runs) = policy["runs"].as_array() else {
+        return;
+    };
+    let _ = writeln!(
+        out,
+        "## Guardrails — the cost of an evaluated rule
+"
+    );
+    let _ = writeln!(
+        out,
+        "The scale benchmark again, the bridge started with `--policy` holding one rule on the \
+         `echo` tool whose condition is evaluated on every call and never holds (docs/guardrails.md), \
+         set against the run of the same size without a policy:\n\n```toml\n{}```\n",
+        text(&policy["rule"])
+    );
+    let _ = writeln!(out, "| Sessions | Calls/s without / with | p50 without / with | Bridge CPU per call without / with | Cost of the rule per call | Errors |");
+    let _ = writeln!(out, "|---:|---:|---:|---:|---:|---:|");
+    for run in runs {
+        let without = rows(&scale["runs"])
+            .into_iter()
+            .find(|plain| plain["sessions"] == run["sessions"])
+            .cloned()
+            .unwrap_or(Value::Null);
+        let cpu = |run: &Value| num(&run["bridge_cpu_us_per_call"]);
+        let _ = writeln!(
+            out,
+            "| {} | {:.0} / {:.0} | {} / {} µs | {:.1} / {:.1} µs | {:+.1} µs | {} |",
+            run["sessions"],
+            num(&without["calls_per_sec"]),
+            num(&run["calls_per_sec"]),
+            without["p50_us"],
+            run["p50_us"],
+            cpu(&without),
+            cpu(run),
+            cpu(run) - cpu(&without),
+            run["errors"]
+        );
+    }
+    out.push('\n');
+}
+
 fn cluster(out: &mut String, cluster: &Value, cores: &Value) {
     let Some(runs) = cluster["runs"].as_array() else {
         return;
@@ -531,5 +576,40 @@ fn ns(n: f64) -> String {
         format!("{:.1} µs", n / 1000.0)
     } else {
         format!("{n:.0} ns")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    #[test]
+    fn the_cost_of_a_rule_is_the_cpu_per_call_of_the_same_size_with_and_without_it() {
+        let results = json!({
+            "scale": {"settings": {"concurrency": 64}, "runs": [
+                {"sessions": 1000, "calls_per_sec": 5000.0, "p50_us": 900, "bridge_cpu_us_per_call": 80.0},
+                {"sessions": 10000, "calls_per_sec": 4000.0, "p50_us": 1000, "bridge_cpu_us_per_call": 90.0},
+            ]},
+            "policy": {"rule": "[[rule]]\nid = \"r\"\n", "runs": [
+                {"sessions": 1000, "calls_per_sec": 4800.0, "p50_us": 950, "bridge_cpu_us_per_call": 84.5, "errors": 0},
+            ]},
+        });
+        let markdown = super::render(&results, "");
+        assert!(
+            markdown.contains("## Guardrails — the cost of an evaluated rule"),
+            "{markdown}"
+        );
+        assert!(markdown.contains("id = \"r\""), "{markdown}");
+        assert!(
+            markdown
+                .contains("| 1000 | 5000 / 4800 | 900 / 950 µs | 80.0 / 84.5 µs | +4.5 µs | 0 |"),
+            "{markdown}"
+        );
+    }
+
+    #[test]
+    fn no_policy_run_no_section() {
+        let markdown = super::render(&json!({}), "");
+        assert!(!markdown.contains("Guardrails"), "{markdown}");
     }
 }

@@ -28,6 +28,7 @@ const STACK_SUITES: &[&str] = &[
     "conformance",
     "elicitation",
     "faults",
+    "guardrails",
     "mcp_access",
     "mcp_interop",
     "soak",

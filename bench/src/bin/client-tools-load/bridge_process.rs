@@ -45,11 +45,12 @@ impl BridgeProcess {
             .arg(address.to_string())
             .args(extra_args);
         // Measured as it runs by default, whatever this shell has set: its default log level (one
-        // line per call), and tokens only from `token`.
+        // line per call), tokens only from `token`, a policy only from `extra_args`.
         for variable in [
             "RUST_LOG",
             "CLIENT_TOOLS_AGENT_TOKEN",
             "CLIENT_TOOLS_PAGE_TOKEN",
+            "CLIENT_TOOLS_POLICY",
         ] {
             command.env_remove(variable);
         }

@@ -110,7 +110,8 @@ async fn measure(
     let mut nodes = Vec::new();
     let mut outcome = Ok(());
     for _ in 0..cli.nodes {
-        let args = ["--nats".to_owned(), nats_url.clone()];
+        let mut args = vec!["--nats".to_owned(), nats_url.clone()];
+        args.extend(cli.bridge_args());
         match BridgeProcess::start(&cli.bridge_bin, cli.token.as_deref(), &args, http).await {
             Ok(node) => nodes.push(node),
             Err(error) => {

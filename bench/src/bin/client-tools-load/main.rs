@@ -86,6 +86,20 @@ pub(crate) struct Cli {
     /// The `nats-server` binary the cluster runs on (with `--nodes` above 1).
     #[arg(long)]
     nats_server: Option<PathBuf>,
+    /// Start the bridge (every node) with this policy (`--policy FILE`, docs/guardrails.md), to
+    /// measure what its rules cost per call. The calls must still return the echo.
+    #[arg(long)]
+    policy: Option<PathBuf>,
+}
+
+impl Cli {
+    /// The bridge's arguments beyond its address, tokens and cluster: the policy, if any.
+    pub(crate) fn bridge_args(&self) -> Vec<String> {
+        match &self.policy {
+            Some(policy) => vec!["--policy".to_owned(), policy.display().to_string()],
+            None => Vec::new(),
+        }
+    }
 }
 
 /// One N's results (the JSON `runs` entries).
@@ -193,6 +207,8 @@ pub(crate) fn report(
                 "connect_parallel": cli.connect_parallel,
                 "payload_bytes": cli.payload_bytes,
                 "tokens": cli.token.is_some(),
+                // Its file name only, as for the binary.
+                "policy": cli.policy.as_ref().and_then(|p| p.file_name()).map(|n| n.to_string_lossy()),
             },
             "runs": runs,
         });
@@ -219,7 +235,13 @@ async fn measure(
     call_time: Duration,
     http: &reqwest::Client,
 ) -> Result<Run, String> {
-    let mut bridge = BridgeProcess::start(&cli.bridge_bin, cli.token.as_deref(), &[], http).await?;
+    let mut bridge = BridgeProcess::start(
+        &cli.bridge_bin,
+        cli.token.as_deref(),
+        &cli.bridge_args(),
+        http,
+    )
+    .await?;
     let (pid, base_url) = (bridge.pid(), bridge.base_url());
     let outcome = tokio::select! {
         biased;

@@ -1,0 +1,627 @@
+//! Guardrails (`--policy`, docs/guardrails.md) end to end: the `client-tools-bridge` binary started
+//! with a policy file, a real page (`www/guardrails.html`) in the browser, and agents on every
+//! route — `/api`, `/mcp` on revisions 2025-11-25 (with the handshake) and 2026-07-28 (without),
+//! `--stdio`, and two nodes of a cluster. Block: the page never sees the call. Redact: the
+//! personal data in the page's result reaches no agent, in the text or the structured content.
+//! Limit: one window per page session and tool, whatever the route or the node. Confirm: the page's
+//! dialog asks, though the tool itself opts out of confirmation.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use client_tools_e2e::cluster::{Nats, Node};
+use client_tools_e2e::webdriver::Driven;
+use client_tools_e2e::{browser, e2e_dir, pkg_dir, Tab};
+use fantoccini::key::Key;
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, Command};
+
+const AGENT_TOKEN: &str = "guardrails-agent-token";
+const PAGE_TOKEN: &str = "guardrails-page-token";
+
+const POLICY: &str = r#"
+[[rule]]
+id = "no-secrets-in-tasks"
+tools = ["create_task"]
+when = 'input.title.matches("(?i)(password|api[_-]?key|secret)\\s*[:=]")'
+action = "block"
+message = "a task title must not hold a credential"
+
+[[rule]]
+id = "mask-contacts"
+tools = ["read_contact"]
+action = "redact"
+redact = ["email", "card"]
+
+[[rule]]
+id = "big-transfers"
+tools = ["transfer"]
+when = "input.amount > 500"
+action = "confirm"
+
+[[rule]]
+id = "search-rate"
+tools = ["search"]
+action = "limit"
+calls = 3
+window_seconds = 600
+"#;
+
+const LIMITED: &str = "rate limit of rule 'search-rate': at most 3 calls in 600 s per page session";
+
+/// The policy, written to a file of its own (removed on drop).
+struct PolicyFile(PathBuf);
+
+impl PolicyFile {
+    fn new() -> PolicyFile {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos();
+        let dir = std::env::temp_dir().join(format!(
+            "client-tools-guardrails-{}-{nanos}",
+            std::process::id()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("policy.toml");
+        std::fs::write(&path, POLICY).unwrap();
+        PolicyFile(path)
+    }
+
+    fn arg(&self) -> &str {
+        self.0.to_str().expect("a UTF-8 temp path")
+    }
+}
+
+impl Drop for PolicyFile {
+    fn drop(&mut self) {
+        if let Some(dir) = self.0.parent() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+}
+
+/// One `client-tools-bridge` process (no cluster) serving the e2e site, with the policy.
+struct BridgeProcess {
+    child: Child,
+    base_url: String,
+    output: Arc<Mutex<Vec<String>>>,
+    _policy: PolicyFile,
+}
+
+impl BridgeProcess {
+    /// Starts the binary on a free port with `--policy` and more `args`; returns once it accepts
+    /// connections. Under `--stdio` its stdin and stdout are the MCP session's.
+    async fn start(args: &[&str]) -> BridgeProcess {
+        let policy = PolicyFile::new();
+        let address = SocketAddr::from(([127, 0, 0, 1], free_port()));
+        let binary = std::env::var_os("CLIENT_TOOLS_BRIDGE_BIN")
+            .map(PathBuf::from)
+            .expect("CLIENT_TOOLS_BRIDGE_BIN is not set: run these through `cargo xtask test`");
+        let mut child = Command::new(binary)
+            .args(["--listen", &address.to_string()])
+            .arg("--www")
+            .arg(e2e_dir().join("www"))
+            .arg("--pkg")
+            .arg(pkg_dir())
+            .args(["--policy", policy.arg()])
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start client-tools-bridge");
+        let output = Arc::new(Mutex::new(Vec::new()));
+        let stderr = child.stderr.take().expect("piped stderr");
+        let into = output.clone();
+        tokio::spawn(async move {
+            let mut lines = BufReader::new(stderr).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                into.lock().unwrap().push(line);
+            }
+        });
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while std::net::TcpStream::connect(address).is_err() {
+            if let Ok(Some(status)) = child.try_wait() {
+                panic!(
+                    "the bridge exited ({status}):\n{}",
+                    output.lock().unwrap().join("\n")
+                );
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the bridge did not listen in 30 s"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        BridgeProcess {
+            child,
+            base_url: format!("http://{address}"),
+            output,
+            _policy: policy,
+        }
+    }
+
+    fn output(&self) -> String {
+        self.output.lock().unwrap().join("\n")
+    }
+}
+
+/// An agent route to one page session on one bridge process (or node).
+#[derive(Clone, Copy, Debug)]
+enum Route {
+    Api,
+    Mcp2025,
+    Mcp2026,
+}
+
+const HTTP_ROUTES: [Route; 3] = [Route::Api, Route::Mcp2025, Route::Mcp2026];
+
+/// Calls `tool` on the page `session` through `base_url` by `route`: the `CallToolResult` as JSON.
+async fn call(route: Route, base_url: &str, session: &str, tool: &str, arguments: Value) -> Value {
+    let http = reqwest::Client::new();
+    match route {
+        Route::Api => {
+            let response = http
+                .post(format!("{base_url}/api/sessions/{session}/call"))
+                .bearer_auth(AGENT_TOKEN)
+                .json(&json!({"name": tool, "arguments": arguments, "timeoutMs": 60_000}))
+                .send()
+                .await
+                .expect("the bridge answers");
+            assert_eq!(response.status(), 200, "{tool} on /api");
+            response.json().await.expect("JSON")
+        }
+        Route::Mcp2025 => {
+            let url = format!("{base_url}/mcp?session={session}");
+            let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {},
+                "clientInfo": {"name": "guardrails-e2e", "version": "1"}}});
+            let (mcp_session, _) = mcp_post(&url, "2025-11-25", None, &init).await;
+            let mcp_session = mcp_session.expect("an MCP session id");
+            let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+            mcp_post(&url, "2025-11-25", Some(&mcp_session), &initialized).await;
+            let body = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                "params": {"name": tool, "arguments": arguments}});
+            let (_, answer) = mcp_post(&url, "2025-11-25", Some(&mcp_session), &body).await;
+            answer["result"].clone()
+        }
+        Route::Mcp2026 => {
+            let url = format!("{base_url}/mcp?session={session}");
+            let body = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+            "name": tool, "arguments": arguments, "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {},
+            }}});
+            let (_, answer) = mcp_post(&url, "2026-07-28", None, &body).await;
+            answer["result"].clone()
+        }
+    }
+}
+
+/// One POST to `/mcp`: the session id it named (if any) and the JSON-RPC answer carrying an id
+/// (`Value::Null` for a notification's empty answer).
+async fn mcp_post(
+    url: &str,
+    revision: &str,
+    mcp_session: Option<&str>,
+    body: &Value,
+) -> (Option<String>, Value) {
+    let mut request = reqwest::Client::new()
+        .post(url)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", revision)
+        .bearer_auth(AGENT_TOKEN)
+        .json(body);
+    if revision == "2026-07-28" {
+        request = request
+            .header("mcp-method", body["method"].as_str().unwrap_or_default())
+            .header(
+                "mcp-name",
+                body["params"]["name"].as_str().unwrap_or_default(),
+            );
+    }
+    if let Some(id) = mcp_session {
+        request = request.header("mcp-session-id", id);
+    }
+    let response = request.send().await.expect("the bridge answers");
+    let id = response
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let text = response.text().await.unwrap_or_default();
+    let answer = text
+        .lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .chain(std::iter::once(text.as_str()))
+        .filter_map(|data| serde_json::from_str::<Value>(data.trim()).ok())
+        .find(|v| v.get("id").is_some())
+        .unwrap_or(Value::Null);
+    (id, answer)
+}
+
+fn text(result: &Value) -> String {
+    result["content"]
+        .as_array()
+        .map(|blocks| {
+            blocks
+                .iter()
+                .filter_map(|b| b["text"].as_str())
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .unwrap_or_default()
+}
+
+fn acted(result: &Value) -> Value {
+    result["_meta"]["clienttools/policy"].clone()
+}
+
+/// How often each handler of the page ran (its `runs` tool, asked through `/api`).
+async fn runs(base_url: &str, session: &str) -> Value {
+    let result = call(Route::Api, base_url, session, "runs", json!({})).await;
+    assert_ne!(result["isError"], true, "{result}");
+    result["structuredContent"]["runs"].clone()
+}
+
+/// Waits until `base_url` lists a connected page with tools (held by node `holder`, if given): its
+/// session id.
+async fn wait_for_page(base_url: &str, holder: Option<&str>, log: impl Fn() -> String) -> String {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let listed: Vec<Value> = match reqwest::Client::new()
+            .get(format!("{base_url}/api/sessions"))
+            .bearer_auth(AGENT_TOKEN)
+            .send()
+            .await
+        {
+            Ok(response) => response.json().await.unwrap_or_default(),
+            Err(_) => Vec::new(),
+        };
+        let found = listed.iter().find(|s| {
+            s["connected"] == true
+                && s["tools"].as_array().is_some_and(|t| t.len() >= 5)
+                && holder.is_none_or(|holder| s["node"] == holder)
+        });
+        if let Some(session) = found {
+            return session["id"].as_str().unwrap().to_owned();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no page listed within 60 s: {listed:?}\n{}",
+            log()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn secured_args() -> Vec<&'static str> {
+    vec!["--agent-token", AGENT_TOKEN, "--page-token", PAGE_TOKEN]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn block_redact_and_limit_hold_on_every_http_route() {
+    let bridge = BridgeProcess::start(&secured_args()).await;
+    let mut tab = Tab::open(&format!(
+        "{}/guardrails.html#token={PAGE_TOKEN}",
+        bridge.base_url
+    ));
+    let base = bridge.base_url.as_str();
+    let session = wait_for_page(base, None, || {
+        format!("{}\n{}", tab.last_output(), bridge.output())
+    })
+    .await;
+
+    for route in HTTP_ROUTES {
+        // Block: an error result with the rule's message; the page never sees the call.
+        let blocked = call(
+            route,
+            base,
+            &session,
+            "create_task",
+            json!({"title": "password: hunter2"}),
+        )
+        .await;
+        assert_eq!(blocked["isError"], true, "{route:?}: {blocked}");
+        assert!(
+            text(&blocked).contains("a task title must not hold a credential"),
+            "{route:?}: {blocked}"
+        );
+        assert_eq!(
+            acted(&blocked),
+            json!([{"rule": "no-secrets-in-tasks", "action": "block"}]),
+            "{route:?}: {blocked}"
+        );
+        let allowed = call(
+            route,
+            base,
+            &session,
+            "create_task",
+            json!({"title": "Ship it"}),
+        )
+        .await;
+        assert_ne!(allowed["isError"], true, "{route:?}: {allowed}");
+        assert_eq!(allowed["structuredContent"]["created"], "Ship it");
+
+        // Redact: the e-mail and the card are masked in the text and the structured content.
+        let read = call(route, base, &session, "read_contact", json!({})).await;
+        assert_ne!(read["isError"], true, "{route:?}: {read}");
+        let shown = format!("{}{}", text(&read), read["structuredContent"]);
+        for secret in ["ada@example.com", "4111", "1111 1111"] {
+            assert!(!shown.contains(secret), "{route:?} shows {secret}: {read}");
+        }
+        assert!(text(&read).contains("[redacted]"), "{route:?}: {read}");
+        let structured = &read["structuredContent"];
+        assert_eq!(structured["name"], "Ada", "{route:?}: {read}");
+        assert_eq!(structured["email"], "[redacted]", "{route:?}: {read}");
+        assert_eq!(structured["payment"]["card"], "[redacted]", "{read}");
+        assert_eq!(
+            structured["payment"]["notes"],
+            json!(["write to [redacted]"]),
+            "{route:?}: {read}"
+        );
+        assert_eq!(
+            acted(&read),
+            json!([{"rule": "mask-contacts", "action": "redact"}])
+        );
+
+        // Limit: one window for the page session, whatever the route: one call on each.
+        let searched = call(route, base, &session, "search", json!({"q": "x"})).await;
+        assert_ne!(searched["isError"], true, "{route:?}: {searched}");
+    }
+    // Three calls counted (one per route): the fourth is refused on every route, naming the limit.
+    for route in HTTP_ROUTES {
+        let over = call(route, base, &session, "search", json!({"q": "y"})).await;
+        assert_eq!(over["isError"], true, "{route:?}: {over}");
+        assert!(text(&over).contains(LIMITED), "{route:?}: {over}");
+        assert_eq!(
+            acted(&over),
+            json!([{"rule": "search-rate", "action": "limit"}])
+        );
+    }
+    assert_eq!(
+        runs(base, &session).await,
+        json!({"create_task": 3, "read_contact": 3, "search": 3}),
+        "blocked and limited calls never reach the page"
+    );
+    tab.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn confirm_asks_the_pages_dialog_though_the_tool_opts_out() {
+    let bridge = BridgeProcess::start(&secured_args()).await;
+    let base = bridge.base_url.clone();
+    let driven = Driven::start(browser()).await;
+    driven
+        .goto(&format!("{base}/guardrails.html#token={PAGE_TOKEN}"))
+        .await;
+    let session = wait_for_page(&base, None, || bridge.output()).await;
+
+    // Under the rule's condition: no dialog, the call runs at once.
+    let small = call(
+        Route::Api,
+        &base,
+        &session,
+        "transfer",
+        json!({"amount": 20}),
+    )
+    .await;
+    assert_ne!(small["isError"], true, "{small}");
+    assert_eq!(small["structuredContent"]["sent"], 20);
+    assert!(driven.dialog_closed().await);
+
+    // Over it, on /mcp: the dialog asks; nothing runs before the person approves.
+    let approved = {
+        let (base, session) = (base.clone(), session.clone());
+        tokio::spawn(async move {
+            call(
+                Route::Mcp2025,
+                &base,
+                &session,
+                "transfer",
+                json!({"amount": 900}),
+            )
+            .await
+        })
+    };
+    driven.wait_for_dialog("transfer").await;
+    assert_eq!(runs(&base, &session).await, json!({"transfer": 1}));
+    driven.tab_to("approve").await;
+    driven.press(&[Key::Enter]).await;
+    let approved = tokio::time::timeout(Duration::from_secs(60), approved)
+        .await
+        .expect("the call ends within 60 s")
+        .unwrap();
+    assert_ne!(approved["isError"], true, "{approved}");
+    assert_eq!(approved["structuredContent"]["sent"], 900);
+    assert_eq!(
+        acted(&approved),
+        json!([{"rule": "big-transfers", "action": "confirm"}])
+    );
+
+    // On /api, declined with Escape: the page never runs it.
+    let declined = {
+        let (base, session) = (base.clone(), session.clone());
+        tokio::spawn(async move {
+            call(
+                Route::Api,
+                &base,
+                &session,
+                "transfer",
+                json!({"amount": 700}),
+            )
+            .await
+        })
+    };
+    driven.wait_for_dialog("transfer").await;
+    driven.press(&[Key::Escape]).await;
+    let declined = tokio::time::timeout(Duration::from_secs(60), declined)
+        .await
+        .expect("the call ends within 60 s")
+        .unwrap();
+    assert_eq!(declined["isError"], true, "{declined}");
+    assert!(
+        text(&declined).contains("rejected by the user"),
+        "{declined}"
+    );
+    assert_eq!(runs(&base, &session).await, json!({"transfer": 2}));
+    driven.quit().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_limit_is_one_window_across_cluster_nodes() {
+    let nats = Nats::start("guardrails-nats-token").await;
+    let policy = PolicyFile::new();
+    let mut args = secured_args();
+    args.extend(["--policy", policy.arg()]);
+    let nodes = [
+        Node::start(&nats, &args).await,
+        Node::start(&nats, &args).await,
+    ];
+    let mut tab = Tab::open(&format!(
+        "{}/guardrails.html#token={PAGE_TOKEN}",
+        nodes[0].base_url
+    ));
+    // The page is held by node 1; node 2 reaches it through NATS.
+    let session = wait_for_page(&nodes[1].base_url, Some(&nodes[0].id), || {
+        format!("{}\n{}", tab.last_output(), nodes[0].output())
+    })
+    .await;
+    let [first, second] = [&nodes[0].base_url, &nodes[1].base_url];
+    for (route, base) in [
+        (Route::Api, first),
+        (Route::Mcp2026, second),
+        (Route::Api, second),
+    ] {
+        let searched = call(route, base, &session, "search", json!({})).await;
+        assert_ne!(searched["isError"], true, "{route:?} on {base}: {searched}");
+    }
+    for (route, base) in [
+        (Route::Api, first),
+        (Route::Api, second),
+        (Route::Mcp2025, second),
+    ] {
+        let over = call(route, base, &session, "search", json!({})).await;
+        assert_eq!(over["isError"], true, "{route:?} on {base}: {over}");
+        assert!(text(&over).contains(LIMITED), "{route:?} on {base}: {over}");
+    }
+    // Block and redact hold on the node that does not hold the page, too.
+    let blocked = call(
+        Route::Mcp2026,
+        second,
+        &session,
+        "create_task",
+        json!({"title": "secret=abc"}),
+    )
+    .await;
+    assert_eq!(blocked["isError"], true, "{blocked}");
+    let read = call(Route::Mcp2026, second, &session, "read_contact", json!({})).await;
+    assert_eq!(read["structuredContent"]["email"], "[redacted]", "{read}");
+    assert_eq!(
+        runs(second, &session).await,
+        json!({"search": 3, "read_contact": 1})
+    );
+    tab.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_policy_holds_on_stdio() {
+    let mut bridge = BridgeProcess::start(&["--stdio"]).await;
+    let mut tab = Tab::open(&format!("{}/guardrails.html", bridge.base_url));
+    // The page first (calls wait only 10 s for one): the bridge lists it on /api too.
+    wait_for_page(&bridge.base_url, None, || {
+        format!("{}\n{}", tab.last_output(), bridge.output())
+    })
+    .await;
+    let mut stdio = StdioSession {
+        stdin: bridge.child.stdin.take().expect("piped stdin"),
+        stdout: BufReader::new(bridge.child.stdout.take().expect("piped stdout")).lines(),
+    };
+    stdio
+        .request(
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "guardrails-e2e", "version": "1"}}}),
+        )
+        .await;
+    stdio
+        .send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        .await;
+    let blocked = stdio
+        .call(2, "create_task", json!({"title": "api_key = 123"}))
+        .await;
+    assert_eq!(blocked["isError"], true, "{blocked}");
+    assert!(
+        text(&blocked).contains("a task title must not hold a credential"),
+        "{blocked}"
+    );
+    let allowed = stdio
+        .call(3, "create_task", json!({"title": "Ship it"}))
+        .await;
+    assert_ne!(allowed["isError"], true, "{allowed}");
+    let read = stdio.call(4, "read_contact", json!({})).await;
+    assert_eq!(read["structuredContent"]["email"], "[redacted]", "{read}");
+    assert!(!text(&read).contains("ada@example.com"), "{read}");
+    let runs = stdio.call(5, "runs", json!({})).await;
+    assert_eq!(
+        runs["structuredContent"]["runs"],
+        json!({"create_task": 1, "read_contact": 1}),
+        "the blocked call never reached the page"
+    );
+    tab.close().await;
+}
+
+/// The MCP session on a `--stdio` bridge's stdin and stdout (one JSON-RPC message a line).
+struct StdioSession {
+    stdin: tokio::process::ChildStdin,
+    stdout: tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
+}
+
+impl StdioSession {
+    async fn send(&mut self, message: Value) {
+        let mut line = message.to_string();
+        line.push('\n');
+        self.stdin.write_all(line.as_bytes()).await.unwrap();
+        self.stdin.flush().await.unwrap();
+    }
+
+    /// Sends `message` and waits (60 s) for the answer with its id.
+    async fn request(&mut self, message: Value) -> Value {
+        let id = message["id"].clone();
+        self.send(message).await;
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+        loop {
+            let line = tokio::time::timeout_at(deadline, self.stdout.next_line())
+                .await
+                .expect("the bridge answers on stdout within 60 s")
+                .unwrap()
+                .expect("the bridge's stdout stays open");
+            let answer: Value = serde_json::from_str(&line).expect("a JSON-RPC line");
+            if answer["id"] == id {
+                return answer;
+            }
+        }
+    }
+
+    /// A `tools/call`: its result.
+    async fn call(&mut self, id: u64, tool: &str, arguments: Value) -> Value {
+        let answer = self
+            .request(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                "params": {"name": tool, "arguments": arguments}}))
+            .await;
+        answer["result"].clone()
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("a free loopback port")
+        .port()
+}
