@@ -12,11 +12,9 @@ use crate::input_rounds::{self, AgentSide, Driven, Retry, Rounds};
 use crate::page_session::{PageSession, SessionInfo};
 use crate::session_table::{Claimed, Refused, SessionTable};
 use crate::task_book::Refusal;
-use crate::tasks::{self, TaskHostOf, Tasks};
+use crate::tasks::{self, TaskHostOf, TaskOp, Tasks};
 use client_tools_core::connect::ConnectParams;
-use rmcp::model::InputResponses;
-use serde::{Deserialize, Serialize};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 /// Cheap to clone: all clones share the same sessions.
 #[derive(Clone)]
@@ -191,46 +189,6 @@ impl Bridge {
                 return None;
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
-}
-
-/// A caller's request about a task (what `tasks/get`, `tasks/update` and `tasks/cancel` ask).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", tag = "op")]
-pub(crate) enum TaskOp {
-    Get {
-        task_id: String,
-    },
-    Update {
-        task_id: String,
-        input_responses: InputResponses,
-    },
-    Cancel {
-        task_id: String,
-    },
-}
-
-impl TaskOp {
-    pub(crate) fn task_id(&self) -> &str {
-        match self {
-            TaskOp::Get { task_id }
-            | TaskOp::Update { task_id, .. }
-            | TaskOp::Cancel { task_id } => task_id,
-        }
-    }
-
-    /// Applies it to this node's tasks: the detailed task for `get`, `{}` for the others.
-    pub(crate) fn apply(&self, tasks: &Tasks, page_session: &str) -> Result<Value, Refusal> {
-        match self {
-            TaskOp::Get { task_id } => tasks.get(task_id, page_session),
-            TaskOp::Update {
-                task_id,
-                input_responses,
-            } => tasks
-                .update(task_id, page_session, input_responses)
-                .map(|()| json!({})),
-            TaskOp::Cancel { task_id } => tasks.cancel(task_id, page_session).map(|()| json!({})),
         }
     }
 }

@@ -31,7 +31,7 @@ use rmcp::{ErrorData as McpError, Peer, RoleServer, ServerHandler};
 use serde_json::{Map, Value};
 
 use crate::agent_confirmation::{self, Binding, Decision};
-use crate::bridge::{Bridge, TaskOp};
+use crate::bridge::Bridge;
 use crate::config::ConfirmVia;
 use crate::input_rounds::{
     self, arguments_digest, task_refusal, tool_digest, AgentSide, CallKey, Driven, Retry,
@@ -40,6 +40,7 @@ use crate::input_rounds::{
 use crate::page_session::{CallOutcome, PageSession};
 use crate::prepared_call::PreparedCall;
 use crate::task_book::Refusal;
+use crate::tasks::TaskOp;
 
 /// How often an agent bound to no page yet looks for one (to announce its tools), and how often its
 /// announcer checks that the agent is still there.

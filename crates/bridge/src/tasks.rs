@@ -15,7 +15,8 @@ use std::sync::{Arc, Mutex};
 
 use client_tools_core::protocol::{CallToolResult, RpcError};
 use rmcp::model::{ClientCapabilities, InputResponses};
-use serde_json::{Map, Value};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
 use tokio::sync::{broadcast, oneshot};
 
 use crate::input_rounds::{check_responses, declared, RunningCall, TaskHost};
@@ -278,3 +279,43 @@ fn ask(
 #[cfg(test)]
 #[path = "tasks_tests.rs"]
 mod tests;
+
+/// A caller's request about a task (what `tasks/get`, `tasks/update` and `tasks/cancel` ask).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", tag = "op")]
+pub(crate) enum TaskOp {
+    Get {
+        task_id: String,
+    },
+    Update {
+        task_id: String,
+        input_responses: InputResponses,
+    },
+    Cancel {
+        task_id: String,
+    },
+}
+
+impl TaskOp {
+    pub(crate) fn task_id(&self) -> &str {
+        match self {
+            TaskOp::Get { task_id }
+            | TaskOp::Update { task_id, .. }
+            | TaskOp::Cancel { task_id } => task_id,
+        }
+    }
+
+    /// Applies it to this node's tasks: the detailed task for `get`, `{}` for the others.
+    pub(crate) fn apply(&self, tasks: &Tasks, page_session: &str) -> Result<Value, Refusal> {
+        match self {
+            TaskOp::Get { task_id } => tasks.get(task_id, page_session),
+            TaskOp::Update {
+                task_id,
+                input_responses,
+            } => tasks
+                .update(task_id, page_session, input_responses)
+                .map(|()| json!({})),
+            TaskOp::Cancel { task_id } => tasks.cancel(task_id, page_session).map(|()| json!({})),
+        }
+    }
+}

@@ -13,8 +13,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{wire, Cluster};
-use crate::bridge::TaskOp;
 use crate::task_book::Refusal;
+use crate::tasks::TaskOp;
 
 /// How long the agent's node waits for the keeping node's answer.
 const ANSWER_WITHIN: Duration = Duration::from_secs(10);

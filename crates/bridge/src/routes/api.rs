@@ -35,12 +35,13 @@ use rmcp::model::{ClientCapabilities, InputResponses};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
-use crate::bridge::{Bridge, TaskOp};
+use crate::bridge::Bridge;
 use crate::input_rounds::{
     self, arguments_digest, task_refusal, tool_digest, AgentSide, CallKey, Driven, Retry,
     RunningCall, STATE_DOMAIN,
 };
 use crate::page_session::{describe_page_error, SessionInfo};
+use crate::tasks::TaskOp;
 
 pub async fn list_sessions(State(bridge): State<Bridge>) -> Json<Vec<SessionInfo>> {
     Json(bridge.session_infos())
