@@ -6,10 +6,16 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use client_tools_core::protocol::{self, Tool};
-use serde_json::json;
+use client_tools_core::protocol::{self, Message, ProgressParams, RequestId, Tool};
+use futures_util::future::BoxFuture;
+use rmcp::model::ClientCapabilities;
+use serde_json::{json, Map, Value};
 
 use crate::fake_page::{session, FakePage};
+use crate::input_rounds::{
+    arguments_digest, drive, resume, tool_digest, AgentSide, CallKey, Driven, Retry, Rounds,
+    RunningCall,
+};
 use crate::page_session::{PageSession, RelayRefused};
 use crate::policy::{Policy, ACTED_META};
 
@@ -35,8 +41,12 @@ redact = ["email"]
 "#;
 
 fn guarded() -> Arc<PageSession> {
+    guarded_by(RULES)
+}
+
+fn guarded_by(rules: &str) -> Arc<PageSession> {
     let plain = Arc::try_unwrap(session()).ok().unwrap();
-    Arc::new(plain.with_policy(Arc::new(Policy::parse(RULES).unwrap())))
+    Arc::new(plain.with_policy(Arc::new(Policy::parse(rules).unwrap())))
 }
 
 fn tools(session: &PageSession) {
@@ -49,7 +59,12 @@ fn tools(session: &PageSession) {
         meta: None,
         execution: None,
     };
-    session.set_tools(vec![tool("sql"), tool("search"), tool("profile")]);
+    session.set_tools(vec![
+        tool("sql"),
+        tool("search"),
+        tool("profile"),
+        tool("ask"),
+    ]);
 }
 
 #[tokio::test]
@@ -191,4 +206,123 @@ async fn every_decision_is_one_audit_event_without_the_payload() {
         assert!(events[0].contains(field), "{field} missing: {}", events[0]);
     }
     assert!(!logged.contains("secret-value"), "{logged}");
+}
+
+const ROUND_RULES: &str = r#"
+[[rule]]
+id = "two-a-minute"
+tools = ["ask"]
+action = "limit"
+calls = 2
+window_seconds = 60
+
+[[rule]]
+id = "mask"
+tools = ["ask"]
+action = "redact"
+redact = ["email"]
+"#;
+
+/// An agent that declared elicitation (2026-07-28: it answers a round by retrying the call).
+struct Elicits;
+
+impl AgentSide for Elicits {
+    fn capabilities(&self) -> ClientCapabilities {
+        serde_json::from_value(json!({"elicitation": {}})).unwrap()
+    }
+    fn progress(&self, _: ProgressParams) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
+    fn log(&self, _: Map<String, Value>) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
+    fn cancelled(&self) -> BoxFuture<'_, ()> {
+        Box::pin(std::future::pending())
+    }
+}
+
+#[tokio::test]
+async fn a_multi_round_call_is_admitted_once_and_its_final_result_is_redacted() {
+    let session = guarded_by(ROUND_RULES);
+    tools(&session);
+    let mut page = FakePage::connect(&session);
+    let rounds = Rounds::default();
+    let call = session.prepare_call("ask", json!({}), None, None).unwrap();
+    let running = RunningCall::start(session.clone(), call, 4);
+    let key = CallKey {
+        page_session: session.id().to_owned(),
+        tool: "ask".into(),
+        tool_digest: tool_digest(session.tools().iter().find(|t| t.name == "ask")),
+        arguments: arguments_digest(&json!({})),
+    };
+    let (call_id, _) = page.request(protocol::method::TOOLS_CALL).await;
+    let round_id = RequestId::String("clienttools-input-1".into());
+    let elicit = json!({"method": "elicitation/create", "params": {"message": "Name?",
+        "requestedSchema": {"type": "object", "properties": {}},
+        "_meta": {"clienttools/inputKey": "k"}}});
+    let asked = session.page_input(
+        round_id.clone(),
+        json!({"inputRequests": {"name": elicit},
+               "_meta": {"clienttools/callId": call_id.to_string()}}),
+    );
+    assert_eq!(asked, None);
+    let Driven::InputRequired { state, .. } = drive(&rounds, running, &Elicits, key, 0, None).await
+    else {
+        panic!("the round goes to the agent")
+    };
+    let retry = Retry {
+        state,
+        page_session: session.id().to_owned(),
+        tool: "ask".into(),
+        arguments: Map::new(),
+        responses: serde_json::from_value(
+            json!({"name": {"action": "accept", "content": {"n": "Ada"}}}),
+        )
+        .unwrap(),
+    };
+    let page_side = async {
+        let frame = page.frame().await;
+        let Ok(Message::Response { id, result: Ok(_) }) = protocol::decode(&frame) else {
+            panic!("the page gets the round's answers: {frame}")
+        };
+        assert_eq!(id, round_id);
+        page.answer(
+            &call_id,
+            json!({"content": [{"type": "text", "text": "Ada is ada@example.com"}]}),
+        );
+    };
+    let (resumed, ()) = tokio::join!(resume(&rounds, retry, &Elicits), page_side);
+    let Driven::Ended(Some(Ok(result))) = resumed else {
+        panic!("the call ends with a result")
+    };
+    let result = serde_json::to_value(result).unwrap();
+    assert_eq!(result["content"][0]["text"], "Ada is [redacted email]");
+    assert_eq!(result["_meta"][ACTED_META][0]["rule"], "mask");
+
+    // The round did not count as a call: the limit of 2 admits one more, then refuses.
+    let second = {
+        let session = session.clone();
+        tokio::spawn(async move {
+            session
+                .call_tool("ask", json!({}), Duration::from_secs(5))
+                .await
+        })
+    };
+    let (second_id, _) = page.request(protocol::method::TOOLS_CALL).await;
+    page.answer_call(&second_id, "fine");
+    assert_eq!(second.await.unwrap().text(), "fine");
+    let third = session
+        .call_tool("ask", json!({}), Duration::from_secs(5))
+        .await;
+    assert!(
+        third
+            .text()
+            .starts_with("rate limit of rule 'two-a-minute'"),
+        "{}",
+        third.text()
+    );
+    assert!(
+        page.has_nothing_queued(),
+        "the page got a call over the limit"
+    );
 }

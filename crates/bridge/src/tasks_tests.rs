@@ -18,6 +18,7 @@ use crate::input_rounds::{
     drive, task_refusal, task_support, AgentSide, CallKey, Driven, Rounds, RunningCall,
 };
 use crate::page_session::PageSession;
+use crate::policy::{Policy, ACTED_META};
 use crate::task_book::MAX_PER_SESSION;
 
 const FILE: &str = r#"[
@@ -152,4 +153,76 @@ async fn a_required_tool_at_the_task_limit_is_refused_before_the_page_sees_the_c
     let (_, params) = fake.request(method::TOOLS_CALL).await;
     assert_eq!(params["name"], "later");
     assert!(fake.has_nothing_queued());
+}
+
+const GUARDS: &str = r#"
+[[rule]]
+id = "mask"
+tools = ["later"]
+action = "redact"
+redact = ["email"]
+
+[[rule]]
+id = "no-drop"
+tools = ["only_task"]
+when = "input.q.matches('(?i)drop')"
+action = "block"
+"#;
+
+#[tokio::test]
+async fn a_policy_redacts_a_task_result_and_blocks_a_call_before_any_task_is_made() {
+    let file = AgentTools::parse(FILE).unwrap();
+    let plain = Arc::try_unwrap(session()).ok().unwrap();
+    let page = Arc::new(
+        plain
+            .with_agent_tools(Arc::new(file), Duration::from_secs(30))
+            .with_policy(Arc::new(Policy::parse(GUARDS).unwrap())),
+    );
+    page.set_tools(vec![handler("later"), handler("only_task")]);
+    let tasks = Arc::new(Tasks::default());
+    let rounds = rounds_with(&tasks);
+    let mut fake = FakePage::connect(&page);
+
+    let Err(blocked) = page.prepare_call("only_task", json!({"q": "DROP TABLE t"}), None, None)
+    else {
+        panic!("the block rule refuses the call")
+    };
+    assert!(blocked.is_error);
+    assert!(blocked.text().contains("no-drop"), "{}", blocked.text());
+    tokio::task::yield_now().await;
+    assert!(fake.has_nothing_queued(), "the page never sees the call");
+    assert_eq!(tasks.lock().len(), 0, "no task was made");
+
+    let mut changes = tasks.watch();
+    let call = page.prepare_call("later", json!({}), None, None).unwrap();
+    let running = RunningCall::start_checked(&rounds, page.clone(), call, true, 4).unwrap();
+    let driven = drive(&rounds, running, &TaskAgent, key(&page, "later"), 0, None);
+    let (call_id, _) = fake.request(method::TOOLS_CALL).await;
+    let Driven::Task(task) = driven.await else {
+        panic!("the call became a task")
+    };
+    let id = task["taskId"].as_str().unwrap().to_owned();
+    fake.answer(
+        &call_id,
+        json!({"content": [{"type": "text", "text": "write to ada@example.com"}],
+               "structuredContent": {"to": "ada@example.com"}}),
+    );
+    let completed = tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            let (changed, detailed) = changes.recv().await.unwrap();
+            if changed == id && detailed["status"] == "completed" {
+                break detailed;
+            }
+        }
+    })
+    .await
+    .expect("the task completes");
+    // What the watchers were told and what `tasks/get` serves: the redacted result.
+    for served in [completed, tasks.get(&id, page.id()).unwrap()] {
+        let result = &served["result"];
+        assert_eq!(result["content"][0]["text"], "write to [redacted email]");
+        assert_eq!(result["structuredContent"]["to"], "[redacted email]");
+        assert_eq!(result["_meta"][ACTED_META][0]["rule"], "mask");
+        assert!(!served.to_string().contains("ada@example.com"), "{served}");
+    }
 }
