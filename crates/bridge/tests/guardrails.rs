@@ -2,13 +2,13 @@
 //! [`Bridge::serve`] on loopback with a policy, a page over a real WebSocket that records the calls
 //! it gets, and agents on `/mcp` (raw Streamable HTTP, revision 2025-11-25), `/api` and the Rust
 //! API. Each action on each route; a limit shared by every route and kept across an agent's and a
-//! page's reconnect.
+//! page's reconnect; a `confirm` rule put to the agent under `--confirm-via agent`.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use client_tools_bridge::{Bridge, BridgeConfig, Policy, ACTED_META};
+use client_tools_bridge::{Bridge, BridgeConfig, ConfirmVia, Policy, ACTED_META};
 use client_tools_core::connect::{self, ConnectParams};
 use client_tools_core::protocol;
 use futures_util::{SinkExt, StreamExt};
@@ -65,11 +65,16 @@ struct Setup {
 }
 
 async fn start() -> Setup {
+    start_confirming_via(ConfirmVia::default()).await
+}
+
+async fn start_confirming_via(confirm_via: ConfirmVia) -> Setup {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
     let bridge = Bridge::new(BridgeConfig {
         listen: address,
         policy: Arc::new(Policy::parse(POLICY).unwrap()),
+        confirm_via,
         ..Default::default()
     });
     let server = bridge.clone();
@@ -222,8 +227,13 @@ impl Setup {
 
     /// An initialized MCP session (2025-11-25) bound to the page.
     async fn mcp_session(&self) -> String {
+        self.mcp_session_with(json!({})).await
+    }
+
+    /// [`Self::mcp_session`] for an agent declaring `capabilities`.
+    async fn mcp_session_with(&self, capabilities: Value) -> String {
         let init = json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{
-            "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"guardrails","version":"1"}}});
+            "protocolVersion":"2025-11-25","capabilities":capabilities,"clientInfo":{"name":"guardrails","version":"1"}}});
         let (session, _) = self.mcp(None, init).await;
         let session = session.expect("an MCP session id");
         self.mcp(
@@ -270,6 +280,56 @@ impl Setup {
             "params":{"name": name, "arguments": arguments}});
         let (_, answer) = self.mcp(Some(session), call).await;
         answer.expect("an answer")["result"].clone()
+    }
+
+    /// A `tools/call` on `/mcp` whose elicitation requests (on the call's event stream) the agent
+    /// answers with `answer`: the questions asked, and the call's result.
+    async fn mcp_call_answering(
+        &self,
+        session: &str,
+        name: &str,
+        arguments: Value,
+        answer: Value,
+    ) -> (Vec<Value>, Value) {
+        let url = format!("http://{}/mcp?session={}", self.address, self.page);
+        let call = json!({"jsonrpc":"2.0","id":7,"method":"tools/call",
+            "params":{"name": name, "arguments": arguments}});
+        let mut response = self
+            .http
+            .post(&url)
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-11-25")
+            .header("mcp-session-id", session)
+            .json(&call)
+            .send()
+            .await
+            .unwrap();
+        let (mut questions, mut buffer) = (Vec::new(), String::new());
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let chunk = tokio::time::timeout_at(deadline.into(), response.chunk())
+                .await
+                .expect("the call ends in time")
+                .unwrap()
+                .expect("the call's stream ended without its result");
+            buffer.push_str(std::str::from_utf8(&chunk).unwrap());
+            while let Some(end) = buffer.find('\n') {
+                let line: String = buffer.drain(..=end).collect();
+                let Some(data) = line.trim_end().strip_prefix("data: ") else {
+                    continue;
+                };
+                let Ok(message) = serde_json::from_str::<Value>(data) else {
+                    continue;
+                };
+                if message["method"] == "elicitation/create" {
+                    questions.push(message["params"].clone());
+                    let reply = json!({"jsonrpc":"2.0","id":message["id"],"result":answer});
+                    let (_, _) = self.mcp(Some(session), reply).await;
+                } else if message["id"] == 7 {
+                    return (questions, message["result"].clone());
+                }
+            }
+        }
     }
 
     /// The Rust API's call.
@@ -417,4 +477,45 @@ async fn log_is_for_the_operator_alone() {
     let result = s.api("transfer", json!({"amount": 1})).await;
     assert_eq!(text(&result), "done transfer");
     assert!(acted(&result).is_null(), "{result}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn confirm_via_agent_asks_the_agent_when_a_confirm_rule_holds() {
+    let s = start_confirming_via(ConfirmVia::Agent).await;
+    let agent = s.mcp_session_with(json!({"elicitation": {}})).await;
+    // `transfer` does not ask for confirmation itself: the rule makes its big calls need it.
+    let (asked, result) = s
+        .mcp_call_answering(
+            &agent,
+            "transfer",
+            json!({"amount": 900}),
+            json!({"action": "decline"}),
+        )
+        .await;
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert!(
+        asked[0]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("transfer"),
+        "{asked:?}"
+    );
+    assert_eq!(result["isError"], true, "{result}");
+    assert!(
+        text(&result).starts_with("rejected by the user"),
+        "{result}"
+    );
+    assert!(s.calls_of("transfer").is_empty(), "a declined call ran");
+    // Where the rule does not hold, nobody is asked and the call runs.
+    let (asked, result) = s
+        .mcp_call_answering(
+            &agent,
+            "transfer",
+            json!({"amount": 10}),
+            json!({"action": "decline"}),
+        )
+        .await;
+    assert!(asked.is_empty(), "{asked:?}");
+    assert_eq!(text(&result), "done transfer", "{result}");
+    assert_eq!(s.calls_of("transfer").len(), 1);
 }
