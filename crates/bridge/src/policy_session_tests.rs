@@ -1,7 +1,9 @@
 //! The policy at a page session's choke points, with the test's [`FakePage`]: what the page is sent
 //! (a blocked call nothing, a confirmed one its `_meta`), results redacted on their way to the
 //! caller, a limit counted by the session holding the page's socket for the calls other cluster
-//! nodes relay to it, and the audit events.
+//! nodes relay to it, and the audit events. A call made on a node without the page's socket
+//! (over a link) is blocked before the link and its result redacted for its caller; a call with
+//! rounds (crate::input_rounds) is admitted once and its final result redacted.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -153,6 +155,69 @@ async fn the_node_holding_the_page_counts_relayed_calls_against_limits() {
         session.relay_to_page(relayed_call("n3", "profile"), Some("r3".into()), "reply"),
         Ok(())
     );
+}
+
+/// The same page session on the node without the page's socket: its calls go over a link (whose
+/// frames the test reads) to the node holding it, as crate::cluster::link attaches it.
+fn linked() -> (Arc<PageSession>, crate::connection_queue::OutgoingReceiver) {
+    let linked = guarded();
+    tools(&linked);
+    let (sender, queue) = crate::connection_queue::channel(64, 1 << 20);
+    let kill = Arc::new(tokio::sync::Notify::new());
+    let attached = linked.attach_link(sender, kill, "node-b".into(), std::time::SystemTime::now());
+    assert!(attached.is_some());
+    (linked, queue)
+}
+
+#[tokio::test]
+async fn a_call_relayed_between_nodes_is_blocked_before_the_link_and_redacted_for_its_caller() {
+    use futures_util::FutureExt;
+
+    use crate::connection_queue::Outgoing;
+
+    let holder = guarded();
+    tools(&holder);
+    let mut page = FakePage::connect(&holder);
+    let (linked, mut link) = linked();
+
+    let blocked = linked
+        .call_tool("sql", json!({"q": "DROP TABLE x"}), Duration::from_secs(5))
+        .await;
+    assert!(blocked.is_error);
+    assert!(blocked.text().contains("no-drop"), "{}", blocked.text());
+    assert!(
+        link.recv().now_or_never().is_none(),
+        "a blocked call went over the link"
+    );
+    assert!(page.has_nothing_queued());
+
+    let caller = {
+        let linked = linked.clone();
+        tokio::spawn(async move {
+            linked
+                .call_tool("profile", json!({}), Duration::from_secs(5))
+                .await
+        })
+    };
+    let Some(Outgoing::Frame(frame)) = link.recv().await else {
+        panic!("the call goes over the link")
+    };
+    let Ok(Message::Request { id, .. }) = protocol::decode(&frame) else {
+        panic!("a request: {frame}")
+    };
+    assert_eq!(
+        holder.relay_to_page(frame, Some(id.to_string()), "reply"),
+        Ok(())
+    );
+    let (at_page, _) = page.request(protocol::method::TOOLS_CALL).await;
+    assert_eq!(at_page, id);
+    // The page's answer, carried back to the linked node (crate::cluster relays it unread).
+    let answer = json!({"jsonrpc": "2.0", "id": id, "result":
+        {"content": [{"type": "text", "text": "ada@example.com"}]}});
+    assert!(linked.deliver_answer(&answer.to_string()).is_none());
+    let result = serde_json::to_value(caller.await.unwrap()).unwrap();
+    assert_eq!(result["content"][0]["text"], "[redacted email]");
+    assert_eq!(result["_meta"][ACTED_META][0]["rule"], "mask");
 }
 
 #[tokio::test]

@@ -1,6 +1,7 @@
 //! Whether a call may be a task, and room for it, with a real task book and the test's
 //! [`FakePage`]: a `--tools` tool's `taskSupport` holds when the page registered a handler for it,
-//! and a `required` tool's call at the task limit is refused before the page is sent anything.
+//! and a `required` tool's call at the task limit is refused before the page is sent anything; the
+//! policy's `block` refuses a call before any task, and its `redact` holds for a task's result.
 
 use std::sync::Arc;
 use std::time::Duration;
