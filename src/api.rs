@@ -6,14 +6,14 @@ use std::rc::Rc;
 
 use client_tools_core::connection::Connection;
 use client_tools_core::page_api;
-use client_tools_core::page_engine::{Caller, EngineConfig, PageEngine};
+use client_tools_core::page_engine::{Caller, PageEngine};
 use client_tools_core::protocol::CallToolResult;
 use client_tools_core::registry::ToolKind;
 use client_tools_core::CoreError;
 use wasm_bindgen::prelude::*;
 
 use crate::options::Options;
-use crate::page::{Drivers, Page};
+use crate::page::{now, Drivers, Page};
 use crate::transport::{self, custom, websocket};
 use crate::typescript::*;
 use crate::webmcp::state::FormTools;
@@ -39,15 +39,11 @@ impl ClientTools {
         } else {
             (None, Vec::new())
         };
-        let config = EngineConfig {
-            allow: options.allow.clone(),
-            offer_allow_for_session: options.allow_for_session,
-        };
-        let engine = PageEngine::new(config, options.default_timeout_ms, interrupted);
-        let connection = options.endpoint.clone().map(|endpoint| {
-            let seed = (js_sys::Math::random() * u64::MAX as f64) as u64;
-            Connection::new(endpoint, options.token.clone(), resume_secret, seed)
-        });
+        let timeout_ms = options.default_timeout_ms;
+        let engine = PageEngine::new(options.engine_config(), timeout_ms, interrupted);
+        let seed = (js_sys::Math::random() * u64::MAX as f64) as u64;
+        let endpoint = options.endpoint.clone();
+        let connection = Connection::new(endpoint, options.token.clone(), resume_secret, seed);
         let drivers = Drivers {
             perform: driver::perform,
             connection: websocket::feed,
@@ -56,7 +52,7 @@ impl ClientTools {
             page: Page::new(options, engine, connection, drivers),
         };
         if tools.page.options.endpoint.is_some() {
-            remember_running_calls_on_unload(&tools.page);
+            session::keep_running_calls_on_unload(&tools.page);
         }
         if tools.page.options.forms {
             FormTools::start(&tools.page);
@@ -77,10 +73,9 @@ impl ClientTools {
     #[wasm_bindgen(js_name = defineFunction)]
     pub fn define_function(&self, declaration: FunctionDeclarationArg) -> Result<String, JsValue> {
         let (declaration, handler) = declaration::parse(&declaration).map_err(errors::to_js)?;
-        let defined = self.page.change_tools(|registry| {
-            let (name, warnings) = registry.define(declaration, ToolKind::Function, handler)?;
-            Ok((name, warnings, true))
-        });
+        let kind = ToolKind::Function;
+        let defined = (self.page.engine.borrow_mut()).define(now(), declaration, kind, handler);
+        self.page.drain();
         defined.map_err(errors::to_js)
     }
 
@@ -97,20 +92,16 @@ impl ClientTools {
         let Some(handler) = handler.dyn_ref::<js_sys::Function>().cloned() else {
             return Err(errors::to_js(CoreError::HandlerNotFunction(name)));
         };
-        let registered = self.page.change_tools(|registry| {
-            let (name, warnings) = registry.register_handler(&name, handler)?;
-            Ok((name, warnings, true))
-        });
+        let registered = (self.page.engine.borrow_mut()).register_handler(now(), &name, handler);
+        self.page.drain();
         registered.map_err(errors::to_js)
     }
 
     /// Removes a tool (by normalized or original name); `false` when there was none.
     pub fn unregister(&self, name: &str) -> bool {
-        let removed = self.page.change_tools(|registry| {
-            let removed = registry.unregister(name);
-            Ok((removed, Vec::new(), removed))
-        });
-        removed.unwrap_or(false)
+        let removed = self.page.engine.borrow_mut().unregister(now(), name);
+        self.page.drain();
+        removed
     }
 
     /// Every tool with its names, schemas and kind.
@@ -199,12 +190,8 @@ impl ClientTools {
             if page.engine.borrow().registry().get(&name).is_none() {
                 return Err(errors::to_js(CoreError::UnknownTool(name)));
             }
-            let input = js::input_text(&input).map_err(|why| {
-                errors::to_js(CoreError::InvalidOptions(format!(
-                    "input of '{name}' is not JSON: {why}"
-                )))
-            })?;
-            let result = page.call(name, input, Caller::Page, |_| {}).await;
+            let result = page.call(name, &input, Caller::Page, |_| {}).await;
+            let result = result.map_err(|why| errors::to_js(CoreError::InvalidOptions(why)))?;
             // Stopped without a result (its form withdrawn, say): still exactly one outcome.
             let result = result.unwrap_or_else(|| CallToolResult::error("the call was cancelled"));
             Ok(js::to_plain(&result))
@@ -216,29 +203,12 @@ impl ClientTools {
     /// the first successful `connect()`.
     #[wasm_bindgen(getter, js_name = sessionId, unchecked_return_type = "string | undefined")]
     pub fn session_id(&self) -> Option<String> {
-        self.page.session_id.borrow().clone()
+        self.page.connection.borrow().session_id()
     }
 
     /// `disconnected`, `connecting`, `connected` or `reconnecting`.
     #[wasm_bindgen(getter, js_name = connectionState, unchecked_return_type = "ConnectionState")]
     pub fn connection_state(&self) -> String {
-        self.page.state.get().as_str().to_owned()
+        self.page.connection.borrow().state().as_str().to_owned()
     }
-}
-
-/// On `pagehide` (reload, navigation, tab close) the ids of running agent calls are kept in
-/// `sessionStorage`, so the next page of the session answers their re-sends without running them.
-/// The listener lives as long as the page (it holds only a weak reference).
-fn remember_running_calls_on_unload(page: &Rc<Page>) {
-    let Some(window) = web_sys::window() else {
-        return;
-    };
-    let weak = Rc::downgrade(page);
-    let listener = Closure::<dyn Fn()>::new(move || {
-        if let Some(page) = weak.upgrade() {
-            session::store_running_calls(&page.engine.borrow().running_agent_calls());
-        }
-    });
-    let _ = window.add_event_listener_with_callback("pagehide", listener.as_ref().unchecked_ref());
-    listener.forget();
 }

@@ -7,16 +7,17 @@ use std::rc::Rc;
 
 use client_tools_core::call::ConfirmDecision;
 use client_tools_core::page_engine::{Answer, CallHandle, Input, Question, QuestionKind};
-use wasm_bindgen::JsValue;
 
 use crate::js;
 use crate::page::{take, Page};
 use crate::ui::dialog::{self, Request};
+use wasm_bindgen::JsValue;
 
 pub fn ask(page: &Rc<Page>, call: CallHandle, call_id: &str, question: Question) {
     let confirming = matches!(question.kind, QuestionKind::Confirm { .. });
     if let (true, Some(confirm)) = (confirming, page.options.confirm.clone()) {
-        return ask_callback(page, call, call_id, confirm, question);
+        let request = js::to_plain(&question.confirm_request(call_id));
+        return ask_callback(page, call, confirm, request);
     }
     let strings = page.options.strings.clone();
     let (id, answer) = match dialog::ask(Request { question, strings }) {
@@ -39,29 +40,7 @@ pub fn ask(page: &Rc<Page>, call: CallHandle, call_id: &str, question: Question)
 }
 
 /// The page's own `confirm(request)` decides.
-fn ask_callback(
-    page: &Rc<Page>,
-    call: CallHandle,
-    call_id: &str,
-    confirm: js_sys::Function,
-    question: Question,
-) {
-    let schema = question
-        .schema
-        .as_ref()
-        .map_or(JsValue::UNDEFINED, |s| js::to_plain(s.schema()));
-    let description = question.tool_description.as_deref();
-    let request = js::object(&[
-        ("toolName", question.tool_name.as_str().into()),
-        ("originalName", question.original_name.as_str().into()),
-        (
-            "description",
-            description.map_or(JsValue::UNDEFINED, JsValue::from),
-        ),
-        ("callId", call_id.into()),
-        ("input", js::to_plain(&question.value)),
-        ("inputSchema", schema),
-    ]);
+fn ask_callback(page: &Rc<Page>, call: CallHandle, confirm: js_sys::Function, request: JsValue) {
     let page = page.clone();
     wasm_bindgen_futures::spawn_local(async move {
         let args = js_sys::Array::of1(&request);

@@ -8,7 +8,6 @@ use std::rc::Rc;
 use client_tools_core::page_engine::{CallEvent, CallHandle, Event, Output};
 use client_tools_core::registry::{RegisteredTool, ToolKind};
 use std::sync::Arc;
-use wasm_bindgen::JsValue;
 
 use crate::js;
 use crate::page::{take, Page, Running};
@@ -34,28 +33,17 @@ pub fn perform(page: &Rc<Page>, output: Output<js_sys::Function>) {
         } => crate::ask::ask(page, call, &call_id, question),
         Output::WithdrawAsk { call } => crate::ask::withdraw(page, call),
         Output::Abort { call, reason } => {
+            // A form's wait for its submit ends as its sender drops, here.
             let running = take(&mut page.calls.borrow_mut().running, call);
-            match running {
-                Some(Running::Handler(ctx)) => js::abort_handler_context(&ctx, &reason),
-                Some(Running::Form(stop)) => {
-                    let _ = stop.send(());
-                }
-                None => {}
+            if let Some(Running::Handler(ctx)) = running {
+                js::abort_handler_context(&ctx, &reason);
             }
         }
         Output::AgentAnswered { call, answer } => {
-            let calls = page.calls.borrow();
-            let ctx = calls.running.iter().find_map(|(c, running)| match running {
-                Running::Handler(ctx) if *c == call => Some(ctx.clone()),
-                _ => None,
-            });
-            drop(calls);
-            let (result, error) = match answer {
-                Ok(result) => (js::to_plain(&result), JsValue::NULL),
-                Err(error) => (JsValue::NULL, js::to_plain(&error)),
-            };
+            let ctx = page.calls.borrow().handler_ctx(call);
             if let Some(ctx) = ctx {
-                js::settle_round(&ctx, result, error);
+                // `{Ok: {inputResponses}}` or `{Err: {code, message, data}}`.
+                js::settle_round(&ctx, js::to_plain(&answer));
             }
         }
         Output::Settled { call, result } => {

@@ -57,10 +57,10 @@ export function handlerContext(callId, call, toolName, originalName, report) {
 }
 export function abortHandlerContext(ctx, reason) {
   controllers.get(ctx).abort(new Error(reason));
-  settleRound(ctx, null, { code: 0, message: reason });
+  settleRound(ctx, { Err: { code: 0, message: reason } });
 }
-// The agent's answer to the round: `result` `{inputResponses: {key: …}}`, or `error` {code, message, data}.
-export function settleRound(ctx, result, error) {
+// The agent's answer to the round: `{Ok: {inputResponses: {key: …}}}`, or `{Err: {code, message, data}}`.
+export function settleRound(ctx, { Ok: result, Err: error }) {
   const round = rounds.get(ctx);
   if (!round) return;
   rounds.delete(ctx);

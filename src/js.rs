@@ -27,10 +27,10 @@ extern "C" {
     #[wasm_bindgen(js_name = abortHandlerContext)]
     pub fn abort_handler_context(ctx: &js_sys::Object, reason: &str);
 
-    /// Resolves the round `ctx` waits on with the agent's `result` (`{inputResponses}`), or
-    /// rejects it with `error` (`{code, message, data}`).
+    /// Settles the round `ctx` waits on with the agent's answer: `{Ok: {inputResponses}}`
+    /// resolves it, `{Err: {code, message, data}}` rejects it.
     #[wasm_bindgen(js_name = settleRound)]
-    pub fn settle_round(ctx: &js_sys::Object, result: JsValue, error: JsValue);
+    pub fn settle_round(ctx: &js_sys::Object, answer: JsValue);
 
     /// The `requiredCapabilities` (JSON text) of a `CAPABILITY_MISSING` error a handler let
     /// propagate; `None` for anything else it threw.

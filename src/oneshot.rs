@@ -12,32 +12,26 @@ use std::task::{Context, Poll, Waker};
 #[derive(Debug)]
 pub struct Canceled;
 
-struct Slot<T> {
-    value: Option<T>,
-    waker: Option<Waker>,
-    sender_gone: bool,
-}
+/// What the sender left (`Some(None)`: it went away unsent), and the task waiting for it.
+type Slot<T> = Rc<RefCell<(Option<Option<T>>, Option<Waker>)>>;
 
-pub struct Sender<T>(Rc<RefCell<Slot<T>>>);
+pub struct Sender<T>(Slot<T>);
 
-pub struct Receiver<T>(Rc<RefCell<Slot<T>>>);
+pub struct Receiver<T>(Slot<T>);
 
 pub fn channel<T>() -> (Sender<T>, Receiver<T>) {
-    let slot = Rc::new(RefCell::new(Slot {
-        value: None,
-        waker: None,
-        sender_gone: false,
-    }));
+    let slot = Rc::new(RefCell::new((None, None)));
     (Sender(slot.clone()), Receiver(slot))
 }
 
 impl<T> Sender<T> {
-    /// Hands the value over (`Err` with it when the receiver is gone).
+    /// Hands the value over (`Err` with it when the receiver is gone); the waiting task wakes
+    /// when the sender drops, here.
     pub fn send(self, value: T) -> Result<(), T> {
         if Rc::strong_count(&self.0) == 1 {
             return Err(value);
         }
-        self.0.borrow_mut().value = Some(value);
+        self.0.borrow_mut().0 = Some(Some(value));
         Ok(())
     }
 }
@@ -46,8 +40,8 @@ impl<T> Drop for Sender<T> {
     fn drop(&mut self) {
         let waker = {
             let mut slot = self.0.borrow_mut();
-            slot.sender_gone = true;
-            slot.waker.take()
+            slot.0.get_or_insert(None);
+            slot.1.take()
         };
         if let Some(waker) = waker {
             waker.wake();
@@ -60,11 +54,10 @@ impl<T> Future for Receiver<T> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut slot = self.0.borrow_mut();
-        match slot.value.take() {
-            Some(value) => Poll::Ready(Ok(value)),
-            None if slot.sender_gone => Poll::Ready(Err(Canceled)),
+        match slot.0.take() {
+            Some(left) => Poll::Ready(left.ok_or(Canceled)),
             None => {
-                slot.waker = Some(cx.waker().clone());
+                slot.1 = Some(cx.waker().clone());
                 Poll::Pending
             }
         }

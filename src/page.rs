@@ -1,23 +1,21 @@
 //! The state one `ClientTools` instance shares with its connection and its calls, and the loop
 //! that drives the core's page engine: [`Page::feed`] hands it an input with the time, then every
-//! output it returns is performed ([`Page::perform`], set by [`crate::driver`]) and the one page
+//! output it returns is performed ([`Drivers`]: [`crate::driver`]'s functions) and the one page
 //! timer is armed for the engine's next wake-up.
 //!
 //! Everything lives behind `Rc` + `RefCell` (a page is single-threaded). Borrows are short and
 //! never held across a call into page JavaScript (STYLE #7): the engine is borrowed to take one
 //! output, released, and only then is the output performed.
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::rc::{Rc, Weak};
 
 use crate::oneshot;
-use client_tools_core::connect::ConnectResult;
-use client_tools_core::connection::{ConnInput, Connection, ConnectionState};
+use client_tools_core::connection::{ConnInput, Connection};
 use client_tools_core::page_engine::{
     CallHandle, Caller, HandlerOutcome, Input, Output, PageEngine,
 };
 use client_tools_core::protocol::CallToolResult;
-use client_tools_core::registry::{Registry, Warning};
 use client_tools_core::time::Millis;
 use client_tools_core::{CoreError, WarningCode};
 use serde_json::Value;
@@ -50,7 +48,7 @@ pub struct Socket {
 pub enum Running {
     /// A handler's `ctx` (its `signal` aborts).
     Handler(js_sys::Object),
-    /// A form being filled: the sender stops the wait for its submit.
+    /// A form being filled: dropping the sender stops the wait for its submit.
     Form(oneshot::Sender<()>),
 }
 
@@ -63,6 +61,16 @@ pub struct CallSlots {
     pub asked: Vec<(CallHandle, u32)>,
     /// Page calls (`invoke`, the browser's agent) waiting for their outcome.
     pub waiting: Vec<(CallHandle, oneshot::Sender<Option<CallToolResult>>)>,
+}
+
+impl CallSlots {
+    /// The `ctx` of `call`'s running handler.
+    pub fn handler_ctx(&self, call: CallHandle) -> Option<js_sys::Object> {
+        self.running.iter().find_map(|(c, running)| match running {
+            Running::Handler(ctx) if *c == call => Some(ctx.clone()),
+            _ => None,
+        })
+    }
 }
 
 /// Takes the entry of `call` out of `slots`.
@@ -80,20 +88,17 @@ pub struct Drivers {
     pub connection: fn(&Rc<Page>, ConnInput<'_>),
 }
 
-type CtxCallback = Closure<dyn Fn(JsValue, JsValue, JsValue, JsValue, JsValue)>;
+type CtxCallback = Closure<dyn Fn(f64, String, JsValue, JsValue, JsValue)>;
 
 pub struct Page {
     pub options: Options,
     /// Every rule of a call's life, and the tools.
     pub engine: RefCell<PageEngine<js_sys::Function>>,
-    /// The connection to the runtime (none without an `endpoint`).
-    pub connection: RefCell<Option<Connection>>,
+    /// The connection to the runtime: its state, session, and the socket's life.
+    pub connection: RefCell<Connection>,
     pub events: EventHub,
     pub calls: RefCell<CallSlots>,
     pub link: RefCell<Link>,
-    pub state: Cell<ConnectionState>,
-    /// The runtime's id for this page's session: unknown until the first successful connect.
-    pub session_id: RefCell<Option<String>>,
     /// The `<form toolname>` tools (SPEC §8).
     pub forms: FormTools,
     /// What is registered with the browser's `modelContext` (SPEC §8).
@@ -127,7 +132,7 @@ impl Page {
     pub fn new(
         options: Options,
         engine: PageEngine<js_sys::Function>,
-        connection: Option<Connection>,
+        connection: Connection,
         drivers: Drivers,
     ) -> Rc<Self> {
         Rc::new_cyclic(|weak: &Weak<Page>| {
@@ -144,20 +149,18 @@ impl Page {
             let weak = weak.clone();
             // `(call, what, a, b, c)`: a handler's ctx reporting progress, logging or asking.
             let from_ctx = Closure::new(
-                move |call: JsValue, what: JsValue, a: JsValue, b: JsValue, c: JsValue| {
-                    let (Some(page), Some(call)) = (weak.upgrade(), call.as_f64()) else {
-                        return;
-                    };
+                move |call: f64, what: String, a: JsValue, b: JsValue, c: JsValue| {
+                    let Some(page) = weak.upgrade() else { return };
                     let call = CallHandle(call as u64);
                     let requests = a.as_string().unwrap_or_default();
-                    page.feed(match what.as_string().as_deref() {
-                        Some("progress") => Input::Progress {
+                    page.feed(match what.as_str() {
+                        "progress" => Input::Progress {
                             call,
                             progress: a.as_f64().unwrap_or(0.0),
                             total: b.as_f64(),
                             message: c.as_string(),
                         },
-                        Some("log") => Input::Log {
+                        "log" => Input::Log {
                             call,
                             level: a.as_string().unwrap_or_default(),
                             // A log never fails the call: what is not JSON is sent as its reason.
@@ -178,8 +181,6 @@ impl Page {
                 events: EventHub::default(),
                 calls: RefCell::default(),
                 link: RefCell::new(Link::default()),
-                state: Cell::new(ConnectionState::Disconnected),
-                session_id: RefCell::new(None),
                 forms: FormTools::default(),
                 browser_agent: BrowserAgent::default(),
                 drivers,
@@ -199,12 +200,10 @@ impl Page {
     /// Performs the engine's outputs in order (an output may feed the engine again: what that
     /// adds is performed in the same loop), then arms the timer for its next wake-up.
     pub fn drain(self: &Rc<Self>) {
-        loop {
-            let output = self.engine.borrow_mut().poll_output();
-            match output {
-                Some(output) => (self.drivers.perform)(self, output),
-                None => break,
-            }
+        // The closure's borrow of the engine ends before the output is performed.
+        let next = || self.engine.borrow_mut().poll_output();
+        while let Some(output) = next() {
+            (self.drivers.perform)(self, output);
         }
         self.arm_timer();
     }
@@ -212,11 +211,7 @@ impl Page {
     /// One `setTimeout` for the engines' earliest wake-up, replaced only when that changes.
     pub fn arm_timer(&self) {
         let calls = self.engine.borrow().poll_timeout();
-        let connection = self
-            .connection
-            .borrow()
-            .as_ref()
-            .and_then(|c| c.poll_timeout());
+        let connection = self.connection.borrow().poll_timeout();
         let wanted = calls.into_iter().chain(connection).min();
         let armed = self.timer.borrow().as_ref().map(|(at, _)| *at);
         if wanted == armed {
@@ -234,15 +229,18 @@ impl Page {
         }
     }
 
-    /// The page calls a tool itself (`invoke`, the browser's agent): `started` learns the call's
-    /// handle before it runs; the outcome is `None` when it was cancelled.
+    /// The page calls a tool itself (`invoke`, the browser's agent) with `input` (`undefined`: no
+    /// arguments): `started` learns the call's handle before it runs; the outcome is `None` when
+    /// it was cancelled, `Err` when `input` has no JSON form.
     pub async fn call(
         self: &Rc<Self>,
         name: String,
-        input: Option<String>,
+        input: &JsValue,
         caller: Caller,
         started: impl FnOnce(CallHandle),
-    ) -> Option<CallToolResult> {
+    ) -> Result<Option<CallToolResult>, String> {
+        let input = crate::js::input_text(input)
+            .map_err(|why| format!("input of '{name}' is not JSON: {why}"))?;
         let (sender, outcome) = oneshot::channel();
         let call = self
             .engine
@@ -251,7 +249,7 @@ impl Page {
         self.calls.borrow_mut().waiting.push((call, sender));
         started(call);
         self.drain();
-        outcome.await.ok().flatten()
+        Ok(outcome.await.ok().flatten())
     }
 
     /// A handler's (or a form's) value or throw, told to the engine as it reads it.
@@ -278,21 +276,13 @@ impl Page {
         self.from_ctx.as_ref().unchecked_ref()
     }
 
-    /// The runtime accepted the connection (`client_tools_core::connect`): remember the session. A
-    /// new session (`resumed: false`) owes nothing to an earlier one: the engine ends the earlier
-    /// session's calls.
-    pub fn begin_session(self: &Rc<Self>, session: ConnectResult) {
-        crate::session::store(&session);
-        *self.session_id.borrow_mut() = Some(session.session_id);
-        self.feed(Input::SessionBegun {
-            resumed: session.resumed,
-        });
-    }
-
     /// Sends a frame to the runtime: through the page's transport, else the socket when it is
     /// connected (the connection engine keeps it for after a reconnect otherwise). The engine
     /// checked it against the runtime's limits.
     pub fn transmit(&self, frame: String) {
+        let Some(frame) = self.connection.borrow_mut().send(frame) else {
+            return;
+        };
         // The function is called with no borrow held: it may hand a frame straight back.
         let custom = self.link.borrow().custom.clone();
         if let Some(send) = custom {
@@ -306,46 +296,10 @@ impl Page {
             }
             return;
         }
-        let now = self
-            .connection
-            .borrow_mut()
-            .as_mut()
-            .and_then(|c| c.send(frame));
-        if let (Some(frame), Some(socket)) = (now, &self.link.borrow().socket) {
+        if let Some(socket) = &self.link.borrow().socket {
             // A closing socket drops it silently: its calls are sent again after the reconnect,
             // and the ledger answers them.
             let _ = socket.socket.send_with_str(&frame);
-        }
-    }
-
-    pub fn set_state(&self, state: ConnectionState) {
-        if self.state.replace(state) != state {
-            let detail = crate::js::object(&[("state", state.as_str().into())]);
-            self.events.emit("connectionchange", &detail);
-        }
-    }
-
-    /// Changes the tools (no borrow is held after), reports the change's warnings, and tells the
-    /// engine when `change` says it changed anything.
-    pub fn change_tools<T>(
-        self: &Rc<Self>,
-        change: impl FnOnce(
-            &mut Registry<js_sys::Function>,
-        ) -> Result<(T, Vec<Warning>, bool), CoreError>,
-    ) -> Result<T, CoreError> {
-        let changed = change(self.engine.borrow_mut().registry_mut());
-        let (value, warnings, changed) = changed?;
-        self.report(&warnings);
-        if changed {
-            self.feed(Input::ToolsChanged);
-        }
-        Ok(value)
-    }
-
-    pub fn report(&self, warnings: &[Warning]) {
-        for warning in warnings {
-            self.events
-                .warn(warning.code, &warning.message, warning.tool_name.as_deref());
         }
     }
 }

@@ -5,7 +5,12 @@
 //! first frame (`client_tools_core::connect`) and sends the secret back when it connects again.
 //! Neither ever travels in a URL.
 
+use std::rc::Rc;
+
 use client_tools_core::connect::ConnectResult;
+use wasm_bindgen::prelude::*;
+
+use crate::page::Page;
 
 /// The session id the runtime gave (public: agents name the page by it).
 const SESSION_ID_KEY: &str = "client-tools:session-id";
@@ -44,9 +49,21 @@ pub fn take_interrupted_calls() -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// Remembers the running call ids while the page unloads.
-pub fn store_running_calls(ids: &[String]) {
-    if let (Some(storage), Ok(text)) = (storage(), serde_json::to_string(ids)) {
-        let _ = storage.set_item(RUNNING_CALLS_KEY, &text);
-    }
+/// On `pagehide` (reload, navigation, tab close) the ids of running agent calls are kept, so the
+/// next page of the session answers their re-sends without running them. The listener lives as
+/// long as the page (it holds only a weak reference).
+pub fn keep_running_calls_on_unload(page: &Rc<Page>) {
+    let Some(window) = web_sys::window() else {
+        return;
+    };
+    let weak = Rc::downgrade(page);
+    let listener = Closure::<dyn Fn()>::new(move || {
+        let Some(page) = weak.upgrade() else { return };
+        let ids = page.engine.borrow().running_agent_calls();
+        if let (Some(storage), Ok(text)) = (storage(), serde_json::to_string(&ids)) {
+            let _ = storage.set_item(RUNNING_CALLS_KEY, &text);
+        }
+    });
+    let _ = window.add_event_listener_with_callback("pagehide", listener.as_ref().unchecked_ref());
+    listener.forget();
 }

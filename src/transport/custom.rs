@@ -5,10 +5,9 @@
 
 use std::rc::Rc;
 
-use client_tools_core::CoreError;
-
-use client_tools_core::connection::{ConnInput, ConnectionState};
+use client_tools_core::connection::ConnInput;
 use client_tools_core::page_engine::Input;
+use client_tools_core::CoreError;
 
 use crate::page::Page;
 use crate::transport::websocket;
@@ -18,9 +17,8 @@ use crate::transport::websocket;
 /// `send` is called synchronously and its return value is ignored (an async `send` must handle its
 /// own failures).
 pub fn attach(page: &Rc<Page>, send: js_sys::Function) {
-    websocket::feed(page, ConnInput::Detach);
     page.link.borrow_mut().custom = Some(send);
-    page.set_state(ConnectionState::Connected);
+    websocket::feed(page, ConnInput::Attach);
 }
 
 /// Hands one frame from the runtime to the page engine.

@@ -7,13 +7,12 @@ pub mod websocket;
 
 use std::rc::Rc;
 
-use client_tools_core::connection::{ConnInput, ConnectionState};
+use client_tools_core::connection::ConnInput;
 
 use crate::page::Page;
 
 /// Ends the connection, whichever transport carries it; no reconnect follows.
 pub fn disconnect(page: &Rc<Page>) {
-    websocket::feed(page, ConnInput::Disconnect);
     page.link.borrow_mut().custom = None;
-    page.set_state(ConnectionState::Disconnected);
+    websocket::feed(page, ConnInput::Disconnect);
 }

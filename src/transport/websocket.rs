@@ -10,7 +10,7 @@
 use std::rc::{Rc, Weak};
 
 use crate::oneshot;
-use client_tools_core::connection::{ConnInput, ConnOutput, ConnectionState};
+use client_tools_core::connection::{ConnInput, ConnOutput};
 use client_tools_core::page_engine::Input;
 use client_tools_core::protocol::{code, encode_error, RpcError};
 use client_tools_core::{CoreError, WarningCode};
@@ -20,17 +20,6 @@ use crate::page::{now, Page, Socket};
 
 /// Opens the connection (resolves once the runtime accepted it) and keeps it up until `disconnect`.
 pub async fn connect(page: &Rc<Page>) -> Result<(), CoreError> {
-    if page.link.borrow().custom.is_some() {
-        return Err(CoreError::NotConnected(
-            "a page transport is attached (attachTransport): call disconnect() before connect()"
-                .into(),
-        ));
-    }
-    if page.connection.borrow().is_none() {
-        return Err(CoreError::NotConnected(
-            "no 'endpoint' option was given".into(),
-        ));
-    }
     let (settled, outcome) = oneshot::channel();
     page.link.borrow_mut().connecting.push(settled);
     feed(page, ConnInput::Connect);
@@ -41,27 +30,16 @@ pub async fn connect(page: &Rc<Page>) -> Result<(), CoreError> {
 
 /// Hands the connection engine one input, then performs what it asks.
 pub fn feed(page: &Rc<Page>, input: ConnInput<'_>) {
-    if let Some(connection) = page.connection.borrow_mut().as_mut() {
-        connection.handle(now(), input);
-    }
-    loop {
-        let output = page
-            .connection
-            .borrow_mut()
-            .as_mut()
-            .and_then(|connection| connection.poll_output());
-        match output {
-            Some(output) => perform(page, output),
-            None => break,
-        }
+    page.connection.borrow_mut().handle(now(), input);
+    let next = || page.connection.borrow_mut().poll_output();
+    while let Some(output) = next() {
+        perform(page, output);
     }
     // While it is connected or trying to be, the page stays alive with no other reference to it
     // (a page's `new ClientTools(...)` in a module that keeps none: its socket, timer and calls
     // hold it weakly). `disconnect()` and a page transport let it go.
-    let wanted = page.connection.borrow().as_ref().map(|c| c.state());
-    page.link.borrow_mut().keepalive = wanted
-        .filter(|state| *state != ConnectionState::Disconnected)
-        .map(|_| page.clone());
+    let wanted = page.connection.borrow().wants_socket();
+    page.link.borrow_mut().keepalive = wanted.then(|| page.clone());
     page.arm_timer();
 }
 
@@ -80,8 +58,18 @@ fn perform(page: &Rc<Page>, output: ConnOutput) {
                 let _ = socket.close_with_code_and_reason(code, reason);
             }
         }
-        ConnOutput::State(state) => page.set_state(state),
-        ConnOutput::Session(session) => page.begin_session(session),
+        ConnOutput::State(state) => {
+            let detail = crate::js::object(&[("state", state.as_str().into())]);
+            page.events.emit("connectionchange", &detail);
+        }
+        // A new session (`resumed: false`) owes nothing to an earlier one: the engine ends the
+        // earlier session's calls.
+        ConnOutput::Session(session) => {
+            crate::session::store(&session);
+            page.feed(Input::SessionBegun {
+                resumed: session.resumed,
+            });
+        }
         ConnOutput::Settled(outcome) => {
             let waiting = std::mem::take(&mut page.link.borrow_mut().connecting);
             for settled in waiting {
@@ -114,11 +102,7 @@ fn open(page: &Rc<Page>) {
             );
             return page.transmit(encode_error(None, &error));
         };
-        let handshake = page
-            .connection
-            .borrow()
-            .as_ref()
-            .is_some_and(|connection| connection.awaits_answer());
+        let handshake = page.connection.borrow().awaits_answer();
         if handshake {
             feed(&page, ConnInput::Answer(&text));
         } else {

@@ -153,14 +153,13 @@ fn execute(page: Weak<Page>, name: String, input: JsValue, signal: JsValue) -> j
         let page = page
             .upgrade()
             .ok_or_else(|| JsValue::from_str("the page's ClientTools is gone"))?;
-        let input = js::input_text(&input)
-            .map_err(|why| JsValue::from_str(&format!("input of '{name}' is not JSON: {why}")))?;
         if super::signal_aborted(&signal) {
             return Ok(JsValue::UNDEFINED);
         }
         let stop = stop_call(&page);
         let watch = |call: CallHandle| super::watch_abort(&signal, call.0 as f64, &stop);
-        match page.call(name, input, Caller::Agent, watch).await {
+        let result = page.call(name, &input, Caller::Agent, watch).await;
+        match result.map_err(|why| JsValue::from_str(&why))? {
             Some(result) => Ok(js::to_plain(&result)),
             // Cancelled: `registerWithBrowser`'s wrapper rejects with an `AbortError`.
             None => Ok(JsValue::UNDEFINED),

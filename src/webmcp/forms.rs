@@ -290,7 +290,8 @@ pub fn rescan(page: &Rc<Page>) {
     let messages: Vec<String> = warnings.iter().map(|w| w.message.clone()).collect();
     let before = page.forms.warned.replace(messages);
     warnings.retain(|w| !before.contains(&w.message));
-    page.report(&warnings);
+    page.engine.borrow_mut().report(warnings);
+    page.drain();
     if changed {
         page.feed(Input::ToolsChanged);
     }

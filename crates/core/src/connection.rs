@@ -42,8 +42,9 @@ pub enum ConnInput<'a> {
     Connect,
     /// `disconnect()`: closed for good, no reconnect.
     Disconnect,
-    /// A page transport takes over (`attachTransport`): the socket closes with nothing reported.
-    Detach,
+    /// A page transport takes over (`attachTransport`): the socket closes, and the page is
+    /// connected through the transport until `disconnect()`.
+    Attach,
     /// The socket opened.
     Opened,
     /// A text frame arrived while the handshake waits for its answer.
@@ -91,7 +92,12 @@ enum Phase {
 }
 
 pub struct Connection {
-    endpoint: String,
+    /// `None`: the page has no WebSocket endpoint (a page transport may still be attached).
+    endpoint: Option<String>,
+    /// The runtime's id for the page's session: known from the first accepted connect.
+    session_id: Option<String>,
+    /// A page transport carries the frames (`attachTransport`).
+    attached: bool,
     token: Option<String>,
     resume_secret: Option<String>,
     state: ConnectionState,
@@ -109,13 +115,15 @@ pub struct Connection {
 impl Connection {
     /// `seed`: any number that differs between pages (the driver's `Math.random()`).
     pub fn new(
-        endpoint: String,
+        endpoint: Option<String>,
         token: Option<String>,
         resume_secret: Option<String>,
         seed: u64,
     ) -> Self {
         Self {
             endpoint,
+            session_id: None,
+            attached: false,
             token,
             resume_secret,
             state: ConnectionState::Disconnected,
@@ -132,6 +140,15 @@ impl Connection {
         self.state
     }
 
+    pub fn session_id(&self) -> Option<String> {
+        self.session_id.clone()
+    }
+
+    /// Whether a socket is wanted: connected by it, or trying to be (not a page transport).
+    pub fn wants_socket(&self) -> bool {
+        self.state != ConnectionState::Disconnected && !self.attached
+    }
+
     /// Whether an arriving frame is the answer to the connect frame (else it is MCP).
     pub fn awaits_answer(&self) -> bool {
         matches!(self.phase, Phase::Handshaking { .. })
@@ -140,7 +157,7 @@ impl Connection {
     /// A frame for the runtime: `Some` to send now; else it waits for the reconnect (or is
     /// dropped when the page is not connected at all and not trying: nobody would read it).
     pub fn send(&mut self, frame: String) -> Option<String> {
-        if self.phase == Phase::Open {
+        if self.phase == Phase::Open || self.attached {
             return Some(frame);
         }
         if self.state != ConnectionState::Disconnected {
@@ -166,6 +183,12 @@ impl Connection {
 
     pub fn handle(&mut self, now: Millis, input: ConnInput<'_>) {
         match input {
+            ConnInput::Connect if self.attached => self.refuse_connect(
+                "a page transport is attached (attachTransport): call disconnect() before connect()",
+            ),
+            ConnInput::Connect if self.endpoint.is_none() => {
+                self.refuse_connect("no 'endpoint' option was given")
+            }
             ConnInput::Connect => match self.state {
                 ConnectionState::Disconnected => {
                     self.set_state(ConnectionState::Connecting);
@@ -176,7 +199,7 @@ impl Connection {
                 // Connected, or reconnecting by itself.
                 _ => self.outputs.push_back(ConnOutput::Settled(Ok(()))),
             },
-            ConnInput::Disconnect | ConnInput::Detach => {
+            ConnInput::Disconnect | ConnInput::Attach => {
                 if !matches!(self.phase, Phase::Idle | Phase::Waiting { .. }) {
                     self.close(1000, "disconnect");
                 }
@@ -187,12 +210,13 @@ impl Connection {
                             "disconnect() or attachTransport() was called while connecting".into(),
                         ))));
                 }
-                if input == ConnInput::Disconnect {
-                    self.set_state(ConnectionState::Disconnected);
-                } else {
+                self.attached = input == ConnInput::Attach;
+                if self.attached {
                     // The page's transport answers other requests: these frames mean nothing there.
                     self.backlog.clear();
-                    self.state = ConnectionState::Disconnected;
+                    self.set_state(ConnectionState::Connected);
+                } else {
+                    self.set_state(ConnectionState::Disconnected);
                 }
             }
             ConnInput::Opened => {
@@ -255,6 +279,11 @@ impl Connection {
         }
     }
 
+    fn refuse_connect(&mut self, why: &str) {
+        let error = CoreError::NotConnected(why.into());
+        self.outputs.push_back(ConnOutput::Settled(Err(error)));
+    }
+
     fn open(&mut self, now: Millis) {
         self.outputs.push_back(ConnOutput::Open);
         self.phase = Phase::Opening {
@@ -268,6 +297,7 @@ impl Connection {
 
     fn accepted(&mut self, session: ConnectResult) {
         self.resume_secret = Some(session.resume_secret.clone());
+        self.session_id = Some(session.session_id.clone());
         self.phase = Phase::Open;
         self.attempt = 0;
         self.last_refusal = None;
@@ -291,7 +321,7 @@ impl Connection {
         if self.state == ConnectionState::Connecting {
             self.phase = Phase::Idle;
             self.set_state(ConnectionState::Disconnected);
-            let url = self.endpoint.clone();
+            let url = self.endpoint.clone().unwrap_or_default();
             let error = CoreError::ConnectionFailed { url, message };
             self.outputs.push_back(ConnOutput::Settled(Err(error)));
             return;

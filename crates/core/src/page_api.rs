@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::limits::{DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS};
+use crate::page_engine::EngineConfig;
 use crate::registry::{Declaration, Registry, TaskSupport};
 use crate::CoreError;
 
@@ -85,6 +86,14 @@ impl Default for PageOptions {
 }
 
 impl PageOptions {
+    /// The rules of these options the page engine applies.
+    pub fn engine_config(&self) -> EngineConfig {
+        EngineConfig {
+            allow: self.allow.clone(),
+            offer_allow_for_session: self.allow_for_session,
+        }
+    }
+
     /// Reads the options from their JSON text; the error names the option at fault.
     pub fn read(text: &str) -> Result<Self, CoreError> {
         let mut options: Self = read_plain(text).map_err(CoreError::InvalidOptions)?;

@@ -21,6 +21,7 @@ use serde_json::{json, Value};
 
 use crate::call::{self, outcome, Admission, ConfirmDecision, Confirmed, PreparedCall};
 use crate::codes::WarningCode;
+use crate::error::CoreError;
 use crate::ledger::{Arrival, CallLedger};
 use crate::limits::{
     HANDLER_GRACE_MS, HUMAN_WAIT_MAX_MS, HUMAN_WAIT_TICK_MS, MAX_LIVE_CALLS, MAX_LOGS_PER_CALL,
@@ -31,7 +32,7 @@ use crate::protocol::{
     CallToolParams, CallToolResult, CancelledParams, Implementation, InitializeResult, Message,
     ProgressParams, RequestId, RpcError, ToolsListResult, PROTOCOL_VERSION,
 };
-use crate::registry::{RegisteredTool, Registry, ToolKind};
+use crate::registry::{Declaration, RegisteredTool, Registry, ToolKind, Warning};
 use crate::time::Millis;
 use crate::validate::CompiledSchema;
 
@@ -168,6 +169,26 @@ pub struct Question {
     pub schema: Option<Arc<CompiledSchema>>,
     /// The call's arguments as JSON text, shown above a result form when it has any.
     pub context: Option<String>,
+}
+
+impl Question {
+    /// What a page's `confirm(request)` callback is handed (SPEC §4): the tool, the call and the
+    /// proposed input, with the tool's description and input schema when it has them.
+    pub fn confirm_request(&self, call_id: &str) -> Value {
+        let mut request = json!({
+            "toolName": self.tool_name,
+            "originalName": self.original_name,
+            "callId": call_id,
+            "input": self.value,
+        });
+        if let Some(description) = &self.tool_description {
+            request["description"] = description.as_str().into();
+        }
+        if let Some(schema) = &self.schema {
+            request["inputSchema"] = schema.schema().clone();
+        }
+        request
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -467,9 +488,62 @@ impl<H> PageEngine<H> {
         &self.registry
     }
 
-    /// Change the tools, then tell the engine ([`Input::ToolsChanged`]).
+    /// Change the tools, then tell the engine ([`Input::ToolsChanged`]) — or use [`Self::define`],
+    /// [`Self::register_handler`] and [`Self::unregister`], which do both.
     pub fn registry_mut(&mut self) -> &mut Registry<H> {
         &mut self.registry
+    }
+
+    /// `defineFunction` (SPEC §3): the page hears the registry's warnings, the agent the change.
+    pub fn define(
+        &mut self,
+        now: Millis,
+        declaration: Declaration,
+        kind: ToolKind,
+        handler: H,
+    ) -> Result<String, CoreError> {
+        let (name, warnings) = self.registry.define(declaration, kind, handler)?;
+        self.report(warnings);
+        self.tools_changed(now);
+        Ok(name)
+    }
+
+    /// `registerHandler` (SPEC §3), told like [`Self::define`].
+    pub fn register_handler(
+        &mut self,
+        now: Millis,
+        name: &str,
+        handler: H,
+    ) -> Result<String, CoreError> {
+        let (name, warnings) = self.registry.register_handler(name, handler)?;
+        self.report(warnings);
+        self.tools_changed(now);
+        Ok(name)
+    }
+
+    /// `unregister` (SPEC §3): `false` when there was no such tool (and nothing is told).
+    pub fn unregister(&mut self, now: Millis, name: &str) -> bool {
+        let removed = self.registry.unregister(name);
+        if removed {
+            self.tools_changed(now);
+        }
+        removed
+    }
+
+    /// Tells the page each warning (a `warning` event).
+    pub fn report(&mut self, warnings: Vec<Warning>) {
+        for Warning {
+            code,
+            message,
+            tool_name,
+        } in warnings
+        {
+            self.outputs.push_back(Output::Emit(Event::Warning {
+                code,
+                message,
+                tool_name,
+            }));
+        }
     }
 
     pub fn config(&self) -> &EngineConfig {

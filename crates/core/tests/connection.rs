@@ -16,7 +16,12 @@ struct Socket {
 impl Socket {
     fn new(token: Option<&str>) -> Self {
         Self {
-            connection: Connection::new("ws://h/ws".into(), token.map(str::to_owned), None, 7),
+            connection: Connection::new(
+                Some("ws://h/ws".into()),
+                token.map(str::to_owned),
+                None,
+                7,
+            ),
             now: Millis(0.0),
         }
     }
@@ -191,16 +196,45 @@ fn disconnect_ends_everything_and_detach_reports_nothing() {
     socket.input(ConnInput::Connect);
     socket.input(ConnInput::Opened);
     socket.input(ConnInput::Answer(&accepted(false)));
-    let outputs = socket.input(ConnInput::Detach);
+    assert_eq!(socket.connection.session_id(), Some("s1".into()));
+    let outputs = socket.input(ConnInput::Attach);
     assert_eq!(
         outputs,
         [ConnOutput::Close {
             code: 1000,
             reason: "disconnect"
-        }]
+        }],
+        "connected before and after: no state to report"
     );
-    assert_eq!(socket.connection.state(), ConnectionState::Disconnected);
+    assert_eq!(socket.connection.state(), ConnectionState::Connected);
+    assert!(!socket.connection.wants_socket());
     assert!(socket.input(ConnInput::Closed).is_empty(), "no reconnect");
+    assert_eq!(socket.connection.send("f".into()), Some("f".into()));
+    let refused = socket.input(ConnInput::Connect);
+    assert!(
+        matches!(&refused[..], [ConnOutput::Settled(Err(CoreError::NotConnected(why)))] if why.contains("attachTransport")),
+        "{refused:?}"
+    );
+    let outputs = socket.input(ConnInput::Disconnect);
+    assert_eq!(outputs, [ConnOutput::State(ConnectionState::Disconnected)]);
+}
+
+#[test]
+fn a_page_without_an_endpoint_cannot_connect_but_may_attach_a_transport() {
+    let mut connection = Connection::new(None, None, None, 7);
+    connection.handle(Millis(0.0), ConnInput::Connect);
+    let refused = connection.poll_output();
+    assert!(
+        matches!(&refused, Some(ConnOutput::Settled(Err(CoreError::NotConnected(why)))) if why.contains("'endpoint'")),
+        "{refused:?}"
+    );
+    assert_eq!(connection.state(), ConnectionState::Disconnected);
+    connection.handle(Millis(0.0), ConnInput::Attach);
+    assert_eq!(
+        connection.poll_output(),
+        Some(ConnOutput::State(ConnectionState::Connected))
+    );
+    assert_eq!(connection.poll_output(), None);
 }
 
 #[test]

@@ -60,11 +60,10 @@ impl Page {
             timeout_ms: declaration["timeoutMs"].as_f64(),
             ..Declaration::default()
         };
-        let registry = self.engine.registry_mut();
-        registry
-            .define(declaration, ToolKind::Function, "handler")
-            .unwrap();
-        self.input(Input::ToolsChanged);
+        let kind = ToolKind::Function;
+        (self.engine.define(self.now, declaration, kind, "handler")).unwrap();
+        self.outputs
+            .extend(std::iter::from_fn(|| self.engine.poll_output()));
     }
 
     fn input(&mut self, input: Input<'_>) {
@@ -434,6 +433,28 @@ fn confirm_ask(outputs: &[Output<&'static str>]) -> CallHandle {
             _ => None,
         })
         .expect("a confirmation is asked")
+}
+
+#[test]
+fn a_confirm_callback_is_handed_the_tool_the_call_and_the_proposed_input() {
+    let mut page = Page::new();
+    page.call(1, "wipe", json!({"boardId": "b1"}));
+    let request = page
+        .take()
+        .into_iter()
+        .find_map(|output| match output {
+            Output::AskPerson {
+                call_id, question, ..
+            } => Some(question.confirm_request(&call_id)),
+            _ => None,
+        })
+        .expect("a confirmation is asked");
+    assert_eq!(request["toolName"], "wipe");
+    assert_eq!(request["originalName"], "wipe");
+    assert_eq!(request["description"], "Wipe the board");
+    assert_eq!(request["callId"], "1");
+    assert_eq!(request["input"], json!({"boardId": "b1"}));
+    assert_eq!(request["inputSchema"]["required"], json!(["boardId"]));
 }
 
 #[test]
@@ -1301,4 +1322,65 @@ fn progress_only_increases_and_is_always_a_number() {
     page.settle(call, HandlerOutcome::ReturnedNothing);
     page.call(2, "book", json!({}));
     confirm_ask(&page.take());
+}
+
+// ---- the page's tools -------------------------------------------------------------------------
+
+/// The `warning` events among `outputs`, by code.
+fn warnings(outputs: &[Output<&'static str>]) -> Vec<WarningCode> {
+    (outputs.iter())
+        .filter_map(|output| match output {
+            Output::Emit(Event::Warning { code, .. }) => Some(*code),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn changing_the_tools_warns_the_page_and_tells_the_agent_once_per_change() {
+    let mut page = Page::new();
+    let bare = Declaration {
+        original_name: "read cart".into(),
+        ..Declaration::default()
+    };
+    let name = (page.engine.define(page.now, bare, ToolKind::Function, "h")).unwrap();
+    assert_eq!(name, "read_cart");
+    page.outputs
+        .extend(std::iter::from_fn(|| page.engine.poll_output()));
+    let outputs = page.take();
+    assert_eq!(
+        warnings(&outputs),
+        [
+            WarningCode::ParametersNotObject,
+            WarningCode::MissingDescription
+        ]
+    );
+    assert!(
+        matches!(outputs.last(), Some(Output::Send(frame)) if frame.contains("notifications/tools/list_changed"))
+    );
+    assert_eq!(
+        events(&outputs).len(),
+        3,
+        "two warnings and toolschanged: {outputs:?}"
+    );
+
+    assert!(!page.engine.unregister(page.now, "no_such_tool"));
+    assert!(
+        page.engine.poll_output().is_none(),
+        "nothing changed, nothing told"
+    );
+    assert!(
+        page.engine.unregister(page.now, "read cart"),
+        "by its original name"
+    );
+    let outputs: Vec<_> = std::iter::from_fn(|| page.engine.poll_output()).collect();
+    assert!(matches!(outputs[0], Output::Emit(Event::ToolsChanged)));
+    assert!(page.engine.registry().get("read_cart").is_none());
+
+    let error = page.engine.register_handler(page.now, "", "h");
+    assert!(error.is_err(), "an empty name is refused");
+    assert!(
+        page.engine.poll_output().is_none(),
+        "a refused change tells nothing"
+    );
 }
