@@ -16,7 +16,6 @@ use crate::options::Options;
 use crate::page::{now, Drivers, Page};
 use crate::transport::{self, custom, websocket};
 use crate::typescript::*;
-use crate::webmcp::state::FormTools;
 use crate::{declaration, driver, errors, js, session};
 
 /// Client tools of one page: define them, connect to the agent runtime, watch the calls.
@@ -54,9 +53,7 @@ impl ClientTools {
         if tools.page.options.endpoint.is_some() {
             session::keep_running_calls_on_unload(&tools.page);
         }
-        if tools.page.options.forms {
-            FormTools::start(&tools.page);
-        }
+        crate::webmcp::start(&tools.page);
         if tools.page.options.auto_connect && tools.page.options.endpoint.is_some() {
             let page = tools.page.clone();
             wasm_bindgen_futures::spawn_local(async move {

@@ -73,7 +73,7 @@ export interface ListedTool {
   description?: string;
   inputSchema: JsonSchema;
   outputSchema?: JsonSchema;
-  kind: "function" | "handler" | "form";
+  kind: "function" | "handler" | "form" | "browser";
 }
 
 /** An MCP content block (a handler may return any; the SDK's own results are text). */

@@ -53,7 +53,8 @@ pub fn sync(page: &Rc<Page>) {
         .filter(|tool| match tool.kind {
             ToolKind::Function => true,
             ToolKind::Form => !native_forms,
-            ToolKind::Handler => false,
+            // Handlers have no schema on the page; adopted tools are the browser's already.
+            ToolKind::Handler | ToolKind::Browser => false,
         })
         .filter(|tool| registry::is_allowed(&page.options.allow, &tool.original_name))
         .map(|tool| {

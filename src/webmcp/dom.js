@@ -222,3 +222,41 @@ export function browserHasWebMcp() {
 export function formHandle(form) {
   return () => form;
 }
+
+// `adoptBrowserTools`: calls `onChange()` now and at every `toolchange` of `modelContext`; false
+// when it cannot list its tools (no `getTools`: nothing to adopt).
+export function watchBrowserTools(modelContext, onChange) {
+  if (typeof modelContext.getTools !== "function" || typeof modelContext.executeTool !== "function")
+    return false;
+  modelContext.addEventListener("toolchange", () => onChange());
+  onChange();
+  return true;
+}
+
+// The tools `modelContext` lists now: `[descriptors, tools]`, the descriptors as JSON text
+// (`[{name, description, inputSchema, annotations}]`) and the tools as `executeTool` takes them.
+export async function browserTools(modelContext) {
+  const tools = Array.from(await modelContext.getTools());
+  const descriptors = tools.map(({ name, description, inputSchema, annotations }) => ({
+    name,
+    description,
+    inputSchema,
+    annotations,
+  }));
+  return [JSON.stringify(descriptors), tools];
+}
+
+// An adopted tool's handler: the call runs through the browser (`executeTool`, its own `execute`)
+// with the call's signal; the result the browser serialized is read back (an MCP result passes
+// through as it is).
+export function adoptedHandler(modelContext, tool) {
+  return async (input, ctx) => {
+    const text = await modelContext.executeTool(tool, JSON.stringify(input ?? {}), { signal: ctx.signal });
+    if (typeof text !== "string") return text;
+    try {
+      return JSON.parse(text);
+    } catch {
+      return text;
+    }
+  };
+}

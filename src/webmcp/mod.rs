@@ -5,12 +5,28 @@
 //! most, and there a few lines of JavaScript cost the package less than the same through `web-sys`.
 //! What a control means is decided natively in `client_tools_core::form_tool`.
 
+pub mod adopted;
 pub mod browser_agent;
 pub mod form_call;
 pub mod forms;
 pub mod state;
 
+use std::rc::Rc;
+
 use wasm_bindgen::prelude::*;
+
+use crate::page::Page;
+
+/// Starts what the options ask for: the form tools (`forms`), adopting the browser's tools
+/// (`adoptBrowserTools`).
+pub fn start(page: &Rc<Page>) {
+    if page.options.forms {
+        state::FormTools::start(page);
+    }
+    if page.options.adopt_browser_tools {
+        adopted::start(page);
+    }
+}
 
 #[wasm_bindgen(module = "/src/webmcp/dom.js")]
 extern "C" {
@@ -55,6 +71,16 @@ extern "C" {
     fn model_context() -> Option<js_sys::Object>;
     #[wasm_bindgen(js_name = browserHasWebMcp)]
     fn browser_has_webmcp() -> bool;
+    /// `onChange()` now and at each `toolchange` of `model_context`; `false`: it cannot list its
+    /// tools.
+    #[wasm_bindgen(js_name = watchBrowserTools)]
+    fn watch_browser_tools(model_context: &JsValue, on_change: &js_sys::Function) -> bool;
+    /// `[descriptors as JSON text, tools]`: what `model_context.getTools()` lists.
+    #[wasm_bindgen(js_name = browserTools)]
+    fn browser_tools(model_context: &JsValue) -> js_sys::Promise;
+    /// The registry handler of an adopted tool: runs it with `executeTool`.
+    #[wasm_bindgen(js_name = adoptedHandler)]
+    fn adopted_handler(model_context: &JsValue, tool: &JsValue) -> js_sys::Function;
     /// A form tool's registry handler: a function returning its form.
     #[wasm_bindgen(js_name = formHandle)]
     fn form_handle(form: &JsValue) -> js_sys::Function;

@@ -47,16 +47,28 @@ pub(super) struct Watching {
     pub on_form_event: Closure<dyn FnMut(JsValue)>,
 }
 
-/// What this page registered with the browser's `modelContext`, by tool name.
+/// What this page registered with the browser's `modelContext`, by tool name, and what it adopted
+/// from there (`adoptBrowserTools`).
 #[derive(Default)]
 pub struct BrowserAgent {
     pub(super) registered: RefCell<Vec<Registration>>,
+    pub(super) adopted: RefCell<Vec<Adopted>>,
+    /// What the browser's `toolchange` calls (adopting), for as long as the page lives.
+    pub(super) on_toolchange: RefCell<Option<Closure<dyn Fn()>>>,
     /// `stop(call)`: what an `execute` signal's abort calls (one closure for every call), made at
     /// the first registration.
     pub(super) stop_call: RefCell<Option<StopCall>>,
 }
 
 pub(super) type StopCall = Closure<dyn FnMut(JsValue)>;
+
+pub(super) struct Adopted {
+    /// Its name in the registry; `None`: not adopted (its name taken, its schema refused), and
+    /// not tried again until its descriptor changes.
+    pub name: Option<String>,
+    /// Its descriptor as last adopted: a tool whose descriptor changed is adopted again.
+    pub descriptor: String,
+}
 
 pub(super) struct Registration {
     pub name: String,

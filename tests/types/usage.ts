@@ -36,6 +36,7 @@ async function main(): Promise<void> {
     strings: { approve: "Oui", reject: "Non" },
     forms: true,
     exposeToBrowser: false,
+    adoptBrowserTools: false,
     autoConnect: false,
   });
   // @ts-expect-error: an unknown option
@@ -74,7 +75,7 @@ async function main(): Promise<void> {
   const removed: boolean = tools.unregister(name);
 
   const listed: ListedTool[] = tools.list();
-  const kinds: ("function" | "handler" | "form")[] = listed.map((tool) => tool.kind);
+  const kinds: ("function" | "handler" | "form" | "browser")[] = listed.map((tool) => tool.kind);
 
   // Events are typed by their name.
   const off: () => void = tools.on("toolresult", (event) => {

@@ -75,6 +75,9 @@ stable_codes! {
         BrowserRegisterFailed = "browser_register_failed",
         /// A handler's `ctx.log` message was dropped (not a level, or over the call's bound).
         LogDropped = "log_dropped",
+        /// A tool of the browser's `modelContext` was not adopted (`adoptBrowserTools`): its
+        /// name is taken by a tool of the page, or its schema does not compile.
+        BrowserToolNotAdopted = "browser_tool_not_adopted",
     }
 }
 

@@ -44,6 +44,7 @@ crate::typescript_interface! {
         "confirm" "?": "(call: ConfirmRequest) => Promise<ConfirmDecision> | ConfirmDecision", "Custom confirmation instead of the built-in dialog (the result form stays built in).";
         "forms" "?": "boolean", "Expose `<form toolname>` declarative tools (default true).";
         "exposeToBrowser" "?": "boolean", "Also register with `document/navigator.modelContext` when present (default true).";
+        "adoptBrowserTools" "?": "boolean", "Offer the runtime's agents the tools other code registers with `document.modelContext`, run through their own `execute` (default false).";
         "autoConnect" "?": "boolean", "Connect as soon as the instance exists (default false).";
         "allowForSession" "?": "boolean", "The built-in dialog offers \"Allow <tool> for the rest of this session\" (default false).";
         "strings" "?": "Partial<Record<UiStringKey, string>>", "Words of the built-in dialog and result form, for localization (unknown keys throw).";
@@ -65,6 +66,7 @@ pub struct PageOptions {
     pub default_timeout_ms: u64,
     pub forms: bool,
     pub expose_to_browser: bool,
+    pub adopt_browser_tools: bool,
     pub auto_connect: bool,
     pub allow_for_session: bool,
 }
@@ -79,6 +81,7 @@ impl Default for PageOptions {
             default_timeout_ms: DEFAULT_TIMEOUT_MS,
             forms: true,
             expose_to_browser: true,
+            adopt_browser_tools: false,
             auto_connect: false,
             allow_for_session: false,
         }
@@ -329,6 +332,12 @@ mod tests {
             PageOptions::read(r#"{"endpoint":"ws://h/ws","defaultTimeoutMs":999999.5}"#).unwrap();
         assert_eq!(options.default_timeout_ms, MAX_TIMEOUT_MS);
         assert!(options.forms && options.expose_to_browser && !options.auto_connect);
+        assert!(
+            !options.adopt_browser_tools,
+            "adopting is asked for, never a default"
+        );
+        let adopting = PageOptions::read(r#"{"adoptBrowserTools":true}"#).unwrap();
+        assert!(adopting.adopt_browser_tools);
         assert_eq!(
             PageOptions::read("{}").unwrap().default_timeout_ms,
             DEFAULT_TIMEOUT_MS

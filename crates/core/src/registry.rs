@@ -27,6 +27,9 @@ pub enum ToolKind {
     Handler,
     /// A declarative `<form toolname>` (SPEC §8).
     Form,
+    /// A tool other code registered with the browser's `modelContext`, adopted
+    /// (`adoptBrowserTools`, SPEC §8): it runs through its own `execute`.
+    Browser,
 }
 
 impl ToolKind {
@@ -35,6 +38,7 @@ impl ToolKind {
             ToolKind::Function => "function",
             ToolKind::Handler => "handler",
             ToolKind::Form => "form",
+            ToolKind::Browser => "browser",
         }
     }
 }

@@ -182,8 +182,155 @@ async fn a_form_that_navigates_answers_before_it_goes(kind: BrowserKind) {
     opened.driven.quit().await;
 }
 
+/// Where the browser's `modelContext` comes from on the adoption page.
+enum ModelContext {
+    /// MCP-B's `@mcp-b/global` (its IIFE build, from `tests/runtimes/node_modules`).
+    McpB,
+    /// Chromium's own WebMCP (`--enable-features=WebMCP`).
+    Native,
+}
+
+/// `adoptBrowserTools` (SPEC §8): the tools other code registers with `document.modelContext` are
+/// tools of the bridge (`_meta` `clienttools/kind: "browser"`), run through the browser's
+/// `executeTool` with the call's signal after the SDK's checks; the list follows registrations and
+/// their aborts; the page's own tools, registered there too, are not adopted back.
+async fn adopts_the_browsers_tools(kind: BrowserKind, context: ModelContext) {
+    let config = BridgeConfig {
+        agent_token: Some(AGENT_TOKEN.into()),
+        ..BridgeConfig::default()
+    };
+    let served = BridgeOnly::serving_package(config).await;
+    let args: &[&str] = match context {
+        ModelContext::Native => &["--enable-features=WebMCP"],
+        ModelContext::McpB => &[],
+    };
+    let driven = Driven::start_with_args(kind, false, args).await;
+    driven
+        .goto(&format!("{}/adopt.html", served.base_url))
+        .await;
+    driven
+        .until(
+            "the page to load",
+            "return document.getElementById('status').textContent === 'waiting' || null",
+        )
+        .await;
+    if let ModelContext::McpB = context {
+        let iife = client_tools_e2e::e2e_dir()
+            .join("../runtimes/node_modules/@mcp-b/global/dist/index.iife.js");
+        let source = std::fs::read_to_string(&iife).unwrap_or_else(|e| {
+            panic!(
+                "{}: {e} (`cargo xtask test` installs tests/runtimes)",
+                iife.display()
+            )
+        });
+        driven.eval(&source, vec![]).await;
+    }
+    driven.eval("window.start()", vec![]).await;
+    let status = driven
+        .until(
+            "the page to start",
+            "const s = document.getElementById('status').textContent; return s === 'waiting' ? null : s",
+        )
+        .await;
+    assert_eq!(status, "ready");
+    let page = served
+        .bridge
+        .wait_for_page(Duration::from_secs(60))
+        .await
+        .expect("the page connected");
+    let kinds = |page: &PageSession| -> Vec<(String, String)> {
+        let mut kinds: Vec<_> = (page.tools().iter())
+            .map(|tool| {
+                let meta = tool.meta.as_ref().map(|m| m["clienttools/kind"].clone());
+                (
+                    tool.name.to_string(),
+                    meta.unwrap_or_default().as_str().unwrap_or("").into(),
+                )
+            })
+            .collect();
+        kinds.sort();
+        kinds
+    };
+    client_tools_e2e::eventually("the browser's tools are adopted", || {
+        kinds(&page).len() == 3
+    })
+    .await;
+    assert_eq!(
+        kinds(&page),
+        [
+            ("lookup_order".into(), "browser".into()),
+            ("shout".into(), "function".into()),
+            ("wait_forever".into(), "browser".into()),
+        ]
+    );
+
+    let result = page
+        .call_tool("lookup_order", json!({ "orderId": "A1" }), TIMEOUT)
+        .await;
+    assert!(!result.is_error, "{}", result.text());
+    assert_eq!(result.text(), "order A1: shipped");
+    assert_eq!(
+        result.structured_content,
+        Some(json!({ "orderId": "A1", "status": "shipped" }))
+    );
+    let refused = page.call_tool("lookup_order", json!({}), TIMEOUT).await;
+    assert!(refused.is_error, "the SDK checks the input first");
+    let executed = driven.eval("return window.executed", vec![]).await;
+    assert_eq!(
+        executed,
+        json!(["A1"]),
+        "executed once, and not on invalid input"
+    );
+
+    let started = async {
+        driven
+            .until(
+                "the tool to run",
+                "return window.executed.includes('wait') || null",
+            )
+            .await;
+        "the agent gave up".to_owned()
+    };
+    let cancelled = page
+        .call_tool_until("wait_forever", json!({}), TIMEOUT, started)
+        .await;
+    assert!(cancelled.is_none(), "cancelled: no result");
+    driven
+        .until(
+            "the browser's call to see its signal abort",
+            "return window.aborted.includes('wait_forever') || null",
+        )
+        .await;
+
+    driven
+        .eval("window.unregisterOther('lookup_order')", vec![])
+        .await;
+    driven.eval("return window.registerLater()", vec![]).await;
+    client_tools_e2e::eventually("the adopted tools follow the browser's", || {
+        let names: Vec<_> = kinds(&page).into_iter().map(|(name, _)| name).collect();
+        names == ["count_items", "shout", "wait_forever"]
+    })
+    .await;
+    let counted = page.call_tool("count_items", json!({}), TIMEOUT).await;
+    assert!(!counted.is_error, "{}", counted.text());
+    assert_eq!(counted.structured_content, Some(json!({ "items": 3 })));
+    let warnings = driven.eval("return window.warnings", vec![]).await;
+    assert_eq!(warnings, json!([]));
+    driven.quit().await;
+}
+
 mod chromium {
     use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn adopts_the_tools_mcp_b_registers() {
+        super::adopts_the_browsers_tools(BrowserKind::Chromium, ModelContext::McpB).await;
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn adopts_the_tools_of_native_webmcp() {
+        super::adopts_the_browsers_tools(BrowserKind::Chromium, ModelContext::Native).await;
+    }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_demo_forms_are_tools_of_the_bridge() {
@@ -293,6 +440,11 @@ mod chromium {
 
 mod firefox {
     use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn adopts_the_tools_mcp_b_registers() {
+        super::adopts_the_browsers_tools(BrowserKind::Firefox, ModelContext::McpB).await;
+    }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn the_demo_forms_are_tools_of_the_bridge() {
