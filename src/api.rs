@@ -4,10 +4,10 @@
 use client_tools_core::WarningCode;
 use std::rc::Rc;
 
+use client_tools_core::call::outcome;
 use client_tools_core::connection::Connection;
 use client_tools_core::page_api;
 use client_tools_core::page_engine::{Caller, PageEngine};
-use client_tools_core::protocol::CallToolResult;
 use client_tools_core::registry::ToolKind;
 use client_tools_core::CoreError;
 use wasm_bindgen::prelude::*;
@@ -190,7 +190,7 @@ impl ClientTools {
             let result = page.call(name, &input, Caller::Page, |_| {}).await;
             let result = result.map_err(|why| errors::to_js(CoreError::InvalidOptions(why)))?;
             // Stopped without a result (its form withdrawn, say): still exactly one outcome.
-            let result = result.unwrap_or_else(|| CallToolResult::error("the call was cancelled"));
+            let result = result.unwrap_or_else(outcome::cancelled);
             Ok(js::to_plain(&result))
         })
         .unchecked_into()

@@ -9,7 +9,9 @@
 //! missing, gone or silent yields a text error result, never a failed request or a hang.
 //! Who may connect, and every bound, is in docs/security.md.
 //!
-//! The modules, from the top down (each imports only modules below it):
+//! The modules, from the routes down to the engines and the bounds. Files import each other in
+//! no circle of more than three (`farm-studio look`), but modules of one layer do use each other
+//! (a page session and the calls' rounds, the cluster and the tasks):
 //!
 //! - `server`: the HTTP server around a [`Bridge`]: its routers and `serve`.
 //! - `routes/`: `/ws` (`page`), `/mcp` (`agent`), `/api` (`api`), `/pkg/` and `/` (`site`).
@@ -25,6 +27,8 @@
 //!   caller (MCP, `/api`, a retry carried from another node), and the calls suspended on a round
 //!   until the caller retries (2026-07-28, `/api`).
 //! - `agent_confirmation`: confirmation by the person at the agent (`--confirm-via agent`).
+//! - `tasks`: page calls as MCP tasks (the tasks extension): runs them on, whatever happens to
+//!   the agent's connection, over `task_book` (the node's tasks as a sans-IO state machine).
 //! - `request_engine`: the rules of the requests waiting on one page (deadlines, grace, progress),
 //!   sans-IO: its outputs are values that `page_session` performs.
 //! - `policy`: the operator's guardrails (`--policy FILE`): rules on every call's input and

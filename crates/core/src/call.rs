@@ -60,6 +60,11 @@ pub mod outcome {
         CallToolResult::error(format!("cancelled by the page: {reason}"))
     }
 
+    /// What a cancelled call's caller learns when it still asks (a re-send, a page's `invoke`).
+    pub fn cancelled() -> CallToolResult {
+        CallToolResult::error("the call was cancelled")
+    }
+
     pub fn user_cancelled() -> CallToolResult {
         CallToolResult::error("the user cancelled")
     }

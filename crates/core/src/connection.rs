@@ -212,6 +212,8 @@ impl Connection {
                 }
                 self.attached = input == ConnInput::Attach;
                 if self.attached {
+                    // No handshake on a page's transport: no session id either (docs/api.md).
+                    self.session_id = None;
                     // The page's transport answers other requests: these frames mean nothing there.
                     self.backlog.clear();
                     self.set_state(ConnectionState::Connected);

@@ -662,7 +662,7 @@ impl<H> PageEngine<H> {
                 let frame = encode_result(&id, &initialize_result());
                 self.send(frame, Kind::Other);
             }
-            method::PING => self.send(encode_result(&id, &json!({})), Kind::Other),
+
             method::TOOLS_LIST => {
                 let result = ToolsListResult {
                     tools: self.registry.to_mcp_tools(&self.config.allow),
@@ -682,11 +682,7 @@ impl<H> PageEngine<H> {
                     self.agent_call(now, id, params, arguments)
                 }
             },
-            other => self.reply_error(
-                &id,
-                code::METHOD_NOT_FOUND,
-                format!("method not found: {other}"),
-            ),
+            other => self.send(protocol::answer_plain_request(&id, other), Kind::Other),
         }
     }
 
@@ -1492,8 +1488,7 @@ impl<H> PageEngine<H> {
             Reply::Frame(id) => {
                 let sent = result.is_some();
                 // A cancelled call sends nothing now, but a re-send of it learns what happened.
-                let result =
-                    result.unwrap_or_else(|| CallToolResult::error("the call was cancelled"));
+                let result = result.unwrap_or_else(outcome::cancelled);
                 let frame = self.call_answer(&id, &tool_name, &result);
                 self.ledger.finish(&ledger_key(&id), frame.clone());
                 if sent {

@@ -207,6 +207,11 @@ fn disconnect_ends_everything_and_detach_reports_nothing() {
         "connected before and after: no state to report"
     );
     assert_eq!(socket.connection.state(), ConnectionState::Connected);
+    assert_eq!(
+        socket.connection.session_id(),
+        None,
+        "the socket's session is over"
+    );
     assert!(!socket.connection.wants_socket());
     assert!(socket.input(ConnInput::Closed).is_empty(), "no reconnect");
     assert_eq!(socket.connection.send("f".into()), Some("f".into()));

@@ -10,6 +10,7 @@
 use std::time::Instant;
 
 use client_tools_core::connect::{self, encode_connect, ConnectParams, ConnectResult};
+use client_tools_core::limits::DEFAULT_TIMEOUT_MS;
 use client_tools_core::page_engine::{EngineConfig, HandlerOutcome, Input, Output, PageEngine};
 use client_tools_core::protocol::{self, method, Message as Rpc};
 use client_tools_core::registry::{Declaration, ToolKind};
@@ -60,7 +61,7 @@ impl SimulatedPage {
                 break connect_answer(text.as_str())?;
             }
         };
-        let mut engine = PageEngine::new(EngineConfig::default(), 30_000, Vec::new());
+        let mut engine = PageEngine::new(EngineConfig::default(), DEFAULT_TIMEOUT_MS, Vec::new());
         let echo = Declaration {
             original_name: TOOL_NAME.into(),
             description: Some("Returns its arguments.".into()),

@@ -381,16 +381,7 @@ pub(crate) fn handle_frame(
             }
         }
         Rpc::Request { id, method, .. } => {
-            let frame = if method == method::PING {
-                encode_result(&id, &json!({}))
-            } else {
-                let error = RpcError::new(
-                    code::METHOD_NOT_FOUND,
-                    format!("method not found: {method}"),
-                );
-                encode_error(Some(&id), &error)
-            };
-            send_reply(reply, frame);
+            send_reply(reply, protocol::answer_plain_request(&id, &method));
         }
     }
 }

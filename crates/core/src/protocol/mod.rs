@@ -348,6 +348,19 @@ pub fn encode_notification(method: &str, params: &impl Serialize) -> String {
     serde_json::json!({ "jsonrpc": "2.0", "method": method, "params": params }).to_string()
 }
 
+/// The answer to a request that asks nothing of either side's state — `ping` (an empty result) — or
+/// that neither side serves (`-32601`, naming the method): one answer for the page and the bridge.
+pub fn answer_plain_request(id: &RequestId, method: &str) -> String {
+    if method == method::PING {
+        return encode_result(id, &serde_json::json!({}));
+    }
+    let error = RpcError::new(
+        code::METHOD_NOT_FOUND,
+        format!("method not found: {method}"),
+    );
+    encode_error(Some(id), &error)
+}
+
 pub fn encode_result(id: &RequestId, result: &impl Serialize) -> String {
     serde_json::json!({ "jsonrpc": "2.0", "id": id, "result": result }).to_string()
 }
