@@ -11,24 +11,14 @@
 
 use std::rc::Rc;
 
-use client_tools_core::registry::{Declaration, ToolKind, Warning};
+use client_tools_core::page_api;
+use client_tools_core::registry::{ToolKind, Warning};
 use client_tools_core::WarningCode;
-use serde::Deserialize;
-use serde_json::Value;
+use js_sys::Array;
 use wasm_bindgen::prelude::*;
 
 use super::state::Adopted;
 use crate::page::{now, Page};
-
-/// A tool as `getTools()` describes it.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Descriptor {
-    name: String,
-    description: Option<String>,
-    input_schema: Option<Value>,
-    annotations: Option<Value>,
-}
 
 /// Starts following the browser's tools (once, at construction).
 pub fn start(page: &Rc<Page>) {
@@ -38,84 +28,65 @@ pub fn start(page: &Rc<Page>) {
     let model_context: JsValue = model_context.into();
     let weak = Rc::downgrade(page);
     let context = model_context.clone();
-    let on_toolchange = Closure::<dyn Fn()>::new(move || {
+    let on_list = Closure::<dyn Fn(Array, Array, Array)>::new(move |names, declarations, tools| {
         if let Some(page) = weak.upgrade() {
-            wasm_bindgen_futures::spawn_local(sync(page, context.clone()));
+            sync(&page, &context, &names, &declarations, &tools);
         }
     });
-    let watched =
-        super::watch_browser_tools(&model_context, on_toolchange.as_ref().unchecked_ref());
-    if watched {
-        *page.browser_agent.on_toolchange.borrow_mut() = Some(on_toolchange);
+    if super::watch_browser_tools(&model_context, on_list.as_ref().unchecked_ref()) {
+        *page.browser_agent.on_list.borrow_mut() = Some(on_list);
     }
 }
 
-/// Lists the browser's tools and brings the adopted ones in step.
-async fn sync(page: Rc<Page>, model_context: JsValue) {
-    let listed = wasm_bindgen_futures::JsFuture::from(super::browser_tools(&model_context)).await;
-    let Ok(listed) = listed else { return };
-    let listed: js_sys::Array = listed.unchecked_into();
-    let descriptors = listed.get(0).as_string().unwrap_or_default();
-    let tools: js_sys::Array = listed.get(1).unchecked_into();
-    let descriptors: Vec<Value> = serde_json::from_str(&descriptors).unwrap_or_default();
-    let ours: Vec<String> = (page.browser_agent.registered.borrow().iter())
-        .map(|registration| registration.name.clone())
-        .collect();
-    // Each with its JSON text, what tells a changed descriptor.
-    let wanted: Vec<(String, Value, JsValue)> = descriptors
-        .into_iter()
-        .zip(tools.iter())
-        .filter(|(descriptor, _)| {
-            let name = descriptor["name"].as_str().unwrap_or_default();
-            !ours.iter().any(|ours| ours == name)
+/// Brings the adopted tools in step with what the browser lists.
+fn sync(
+    page: &Rc<Page>,
+    model_context: &JsValue,
+    names: &Array,
+    declarations: &Array,
+    tools: &Array,
+) {
+    let ours = page.browser_agent.registered.borrow();
+    let listed: Vec<(String, String, JsValue)> = (0..names.length())
+        .filter_map(|at| {
+            Some((
+                names.get(at).as_string()?,
+                declarations.get(at).as_string()?,
+                tools.get(at),
+            ))
         })
-        .map(|(descriptor, tool)| (descriptor.to_string(), descriptor, tool))
+        .filter(|(name, ..)| !ours.iter().any(|ours| ours.name == *name))
         .collect();
+    drop(ours);
 
     let now = now();
     let mut engine = page.engine.borrow_mut();
     let mut adopted = page.browser_agent.adopted.borrow_mut();
     adopted.retain(|known| {
-        let kept = (wanted.iter()).any(|(text, ..)| *text == known.descriptor);
+        let kept = (listed.iter()).any(|(_, declaration, _)| *declaration == known.declaration);
         if let (false, Some(name)) = (kept, &known.name) {
             engine.unregister(now, name);
         }
         kept
     });
     let mut warnings = Vec::new();
-    for (text, descriptor, tool) in wanted {
-        if adopted.iter().any(|known| known.descriptor == text) {
+    for (name, declaration, tool) in listed {
+        if adopted.iter().any(|known| known.declaration == declaration) {
             continue;
         }
-        let Ok(Descriptor {
-            name,
-            description,
-            input_schema,
-            annotations,
-        }) = serde_json::from_value(descriptor)
-        else {
-            continue;
-        };
-        let taken = engine.registry().get(&name);
-        let adopting = match taken {
+        let adopting = match engine.registry().get(&name) {
             // The browser's own registration of a `<form toolname>` the page has as a tool.
             Some(tool) if tool.kind == ToolKind::Form => Err(None),
             Some(tool) => Err(Some(format!(
                 "the page's tool '{}' has that name",
                 tool.name
             ))),
-            None => {
-                let declaration = Declaration {
-                    original_name: name.clone(),
-                    description,
-                    parameters: input_schema,
-                    annotations,
-                    ..Declaration::default()
-                };
-                let handler = super::adopted_handler(&model_context, &tool);
-                (engine.define(now, declaration, ToolKind::Browser, handler))
-                    .map_err(|error| Some(error.to_string()))
-            }
+            None => page_api::read_declaration(name.clone(), &declaration)
+                .and_then(|read| {
+                    let handler = super::adopted_handler(model_context, &tool);
+                    engine.define(now, read, ToolKind::Browser, handler)
+                })
+                .map_err(|error| Some(error.to_string())),
         };
         if let Err(Some(why)) = &adopting {
             warnings.push(Warning {
@@ -126,7 +97,7 @@ async fn sync(page: Rc<Page>, model_context: JsValue) {
         }
         adopted.push(Adopted {
             name: adopting.ok(),
-            descriptor: text,
+            declaration,
         });
     }
     engine.report(warnings);

@@ -223,35 +223,52 @@ export function formHandle(form) {
   return () => form;
 }
 
-// `adoptBrowserTools`: calls `onChange()` now and at every `toolchange` of `modelContext`; false
-// when it cannot list its tools (no `getTools`: nothing to adopt).
-export function watchBrowserTools(modelContext, onChange) {
+// `adoptBrowserTools`: `onList(names, declarations, tools)` with what `modelContext` lists, now
+// and at every `toolchange`: each tool's name, its declaration as `defineFunction` reads it (JSON
+// text of `{name, description, parameters, annotations}`) and the tool as `executeTool` takes it.
+// False when it cannot list its tools (no `getTools`: nothing to adopt). A listing that fails is
+// skipped (the next change lists again).
+export function watchBrowserTools(modelContext, onList) {
   if (typeof modelContext.getTools !== "function" || typeof modelContext.executeTool !== "function")
     return false;
-  modelContext.addEventListener("toolchange", () => onChange());
-  onChange();
+  const list = async () => {
+    const tools = Array.from(await modelContext.getTools());
+    const declarations = tools.map(({ name, description, inputSchema, annotations }) => {
+      // A schema may be listed as its JSON text.
+      if (typeof inputSchema === "string") {
+        try {
+          inputSchema = JSON.parse(inputSchema);
+        } catch {
+          inputSchema = undefined;
+        }
+      }
+      return JSON.stringify({ name, description, parameters: inputSchema, annotations });
+    });
+    onList(tools.map((tool) => String(tool.name)), declarations, tools);
+  };
+  modelContext.addEventListener("toolchange", () => list().catch(() => {}));
+  list().catch(() => {});
   return true;
-}
-
-// The tools `modelContext` lists now: `[descriptors, tools]`, the descriptors as JSON text
-// (`[{name, description, inputSchema, annotations}]`) and the tools as `executeTool` takes them.
-export async function browserTools(modelContext) {
-  const tools = Array.from(await modelContext.getTools());
-  const descriptors = tools.map(({ name, description, inputSchema, annotations }) => ({
-    name,
-    description,
-    inputSchema,
-    annotations,
-  }));
-  return [JSON.stringify(descriptors), tools];
 }
 
 // An adopted tool's handler: the call runs through the browser (`executeTool`, its own `execute`)
 // with the call's signal; the result the browser serialized is read back (an MCP result passes
 // through as it is).
+// The contexts whose `executeTool` takes the input as an object (Chromium 156's own) rather than as
+// JSON text (WebMCP's `inputArgsJson`, MCP-B's polyfill).
+const wantsObjects = new WeakSet();
+function executeAdopted(modelContext, tool, input, signal) {
+  const asObject = wantsObjects.has(modelContext);
+  return modelContext.executeTool(tool, asObject ? input : JSON.stringify(input), { signal }).catch((error) => {
+    // Refused before the tool ran: the argument's type. Tried once more, as an object.
+    if (asObject || !(error instanceof TypeError) || !/object/.test(error.message)) throw error;
+    wantsObjects.add(modelContext);
+    return executeAdopted(modelContext, tool, input, signal);
+  });
+}
 export function adoptedHandler(modelContext, tool) {
   return async (input, ctx) => {
-    const text = await modelContext.executeTool(tool, JSON.stringify(input ?? {}), { signal: ctx.signal });
+    const text = await executeAdopted(modelContext, tool, input ?? {}, ctx.signal);
     if (typeof text !== "string") return text;
     try {
       return JSON.parse(text);

@@ -71,13 +71,10 @@ extern "C" {
     fn model_context() -> Option<js_sys::Object>;
     #[wasm_bindgen(js_name = browserHasWebMcp)]
     fn browser_has_webmcp() -> bool;
-    /// `onChange()` now and at each `toolchange` of `model_context`; `false`: it cannot list its
-    /// tools.
+    /// `on_list(names, declarations as JSON text, tools)` with what `model_context.getTools()`
+    /// lists, now and at each `toolchange`; `false`: it cannot list its tools.
     #[wasm_bindgen(js_name = watchBrowserTools)]
-    fn watch_browser_tools(model_context: &JsValue, on_change: &js_sys::Function) -> bool;
-    /// `[descriptors as JSON text, tools]`: what `model_context.getTools()` lists.
-    #[wasm_bindgen(js_name = browserTools)]
-    fn browser_tools(model_context: &JsValue) -> js_sys::Promise;
+    fn watch_browser_tools(model_context: &JsValue, on_list: &js_sys::Function) -> bool;
     /// The registry handler of an adopted tool: runs it with `executeTool`.
     #[wasm_bindgen(js_name = adoptedHandler)]
     fn adopted_handler(model_context: &JsValue, tool: &JsValue) -> js_sys::Function;

@@ -53,8 +53,9 @@ pub(super) struct Watching {
 pub struct BrowserAgent {
     pub(super) registered: RefCell<Vec<Registration>>,
     pub(super) adopted: RefCell<Vec<Adopted>>,
-    /// What the browser's `toolchange` calls (adopting), for as long as the page lives.
-    pub(super) on_toolchange: RefCell<Option<Closure<dyn Fn()>>>,
+    /// What the browser's listing calls at each `toolchange` (adopting), for as long as the page
+    /// lives.
+    pub(super) on_list: RefCell<Option<OnList>>,
     /// `stop(call)`: what an `execute` signal's abort calls (one closure for every call), made at
     /// the first registration.
     pub(super) stop_call: RefCell<Option<StopCall>>,
@@ -62,12 +63,15 @@ pub struct BrowserAgent {
 
 pub(super) type StopCall = Closure<dyn FnMut(JsValue)>;
 
+/// `on_list(names, declarations, tools)`: the browser's tools, listed at a `toolchange`.
+pub(super) type OnList = Closure<dyn Fn(js_sys::Array, js_sys::Array, js_sys::Array)>;
+
 pub(super) struct Adopted {
     /// Its name in the registry; `None`: not adopted (its name taken, its schema refused), and
     /// not tried again until its descriptor changes.
     pub name: Option<String>,
-    /// Its descriptor as last adopted: a tool whose descriptor changed is adopted again.
-    pub descriptor: String,
+    /// Its declaration as last adopted: a tool whose declaration changed is adopted again.
+    pub declaration: String,
 }
 
 pub(super) struct Registration {
