@@ -5,6 +5,7 @@
 
 mod bench;
 mod build;
+mod demo;
 mod install;
 mod package_check;
 mod pictures;
@@ -43,7 +44,7 @@ fn main() -> ExitCode {
         }
         Some("build") => build::build().map(|_| ()),
         Some("test") => test::test(),
-        Some("demo") => run::demo(&args[1..]),
+        Some("demo") => demo::demo(&args[1..]),
         Some("pack") => build::build()
             .and_then(|pkg| package_check::pack_and_check(&pkg))
             .map(|_| ()),
