@@ -224,51 +224,70 @@ export function formHandle(form) {
 }
 
 // `adoptBrowserTools`: `onList(names, declarations, tools)` with what `modelContext` lists, now
-// and at every `toolchange`: each tool's name, its declaration as `defineFunction` reads it (JSON
-// text of `{name, description, parameters, annotations}`) and the tool as `executeTool` takes it.
-// False when it cannot list its tools (no `getTools`: nothing to adopt). A listing that fails is
-// skipped (the next change lists again).
+// and after every `toolchange`: each tool's name, its declaration as `defineFunction` reads it (JSON
+// text of `{name, description, parameters, annotations, requireConfirmation}`: a tool that does not
+// say it only reads asks the person first) and the tool as `executeTool` takes it. One listing at a
+// time (changes meanwhile list once more after it); a listing that fails calls
+// `onList(null, why)`, once. False when it cannot list its tools (nothing to adopt).
 export function watchBrowserTools(modelContext, onList) {
   if (typeof modelContext.getTools !== "function" || typeof modelContext.executeTool !== "function")
     return false;
+  let listing = false;
+  let again = false;
+  let failed = false;
   const list = async () => {
-    const tools = Array.from(await modelContext.getTools());
-    const declarations = tools.map(({ name, description, inputSchema, annotations }) => {
-      // A schema may be listed as its JSON text.
-      if (typeof inputSchema === "string") {
-        try {
-          inputSchema = JSON.parse(inputSchema);
-        } catch {
-          inputSchema = undefined;
-        }
-      }
-      return JSON.stringify({ name, description, parameters: inputSchema, annotations });
-    });
-    onList(tools.map((tool) => String(tool.name)), declarations, tools);
+    if (listing) return void (again = true);
+    listing = true;
+    try {
+      do {
+        again = false;
+        const tools = Array.from(await modelContext.getTools());
+        const declarations = tools.map(({ name, description, inputSchema, annotations }) => {
+          // A schema may be listed as its JSON text.
+          if (typeof inputSchema === "string") {
+            try {
+              inputSchema = JSON.parse(inputSchema);
+            } catch {
+              inputSchema = undefined;
+            }
+          }
+          const requireConfirmation = !(annotations && annotations.readOnlyHint === true);
+          return JSON.stringify({ name, description, parameters: inputSchema, annotations, requireConfirmation });
+        });
+        onList(tools.map((tool) => String(tool.name)), declarations, tools);
+      } while (again);
+    } catch (error) {
+      if (!failed) onList(null, String((error && error.message) || error));
+      failed = true;
+    } finally {
+      listing = false;
+    }
   };
-  modelContext.addEventListener("toolchange", () => list().catch(() => {}));
-  list().catch(() => {});
+  try {
+    modelContext.addEventListener("toolchange", list);
+  } catch {
+    return false;
+  }
+  list();
   return true;
 }
 
-// An adopted tool's handler: the call runs through the browser (`executeTool`, its own `execute`)
-// with the call's signal; the result the browser serialized is read back (an MCP result passes
-// through as it is).
-// The contexts whose `executeTool` takes the input as an object (Chromium 156's own) rather than as
-// JSON text (WebMCP's `inputArgsJson`, MCP-B's polyfill).
-const wantsObjects = new WeakSet();
-function executeAdopted(modelContext, tool, input, signal) {
-  const asObject = wantsObjects.has(modelContext);
-  return modelContext.executeTool(tool, asObject ? input : JSON.stringify(input), { signal }).catch((error) => {
-    // Refused before the tool ran: the argument's type. Tried once more, as an object.
-    if (asObject || !(error instanceof TypeError) || !/object/.test(error.message)) throw error;
-    wantsObjects.add(modelContext);
-    return executeAdopted(modelContext, tool, input, signal);
-  });
+// Whether `executeTool` is the browser's own (Chromium's takes the input as an object) rather than a
+// polyfill's (WebMCP's `inputArgsJson`, as MCP-B takes it): decided from the context's class, before
+// any call, so that no tool runs twice.
+function browserOwnExecute(modelContext) {
+  const execute = Object.getPrototypeOf(modelContext).executeTool;
+  return typeof execute === "function" && /\{\s*\[native code\]\s*\}\s*$/.test(Function.prototype.toString.call(execute));
 }
+
+// An adopted tool's handler: the call runs through the browser (`executeTool`, the tool's own
+// `execute`) with the call's signal; the result the browser serialized is read back (an MCP result
+// passes through as it is).
 export function adoptedHandler(modelContext, tool) {
+  const asObject = browserOwnExecute(modelContext);
   return async (input, ctx) => {
-    const text = await executeAdopted(modelContext, tool, input ?? {}, ctx.signal);
+    input = input ?? {};
+    const text = await modelContext.executeTool(tool, asObject ? input : JSON.stringify(input), { signal: ctx.signal });
     if (typeof text !== "string") return text;
     try {
       return JSON.parse(text);

@@ -63,8 +63,9 @@ pub struct BrowserAgent {
 
 pub(super) type StopCall = Closure<dyn FnMut(JsValue)>;
 
-/// `on_list(names, declarations, tools)`: the browser's tools, listed at a `toolchange`.
-pub(super) type OnList = Closure<dyn Fn(js_sys::Array, js_sys::Array, js_sys::Array)>;
+/// `on_list(names, declarations, tools)`: the browser's tools, listed at a `toolchange` (or
+/// `on_list(null, why)`: the listing failed).
+pub(super) type OnList = Closure<dyn Fn(JsValue, JsValue, JsValue)>;
 
 pub(super) struct Adopted {
     /// Its name in the registry; `None`: not adopted (its name taken, its schema refused), and

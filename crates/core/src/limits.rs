@@ -60,6 +60,14 @@ pub const BACKLOG_FRAMES: usize = 1_000;
 /// and the bridge for that first frame.
 pub const CONNECT_TIMEOUT_MS: u64 = 10_000;
 
+/// Tools adopted from the browser's `modelContext` (`adoptBrowserTools`) at most: any script of
+/// the page may register tools there, and each one is listed to every agent.
+pub const MAX_ADOPTED_TOOLS: usize = 128;
+
+/// The largest declaration (name, description, schema, annotations as JSON) adopted from the
+/// browser: a tool list must stay well within [`MAX_FRAME_BYTES`] whoever registers tools.
+pub const MAX_ADOPTED_DECLARATION_BYTES: usize = 16 * 1024;
+
 /// A timeout given as a number of milliseconds (a declaration's `timeoutMs`, the runtime's
 /// `clienttools/timeoutMs`), in whole milliseconds rounded up: `None` when it is not positive
 /// (NaN included), which the page ignores in a call and refuses in a declaration, and the bridge

@@ -467,6 +467,8 @@ pub struct PageEngine<H> {
     next_handle: u64,
     /// Tools the person allowed for the rest of this page's life, by name.
     allowed_for_session: Vec<String>,
+    /// Inside [`PageEngine::batch_tool_changes`]: `Some(changed)`, told once at its end.
+    batched: Option<bool>,
 }
 
 impl<H> PageEngine<H> {
@@ -481,6 +483,7 @@ impl<H> PageEngine<H> {
             outputs: VecDeque::new(),
             next_handle: 1,
             allowed_for_session: Vec::new(),
+            batched: None,
         }
     }
 
@@ -502,7 +505,12 @@ impl<H> PageEngine<H> {
         kind: ToolKind,
         handler: H,
     ) -> Result<String, CoreError> {
+        let before = (self.registry.get(&declaration.original_name)).map(|tool| tool.kind);
         let (name, warnings) = self.registry.define(declaration, kind, handler)?;
+        // The page redefining its own tool keeps the person's allowance; another owner does not.
+        if kind == ToolKind::Browser || before.is_some_and(|before| before != kind) {
+            self.forget_session_allowance(&name);
+        }
         self.report(warnings);
         self.tools_changed(now);
         Ok(name)
@@ -523,11 +531,36 @@ impl<H> PageEngine<H> {
 
     /// `unregister` (SPEC §3): `false` when there was no such tool (and nothing is told).
     pub fn unregister(&mut self, now: Millis, name: &str) -> bool {
+        let Some(tool) = self.registry.get(name) else {
+            return false;
+        };
         let removed = self.registry.unregister(name);
         if removed {
+            self.forget_session_allowance(&tool.name);
             self.tools_changed(now);
         }
         removed
+    }
+
+    /// "Allow for this session" was given to a tool, not to a name: a tool that takes the name of
+    /// one removed or replaced asks again.
+    fn forget_session_allowance(&mut self, name: &str) {
+        self.allowed_for_session.retain(|allowed| allowed != name);
+    }
+
+    /// Runs `changes` (defines, unregisters) and tells the page and the agent of them once, not
+    /// once per tool.
+    pub fn batch_tool_changes<T>(
+        &mut self,
+        now: Millis,
+        changes: impl FnOnce(&mut Self) -> T,
+    ) -> T {
+        self.batched = Some(false);
+        let done = changes(self);
+        if self.batched.take() == Some(true) {
+            self.tools_changed(now);
+        }
+        done
     }
 
     /// Tells the page each warning (a `warning` event).
@@ -1292,6 +1325,10 @@ impl<H> PageEngine<H> {
     }
 
     fn tools_changed(&mut self, now: Millis) {
+        if let Some(changed) = &mut self.batched {
+            *changed = true;
+            return;
+        }
         self.outputs.push_back(Output::Emit(Event::ToolsChanged));
         let frame = encode_notification(method::TOOLS_LIST_CHANGED, &json!({}));
         self.send(frame, Kind::Other);

@@ -1384,3 +1384,75 @@ fn changing_the_tools_warns_the_page_and_tells_the_agent_once_per_change() {
         "a refused change tells nothing"
     );
 }
+
+#[test]
+fn an_allowance_for_the_session_is_the_tools_not_its_names() {
+    let config = EngineConfig {
+        offer_allow_for_session: true,
+        ..EngineConfig::default()
+    };
+    let mut page = Page::with(config, Vec::new());
+    page.call(1, "wipe", json!({"boardId": "b1"}));
+    let call = confirm_ask(&page.take());
+    let allow = Answer::Approve {
+        allow_session: true,
+    };
+    page.input(Input::Answered {
+        call,
+        answer: allow,
+    });
+    page.ran();
+    // The page redefining its own tool keeps the allowance.
+    page.define(
+        json!({"name": "wipe", "description": "Wipe the board", "requireConfirmation": true}),
+    );
+    page.call(2, "wipe", json!({"boardId": "b1"}));
+    page.ran();
+    // Another owner taking the name (a tool adopted from the browser) is asked about again.
+    assert!(page.engine.unregister(page.now, "wipe"));
+    let adopted = Declaration {
+        original_name: "wipe".into(),
+        description: Some("Wipe, the browser's way".into()),
+        require_confirmation: Some(true),
+        ..Declaration::default()
+    };
+    (page
+        .engine
+        .define(page.now, adopted, ToolKind::Browser, "other"))
+    .unwrap();
+    page.take();
+    page.call(3, "wipe", json!({"boardId": "b1"}));
+    confirm_ask(&page.take());
+}
+
+#[test]
+fn a_batch_of_tool_changes_is_told_once() {
+    let mut page = Page::new();
+    let now = page.now;
+    page.engine.batch_tool_changes(now, |engine| {
+        for name in ["one", "two", "three"] {
+            let declaration = Declaration {
+                original_name: name.into(),
+                description: Some(name.into()),
+                ..Declaration::default()
+            };
+            engine
+                .define(now, declaration, ToolKind::Browser, "h")
+                .unwrap();
+        }
+        assert!(engine.unregister(now, "two"));
+    });
+    let outputs: Vec<_> = std::iter::from_fn(|| page.engine.poll_output()).collect();
+    let changed = (outputs.iter())
+        .filter(|o| matches!(o, Output::Emit(Event::ToolsChanged)))
+        .count();
+    let notices = (outputs.iter())
+        .filter(|o| matches!(o, Output::Send(f) if f.contains("list_changed")))
+        .count();
+    assert_eq!((changed, notices), (1, 1), "{outputs:?}");
+    page.engine.batch_tool_changes(now, |_| ());
+    assert!(
+        page.engine.poll_output().is_none(),
+        "no change, nothing told"
+    );
+}

@@ -252,12 +252,13 @@ async fn adopts_the_browsers_tools(kind: BrowserKind, context: ModelContext) {
         kinds
     };
     client_tools_e2e::eventually("the browser's tools are adopted", || {
-        kinds(&page).len() == 3
+        kinds(&page).len() == 4
     })
     .await;
     assert_eq!(
         kinds(&page),
         [
+            ("cancel_order".into(), "browser".into()),
             ("lookup_order".into(), "browser".into()),
             ("shout".into(), "function".into()),
             ("wait_forever".into(), "browser".into()),
@@ -275,11 +276,20 @@ async fn adopts_the_browsers_tools(kind: BrowserKind, context: ModelContext) {
     );
     let refused = page.call_tool("lookup_order", json!({}), TIMEOUT).await;
     assert!(refused.is_error, "the SDK checks the input first");
+    // A tool that does not say it only reads asks the person first: refused, never run.
+    let refused = (page.call_tool("cancel_order", json!({ "orderId": "A1" }), TIMEOUT)).await;
+    assert!(
+        refused.is_error && refused.text().contains("not now"),
+        "{}",
+        refused.text()
+    );
+    let asked = driven.eval("return window.asked", vec![]).await;
+    assert_eq!(asked, json!(["cancel_order"]));
     let executed = driven.eval("return window.executed", vec![]).await;
     assert_eq!(
         executed,
         json!(["A1"]),
-        "executed once, and not on invalid input"
+        "executed once, not on invalid input nor when refused"
     );
 
     let started = async {
@@ -308,7 +318,7 @@ async fn adopts_the_browsers_tools(kind: BrowserKind, context: ModelContext) {
     driven.eval("return window.registerLater()", vec![]).await;
     client_tools_e2e::eventually("the adopted tools follow the browser's", || {
         let names: Vec<_> = kinds(&page).into_iter().map(|(name, _)| name).collect();
-        names == ["count_items", "shout", "wait_forever"]
+        names == ["cancel_order", "count_items", "shout", "wait_forever"]
     })
     .await;
     let counted = page.call_tool("count_items", json!({}), TIMEOUT).await;
