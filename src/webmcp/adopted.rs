@@ -29,34 +29,18 @@ pub fn start(page: &Rc<Page>) {
     let Some(model_context) = super::model_context() else {
         return;
     };
-    let model_context: JsValue = model_context.into();
     let weak = Rc::downgrade(page);
-    let context = model_context.clone();
     let on_list = Closure::<dyn Fn(JsValue, JsValue, JsValue)>::new(
-        move |names: JsValue, declarations: JsValue, tools: JsValue| {
+        move |names: JsValue, declarations: JsValue, handlers: JsValue| {
             let Some(page) = weak.upgrade() else { return };
-            match (names.dyn_into::<Array>(), declarations.dyn_into::<Array>()) {
-                (Ok(names), Ok(declarations)) => sync(
-                    &page,
-                    &context,
-                    &names,
-                    &declarations,
-                    &tools.unchecked_into(),
-                ),
-                (_, Err(why)) => {
-                    let why = why.as_string().unwrap_or_default();
-                    let warning = Warning {
-                        code: WarningCode::BrowserToolNotAdopted,
-                        message: format!(
-                            "the browser's modelContext did not list its tools: {why}"
-                        ),
-                        tool_name: None,
-                    };
-                    page.engine.borrow_mut().report(vec![warning]);
-                    page.drain();
-                }
-                _ => {}
-            }
+            let (Ok(names), Some(listed)) =
+                (names.dyn_into::<Array>(), declarations.dyn_ref::<Array>())
+            else {
+                let why = declarations.as_string().unwrap_or_default();
+                let message = format!("the browser's modelContext did not list its tools: {why}");
+                return report(&page, vec![message]);
+            };
+            sync(&page, &names, listed, &handlers.unchecked_into());
         },
     );
     if super::watch_browser_tools(&model_context, on_list.as_ref().unchecked_ref()) {
@@ -65,20 +49,15 @@ pub fn start(page: &Rc<Page>) {
 }
 
 /// Brings the adopted tools in step with what the browser lists.
-fn sync(
-    page: &Rc<Page>,
-    model_context: &JsValue,
-    names: &Array,
-    declarations: &Array,
-    tools: &Array,
-) {
+fn sync(page: &Rc<Page>, names: &Array, declarations: &Array, handlers: &Array) {
     let ours = page.browser_agent.registered.borrow();
-    let listed: Vec<(String, String, JsValue)> = (0..names.length())
+    let listed: Vec<(String, String, js_sys::Function)> = (0..names.length())
         .filter_map(|at| {
+            let handler = handlers.get(at).dyn_into().ok()?;
             Some((
                 names.get(at).as_string()?,
                 declarations.get(at).as_string()?,
-                tools.get(at),
+                handler,
             ))
         })
         .filter(|(name, ..)| !ours.iter().any(|ours| ours.name == *name))
@@ -89,61 +68,86 @@ fn sync(
     let mut adopted = page.browser_agent.adopted.borrow_mut();
     let mut warnings = Vec::new();
     engine.batch_tool_changes(now(), |engine| {
+        // A record whose tool the page has taken over (or removed) is forgotten: the browser's
+        // tool is considered again below, as a new one.
+        adopted.retain(|known| match &known.name {
+            Some(name) => (engine.registry().get(name)).is_some_and(|tool| {
+                tool.kind == ToolKind::Browser && tool.original_name == known.browser_name
+            }),
+            None => true,
+        });
         adopted.retain(|known| {
             let kept = (listed.iter()).any(|(_, declaration, _)| *declaration == known.declaration);
-            // Only while the name is still the adopted tool's: the page may have taken it since.
-            let still_ours = |name: &String| {
-                (engine.registry().get(name)).is_some_and(|tool| tool.kind == ToolKind::Browser)
-            };
-            if let (false, Some(name)) = (kept, known.name.as_ref().filter(|n| still_ours(n))) {
+            if let (false, Some(name)) = (kept, &known.name) {
                 engine.unregister(now(), name);
             }
             kept
         });
-        for (name, declaration, tool) in listed {
+        for (name, declaration, handler) in listed {
             if adopted.iter().any(|known| known.declaration == declaration) {
                 continue;
             }
+            // Lasting refusals are kept (`None`); a taken name or a full list is tried again.
             let adopting = if adopted.iter().filter(|known| known.name.is_some()).count()
                 >= MAX_ADOPTED_TOOLS
             {
-                Err(Some(format!(
-                    "{MAX_ADOPTED_TOOLS} tools are adopted already"
-                )))
+                Err((
+                    false,
+                    format!("{MAX_ADOPTED_TOOLS} tools are adopted already"),
+                ))
             } else if declaration.len() > MAX_ADOPTED_DECLARATION_BYTES {
-                Err(Some(format!(
-                    "its declaration is over {MAX_ADOPTED_DECLARATION_BYTES} bytes"
-                )))
+                Err((
+                    true,
+                    format!("its declaration is over {MAX_ADOPTED_DECLARATION_BYTES} bytes"),
+                ))
             } else {
                 match engine.registry().get(&name) {
                     // The browser's own registration of a `<form toolname>` the page has as a tool.
-                    Some(tool) if tool.kind == ToolKind::Form => Err(None),
-                    Some(tool) => Err(Some(format!(
-                        "the page's tool '{}' has that name",
-                        tool.name
-                    ))),
+                    Some(tool) if tool.kind == ToolKind::Form => continue,
+                    Some(tool) => Err((
+                        false,
+                        format!("the page's tool '{}' has that name", tool.name),
+                    )),
                     None => page_api::read_declaration(name.clone(), &declaration)
-                        .and_then(|read| {
-                            let handler = super::adopted_handler(model_context, &tool);
-                            engine.define(now(), read, ToolKind::Browser, handler)
-                        })
-                        .map_err(|error| Some(error.to_string())),
+                        .and_then(|read| engine.define(now(), read, ToolKind::Browser, handler))
+                        .map_err(|error| (true, error.to_string())),
                 }
             };
-            if let Err(Some(why)) = &adopting {
-                warnings.push(Warning {
-                    code: WarningCode::BrowserToolNotAdopted,
-                    message: format!("the browser's tool '{name}' is not adopted: {why}"),
-                    tool_name: None,
-                });
+            match adopting {
+                Ok(registered) => adopted.push(Adopted {
+                    name: Some(registered),
+                    browser_name: name,
+                    declaration,
+                }),
+                Err((lasting, why)) => {
+                    warnings.push(format!("the browser's tool '{name}' is not adopted: {why}"));
+                    if lasting {
+                        adopted.push(Adopted {
+                            name: None,
+                            browser_name: name,
+                            declaration,
+                        });
+                    }
+                }
             }
-            adopted.push(Adopted {
-                name: adopting.ok(),
-                declaration,
-            });
         }
     });
-    engine.report(warnings);
     drop((engine, adopted));
+    // Said once: a listing does not repeat what the previous one said.
+    let before = page.browser_agent.adopt_warned.replace(warnings.clone());
+    warnings.retain(|message| !before.contains(message));
+    report(page, warnings);
+}
+
+/// Tells the page each message (a `warning` event) and performs what the engine asks.
+fn report(page: &Rc<Page>, messages: Vec<String>) {
+    let warnings = (messages.into_iter())
+        .map(|message| Warning {
+            code: WarningCode::BrowserToolNotAdopted,
+            message,
+            tool_name: None,
+        })
+        .collect();
+    page.engine.borrow_mut().report(warnings);
     page.drain();
 }

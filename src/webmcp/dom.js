@@ -223,26 +223,46 @@ export function formHandle(form) {
   return () => form;
 }
 
-// `adoptBrowserTools`: `onList(names, declarations, tools)` with what `modelContext` lists, now
+// `adoptBrowserTools`: `onList(names, declarations, handlers)` with what `modelContext` lists, now
 // and after every `toolchange`: each tool's name, its declaration as `defineFunction` reads it (JSON
-// text of `{name, description, parameters, annotations, requireConfirmation}`: a tool that does not
-// say it only reads asks the person first) and the tool as `executeTool` takes it. One listing at a
-// time (changes meanwhile list once more after it); a listing that fails calls
-// `onList(null, why)`, once. False when it cannot list its tools (nothing to adopt).
+// text of `{name, description, parameters, annotations, requireConfirmation?}`: a tool that does
+// not say it only reads asks the person first; one that says so is left to its annotations, so a
+// `destructiveHint` still asks) and its handler ([`adoptedHandler`]). A tool whose declaration has
+// no JSON form is left out. One listing at a time (changes meanwhile list once more after it); a
+// listing that fails calls `onList(null, why)`, once until one succeeds. False when it cannot list
+// its tools (nothing to adopt).
 export function watchBrowserTools(modelContext, onList) {
-  if (typeof modelContext.getTools !== "function" || typeof modelContext.executeTool !== "function")
+  let asObject;
+  try {
+    if (typeof modelContext.getTools !== "function" || typeof modelContext.executeTool !== "function")
+      return false;
+    asObject = browserOwnExecute(modelContext);
+  } catch {
     return false;
+  }
   let listing = false;
   let again = false;
   let failed = false;
   const list = async () => {
     if (listing) return void (again = true);
     listing = true;
-    try {
-      do {
-        again = false;
-        const tools = Array.from(await modelContext.getTools());
-        const declarations = tools.map(({ name, description, inputSchema, annotations }) => {
+    do {
+      again = false;
+      let tools;
+      try {
+        tools = Array.from(await modelContext.getTools());
+      } catch (error) {
+        if (!failed) onList(null, String((error && error.message) || error));
+        failed = true;
+        continue;
+      }
+      failed = false;
+      const names = [];
+      const declarations = [];
+      const handlers = [];
+      for (const tool of tools) {
+        try {
+          let { name, description, inputSchema, annotations } = tool;
           // A schema may be listed as its JSON text.
           if (typeof inputSchema === "string") {
             try {
@@ -251,17 +271,17 @@ export function watchBrowserTools(modelContext, onList) {
               inputSchema = undefined;
             }
           }
-          const requireConfirmation = !(annotations && annotations.readOnlyHint === true);
-          return JSON.stringify({ name, description, parameters: inputSchema, annotations, requireConfirmation });
-        });
-        onList(tools.map((tool) => String(tool.name)), declarations, tools);
-      } while (again);
-    } catch (error) {
-      if (!failed) onList(null, String((error && error.message) || error));
-      failed = true;
-    } finally {
-      listing = false;
-    }
+          const requireConfirmation = annotations && annotations.readOnlyHint === true ? undefined : true;
+          declarations.push(JSON.stringify({ name, description, parameters: inputSchema, annotations, requireConfirmation }));
+          names.push(String(name));
+          handlers.push(adoptedHandler(modelContext, tool, asObject));
+        } catch {
+          declarations.length = names.length;
+        }
+      }
+      onList(names, declarations, handlers);
+    } while (again);
+    listing = false;
   };
   try {
     modelContext.addEventListener("toolchange", list);
@@ -272,9 +292,10 @@ export function watchBrowserTools(modelContext, onList) {
   return true;
 }
 
-// Whether `executeTool` is the browser's own (Chromium's takes the input as an object) rather than a
-// polyfill's (WebMCP's `inputArgsJson`, as MCP-B takes it): decided from the context's class, before
-// any call, so that no tool runs twice.
+// Whether `executeTool` is the browser's own (Chromium 156's takes the input as an object) rather
+// than a polyfill's (WebMCP's `inputArgsJson`, as MCP-B takes it), read from the context's class
+// once, before any call, so that no tool runs twice. The assumption: a polyfill defines its methods
+// in JavaScript on its own class, and does not install them over a browser's own.
 function browserOwnExecute(modelContext) {
   const execute = Object.getPrototypeOf(modelContext).executeTool;
   return typeof execute === "function" && /\{\s*\[native code\]\s*\}\s*$/.test(Function.prototype.toString.call(execute));
@@ -283,8 +304,7 @@ function browserOwnExecute(modelContext) {
 // An adopted tool's handler: the call runs through the browser (`executeTool`, the tool's own
 // `execute`) with the call's signal; the result the browser serialized is read back (an MCP result
 // passes through as it is).
-export function adoptedHandler(modelContext, tool) {
-  const asObject = browserOwnExecute(modelContext);
+function adoptedHandler(modelContext, tool, asObject) {
   return async (input, ctx) => {
     input = input ?? {};
     const text = await modelContext.executeTool(tool, asObject ? input : JSON.stringify(input), { signal: ctx.signal });

@@ -71,13 +71,11 @@ extern "C" {
     fn model_context() -> Option<js_sys::Object>;
     #[wasm_bindgen(js_name = browserHasWebMcp)]
     fn browser_has_webmcp() -> bool;
-    /// `on_list(names, declarations as JSON text, tools)` with what `model_context.getTools()`
-    /// lists, now and at each `toolchange`; `false`: it cannot list its tools.
+    /// `on_list(names, declarations as JSON text, handlers)` with what `model_context.getTools()`
+    /// lists, now and at each `toolchange` (`on_list(null, why)`: the listing failed); `false`: it
+    /// cannot list its tools.
     #[wasm_bindgen(js_name = watchBrowserTools)]
     fn watch_browser_tools(model_context: &JsValue, on_list: &js_sys::Function) -> bool;
-    /// The registry handler of an adopted tool: runs it with `executeTool`.
-    #[wasm_bindgen(js_name = adoptedHandler)]
-    fn adopted_handler(model_context: &JsValue, tool: &JsValue) -> js_sys::Function;
     /// A form tool's registry handler: a function returning its form.
     #[wasm_bindgen(js_name = formHandle)]
     fn form_handle(form: &JsValue) -> js_sys::Function;

@@ -53,6 +53,8 @@ pub(super) struct Watching {
 pub struct BrowserAgent {
     pub(super) registered: RefCell<Vec<Registration>>,
     pub(super) adopted: RefCell<Vec<Adopted>>,
+    /// The last listing's warnings: a listing does not repeat one.
+    pub(super) adopt_warned: RefCell<Vec<String>>,
     /// What the browser's listing calls at each `toolchange` (adopting), for as long as the page
     /// lives.
     pub(super) on_list: RefCell<Option<OnList>>,
@@ -63,14 +65,15 @@ pub struct BrowserAgent {
 
 pub(super) type StopCall = Closure<dyn FnMut(JsValue)>;
 
-/// `on_list(names, declarations, tools)`: the browser's tools, listed at a `toolchange` (or
+/// `on_list(names, declarations, handlers)`: the browser's tools, listed at a `toolchange` (or
 /// `on_list(null, why)`: the listing failed).
 pub(super) type OnList = Closure<dyn Fn(JsValue, JsValue, JsValue)>;
 
 pub(super) struct Adopted {
-    /// Its name in the registry; `None`: not adopted (its name taken, its schema refused), and
-    /// not tried again until its descriptor changes.
+    /// Its name in the registry, and in the browser; `None`: refused for what it is (its
+    /// declaration does not read, or is too large), not tried again until it changes.
     pub name: Option<String>,
+    pub browser_name: String,
     /// Its declaration as last adopted: a tool whose declaration changed is adopted again.
     pub declaration: String,
 }

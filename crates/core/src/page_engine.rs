@@ -555,9 +555,12 @@ impl<H> PageEngine<H> {
         now: Millis,
         changes: impl FnOnce(&mut Self) -> T,
     ) -> T {
-        self.batched = Some(false);
+        let outer = self.batched.replace(false);
         let done = changes(self);
-        if self.batched.take() == Some(true) {
+        let changed = self.batched == Some(true);
+        self.batched = outer;
+        if changed {
+            // Told by the outermost batch.
             self.tools_changed(now);
         }
         done
@@ -1007,7 +1010,14 @@ impl<H> PageEngine<H> {
                 // each time).
                 let offered =
                     self.config.offer_allow_for_session && !prepared.confirmation_forced_by_call;
-                if allow_session && offered && !self.allowed_for_session.contains(&name) {
+                // For the tool that was asked about: not for another that took its name meanwhile.
+                let same_tool = (self.registry.get(&name))
+                    .is_some_and(|tool| Arc::ptr_eq(&tool, &prepared.tool));
+                if allow_session
+                    && offered
+                    && same_tool
+                    && !self.allowed_for_session.contains(&name)
+                {
                     self.allowed_for_session.push(name);
                 }
                 ConfirmDecision::Approve

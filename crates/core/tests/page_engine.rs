@@ -1456,3 +1456,35 @@ fn a_batch_of_tool_changes_is_told_once() {
         "no change, nothing told"
     );
 }
+
+#[test]
+fn an_allowance_given_while_the_name_changed_hands_is_not_kept() {
+    let config = EngineConfig {
+        offer_allow_for_session: true,
+        ..EngineConfig::default()
+    };
+    let mut page = Page::with(config, Vec::new());
+    page.call(1, "wipe", json!({"boardId": "b1"}));
+    let call = confirm_ask(&page.take());
+    // While the person decides, the tool leaves and another owner takes its name.
+    assert!(page.engine.unregister(page.now, "wipe"));
+    let other = Declaration {
+        original_name: "wipe".into(),
+        description: Some("Wipe, another owner's".into()),
+        require_confirmation: Some(true),
+        ..Declaration::default()
+    };
+    (page
+        .engine
+        .define(page.now, other, ToolKind::Browser, "other"))
+    .unwrap();
+    page.input(Input::Answered {
+        call,
+        answer: Answer::Approve {
+            allow_session: true,
+        },
+    });
+    page.take();
+    page.call(2, "wipe", json!({"boardId": "b1"}));
+    confirm_ask(&page.take());
+}
