@@ -126,6 +126,7 @@ mod tests {
                 "form_tool_invalid",
                 "browser_register_failed",
                 "log_dropped",
+                "browser_tool_not_adopted",
             ])
         );
     }
