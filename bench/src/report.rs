@@ -18,6 +18,7 @@ pub fn render(results: &Value, notes: &str) -> String {
     machine(&mut out, results);
     goals(&mut out, results);
     size(&mut out, &results["size"]);
+    breakdown(&mut out, &results["size"]);
     for (key, name) in BROWSERS {
         if results[key].is_object() {
             calls(&mut out, name, &results[key]["calls"]);
@@ -267,6 +268,31 @@ fn size(out: &mut String, size: &Value) {
         "\nBudget enforced by `cargo xtask test`: {} gzip for the whole package (wasm + JS).\n",
         bytes(num(&size["budgetGzip"]))
     );
+}
+
+/// Who owns the module's bytes: the Markdown `cargo xtask size` makes, passed in the sizes JSON.
+fn breakdown(out: &mut String, size: &Value) {
+    if !size["files"].is_array() {
+        return;
+    }
+    let _ = writeln!(out, "## Where the module's bytes are\n");
+    match size["breakdown"].as_str() {
+        Some(markdown) => {
+            let _ = writeln!(
+                out,
+                "By crate and function, from the name section of the module cargo compiles \
+                 (`cargo xtask size` prints the same).\n\n{}",
+                markdown.trim_end()
+            );
+        }
+        None => {
+            let _ = writeln!(
+                out,
+                "No breakdown in this run (`cargo xtask size` makes one)."
+            );
+        }
+    }
+    let _ = writeln!(out);
 }
 
 fn calls(out: &mut String, browser: &str, calls: &Value) {

@@ -11,6 +11,7 @@ use std::process::Command;
 use crate::build::{self, Size, SIZE_BUDGET_GZIP};
 use crate::install::{ensure_browsers, ensure_nats_server, ensure_npm_project, Browsers};
 use crate::run::run;
+use crate::size;
 use crate::wasm::WasmCargo;
 use crate::{root, step, Result};
 
@@ -98,7 +99,9 @@ pub fn run_benchmarks(browsers: &Browsers, pkg: &Path, quick: bool, out: &Path) 
     run(&mut command)
 }
 
-/// The package's sizes, its budget and the reference bundle's size, as JSON for the driver.
+/// The package's sizes, its budget, the reference bundle's size and, as `breakdown`, the module's
+/// bytes by crate and function in Markdown (`cargo xtask size`; `null` if it cannot be read), as
+/// JSON for the driver.
 fn sizes_json(pkg: &Path, reference: &Path) -> Result<String> {
     let entry = |name: &str, size: &Size| {
         format!(
@@ -110,8 +113,15 @@ fn sizes_json(pkg: &Path, reference: &Path) -> Result<String> {
     let (_, total) = rows.pop().expect("a total row");
     let files: Vec<String> = rows.iter().map(|(name, size)| entry(name, size)).collect();
     let reference = build::measure(reference)?;
+    let breakdown = match size::markdown_report(&size::module_path()) {
+        Ok(markdown) => serde_json::Value::String(markdown),
+        Err(error) => {
+            eprintln!("    no size breakdown: {error}");
+            serde_json::Value::Null
+        }
+    };
     Ok(format!(
-        r#"{{"files":[{}],"total":{},"budgetGzip":{SIZE_BUDGET_GZIP},"reference":{}}}"#,
+        r#"{{"files":[{}],"total":{},"budgetGzip":{SIZE_BUDGET_GZIP},"reference":{},"breakdown":{breakdown}}}"#,
         files.join(","),
         entry("total (SDK package)", &total),
         entry(

@@ -1,4 +1,4 @@
-//! `cargo xtask build | test | demo | bench | pack | pictures`: everything the project needs, from a fresh machine.
+//! `cargo xtask build | test | demo | bench | pack | pictures | size`: everything the project needs, from a fresh machine.
 //!
 //! Each command installs what is missing (idempotently, saying what it does) and then runs. See
 //! `docs/building.md` for the toolchain story this implements.
@@ -10,6 +10,7 @@ mod install;
 mod package_check;
 mod pictures;
 mod run;
+mod size;
 mod test;
 mod wasm;
 mod wasm_pack;
@@ -31,7 +32,10 @@ commands:
   demo    build, then run the bridge with the demo site on http://127.0.0.1:8787/
   bench   build, then measure the SDK in headless Chromium and Firefox against the JavaScript it
           replaces, the bridge's round trips and scale, and the size; writes BENCHMARKS.md and
-          bench/results.json (`--quick`: a short smoke run)";
+          bench/results.json (`--quick`: a short smoke run)
+  size    the un-optimized module's code and data by crate and its 30 largest functions (from the name
+          section, before wasm-opt strips it; builds first if the module is missing; `--markdown`:
+          as BENCHMARKS.md shows it)";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -50,6 +54,7 @@ fn main() -> ExitCode {
             .map(|_| ()),
         Some("pictures") => pictures::pictures(),
         Some("bench") => bench::bench(&args[1..]),
+        Some("size") => size::size(&args[1..]),
         _ => {
             eprintln!("{USAGE}");
             return ExitCode::from(2);
