@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::install::{ensure_terser, ensure_wasm_bindgen, ensure_wasm_opt};
-use crate::run::run;
+use crate::run::{run, spawn};
 use crate::wasm::{self, WasmCargo};
 use crate::{root, step, Result};
 
@@ -35,11 +35,12 @@ pub fn build() -> Result<PathBuf> {
 
 /// Builds `pkg/` with an already detected wasm toolchain.
 pub fn build_with(cargo: &WasmCargo) -> Result<PathBuf> {
-    let wasm_bindgen = ensure_wasm_bindgen()?;
     let pkg = root().join("pkg");
 
+    // The module compiles while the wasm-bindgen CLI installs, when it is missing (a first run):
+    // both are minutes long, and each ends on one core (LTO at one codegen unit; linking).
     step("Compiling the SDK for wasm32 (profile wasm-release: built for size)");
-    run(cargo.command().args([
+    let compiling = spawn(cargo.command().args([
         "build",
         "--profile",
         wasm::PROFILE,
@@ -48,6 +49,9 @@ pub fn build_with(cargo: &WasmCargo) -> Result<PathBuf> {
         "-p",
         "client-tools",
     ]))?;
+    let wasm_bindgen = ensure_wasm_bindgen();
+    compiling.wait()?;
+    let wasm_bindgen = wasm_bindgen?;
     let module = wasm::target_dir()
         .join(wasm::TARGET)
         .join(wasm::PROFILE)
@@ -278,8 +282,8 @@ pub fn check_size_budget(pkg: &Path) -> Result {
     if total.gzip > SIZE_BUDGET_GZIP {
         return Err(format!(
             "the package is {} bytes gzip, over its budget of {SIZE_BUDGET_GZIP} bytes \
-             (xtask/src/build.rs SIZE_BUDGET_GZIP): find what grew with `twiggy top` on the \
-             un-optimized module, or raise the budget with a reason in BENCHMARKS.md",
+             (xtask/src/build.rs SIZE_BUDGET_GZIP): find what grew with `cargo xtask size` (the \
+             un-optimized module by crate and function), or raise the budget with a reason in BENCHMARKS.md",
             total.gzip
         ));
     }

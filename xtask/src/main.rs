@@ -11,6 +11,7 @@ mod package_check;
 mod pictures;
 mod run;
 mod size;
+mod steps;
 mod test;
 mod wasm;
 mod wasm_pack;
@@ -60,6 +61,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    steps::print_summary();
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
@@ -79,7 +81,4 @@ pub fn root() -> PathBuf {
         .to_path_buf()
 }
 
-/// Prints a step the way every command announces what it does.
-pub fn step(message: &str) {
-    eprintln!("\n==> {message}");
-}
+pub use steps::step;

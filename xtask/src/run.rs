@@ -17,6 +17,39 @@ pub fn run(command: &mut Command) -> Result {
     }
 }
 
+/// A command started in the background by [`spawn`]: [`Background::wait`] fails like [`run`].
+pub struct Background {
+    child: std::process::Child,
+    described: String,
+}
+
+/// Starts `command` (its output goes where ours does) and returns at once: the slow steps of a
+/// first run (compiling the module, installing the wasm-bindgen CLI, building the bridge) wait on
+/// one core each at their serial ends (LTO, linking), so running them side by side saves minutes.
+pub fn spawn(command: &mut Command) -> Result<Background> {
+    let described = describe(command);
+    eprintln!("    $ {described} &");
+    let child = command
+        .spawn()
+        .map_err(|e| format!("could not start `{described}`: {e}"))?;
+    Ok(Background { child, described })
+}
+
+impl Background {
+    /// Waits for the command to finish.
+    pub fn wait(mut self) -> Result {
+        let status = self
+            .child
+            .wait()
+            .map_err(|e| format!("`{}` did not finish: {e}", self.described))?;
+        if status.success() {
+            Ok(())
+        } else {
+            Err(format!("`{}` failed ({status})", self.described))
+        }
+    }
+}
+
 /// Runs `command` like [`run`], also keeping what it printed on stdout: `Err` carries it too.
 pub fn run_keeping_stdout(command: &mut Command) -> std::result::Result<String, (String, String)> {
     use std::io::{BufRead, BufReader, Write};

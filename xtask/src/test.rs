@@ -42,6 +42,10 @@ fn host_cargo() -> Command {
 }
 
 pub fn test() -> Result {
+    // On a fresh machine the wasm-bindgen CLI is compiled from source (minutes): it compiles while
+    // the lints and the native tests run, in its own target directory.
+    let wasm_bindgen = std::thread::spawn(ensure_wasm_bindgen);
+
     step("Formatting (cargo fmt --check)");
     run(host_cargo().args(["fmt", "--all", "--", "--check"]))?;
 
@@ -78,7 +82,10 @@ pub fn test() -> Result {
         "client-tools-bridge",
     ]))?;
 
-    let runner = ensure_wasm_bindgen()?.with_file_name("wasm-bindgen-test-runner");
+    let runner = wasm_bindgen
+        .join()
+        .map_err(|_| "installing the wasm-bindgen CLI panicked".to_owned())??
+        .with_file_name("wasm-bindgen-test-runner");
     let browsers = ensure_browsers()?;
     for (browser, driver_var, driver) in [
         ("Chromium", "CHROMEDRIVER", &browsers.chromedriver),
