@@ -122,6 +122,19 @@ fn goals(out: &mut String, results: &Value) {
         ),
         None => not_measured(out, name),
     }
+    let name = "Throughput ≥ 1.5× the CSP-safe JS (MCP SDK + @cfworker/json-schema) at every size (Chromium)";
+    let ratios = calls
+        .iter()
+        .map(|r| num(&r["sdk"]["callsPerSec"]) / num(&r["csp"]["callsPerSec"]));
+    match worst(ratios, f64::min) {
+        Some(ratio) => goal(
+            out,
+            name,
+            format!("lowest SDK ÷ CSP-safe {ratio:.2}×"),
+            ratio >= 1.5,
+        ),
+        None => not_measured(out, name),
+    }
 
     // Validation and compile: every workload in every browser measured.
     let validation: Vec<&Value> = BROWSERS
@@ -299,21 +312,79 @@ fn calls(out: &mut String, browser: &str, calls: &Value) {
     let Some(rows) = calls["rows"].as_array() else {
         return;
     };
+    // Results from before the CSP-safe reference have no `csp` entries: their columns are left out.
+    let with_csp = rows.iter().any(|row| row["csp"].is_object());
     let _ = writeln!(out, "## Per-call overhead on the page — {browser}\n");
-    let _ = writeln!(
+    let _ = write!(
         out,
         "From the request frame handed to the server to its result frame; the handler runs but returns \
-         `{{ok: true}}` at once; input and output are validated. The two run in alternating rounds \
-         (SDK, reference, reference, SDK) after a warm-up of both. SDK: `receiveFrame` → `attachTransport`'s \
-         `send`. Reference: {} behind an in-memory transport (`JSON.parse` in, `JSON.stringify` out). \
-         Sequential calls for p50/p99; calls/s with 100 calls in flight.\n",
+         `{{ok: true}}` at once; input and output are validated. SDK: `receiveFrame` → `attachTransport`'s \
+         `send`. Reference (ajv): {} behind an in-memory transport (`JSON.parse` in, `JSON.stringify` out), \
+         its `tools/call` handler validating input and output with ajv-compiled schemas.",
         text(&calls["reference"])
     );
-    let _ = writeln!(out, "| Input | SDK p50 | SDK p99 | SDK calls/s | Reference p50 | Reference p99 | Reference calls/s | Throughput SDK ÷ reference |");
-    let _ = writeln!(out, "|---:|---:|---:|---:|---:|---:|---:|---:|");
+    if with_csp {
+        let check = &calls["cspCheck"];
+        let violations: Vec<String> = check["violations"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|v| {
+                format!(
+                    "`{}` ({}) at `{}`",
+                    text(&v["directive"]),
+                    text(&v["blocked"]),
+                    text(&v["source"])
+                )
+            })
+            .collect();
+        let _ = write!(
+            out,
+            " CSP-safe: what a page under a strict Content-Security-Policy must use instead, {} \
+             (`bench/js/reference-csp.mjs`: the same code, the SDK's `CfWorkerJsonSchemaValidator` \
+             given as the `Server`'s `jsonSchemaValidator` and the tool handler validating input and \
+             output through it; bundled without ajv). It runs in a same-origin frame whose policy is \
+             `script-src 'self'` ({}), so zod, which the MCP SDK parses every message with, takes its \
+             interpreted path as on such a page; the benchmark page drives it with the same harness. \
+             Policy violations while it loaded and ran: {} (zod probes `new Function` once as it loads \
+             and, refused, does without; any other would be a code path needing eval).",
+            text(&calls["csp"]),
+            if check["evalRefused"].as_bool() == Some(true) {
+                "`new Function` checked refused there after the run"
+            } else {
+                "**`new Function` was not refused there after the run: the policy was not in force**"
+            },
+            if violations.is_empty() {
+                "none".to_owned()
+            } else {
+                format!("{}: {}", violations.len(), violations.join("; "))
+            }
+        );
+    }
+    let _ = writeln!(
+        out,
+        " The servers run in alternating rounds ({}) after a warm-up of each, and each answer is \
+         checked to be `{{ok: true}}` first. Sequential calls for p50/p99; calls/s with 100 calls in \
+         flight.\n",
+        if with_csp {
+            "SDK, ajv, CSP-safe, CSP-safe, ajv, SDK"
+        } else {
+            "SDK, reference, reference, SDK"
+        }
+    );
+    let (head, rule) = if with_csp {
+        (
+            " CSP-safe p50 | CSP-safe p99 | CSP-safe calls/s | Throughput SDK ÷ CSP-safe |",
+            "---:|---:|---:|---:|",
+        )
+    } else {
+        ("", "")
+    };
+    let _ = writeln!(out, "| Input | SDK p50 | SDK p99 | SDK calls/s | ajv p50 | ajv p99 | ajv calls/s | Throughput SDK ÷ ajv |{head}");
+    let _ = writeln!(out, "|---:|---:|---:|---:|---:|---:|---:|---:|{rule}");
     for row in rows {
-        let (sdk, reference) = (&row["sdk"], &row["reference"]);
-        let _ = writeln!(
+        let (sdk, reference, csp) = (&row["sdk"], &row["reference"], &row["csp"]);
+        let _ = write!(
             out,
             "| {} | {} µs | {} µs | {:.0} | {} µs | {} µs | {:.0} | {:.2}× |",
             bytes(num(&row["inputBytes"])),
@@ -325,6 +396,17 @@ fn calls(out: &mut String, browser: &str, calls: &Value) {
             num(&reference["callsPerSec"]),
             num(&sdk["callsPerSec"]) / num(&reference["callsPerSec"]).max(1.0)
         );
+        if with_csp {
+            let _ = write!(
+                out,
+                " {} µs | {} µs | {:.0} | {:.2}× |",
+                csp["p50Us"],
+                csp["p99Us"],
+                num(&csp["callsPerSec"]),
+                num(&sdk["callsPerSec"]) / num(&csp["callsPerSec"]).max(1.0)
+            );
+        }
+        out.push('\n');
     }
     let env = &calls["environment"];
     let _ = writeln!(
@@ -631,6 +713,50 @@ mod tests {
                 .contains("| 1000 | 5000 / 4800 | 900 / 950 µs | 80.0 / 84.5 µs | +4.5 µs | 0 |"),
             "{markdown}"
         );
+    }
+
+    #[test]
+    fn the_per_call_table_has_the_csp_safe_columns_and_its_goal_the_worst_ratio() {
+        let entry =
+            |p50: f64, calls: f64| json!({"p50Us": p50, "p99Us": p50 * 2.0, "callsPerSec": calls});
+        let results = json!({"chromium": {"calls": {
+            "reference": "ajv", "csp": "cfworker",
+            "cspCheck": {"evalRefused": true, "violations": []},
+            "rows": [
+                {"inputBytes": 80, "sdk": entry(30.0, 40000.0), "reference": entry(10.0, 100000.0), "csp": entry(20.0, 20000.0)},
+                {"inputBytes": 4000, "sdk": entry(110.0, 9000.0), "reference": entry(15.0, 40000.0), "csp": entry(90.0, 7500.0)},
+            ],
+        }}});
+        let markdown = super::render(&results, "");
+        assert!(
+            markdown.contains(
+                "| CSP-safe p50 | CSP-safe p99 | CSP-safe calls/s | Throughput SDK ÷ CSP-safe |"
+            ),
+            "{markdown}"
+        );
+        assert!(markdown.contains("| 80 B | 30.0 µs | 60.0 µs | 40000 | 10.0 µs | 20.0 µs | 100000 | 0.40× | 20.0 µs | 40.0 µs | 20000 | 2.00× |"), "{markdown}");
+        assert!(markdown.contains("(MCP SDK + @cfworker/json-schema) at every size (Chromium) | lowest SDK ÷ CSP-safe 1.20× | **no** |"), "{markdown}");
+        assert!(
+            markdown.contains("Policy violations while it loaded and ran: none ("),
+            "{markdown}"
+        );
+    }
+
+    #[test]
+    fn results_from_before_the_csp_safe_reference_render_without_its_columns() {
+        let entry = json!({"p50Us": 30.0, "p99Us": 60.0, "callsPerSec": 40000.0});
+        let results = json!({"chromium": {"calls": {"reference": "ajv", "rows": [
+            {"inputBytes": 80, "sdk": entry, "reference": entry},
+        ]}}});
+        let markdown = super::render(&results, "");
+        assert!(!markdown.contains("CSP-safe p50"), "{markdown}");
+        assert!(
+            markdown.contains(
+                "| 80 B | 30.0 µs | 60.0 µs | 40000 | 30.0 µs | 60.0 µs | 40000 | 1.00× |\n"
+            ),
+            "{markdown}"
+        );
+        assert!(markdown.contains("CSP-safe JS (MCP SDK + @cfworker/json-schema) at every size (Chromium) | not measured |"), "{markdown}");
     }
 
     #[test]

@@ -3,7 +3,9 @@
 // BENCHMARKS.md. `echo` is the trivial tool the round-trip benchmark calls.
 //
 // Every measurement runs the SDK (wasm) and the JavaScript reference on the same page, with the same
-// inputs, one after the other.
+// inputs, one after the other. The per-call benchmark has a second reference, the CSP-safe one
+// (csp.html: the MCP SDK `Server` with @cfworker/json-schema, in a same-origin frame that forbids
+// eval), driven from this page by the same harness.
 
 import init, { ClientTools, SchemaValidator } from "/pkg/client_tools.js";
 import { createReferenceServer, newAjv } from "/vendor/reference.js";
@@ -23,7 +25,7 @@ tools.defineFunction({
 });
 tools.defineFunction({
   name: "bench_calls",
-  description: "Per-call SDK overhead vs the MCP TypeScript SDK Server + ajv, on this page.",
+  description: "Per-call SDK overhead vs the MCP TypeScript SDK Server + ajv and + @cfworker/json-schema (CSP-safe), on this page.",
   parameters: { type: "object", properties: { iterations: { type: "integer", minimum: 10 } } },
   timeoutMs: LONG_MS,
   handler: ({ iterations = 2000 }) => benchCalls(iterations),
@@ -82,17 +84,21 @@ function nsPerOp(fn, minMs) {
 
 // --- per-call overhead --------------------------------------------------------------------------
 
-/** A server under test seen as frames: `receive(text)` in, a promise of the next `count` frames out. */
+/** A server under test seen as frames: `receive(text)` in, a promise of the next `count` frames out
+ *  (`last()`: the text of the latest). */
 function framed(receive, attach) {
   let expected = 0;
   let received = 0;
   let done = () => {};
-  attach(() => {
+  let latest;
+  attach((text) => {
+    latest = text;
     received += 1;
     if (received === expected) done();
   });
   return {
     receive,
+    last: () => latest,
     expect(count) {
       expected = count;
       received = 0;
@@ -116,6 +122,41 @@ async function referenceServer() {
     inputSchema: callInputSchema, outputSchema: callOutputSchema, handler: () => ({ ok: true }),
   }]);
   return framed((text) => transport.receive(text), (onframe) => (transport.onframe = onframe));
+}
+
+/** The CSP-safe reference, loaded in its frame (csp.html, csp.js): its `window.cspReference`. */
+function cspFrame() {
+  return new Promise((resolve, reject) => {
+    const frame = document.createElement("iframe");
+    const timer = setTimeout(() => reject(new Error("csp.html did not report ready in 60 s")), 60_000);
+    addEventListener("message", function onMessage(event) {
+      if (event.source !== frame.contentWindow || !event.data?.cspReady) return;
+      removeEventListener("message", onMessage);
+      clearTimeout(timer);
+      const reference = frame.contentWindow.cspReference;
+      if (reference.error) reject(new Error(`the CSP-safe reference did not load: ${reference.error}`));
+      else resolve(reference);
+    });
+    frame.src = "csp.html";
+    document.body.append(frame);
+  });
+}
+
+async function cspServer(reference) {
+  const transport = await reference.createServer();
+  return framed((text) => transport.receive(text), (onframe) => (transport.onframe = onframe));
+}
+
+/** One call's answer, which must be the handler's `{ ok: true }` (a benchmark of errors measures
+ *  nothing). */
+async function checkCall(name, server, argumentsText) {
+  const answered = server.expect(1);
+  server.receive(callFrame(argumentsText));
+  await answered;
+  const message = JSON.parse(server.last());
+  if (message.result?.isError || message.result?.structuredContent?.ok !== true) {
+    throw new Error(`${name} did not answer the call with { ok: true }: ${server.last().slice(0, 500)}`);
+  }
 }
 
 let nextId = 1;
@@ -153,34 +194,45 @@ async function measureServer(server, argumentsText, iterations) {
   return { samples, callsPerSec: calls / seconds };
 }
 
-/** Two rounds of a server's measurements as one row: all samples, the mean rate. */
+/** Two rounds of a server's measurements as one entry of a row: all samples, the mean rate. */
 function merged(first, second) {
   const callsPerSec = Math.round((first.callsPerSec + second.callsPerSec) / 2);
   return { ...summarize([...first.samples, ...second.samples]), callsPerSec };
 }
 
 async function benchCalls(iterations) {
-  const sdk = await sdkServer();
-  const reference = await referenceServer();
-  await initialize(sdk);
-  await initialize(reference);
+  const cspReference = await cspFrame();
+  const servers = { sdk: await sdkServer(), reference: await referenceServer(), csp: await cspServer(cspReference) };
+  for (const server of Object.values(servers)) await initialize(server);
+  // Alternating rounds (SDK, ajv, CSP-safe, CSP-safe, ajv, SDK): none always runs on a fresher heap
+  // or right after the same neighbour.
+  const order = ["sdk", "reference", "csp", "csp", "reference", "sdk"];
   const rows = [];
   for (const size of callSizes) {
     const argumentsText = JSON.stringify(boardOfSize(size));
+    for (const [name, server] of Object.entries(servers)) await checkCall(name, server, argumentsText);
     const n = size > 10_000 ? Math.max(100, iterations / 4) : iterations;
-    // Alternating rounds (SDK, reference, reference, SDK): neither always runs on a fresher heap.
     const half = Math.ceil(n / 2);
-    const sdkFirst = await measureServer(sdk, argumentsText, half);
-    const referenceFirst = await measureServer(reference, argumentsText, half);
-    const referenceSecond = await measureServer(reference, argumentsText, half);
-    const sdkSecond = await measureServer(sdk, argumentsText, half);
+    const rounds = { sdk: [], reference: [], csp: [] };
+    for (const name of order) rounds[name].push(await measureServer(servers[name], argumentsText, half));
     rows.push({
       inputBytes: argumentsText.length,
-      sdk: merged(sdkFirst, sdkSecond),
-      reference: merged(referenceFirst, referenceSecond),
+      sdk: merged(...rounds.sdk),
+      reference: merged(...rounds.reference),
+      csp: merged(...rounds.csp),
     });
   }
-  return { environment: environment(), reference: "@modelcontextprotocol/sdk Server + ajv (ajv-formats)", rows };
+  // What the frame's policy refused while the CSP-safe reference loaded and ran (zod's probe for
+  // `new Function` is expected: refused, it takes its interpreted path), then proof it is in force.
+  const violations = cspReference.violations.map((v) => ({ ...v }));
+  const evalRefused = !cspReference.evalAllowed();
+  return {
+    environment: environment(),
+    reference: "@modelcontextprotocol/sdk Server + ajv (ajv-formats)",
+    csp: "@modelcontextprotocol/sdk Server + CfWorkerJsonSchemaValidator (@cfworker/json-schema)",
+    cspCheck: { evalRefused, violations },
+    rows,
+  };
 }
 
 // --- validation -----------------------------------------------------------------------------------
