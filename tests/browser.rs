@@ -907,6 +907,22 @@ fn schema_validator_checks_values_and_asserts_formats() {
     assert!(message.contains("invalid JSON Schema"), "{message}");
 }
 
+/// A Punycode label of a `hostname` is judged by each code point's general category (RFC 5892),
+/// which on wasm32 the browser's Unicode data answers (vendor/unicode-facade: the module carries no
+/// table of its own). The same cases and answers are checked natively in
+/// `crates/core/tests/hostname_labels.rs`.
+#[wasm_bindgen_test]
+fn punycode_hostnames_use_the_browsers_unicode_data() {
+    let cases: Vec<(String, bool, String)> =
+        serde_json::from_str(include_str!("fixtures/punycode-hostnames.json")).unwrap();
+    let validator =
+        SchemaValidator::new(json(r#"{"format":"hostname"}"#).unchecked_into()).unwrap();
+    for (hostname, valid, why) in cases {
+        let found: JsValue = validator.validate(JsValue::from_str(&hostname)).into();
+        assert_eq!(found.is_undefined(), valid, "{hostname} ({why})");
+    }
+}
+
 /// `pattern` is ECMA-262 and runs on the browser's own `RegExp` (the patched jsonschema, see
 /// vendor/README.md): look-behind, named back-references and Unicode property escapes work, `\d` is
 /// ASCII only, and a pattern `RegExp` rejects is an invalid schema.
