@@ -7,6 +7,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::limits;
+use crate::plain_object::PlainObject;
 use crate::protocol::{content, meta, CallToolParams, CallToolResult};
 use crate::registry::{is_allowed, RegisteredTool, ToolKind};
 use crate::validate::CompiledSchema;
@@ -258,27 +259,40 @@ impl<H> PreparedCall<H> {
 pub use crate::limits::HUMAN_WAIT_MAX_MS;
 
 /// What the page's `confirm` callback decided (SPEC §7).
-#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
-#[serde(tag = "action", rename_all = "lowercase", deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum ConfirmDecision {
     Approve,
-    Modify {
-        input: Value,
-    },
-    Reject {
-        #[serde(default)]
-        reason: Option<String>,
-    },
+    Modify { input: Value },
+    Reject { reason: Option<String> },
 }
 
 impl ConfirmDecision {
     /// Reads a decision; the error says what was wrong with it.
     pub fn parse(value: Value) -> Result<Self, String> {
-        serde_json::from_value(value).map_err(|e| {
+        Self::read(value).map_err(|e| {
             format!(
                 "the confirm callback must return {{action: \"approve\" | \"modify\" | \"reject\", input?, reason?}}: {e}"
             )
         })
+    }
+
+    fn read(value: Value) -> Result<Self, String> {
+        let mut decision = PlainObject::from_value(value, &["action", "input", "reason"])?;
+        let action = decision.string("action")?;
+        let decided = match action.as_deref() {
+            Some("approve") => Self::Approve,
+            Some("modify") => Self::Modify {
+                input: decision.value("input").ok_or("missing field `input`")?,
+            },
+            Some("reject") => Self::Reject {
+                reason: decision.string("reason")?,
+            },
+            Some(other) => return Err(format!("unknown action `{other}`")),
+            None => return Err("missing field `action`".into()),
+        };
+        // As before: a key the action does not take is refused, not ignored.
+        decision.refuse_left_over()?;
+        Ok(decided)
     }
 }
 

@@ -37,6 +37,7 @@ pub mod limits;
 pub mod names;
 pub mod page_api;
 pub mod page_engine;
+pub mod plain_object;
 pub mod protocol;
 pub mod registry;
 pub mod schema_field;

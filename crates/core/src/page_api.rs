@@ -3,12 +3,12 @@
 //! keys checked at run time and those the `.d.ts` offers cannot drift apart. The SDK takes the
 //! functions out (serde cannot hold one) and hands the rest here as JSON text.
 
-use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::Value;
 
 use crate::limits::{DEFAULT_TIMEOUT_MS, MAX_TIMEOUT_MS};
 use crate::page_engine::EngineConfig;
+use crate::plain_object::PlainObject;
 use crate::registry::{Declaration, Registry, TaskSupport};
 use crate::CoreError;
 
@@ -51,18 +51,13 @@ crate::typescript_interface! {
     }
 }
 
-/// The keys holding functions: serde cannot read those, so they are read by hand.
-/// The constructor's options, checked (the functions and the `strings` apart).
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+/// The constructor's options, checked (the functions and the `strings` apart: the SDK reads those).
+#[derive(Debug, Clone, PartialEq)]
 pub struct PageOptions {
     pub endpoint: Option<String>,
     pub token: Option<String>,
     pub allow: Vec<String>,
-    /// Read as any number, then checked: [`PageOptions::read`] leaves it a whole, clamped count.
-    #[serde(rename = "defaultTimeoutMs")]
-    default_timeout: Option<f64>,
-    #[serde(skip)]
+    /// `defaultTimeoutMs`, checked: a whole, clamped count.
     pub default_timeout_ms: u64,
     pub forms: bool,
     pub expose_to_browser: bool,
@@ -77,7 +72,6 @@ impl Default for PageOptions {
             endpoint: None,
             token: None,
             allow: Vec::new(),
-            default_timeout: None,
             default_timeout_ms: DEFAULT_TIMEOUT_MS,
             forms: true,
             expose_to_browser: true,
@@ -99,8 +93,32 @@ impl PageOptions {
 
     /// Reads the options from their JSON text; the error names the option at fault.
     pub fn read(text: &str) -> Result<Self, CoreError> {
-        let mut options: Self = read_plain(text).map_err(CoreError::InvalidOptions)?;
-        options.default_timeout_ms = match options.default_timeout {
+        let invalid = CoreError::InvalidOptions;
+        let mut plain = PlainObject::parse(text, KNOWN_OPTIONS).map_err(invalid)?;
+        let defaults = Self::default();
+        let flag = |plain: &mut PlainObject, key, default| {
+            plain.boolean(key).map(|given| given.unwrap_or(default))
+        };
+        let mut options = Self {
+            endpoint: plain.string("endpoint").map_err(invalid)?,
+            token: plain.string("token").map_err(invalid)?,
+            allow: plain.strings("allow").map_err(invalid)?.unwrap_or_default(),
+            default_timeout_ms: defaults.default_timeout_ms,
+            forms: flag(&mut plain, "forms", defaults.forms).map_err(invalid)?,
+            expose_to_browser: flag(&mut plain, "exposeToBrowser", defaults.expose_to_browser)
+                .map_err(invalid)?,
+            adopt_browser_tools: flag(
+                &mut plain,
+                "adoptBrowserTools",
+                defaults.adopt_browser_tools,
+            )
+            .map_err(invalid)?,
+            auto_connect: flag(&mut plain, "autoConnect", defaults.auto_connect)
+                .map_err(invalid)?,
+            allow_for_session: flag(&mut plain, "allowForSession", defaults.allow_for_session)
+                .map_err(invalid)?,
+        };
+        options.default_timeout_ms = match plain.number("defaultTimeoutMs").map_err(invalid)? {
             None => DEFAULT_TIMEOUT_MS,
             Some(ms) if ms.is_nan() || ms <= 0.0 => {
                 return Err(CoreError::InvalidOptions(format!(
@@ -135,33 +153,18 @@ crate::typescript_interface! {
     }
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct PlainDeclaration {
-    #[allow(dead_code)]
-    name: Value,
-    #[serde(default)]
-    description: Option<String>,
-    #[serde(default)]
-    parameters: Option<Value>,
-    #[serde(default)]
-    output_schema: Option<Value>,
-    #[serde(default)]
-    annotations: Option<Value>,
-    #[serde(default)]
-    require_confirmation: Option<bool>,
-    #[serde(default)]
-    timeout_ms: Option<f64>,
-    #[serde(default)]
-    task_support: Option<String>,
-}
-
 /// Reads a declaration of tool `name` from its JSON text (the handler taken out).
 pub fn read_declaration(name: String, text: &str) -> Result<Declaration, CoreError> {
     let invalid =
         |e: String| CoreError::InvalidOptions(format!("declaration of tool '{name}': {e}"));
-    let plain: PlainDeclaration = read_plain(text).map_err(|e| invalid(e.to_string()))?;
-    let task_support = match plain.task_support.as_deref().map(TaskSupport::parse) {
+    // The handler is taken out by the SDK; its key may still be listed.
+    let mut plain = PlainObject::parse(text, DECLARATION_KEYS).map_err(invalid)?;
+    let task_support = match plain
+        .string("taskSupport")
+        .map_err(invalid)?
+        .as_deref()
+        .map(TaskSupport::parse)
+    {
         Some(None) => {
             return Err(invalid(
                 "taskSupport must be \"forbidden\", \"optional\" or \"required\"".into(),
@@ -170,14 +173,14 @@ pub fn read_declaration(name: String, text: &str) -> Result<Declaration, CoreErr
         given => given.flatten(),
     };
     Ok(Declaration {
-        original_name: name,
-        description: plain.description,
-        parameters: plain.parameters,
-        output_schema: plain.output_schema,
-        annotations: plain.annotations,
-        require_confirmation: plain.require_confirmation,
-        timeout_ms: plain.timeout_ms,
+        description: plain.string("description").map_err(invalid)?,
+        parameters: plain.value("parameters"),
+        output_schema: plain.value("outputSchema"),
+        annotations: plain.value("annotations"),
+        require_confirmation: plain.boolean("requireConfirmation").map_err(invalid)?,
+        timeout_ms: plain.number("timeoutMs").map_err(invalid)?,
         task_support,
+        original_name: name,
     })
 }
 
@@ -288,38 +291,6 @@ pub fn reject_unknown_keys<'a>(
         )),
         None => Ok(()),
     }
-}
-
-/// Reads a plain object's JSON text as `T`; the error names the key at fault, without serde's
-/// position (it points into a text the page never wrote).
-pub fn read_plain<T: DeserializeOwned>(text: &str) -> Result<T, String> {
-    serde_json::from_str(text).map_err(|e| {
-        let message = e.to_string();
-        let message = match message.rfind(" at line ") {
-            Some(cut) => message[..cut].to_owned(),
-            None => message,
-        };
-        match key_at_fault::<T>(text) {
-            Some(key) => format!("'{key}': {message}"),
-            None => message,
-        }
-    })
-}
-
-/// The key whose value `T` refused: the first one without which the object reads (serde names
-/// the wrong type, not where it was).
-fn key_at_fault<T: DeserializeOwned>(text: &str) -> Option<String> {
-    let Ok(Value::Object(object)) = serde_json::from_str::<Value>(text) else {
-        return None;
-    };
-    object.keys().find_map(|key| {
-        let mut without = object.clone();
-        without.remove(key);
-        let text = Value::Object(without).to_string();
-        serde_json::from_str::<T>(&text)
-            .is_ok()
-            .then(|| key.clone())
-    })
 }
 
 #[cfg(test)]

@@ -86,11 +86,44 @@ pub mod code {
 }
 
 /// A JSON-RPC request id: a number or a string.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
 #[serde(untagged)]
 pub enum RequestId {
     Number(i64),
     String(String),
+}
+
+/// Read as an untagged enum would — a string, or an integer that fits an `i64` — without serde's
+/// buffering of the value to try one variant after the other (its code is a few KB of the wasm
+/// module, and this is every frame's id).
+impl<'de> Deserialize<'de> for RequestId {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(RequestIdVisitor)
+    }
+}
+
+struct RequestIdVisitor;
+
+impl serde::de::Visitor<'_> for RequestIdVisitor {
+    type Value = RequestId;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a string or an integer")
+    }
+
+    fn visit_i64<E>(self, n: i64) -> Result<RequestId, E> {
+        Ok(RequestId::Number(n))
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<RequestId, E> {
+        i64::try_from(n)
+            .map(RequestId::Number)
+            .map_err(|_| E::invalid_value(serde::de::Unexpected::Unsigned(n), &self))
+    }
+
+    fn visit_str<E>(self, text: &str) -> Result<RequestId, E> {
+        Ok(RequestId::String(text.to_owned()))
+    }
 }
 
 impl std::fmt::Display for RequestId {

@@ -12,7 +12,7 @@
 
 use std::fmt;
 
-use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
 use super::RequestId;
@@ -63,37 +63,12 @@ impl<'de> Deserialize<'de> for Present {
     }
 }
 
-/// A [`RequestId`] as its own (untagged) `Deserialize` reads it, a string or an integer that fits
-/// an `i64`, without first buffering the value and failing one variant.
+/// A [`RequestId`], read by its own `Deserialize`.
 struct Id(RequestId);
 
 impl<'de> Deserialize<'de> for Id {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(IdVisitor)
-    }
-}
-
-struct IdVisitor;
-
-impl Visitor<'_> for IdVisitor {
-    type Value = Id;
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a string or an integer")
-    }
-
-    fn visit_i64<E>(self, n: i64) -> Result<Id, E> {
-        Ok(Id(RequestId::Number(n)))
-    }
-
-    fn visit_u64<E: de::Error>(self, n: u64) -> Result<Id, E> {
-        i64::try_from(n)
-            .map(|n| Id(RequestId::Number(n)))
-            .map_err(|_| E::invalid_value(de::Unexpected::Unsigned(n), &self))
-    }
-
-    fn visit_str<E>(self, text: &str) -> Result<Id, E> {
-        Ok(Id(RequestId::String(text.to_owned())))
+        RequestId::deserialize(deserializer).map(Id)
     }
 }
 
