@@ -26,6 +26,7 @@ pub fn demo(args: &[String]) -> Result {
         "client-tools-bridge",
     ]))?;
     let package = build::build();
+    step("Waiting for the bridge's build");
     let bridge = bridge.wait();
     package?;
     bridge?;
