@@ -118,7 +118,15 @@ pub fn ensure_wasm_bindgen() -> Result<PathBuf> {
         "Installing wasm-bindgen-cli {version} (matches Cargo.lock; takes a few minutes)"
     ));
     // Not `--locked`: one of its locked dependency versions is missing from the registry.
-    run(Command::new(env!("CARGO")).args(["install", "wasm-bindgen-cli", "--version", &version]))?;
+    // `--force`: we only get here when no binary of that version is found, and cargo's own record
+    // may still say it is installed (a binary deleted by hand), which would make it do nothing.
+    run(Command::new(env!("CARGO")).args([
+        "install",
+        "wasm-bindgen-cli",
+        "--version",
+        &version,
+        "--force",
+    ]))?;
     find_binary("wasm-bindgen").ok_or_else(|| "wasm-bindgen not found after install".into())
 }
 
