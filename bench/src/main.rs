@@ -58,6 +58,14 @@ struct Args {
     /// Fewer iterations (a smoke run).
     #[arg(long)]
     quick: bool,
+    /// Measure nothing: write BENCHMARKS.md again from `bench/results.json` under `--out` and the
+    /// notes (notes written after a run, a renamed heading), with the budget `cargo xtask test`
+    /// enforces now (`--budget-gzip`).
+    #[arg(long, requires = "budget_gzip")]
+    render_only: bool,
+    /// The size budget in bytes (gzip), for `--render-only`.
+    #[arg(long)]
+    budget_gzip: Option<u64>,
 }
 
 #[tokio::main]
@@ -70,6 +78,9 @@ async fn main() {
 }
 
 async fn run(args: &Args) -> Result<(), String> {
+    if args.render_only {
+        return render_again(args);
+    }
     let mut browsers = vec![("Chromium", Browser::version(&args.chromium))];
     if let Some(firefox) = &args.firefox {
         browsers.push(("Firefox", Browser::version(firefox)));
@@ -130,26 +141,40 @@ async fn run(args: &Args) -> Result<(), String> {
             std::fs::read_to_string(sizes).map_err(|e| format!("{}: {e}", sizes.display()))?;
         results["size"] = serde_json::from_str(&text).map_err(|e| e.to_string())?;
     }
+    let json_path = args.out.join("bench").join("results.json");
+    let pretty = serde_json::to_string_pretty(&results).map_err(|e| e.to_string())?;
+    std::fs::write(&json_path, pretty + "\n")
+        .map_err(|e| format!("{}: {e}", json_path.display()))?;
+    write_markdown(args, &results)?;
+    eprintln!("==> Wrote {}", json_path.display());
+    Ok(())
+}
+
+/// `--render-only`: BENCHMARKS.md from the results of the last run, the notes and the budget now.
+fn render_again(args: &Args) -> Result<(), String> {
+    let json_path = args.out.join("bench").join("results.json");
+    let text =
+        std::fs::read_to_string(&json_path).map_err(|e| format!("{}: {e}", json_path.display()))?;
+    let mut results: Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+    if let (Some(budget), Some(size)) = (args.budget_gzip, results.get_mut("size")) {
+        size["budgetGzip"] = Value::from(budget);
+    }
+    write_markdown(args, &results)
+}
+
+/// BENCHMARKS.md under `--out`: the results and the notes.
+fn write_markdown(args: &Args, results: &Value) -> Result<(), String> {
     let history = match &args.notes {
         Some(path) => {
             std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?
         }
         None => String::new(),
     };
-
-    let json_path = args.out.join("bench").join("results.json");
-    let pretty = serde_json::to_string_pretty(&results).map_err(|e| e.to_string())?;
-    std::fs::write(&json_path, pretty + "\n")
-        .map_err(|e| format!("{}: {e}", json_path.display()))?;
-    let markdown = report::render(&results, &history);
+    let markdown = report::render(results, &history);
     let md_path = args.out.join("BENCHMARKS.md");
     std::fs::write(&md_path, &markdown).map_err(|e| format!("{}: {e}", md_path.display()))?;
-    println!("{}", report::summary(&results));
-    eprintln!(
-        "==> Wrote {} and {}",
-        md_path.display(),
-        json_path.display()
-    );
+    println!("{}", report::summary(results));
+    eprintln!("==> Wrote {}", md_path.display());
     Ok(())
 }
 

@@ -19,15 +19,46 @@ pub fn bench(args: &[String]) -> Result {
     let quick = match args {
         [] => false,
         [flag] if flag == "--quick" => true,
+        [flag] if flag == "--render" => return render(),
         _ => {
             return Err(format!(
-                "unknown arguments {args:?}; usage: cargo xtask bench [--quick]"
+                "unknown arguments {args:?}; usage: cargo xtask bench [--quick | --render]"
             ))
         }
     };
     let browsers = ensure_browsers()?;
     let pkg = build::build_with(&WasmCargo::detect()?)?;
     run_benchmarks(&browsers, &pkg, quick, &root())
+}
+
+/// `cargo xtask bench --render`: BENCHMARKS.md written again from `bench/results.json` and
+/// `bench/notes.md` (notes written after the run), with the size budget enforced now; nothing is
+/// measured.
+fn render() -> Result {
+    step("Building the benchmark driver (release)");
+    run(Command::new(env!("CARGO")).current_dir(root()).args([
+        "build",
+        "--release",
+        "-p",
+        "client-tools-bench",
+        "--bin",
+        "client-tools-bench",
+    ]))?;
+    step("Writing BENCHMARKS.md from bench/results.json and bench/notes.md");
+    run(
+        Command::new(root().join("target/release/client-tools-bench"))
+            .current_dir(root())
+            .arg("--render-only")
+            .args(["--budget-gzip", &SIZE_BUDGET_GZIP.to_string()])
+            .arg("--pkg")
+            .arg(root().join("pkg"))
+            .arg("--www")
+            .arg(root().join("bench/www"))
+            .arg("--notes")
+            .arg(root().join("bench/notes.md"))
+            .arg("--out")
+            .arg(root()),
+    )
 }
 
 /// Bundles the references, builds the native binaries and runs the driver, which writes

@@ -33,7 +33,8 @@ commands:
   demo    build, then run the bridge with the demo site on http://127.0.0.1:8787/
   bench   build, then measure the SDK in headless Chromium and Firefox against the JavaScript it
           replaces, the bridge's round trips and scale, and the size; writes BENCHMARKS.md and
-          bench/results.json (`--quick`: a short smoke run)
+          bench/results.json (`--quick`: a short smoke run; `--render`: BENCHMARKS.md again from
+          bench/results.json and bench/notes.md, measuring nothing)
   size    the un-optimized module's code and data by crate and its 30 largest functions (from the name
           section, before wasm-opt strips it; builds first if the module is missing; `--markdown`:
           as BENCHMARKS.md shows it)";
