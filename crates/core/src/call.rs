@@ -276,23 +276,51 @@ impl ConfirmDecision {
         })
     }
 
+    /// What serde's derive for an internally tagged enum accepted, read by hand (a few KB less of
+    /// the module): `approve` ignores other members; `modify` takes `input` (required, `null`
+    /// allowed) and `reject` an optional `reason`, and each refuses any other member.
     fn read(value: Value) -> Result<Self, String> {
-        let mut decision = PlainObject::from_value(value, &["action", "input", "reason"])?;
-        let action = decision.string("action")?;
-        let decided = match action.as_deref() {
-            Some("approve") => Self::Approve,
-            Some("modify") => Self::Modify {
-                input: decision.value("input").ok_or("missing field `input`")?,
-            },
-            Some("reject") => Self::Reject {
-                reason: decision.string("reason")?,
-            },
-            Some(other) => return Err(format!("unknown action `{other}`")),
+        let Value::Object(mut decision) = value else {
+            return Err(format!(
+                "expected an object, got {}",
+                crate::validate::json_type_name(&value)
+            ));
+        };
+        let action = match decision.remove("action") {
+            Some(Value::String(action)) => action,
+            Some(other) => {
+                return Err(format!(
+                    "'action': expected a string, got {}",
+                    crate::validate::json_type_name(&other)
+                ))
+            }
             None => return Err("missing field `action`".into()),
         };
-        // As before: a key the action does not take is refused, not ignored.
-        decision.refuse_left_over()?;
-        Ok(decided)
+        let only = |decision: &serde_json::Map<String, Value>, allowed: &str| match decision
+            .keys()
+            .find(|key| *key != allowed)
+        {
+            Some(key) => Err(format!("unknown field `{key}`, expected `{allowed}`")),
+            None => Ok(()),
+        };
+        match action.as_str() {
+            "approve" => Ok(Self::Approve),
+            "modify" => {
+                only(&decision, "input")?;
+                let input = decision.remove("input").ok_or("missing field `input`")?;
+                Ok(Self::Modify { input })
+            }
+            "reject" => {
+                only(&decision, "reason")?;
+                let mut reason = PlainObject::from_value(Value::Object(decision), &["reason"])?;
+                Ok(Self::Reject {
+                    reason: reason.string("reason")?,
+                })
+            }
+            other => Err(format!(
+                "unknown variant `{other}`, expected one of `approve`, `modify`, `reject`"
+            )),
+        }
     }
 }
 
@@ -650,6 +678,36 @@ mod tests {
         );
         let error = ConfirmDecision::parse(json!({"action": "maybe"})).unwrap_err();
         assert!(error.contains("approve"), "{error}");
+        // As serde's derive read them: `approve` ignores other members (`ok ? "approve" :
+        // "reject"` with a reason either way), `modify` and `reject` take only their own.
+        let approve = json!({"action": "approve", "reason": "fine", "input": null});
+        assert_eq!(
+            ConfirmDecision::parse(approve),
+            Ok(ConfirmDecision::Approve)
+        );
+        assert_eq!(
+            ConfirmDecision::parse(json!({"action": "modify", "input": null})),
+            Ok(ConfirmDecision::Modify { input: Value::Null })
+        );
+        assert_eq!(
+            ConfirmDecision::parse(json!({"action": "reject", "reason": null})),
+            Ok(ConfirmDecision::Reject { reason: None })
+        );
+        for refused in [
+            json!({"action": "modify"}),
+            json!({"action": "modify", "input": {}, "reason": "x"}),
+            json!({"action": "reject", "input": null}),
+            json!({"action": "reject", "reason": 5}),
+            json!({"action": 1}),
+            json!({"reason": "no action"}),
+            json!("approve"),
+        ] {
+            let error = ConfirmDecision::parse(refused.clone()).unwrap_err();
+            assert!(
+                error.starts_with("the confirm callback must return"),
+                "{refused}: {error}"
+            );
+        }
 
         let mut result = CallToolResult::success(json!({"ok": true}));
         mark_modified(&mut result, json!({"boardId": "b2"}));
