@@ -2,8 +2,9 @@
 //! (bench/src), which writes BENCHMARKS.md and bench/results.json.
 //!
 //! Needs: the package (release build), the JavaScript references bundled for the browser
-//! (bench/js → bench/www/vendor), the bridge binary and the bench crate's two binaries (release:
-//! the driver and `client-tools-load`, bench/src/bin/client-tools-load), the browsers.
+//! (bench/js → bench/www/vendor), the bridge binary and the bench crate's two binaries (the driver
+//! and `client-tools-load`, bench/src/bin/client-tools-load: release builds for a full run, debug
+//! builds for `--quick`), the browsers.
 
 use std::path::Path;
 use std::process::Command;
@@ -35,30 +36,28 @@ pub fn bench(args: &[String]) -> Result {
 /// `bench/notes.md` (notes written after the run), with the size budget enforced now; nothing is
 /// measured.
 fn render() -> Result {
-    step("Building the benchmark driver (release)");
+    // Rendering measures nothing: the debug build does.
+    step("Building the benchmark driver");
     run(Command::new(env!("CARGO")).current_dir(root()).args([
         "build",
-        "--release",
         "-p",
         "client-tools-bench",
         "--bin",
         "client-tools-bench",
     ]))?;
     step("Writing BENCHMARKS.md from bench/results.json and bench/notes.md");
-    run(
-        Command::new(root().join("target/release/client-tools-bench"))
-            .current_dir(root())
-            .arg("--render-only")
-            .args(["--budget-gzip", &SIZE_BUDGET_GZIP.to_string()])
-            .arg("--pkg")
-            .arg(root().join("pkg"))
-            .arg("--www")
-            .arg(root().join("bench/www"))
-            .arg("--notes")
-            .arg(root().join("bench/notes.md"))
-            .arg("--out")
-            .arg(root()),
-    )
+    run(Command::new(root().join("target/debug/client-tools-bench"))
+        .current_dir(root())
+        .arg("--render-only")
+        .args(["--budget-gzip", &SIZE_BUDGET_GZIP.to_string()])
+        .arg("--pkg")
+        .arg(root().join("pkg"))
+        .arg("--www")
+        .arg(root().join("bench/www"))
+        .arg("--notes")
+        .arg(root().join("bench/notes.md"))
+        .arg("--out")
+        .arg(root()))
 }
 
 /// Bundles the references, builds the native binaries and runs the driver, which writes
@@ -75,18 +74,30 @@ pub fn run_benchmarks(browsers: &Browsers, pkg: &Path, quick: bool, out: &Path) 
         .current_dir(&js)
         .args(["run", "--silent", "bundle"]))?;
 
-    step("Building the benchmark driver, the load tool and the bridge (release)");
+    // A full run measures optimized binaries. A smoke run (`--quick`, what `cargo xtask test` runs)
+    // only shows that every benchmark still runs: it uses the debug builds, the bridge's being the
+    // one the end-to-end tests built already, so CI compiles no native release binary.
+    let (profile, flags): (&str, &[&str]) = if quick {
+        ("debug", &[])
+    } else {
+        ("release", &["--release"])
+    };
+    step(&format!(
+        "Building the benchmark driver, the load tool and the bridge ({profile})"
+    ));
     // `client-tools-bench --bins`: the driver and `client-tools-load`; the bridge is the binary
     // the load tool starts and measures.
-    run(Command::new(env!("CARGO")).current_dir(root()).args([
-        "build",
-        "--release",
-        "-p",
-        "client-tools-bench",
-        "-p",
-        "client-tools-bridge",
-        "--bins",
-    ]))?;
+    run(Command::new(env!("CARGO"))
+        .current_dir(root())
+        .arg("build")
+        .args(flags)
+        .args([
+            "-p",
+            "client-tools-bench",
+            "-p",
+            "client-tools-bridge",
+            "--bins",
+        ]))?;
 
     let scratch = root().join("target").join("bench");
     std::fs::create_dir_all(&scratch).map_err(|e| e.to_string())?;
@@ -100,8 +111,8 @@ pub fn run_benchmarks(browsers: &Browsers, pkg: &Path, quick: bool, out: &Path) 
     } else {
         "Running the benchmarks (about 10 minutes)"
     });
-    let release = root().join("target").join("release");
-    let mut command = Command::new(release.join("client-tools-bench"));
+    let binaries = root().join("target").join(profile);
+    let mut command = Command::new(binaries.join("client-tools-bench"));
     command
         .current_dir(root())
         .arg("--pkg")
@@ -113,9 +124,9 @@ pub fn run_benchmarks(browsers: &Browsers, pkg: &Path, quick: bool, out: &Path) 
         .arg("--firefox")
         .arg(browsers.firefox())
         .arg("--load-bin")
-        .arg(release.join("client-tools-load"))
+        .arg(binaries.join("client-tools-load"))
         .arg("--bridge-bin")
-        .arg(release.join("client-tools-bridge"))
+        .arg(binaries.join("client-tools-bridge"))
         .arg("--nats-server")
         .arg(ensure_nats_server()?)
         .arg("--sizes")

@@ -9,7 +9,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::install::{ensure_terser, ensure_wasm_bindgen, ensure_wasm_opt};
+use crate::install::{ensure_terser, ensure_wasm_bindgen_alongside, ensure_wasm_opt};
 use crate::run::{run, spawn};
 use crate::wasm::{self, WasmCargo};
 use crate::{root, step, Result};
@@ -39,17 +39,9 @@ pub fn build_with(cargo: &WasmCargo) -> Result<PathBuf> {
 
     // The module compiles while the wasm-bindgen CLI installs, when it is missing (a first run):
     // both are minutes long, and each ends on one core (LTO at one codegen unit; linking).
-    step("Compiling the SDK for wasm32 (profile wasm-release: built for size)");
-    let compiling = spawn(cargo.command().args([
-        "build",
-        "--profile",
-        wasm::PROFILE,
-        "--target",
-        wasm::TARGET,
-        "-p",
-        "client-tools",
-    ]))?;
-    let wasm_bindgen = ensure_wasm_bindgen();
+    step("Compiling the SDK for wasm32 (profile wasm-release: built for size; the wasm-bindgen CLI installed alongside if missing)");
+    let compiling = spawn(&mut compile_command(cargo))?;
+    let wasm_bindgen = ensure_wasm_bindgen_alongside();
     compiling.wait()?;
     let wasm_bindgen = wasm_bindgen?;
     let module = wasm::target_dir()
@@ -68,6 +60,26 @@ pub fn build_with(cargo: &WasmCargo) -> Result<PathBuf> {
     finish(&pkg)?;
     print_sizes(&pkg)?;
     Ok(pkg)
+}
+
+/// `cargo build` of the module (profile wasm-release), nothing else: what `cargo xtask size` reads.
+pub fn compile_module(cargo: &WasmCargo) -> Result {
+    step("Compiling the SDK for wasm32 (profile wasm-release)");
+    run(&mut compile_command(cargo))
+}
+
+fn compile_command(cargo: &WasmCargo) -> Command {
+    let mut command = cargo.command();
+    command.args([
+        "build",
+        "--profile",
+        wasm::PROFILE,
+        "--target",
+        wasm::TARGET,
+        "-p",
+        "client-tools",
+    ]);
+    command
 }
 
 /// What turns wasm-bindgen's output in `pkg` (ours, or wasm-pack's: `crate::wasm_pack`) into the

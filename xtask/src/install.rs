@@ -106,6 +106,16 @@ pub fn locked_wasm_bindgen_version() -> Result<String> {
 
 /// The wasm-bindgen CLI at exactly the Cargo.lock version (installs `wasm-bindgen-test-runner` too).
 pub fn ensure_wasm_bindgen() -> Result<PathBuf> {
+    ensure_wasm_bindgen_announced(true)
+}
+
+/// [`ensure_wasm_bindgen`] beside another step (a compile, the lints): an install is said, but is not
+/// a step of its own, whose time would be the other step's.
+pub fn ensure_wasm_bindgen_alongside() -> Result<PathBuf> {
+    ensure_wasm_bindgen_announced(false)
+}
+
+fn ensure_wasm_bindgen_announced(as_step: bool) -> Result<PathBuf> {
     let version = locked_wasm_bindgen_version()?;
     if let Some(path) = find_binary("wasm-bindgen") {
         let reported = output(Command::new(&path).arg("--version")).unwrap_or_default();
@@ -114,9 +124,13 @@ pub fn ensure_wasm_bindgen() -> Result<PathBuf> {
         }
         eprintln!("    found {reported:?}, need {version}");
     }
-    step(&format!(
-        "Installing wasm-bindgen-cli {version} (matches Cargo.lock; takes a few minutes)"
-    ));
+    let installing =
+        format!("Installing wasm-bindgen-cli {version} (matches Cargo.lock; takes a few minutes)");
+    if as_step {
+        step(&installing);
+    } else {
+        eprintln!("\n==> (alongside) {installing}");
+    }
     // Not `--locked`: one of its locked dependency versions is missing from the registry.
     // `--force`: we only get here when no binary of that version is found, and cargo's own record
     // may still say it is installed (a binary deleted by hand), which would make it do nothing.

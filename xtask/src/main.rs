@@ -62,7 +62,10 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    steps::print_summary();
+    // The demo printed its list before serving (it serves until stopped).
+    if args.first().map(String::as_str) != Some("demo") {
+        steps::print_summary();
+    }
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {

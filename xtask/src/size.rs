@@ -28,7 +28,7 @@ const GLUE: &str = "wasm-bindgen glue";
 /// CLI, which runs them and removes them: counted, being in this module, but never shipped.
 const DESCRIPTORS: &str = "wasm-bindgen descriptors";
 
-/// `cargo xtask size [--markdown]`: builds the module if it is missing (a fresh machine), then
+/// `cargo xtask size [--markdown]`: compiles the module (what changed since the last build), then
 /// prints the report, as text or as the Markdown BENCHMARKS.md embeds.
 pub fn size(args: &[String]) -> Result {
     let markdown_wanted = match args {
@@ -40,10 +40,10 @@ pub fn size(args: &[String]) -> Result {
             ))
         }
     };
+    // The module of the sources as they are: cargo recompiles only what changed (seconds when
+    // nothing did), so the report never describes an older build.
+    build::compile_module(&crate::wasm::WasmCargo::detect()?)?;
     let module = module_path();
-    if !module.exists() {
-        build::build()?;
-    }
     let report = analyze(&module)?;
     print!(
         "{}",

@@ -10,7 +10,7 @@ use std::process::Command;
 
 use crate::install::{
     ensure_browsers, ensure_conformance_suite, ensure_nats_server, ensure_python_mcp_client,
-    ensure_ts_mcp_client, ensure_wasm_bindgen, install_tarball_projects,
+    ensure_ts_mcp_client, ensure_wasm_bindgen_alongside, install_tarball_projects,
 };
 use crate::run::{run, run_keeping_stdout};
 use crate::wasm::{self, WasmCargo};
@@ -44,7 +44,7 @@ fn host_cargo() -> Command {
 pub fn test() -> Result {
     // On a fresh machine the wasm-bindgen CLI is compiled from source (minutes): it compiles while
     // the lints and the native tests run, in its own target directory.
-    let wasm_bindgen = std::thread::spawn(ensure_wasm_bindgen);
+    let wasm_bindgen = std::thread::spawn(ensure_wasm_bindgen_alongside);
 
     step("Formatting (cargo fmt --check)");
     run(host_cargo().args(["fmt", "--all", "--", "--check"]))?;
