@@ -279,19 +279,7 @@ impl<F: Clone> Listeners<F> {
     }
 }
 
-/// Fails with the first of `keys` that is not in `known` (typos are errors, not defaults).
-pub fn reject_unknown_keys<'a>(
-    keys: impl IntoIterator<Item = &'a str>,
-    known: &[&str],
-) -> Result<(), String> {
-    match keys.into_iter().find(|key| !known.contains(key)) {
-        Some(key) => Err(format!(
-            "unknown field `{key}`, expected one of {}",
-            known.join(", ")
-        )),
-        None => Ok(()),
-    }
-}
+pub use crate::plain_object::reject_unknown_keys;
 
 #[cfg(test)]
 mod tests {

@@ -27,7 +27,7 @@ impl PlainObject {
                 json_type_name(&value)
             ));
         };
-        crate::page_api::reject_unknown_keys(object.keys().map(String::as_str), known)?;
+        reject_unknown_keys(object.keys().map(String::as_str), known)?;
         Ok(Self(object))
     }
 
@@ -88,6 +88,20 @@ impl PlainObject {
                 json_type_name(&refused)
             )
         })
+    }
+}
+
+/// Fails with the first of `keys` that is not in `known` (typos are errors, not defaults).
+pub fn reject_unknown_keys<'a>(
+    keys: impl IntoIterator<Item = &'a str>,
+    known: &[&str],
+) -> Result<(), String> {
+    match keys.into_iter().find(|key| !known.contains(key)) {
+        Some(key) => Err(format!(
+            "unknown field `{key}`, expected one of {}",
+            known.join(", ")
+        )),
+        None => Ok(()),
     }
 }
 
