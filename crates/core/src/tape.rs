@@ -124,6 +124,7 @@ impl<'t> Tape<'t> {
         }
     }
 
+    #[inline]
     fn slice(&self, token: &Token) -> &str {
         &self.text[token.start as usize..token.end as usize]
     }
@@ -370,12 +371,42 @@ pub struct TapeNode<'a> {
 }
 
 impl<'a> TapeNode<'a> {
+    #[inline]
     fn token(&self) -> &'a Token {
         &self.tape.tokens[self.index as usize]
     }
 
+    #[inline]
     fn text(&self) -> &'a str {
         self.tape.slice(self.token())
+    }
+
+    /// The value exactly as written in the text (a string with its quotes), for readers that
+    /// want it as JSON (`serde_json::from_str`).
+    pub fn json_text(&self) -> &'a str {
+        &self.tape.text[self.json_span()]
+    }
+
+    /// Where [`Self::json_text`] is in the parsed text, as a byte range.
+    pub fn json_span(&self) -> std::ops::Range<usize> {
+        let token = self.token();
+        let quotes = usize::from(token.kind == Kind::String);
+        token.start as usize - quotes..token.end as usize + quotes
+    }
+
+    /// The member `name` of an object node (`None` for other nodes, or when absent).
+    pub fn member(&self, name: &str) -> Option<TapeNode<'a>> {
+        self.as_object()?.find(name)
+    }
+
+    /// A string node's value, decoded when it has escapes (`None` for other nodes).
+    pub fn string(&self) -> Option<Cow<'a, str>> {
+        (self.token().kind == Kind::String).then(|| self.string_value())
+    }
+
+    /// Whether this is `null`.
+    pub fn is_json_null(&self) -> bool {
+        self.token().kind == Kind::Null
     }
 
     /// A string token's value, decoded when it has escapes.
@@ -538,6 +569,38 @@ impl<'a> Iterator for Members<'a> {
 }
 
 impl<'a> TapeObject<'a> {
+    /// The member named `key`. JSON objects have few members: a scan beats any index built per
+    /// instance. Names compare as bytes, without decoding: every tape names each member once
+    /// ([`Tape::parse`] sends repeated and escaped names to be normalized first, and
+    /// [`Tape::parse_normalized`] is only given text serialized from a `Value`), so the first
+    /// match is the only one; an escaped name (normalized text only) is decoded to compare.
+    fn find(&self, key: &str) -> Option<TapeNode<'a>> {
+        let tape = self.0.tape;
+        let bytes = tape.text.as_bytes();
+        let mut at = self.0.index as usize + 1;
+        for _ in 0..self.0.token().count {
+            let name = &tape.tokens[at];
+            let matches = if name.escaped {
+                TapeNode {
+                    tape,
+                    index: at as u32,
+                }
+                .string_value()
+                    == key
+            } else {
+                bytes.get(name.start as usize..name.end as usize) == Some(key.as_bytes())
+            };
+            if matches {
+                return Some(TapeNode {
+                    tape,
+                    index: at as u32 + 1,
+                });
+            }
+            at = tape.tokens[at + 1].next as usize;
+        }
+        None
+    }
+
     fn iter(&self) -> Members<'a> {
         Members {
             tape: self.0.tape,
@@ -557,27 +620,7 @@ impl<'a> Object<'a, TapeJson> for TapeObject<'a> {
     }
 
     fn get(&self, key: &String) -> Option<TapeNode<'a>> {
-        // JSON objects have few members: a scan beats any index built per instance. With a
-        // repeated name the last one counts, as in `JSON.parse` and serde_json.
-        let mut found = None;
-        let mut members = self.iter();
-        while members.left > 0 {
-            let name = TapeNode {
-                tape: members.tape,
-                index: members.at,
-            };
-            let token = name.token();
-            let matches = if token.escaped {
-                name.string_value() == key.as_str()
-            } else {
-                name.text() == key
-            };
-            let (_, value) = members.next()?;
-            if matches {
-                found = Some(value);
-            }
-        }
-        found
+        self.find(key)
     }
 
     fn members(&self) -> Members<'a> {

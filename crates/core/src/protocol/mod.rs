@@ -457,51 +457,44 @@ impl CallToolParams {
 
 /// A well-formed `tools/call` request read without building its arguments: its id, its params
 /// (`arguments: None`) and the arguments' text as it stands in the frame (`None`: absent or
-/// `null`). The fast path of the page's hot frame; `None` sends the frame through [`decode`] (any
-/// frame that is not exactly this shape, or whose arguments [`call_arguments_text`] cannot find),
-/// which reads it the same way with a `Value` for the arguments, or reports what is wrong.
+/// `null`). The fast path of the page's hot frame, one pass of [`crate::tape`] over the text;
+/// `None` sends the frame through [`decode`] (any frame that is not exactly this shape, or that
+/// names a member twice or with escapes), which reads it the same way with a `Value` for the
+/// arguments, or reports what is wrong.
 pub fn decode_call(frame: &str) -> Option<(RequestId, CallToolParams, Option<&str>)> {
-    #[derive(Deserialize)]
-    struct Request {
-        jsonrpc: String,
-        id: RequestId,
-        method: String,
-        params: Params,
-    }
-    #[derive(Deserialize)]
-    struct Params {
-        name: String,
-        /// Skipped without building anything; the text is found by `call_arguments_text`.
-        #[serde(default)]
-        arguments: Option<serde::de::IgnoredAny>,
-        #[serde(rename = "_meta", default)]
-        meta: Option<Map<String, Value>>,
-    }
     if frame.len() > MAX_FRAME_BYTES {
         return None;
     }
-    let request: Request = serde_json::from_str(frame).ok()?;
-    if request.jsonrpc != "2.0" || request.method != method::TOOLS_CALL {
+    // One pass over the frame: the tape checks the whole text (nesting, escapes, numbers beyond
+    // `f64`) as `decode` would and refuses repeated or escaped member names, which only the full
+    // decoder reads as `JSON.parse` does. Members other than these four are ignored, as there.
+    let tape = crate::tape::Tape::parse(frame).ok()?;
+    let request = tape.root();
+    fn text_of(node: Option<crate::tape::TapeNode<'_>>) -> Option<std::borrow::Cow<'_, str>> {
+        node.and_then(|node| node.string())
+    }
+    if text_of(request.member("jsonrpc"))? != "2.0"
+        || text_of(request.member("method"))? != method::TOOLS_CALL
+    {
         return None;
     }
-    let arguments = match request.params.arguments {
-        None => None,
-        Some(_) => {
-            // `IgnoredAny` skips without the checks `decode` makes (nesting, lone surrogates,
-            // numbers beyond `f64`): the tape makes them, with the room the frame leaves.
-            let text = call_arguments_text(frame)?;
-            match crate::tape::Tape::parse_within(text, crate::tape::MAX_DEPTH - 2) {
-                Ok(_) | Err(crate::tape::TapeError::RepeatedNames) => Some(text),
-                Err(crate::tape::TapeError::Invalid(_)) => return None,
-            }
-        }
+    let id: RequestId = serde_json::from_str(request.member("id")?.json_text()).ok()?;
+    let params = request.member("params")?;
+    let name = text_of(params.member("name"))?.into_owned();
+    let meta = match params.member("_meta") {
+        Some(meta) if !meta.is_json_null() => Some(serde_json::from_str(meta.json_text()).ok()?),
+        _ => None,
     };
+    let arguments = params
+        .member("arguments")
+        .filter(|arguments| !arguments.is_json_null())
+        .map(|arguments| &frame[arguments.json_span()]);
     let params = CallToolParams {
-        name: request.params.name,
+        name,
         arguments: None,
-        meta: request.params.meta,
+        meta,
     };
-    Some((request.id, params, arguments))
+    Some((id, params, arguments))
 }
 
 /// The `params.arguments` of a `tools/call` frame as they stand in its text, so the page can hand
@@ -859,6 +852,8 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":"t"}}"#,
             r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"t","arguments":null}}"#,
             r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"t","arguments":7},"extra":1}"#,
+            // Whitespace anywhere, escapes in values (not in member names), `_meta: null`.
+            " { \"jsonrpc\" : \"2.0\" , \"id\" : \"a\\\"b\" , \"method\" : \"tools\\/call\" , \"params\" : { \"name\" : \"t\\u0041\" , \"_meta\" : null , \"arguments\" : { \"k\" : \"v\\n\" } } } ",
         ];
         for frame in frames {
             let (id, params, arguments) = decode_call(frame).expect(frame);
@@ -889,6 +884,7 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","name":"u"}}"#,
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{},"arguments":[]}}"#,
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"arguments":{}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"n\u0061me":"t"}}"#,
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"a":"\ud800"}}}"#,
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{"a":1e400}}}"#,
             "not json",
