@@ -10,6 +10,7 @@ use crate::limits;
 use crate::plain_object::PlainObject;
 use crate::protocol::{content, meta, CallToolParams, CallToolResult};
 use crate::registry::{is_allowed, RegisteredTool, ToolKind};
+use crate::tape::DetachedTokens;
 use crate::validate::CompiledSchema;
 
 /// The error results of SPEC §5, worded once.
@@ -120,11 +121,13 @@ pub enum Admission<H> {
 
 /// Decides what a call may do: allow-list, handler presence, input validation, timeout policy.
 /// The arguments are validated as `arguments_text`, their JSON text as it stood in the frame (read
-/// in place: no `Value` is built for them); the handler gets them from the same text.
+/// in place: no `Value` is built for them; with `arguments_tokens` when the frame's reader already
+/// read them); the handler gets them from the same text.
 pub fn admit_text<H>(
     tool: Option<Arc<RegisteredTool<H>>>,
     params: &CallToolParams,
     arguments_text: &str,
+    arguments_tokens: Option<&DetachedTokens>,
     allow: &[String],
     grace_over: bool,
 ) -> Admission<H> {
@@ -171,7 +174,7 @@ pub fn admit_text<H>(
     let input_schema = input_for_call.as_deref().or(tool.input.as_deref());
 
     if let Some(schema) = input_schema {
-        if let Err(errors) = schema.validate_text(arguments_text) {
+        if let Err(errors) = schema.validate_read(arguments_text, arguments_tokens) {
             return Admission::Reject(outcome::invalid_input(&errors));
         }
     }
@@ -417,7 +420,7 @@ mod tests {
             .arguments
             .as_ref()
             .map_or_else(|| "{}".to_owned(), Value::to_string);
-        admit_text(tool, params, &text, allow, grace_over)
+        admit_text(tool, params, &text, None, allow, grace_over)
     }
     use crate::registry::{Declaration, Registry};
     use serde_json::json;

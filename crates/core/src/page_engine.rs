@@ -33,6 +33,7 @@ use crate::protocol::{
     ProgressParams, RequestId, RpcError, ToolsListResult, PROTOCOL_VERSION,
 };
 use crate::registry::{Declaration, RegisteredTool, Registry, ToolKind, Warning};
+use crate::tape::DetachedTokens;
 use crate::time::Millis;
 use crate::validate::CompiledSchema;
 
@@ -372,6 +373,8 @@ struct Call<H> {
     params: CallToolParams,
     /// The input as JSON text, as it stood in the frame (the handler parses it once).
     input: String,
+    /// `input`'s tokens, when the frame's reader read them: admission validates them.
+    input_tokens: Option<DetachedTokens>,
     progress_token: Option<Value>,
     /// Progress reported while a person decided (ms waited): the handler's own reports go above
     /// it, because MCP progress must only increase.
@@ -619,6 +622,7 @@ impl<H> PageEngine<H> {
             meta: None,
         };
         let call_id = format!("local-{}", handle.0);
+        let input = input.map(|text| (text, None));
         self.begin(now, handle, call_id, Reply::Page, caller, params, input);
         handle
     }
@@ -671,8 +675,8 @@ impl<H> PageEngine<H> {
     fn frame(&mut self, now: Millis, text: &str) {
         // The hot frame first, read without a `Value` for its arguments (they are validated and
         // handed to the handler as text); anything else through the full decoder.
-        if let Some((id, params, arguments)) = protocol::decode_call(text) {
-            let arguments = arguments.map(str::to_owned);
+        if let Some((id, params, arguments)) = protocol::decode_call_read(text) {
+            let arguments = arguments.map(|(text, tokens)| (text.to_owned(), Some(tokens)));
             return self.agent_call(now, id, params, arguments);
         }
         match protocol::decode(text) {
@@ -714,7 +718,8 @@ impl<H> PageEngine<H> {
                     format!("invalid tools/call params: {error}"),
                 ),
                 Ok(params) => {
-                    let arguments = protocol::call_arguments_text(frame).map(str::to_owned);
+                    let arguments =
+                        protocol::call_arguments_text(frame).map(|text| (text.to_owned(), None));
                     self.agent_call(now, id, params, arguments)
                 }
             },
@@ -756,7 +761,7 @@ impl<H> PageEngine<H> {
         now: Millis,
         id: RequestId,
         params: CallToolParams,
-        arguments: Option<String>,
+        arguments: Option<(String, Option<DetachedTokens>)>,
     ) {
         let call_id = id.to_string();
         match self.ledger.arrive(&ledger_key(&id)) {
@@ -813,12 +818,12 @@ impl<H> PageEngine<H> {
         reply: Reply,
         caller: Caller,
         params: CallToolParams,
-        input: Option<String>,
+        input: Option<(String, Option<DetachedTokens>)>,
     ) {
-        let input = match (input, &params.arguments) {
-            (Some(text), _) => text,
-            (None, Some(arguments)) => arguments.to_string(),
-            (None, None) => "{}".to_owned(),
+        let (input, input_tokens) = match (input, &params.arguments) {
+            (Some(read), _) => read,
+            (None, Some(arguments)) => (arguments.to_string(), None),
+            (None, None) => ("{}".to_owned(), None),
         };
         let progress_token = params.meta_value("progressToken").cloned();
         self.calls.push(Call {
@@ -828,6 +833,7 @@ impl<H> PageEngine<H> {
             caller,
             params,
             input,
+            input_tokens,
             progress_token,
             progress_base: 0.0,
             progress_high: 0.0,
@@ -862,7 +868,9 @@ impl<H> PageEngine<H> {
             Caller::Page => &[],
         };
         let tool = self.registry.get(&call.params.name);
-        let admission = call::admit_text(tool, &call.params, &call.input, allow, now >= until);
+        let tokens = call.input_tokens.as_ref();
+        let admission =
+            call::admit_text(tool, &call.params, &call.input, tokens, allow, now >= until);
         match admission {
             Admission::WaitForHandler => {}
             Admission::Reject(result) => self.end(now, handle, Ending::Quiet(result), None),
@@ -1046,6 +1054,7 @@ impl<H> PageEngine<H> {
             Confirmed::Run { modified_input } => {
                 if let Some(input) = &modified_input {
                     call.input = input.to_string();
+                    call.input_tokens = None;
                 }
                 call.phase = running_phase(prepared, modified_input);
                 self.run(now, at)

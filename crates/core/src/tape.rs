@@ -62,8 +62,14 @@ struct Token {
 /// Parsed JSON text: the text and its tokens. Nodes borrow it for the validation.
 pub struct Tape<'t> {
     text: &'t str,
-    tokens: Vec<Token>,
+    tokens: Cow<'t, [Token]>,
 }
+
+/// The tokens of one value cut out of a larger tape, as if the value's own text had been read
+/// (a call's arguments, read with their frame): [`Tape::with_tokens`] joins them to that text
+/// again, so validating it later is not a second pass over it.
+#[derive(Debug, Clone)]
+pub struct DetachedTokens(Vec<Token>);
 
 /// How deep containers may nest: serde_json's limit, so that every tape has a `Value`.
 pub const MAX_DEPTH: usize = 127;
@@ -112,7 +118,19 @@ impl<'t> Tape<'t> {
         }
         Ok(Self {
             text,
-            tokens: parser.tokens,
+            tokens: Cow::Owned(parser.tokens),
+        })
+    }
+
+    /// The tape of `text` from tokens [`TapeNode::detach`] cut out for it; `None` when they do
+    /// not span exactly this text (then it must be parsed).
+    pub fn with_tokens(text: &'t str, tokens: &'t DetachedTokens) -> Option<Self> {
+        let root = tokens.0.first()?;
+        let quotes = usize::from(root.kind == Kind::String);
+        let spans_text = root.start as usize == quotes && root.end as usize + quotes == text.len();
+        spans_text.then(|| Self {
+            text,
+            tokens: Cow::Borrowed(&tokens.0),
         })
     }
 
@@ -350,14 +368,14 @@ impl Json for TapeJson {
         // A member name as a string value (`propertyNames`): a one-token tape over it.
         let tape = Tape {
             text: string,
-            tokens: vec![Token {
+            tokens: Cow::Owned(vec![Token {
                 kind: Kind::String,
                 escaped: false,
                 start: 0,
                 end: string.len() as u32,
                 next: 1,
                 count: 0,
-            }],
+            }]),
         };
         f(tape.root())
     }
@@ -392,6 +410,24 @@ impl<'a> TapeNode<'a> {
         let token = self.token();
         let quotes = usize::from(token.kind == Kind::String);
         token.start as usize - quotes..token.end as usize + quotes
+    }
+
+    /// This value's tokens, re-based on [`Self::json_text`] as their own text.
+    pub fn detach(&self) -> DetachedTokens {
+        let base = self.json_span().start as u32;
+        let first = self.index;
+        let tokens = &self.tape.tokens[first as usize..self.token().next as usize];
+        DetachedTokens(
+            tokens
+                .iter()
+                .map(|token| Token {
+                    start: token.start - base,
+                    end: token.end - base,
+                    next: token.next - first,
+                    ..*token
+                })
+                .collect(),
+        )
     }
 
     /// The member `name` of an object node (`None` for other nodes, or when absent).
@@ -708,6 +744,24 @@ mod tests {
             let tape = Tape::parse(text).unwrap();
             let expected: Value = serde_json::from_str(text).unwrap();
             assert_eq!(round_trip(tape.root()), expected, "{text}");
+        }
+    }
+
+    #[test]
+    fn a_member_detached_from_its_tape_reads_as_its_own_text() {
+        let frame = r#"{"x": 1, "v": {"a": [1, "b\"c", {"d": null}], "e": "f"}, "s": "g\nh", "n": -2.5e3, "z": []}"#;
+        let tape = Tape::parse(frame).unwrap();
+        for name in ["v", "s", "n", "z", "x"] {
+            let node = tape.root().member(name).unwrap();
+            let text = node.json_text();
+            let tokens = node.detach();
+            let joined = Tape::with_tokens(text, &tokens).expect(text);
+            let expected: Value = serde_json::from_str(text).unwrap();
+            assert_eq!(round_trip(joined.root()), expected, "{text}");
+            assert_eq!(round_trip(Tape::parse(text).unwrap().root()), expected);
+            // Tokens are never joined to a text they were not cut for.
+            assert!(Tape::with_tokens(&format!(" {text}"), &tokens).is_none());
+            assert!(Tape::with_tokens(&text[..text.len() - 1], &tokens).is_none());
         }
     }
 

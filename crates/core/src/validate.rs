@@ -14,7 +14,7 @@ use std::sync::Arc;
 use jsonschema::{Draft, Validator};
 use serde_json::Value;
 
-use crate::tape::{Tape, TapeError, TapeJson};
+use crate::tape::{DetachedTokens, Tape, TapeError, TapeJson};
 
 /// How many schemas brought by calls (agent-defined tools, SPEC §6 `_meta`) stay compiled.
 const CALL_SCHEMA_CACHE_LIMIT: usize = 64;
@@ -151,9 +151,19 @@ impl CompiledSchema {
 
     /// [`Self::validate`] for JSON text, read in place; text that is not JSON is one error.
     pub fn validate_text(&self, instance: &str) -> Result<(), Vec<String>> {
+        self.validate_read(instance, None)
+    }
+
+    /// [`Self::validate_text`] of text already read, with its `tokens` (then it is not read again).
+    pub fn validate_read(
+        &self,
+        instance: &str,
+        tokens: Option<&DetachedTokens>,
+    ) -> Result<(), Vec<String>> {
         let not_json = |error: TapeError| vec![format!("/: not JSON: {}", error.message())];
         let normalized;
-        let tape = match Tape::parse(instance) {
+        let read = tokens.and_then(|tokens| Tape::with_tokens(instance, tokens));
+        let tape = match read.map_or_else(|| Tape::parse(instance), Ok) {
             Ok(tape) => tape,
             // A member named twice: validate what `JSON.parse` gives the handler, the last one.
             Err(TapeError::RepeatedNames) => {

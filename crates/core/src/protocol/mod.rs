@@ -8,6 +8,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::tape::DetachedTokens;
+
 /// The MCP revision spoken between page and runtime.
 pub const PROTOCOL_VERSION: &str = "2025-11-25";
 pub use crate::limits::{MAX_FRAME_BYTES, MAX_FRAME_DEPTH};
@@ -462,6 +464,18 @@ impl CallToolParams {
 /// names a member twice or with escapes), which reads it the same way with a `Value` for the
 /// arguments, or reports what is wrong.
 pub fn decode_call(frame: &str) -> Option<(RequestId, CallToolParams, Option<&str>)> {
+    let (id, params, arguments) = decode_call_read(frame)?;
+    Some((id, params, arguments.map(|(text, _)| text)))
+}
+
+/// A call's arguments as [`decode_call_read`] found them: their text in the frame, and its tokens.
+pub type ReadArguments<'f> = (&'f str, DetachedTokens);
+
+/// [`decode_call`], with the arguments' tokens as the frame's reader read them (validating the
+/// arguments then needs no second pass over them).
+pub fn decode_call_read(
+    frame: &str,
+) -> Option<(RequestId, CallToolParams, Option<ReadArguments<'_>>)> {
     if frame.len() > MAX_FRAME_BYTES {
         return None;
     }
@@ -488,7 +502,7 @@ pub fn decode_call(frame: &str) -> Option<(RequestId, CallToolParams, Option<&st
     let arguments = params
         .member("arguments")
         .filter(|arguments| !arguments.is_json_null())
-        .map(|arguments| &frame[arguments.json_span()]);
+        .map(|arguments| (&frame[arguments.json_span()], arguments.detach()));
     let params = CallToolParams {
         name,
         arguments: None,
