@@ -28,15 +28,17 @@ const GLUE: &str = "wasm-bindgen glue";
 /// CLI, which runs them and removes them: counted, being in this module, but never shipped.
 const DESCRIPTORS: &str = "wasm-bindgen descriptors";
 
-/// `cargo xtask size [--markdown]`: compiles the module (what changed since the last build), then
-/// prints the report, as text or as the Markdown BENCHMARKS.md embeds.
+/// `cargo xtask size [--markdown | --grep TEXT]`: compiles the module (what changed since the last
+/// build), then prints the report, as text or as the Markdown BENCHMARKS.md embeds, or every
+/// function whose name contains TEXT, largest first (who owns a crate's bytes).
 pub fn size(args: &[String]) -> Result {
-    let markdown_wanted = match args {
-        [] => false,
-        [flag] if flag == "--markdown" => true,
+    let (markdown_wanted, grep) = match args {
+        [] => (false, None),
+        [flag] if flag == "--markdown" => (true, None),
+        [flag, text] if flag == "--grep" => (false, Some(text.as_str())),
         _ => {
             return Err(format!(
-                "unknown arguments {args:?}; usage: cargo xtask size [--markdown]"
+                "unknown arguments {args:?}; usage: cargo xtask size [--markdown | --grep TEXT]"
             ))
         }
     };
@@ -45,6 +47,26 @@ pub fn size(args: &[String]) -> Result {
     build::compile_module(&crate::wasm::WasmCargo::detect()?)?;
     let module = module_path();
     let report = analyze(&module)?;
+    if let Some(text) = grep {
+        let mut found: Vec<&Function> = report
+            .functions
+            .iter()
+            .filter(|function| function.name.contains(text))
+            .collect();
+        found.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(a.name.cmp(&b.name)));
+        let total: usize = found.iter().map(|function| function.bytes).sum();
+        for function in &found {
+            println!(
+                "{:>7}  {:<20} {}",
+                function.bytes, function.krate, function.name
+            );
+        }
+        println!(
+            "{total} bytes in {} functions whose name contains {text:?}",
+            found.len()
+        );
+        return Ok(());
+    }
     print!(
         "{}",
         if markdown_wanted {

@@ -12,6 +12,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::protocol::wire_object::{string, WireObject};
 use crate::protocol::{self, encode_error, encode_request, Message, RequestId, RpcError};
 
 /// The method of the page's first frame.
@@ -64,6 +65,18 @@ impl std::fmt::Debug for ConnectParams {
                 &self.resume_secret.as_ref().map(|_| "<redacted>"),
             )
             .finish()
+    }
+}
+
+impl ConnectResult {
+    /// The `result` of the runtime's answer, read by hand (`protocol::wire_object`).
+    pub fn from_value(result: Value) -> Result<Self, String> {
+        let mut result = WireObject::new(result, "the connect result")?;
+        Ok(Self {
+            session_id: result.required("sessionId", "a string", string)?,
+            resume_secret: result.required("resumeSecret", "a string", string)?,
+            resumed: result.required("resumed", "a boolean", |resumed| resumed.as_bool())?,
+        })
     }
 }
 
@@ -130,7 +143,7 @@ pub fn read_answer(text: &str) -> Result<ConnectResult, ConnectFailure> {
     }
     match result {
         Err(error) => Err(ConnectFailure::Refused(error)),
-        Ok(value) => serde_json::from_value(value).map_err(|e| {
+        Ok(value) => ConnectResult::from_value(value).map_err(|e| {
             ConnectFailure::Unexpected(format!(
                 "the runtime's answer to the connect frame is malformed: {e}"
             ))
@@ -175,6 +188,26 @@ pub fn reconnect_delay_ms(attempt: u32, random: f64) -> f64 {
 mod tests {
     use super::*;
     use crate::protocol::decode;
+
+    #[test]
+    fn the_connect_result_reads_as_the_derived_reader_did() {
+        for value in [
+            serde_json::json!({"sessionId": "s", "resumeSecret": "x", "resumed": false}),
+            serde_json::json!({"sessionId": "s", "resumeSecret": "x", "resumed": true, "z": 1}),
+            serde_json::json!({"sessionId": "s", "resumeSecret": "x"}),
+            serde_json::json!({"sessionId": "s", "resumeSecret": 1, "resumed": true}),
+            serde_json::json!({"sessionId": null, "resumeSecret": "x", "resumed": true}),
+            serde_json::json!({"sessionId": "s", "resumeSecret": "x", "resumed": "yes"}),
+            serde_json::json!([]),
+        ] {
+            let derived = serde_json::from_value::<ConnectResult>(value.clone()).ok();
+            assert_eq!(
+                ConnectResult::from_value(value.clone()).ok(),
+                derived,
+                "{value}"
+            );
+        }
+    }
 
     #[test]
     fn the_answer_is_a_session_a_refusal_or_unexpected() {

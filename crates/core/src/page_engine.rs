@@ -711,7 +711,7 @@ impl<H> PageEngine<H> {
                 let frame = encode_result(&id, &result);
                 self.send(frame, Kind::ToolsList(&id));
             }
-            method::TOOLS_CALL => match serde_json::from_value::<CallToolParams>(params) {
+            method::TOOLS_CALL => match CallToolParams::from_value(params) {
                 Err(error) => self.reply_error(
                     &id,
                     code::INVALID_PARAMS,
@@ -732,7 +732,7 @@ impl<H> PageEngine<H> {
         if method != method::CANCELLED {
             return;
         }
-        let Ok(cancelled) = serde_json::from_value::<CancelledParams>(params) else {
+        let Ok(cancelled) = CancelledParams::from_value(params) else {
             return;
         };
         // By the id itself: `1` and `"1"` are two calls.

@@ -18,6 +18,7 @@ mod call_frame;
 pub mod content;
 #[cfg(feature = "runtime")]
 mod page_answer;
+pub(crate) mod wire_object;
 
 pub use call_frame::encode_tool_call;
 #[cfg(feature = "runtime")]
@@ -349,7 +350,7 @@ pub fn decode_value(value: Value) -> Result<Message, DecodeError> {
     };
     let result = match (object.remove("result"), object.remove("error")) {
         (Some(result), None) => Ok(result),
-        (None, Some(error)) => Err(serde_json::from_value::<RpcError>(error).map_err(|e| {
+        (None, Some(error)) => Err(RpcError::from_value(error).map_err(|e| {
             DecodeError::new(
                 None,
                 code::INVALID_REQUEST,
