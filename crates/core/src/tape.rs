@@ -440,6 +440,17 @@ impl<'a> TapeNode<'a> {
         (self.token().kind == Kind::String).then(|| self.string_value())
     }
 
+    /// A number node written as an integer that fits an `i64` (`None` for any other node, and
+    /// for `1.0`, `1e2` or `-0`, which serde_json reads as floats).
+    pub fn integer(&self) -> Option<i64> {
+        let text = self.text();
+        let integer = self.token().kind == Kind::Number && TapeNumber(text).is_plain_integer();
+        integer
+            .then(|| text.parse().ok())
+            .flatten()
+            .filter(|&n| n != 0 || !text.starts_with('-'))
+    }
+
     /// Whether this is `null`.
     pub fn is_json_null(&self) -> bool {
         self.token().kind == Kind::Null

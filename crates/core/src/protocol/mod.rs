@@ -129,6 +129,16 @@ impl serde::de::Visitor<'_> for RequestIdVisitor {
     }
 }
 
+impl RequestId {
+    /// An id as [`Deserialize`] reads it, from a node of the tape a frame was read into.
+    pub fn from_tape(node: crate::tape::TapeNode<'_>) -> Option<Self> {
+        match node.string() {
+            Some(text) => Some(Self::String(text.into_owned())),
+            None => node.integer().map(Self::Number),
+        }
+    }
+}
+
 impl std::fmt::Display for RequestId {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -493,7 +503,7 @@ pub fn decode_call_read(
     {
         return None;
     }
-    let id: RequestId = serde_json::from_str(request.member("id")?.json_text()).ok()?;
+    let id = RequestId::from_tape(request.member("id")?)?;
     let params = request.member("params")?;
     let name = text_of(params.member("name"))?.into_owned();
     let meta = match params.member("_meta") {
@@ -858,6 +868,36 @@ mod tests {
         assert!(check_outgoing(&format!(r#"{{"s":"{}\"["}}"#, "[".repeat(500))).is_ok());
         let big = format!(r#"{{"s":"{}"}}"#, "a".repeat(MAX_FRAME_BYTES));
         assert!(matches!(check_outgoing(&big), Err(FrameLimit::TooLarge(_))));
+    }
+
+    #[test]
+    fn an_id_read_from_the_tape_is_the_id_serde_reads() {
+        let ids = [
+            "0",
+            "-0",
+            "7",
+            "-7",
+            "9223372036854775807",
+            "-9223372036854775808",
+            "9223372036854775808",
+            "18446744073709551616",
+            "1.0",
+            "1e2",
+            "-1.5",
+            r#""a""#,
+            r#""a\"b""#,
+            r#""\u00e9""#,
+            r#""""#,
+            "null",
+            "true",
+            "[]",
+            "{}",
+        ];
+        for id in ids {
+            let tape = crate::tape::Tape::parse(id).unwrap();
+            let serde = serde_json::from_str::<RequestId>(id).ok();
+            assert_eq!(RequestId::from_tape(tape.root()), serde, "{id}");
+        }
     }
 
     #[test]
