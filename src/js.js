@@ -33,9 +33,23 @@ function failure(message, code, extra) {
   return Object.assign(new Error(message), { code }, extra);
 }
 // `report(call, what, a, b, c)`: the one function through which every ctx reaches the page engine.
+// `ctx.signal` is made when first read: most handlers never read it, and an AbortController per
+// call was a tenth of a small call's cost (BENCHMARKS.md, issue 25). An abort before the first read
+// is kept, and the signal is born aborted with it.
 export function handlerContext(callId, call, toolName, originalName, report) {
-  const controller = new AbortController();
-  const ctx = { signal: controller.signal, callId, toolName, originalName };
+  const abort = { controller: null, reason: null };
+  const ctx = {
+    get signal() {
+      if (!abort.controller) {
+        abort.controller = new AbortController();
+        if (abort.reason) abort.controller.abort(abort.reason);
+      }
+      return abort.controller.signal;
+    },
+    callId,
+    toolName,
+    originalName,
+  };
   ctx.reportProgress = (progress, total, message) => report(call, "progress", progress, total, message);
   ctx.log = (level, data, logger) => report(call, "log", String(level), data === undefined ? null : data, logger);
   ctx.input = (requests) => {
@@ -52,11 +66,13 @@ export function handlerContext(callId, call, toolName, originalName, report) {
   ctx.elicit = one("elicitation/create");
   ctx.createMessage = one("sampling/createMessage");
   ctx.listRoots = () => one("roots/list")({});
-  controllers.set(ctx, controller);
+  controllers.set(ctx, abort);
   return ctx;
 }
 export function abortHandlerContext(ctx, reason) {
-  controllers.get(ctx).abort(new Error(reason));
+  const abort = controllers.get(ctx);
+  if (abort.controller) abort.controller.abort(new Error(reason));
+  else abort.reason = abort.reason || new Error(reason);
   settleRound(ctx, { Err: { code: 0, message: reason } });
 }
 // The agent's answer to the round: `{Ok: {inputResponses: {key: …}}}`, or `{Err: {code, message, data}}`.

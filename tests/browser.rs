@@ -26,6 +26,11 @@ export function throwing(value) { return () => { throw value; }; }
 export function rejecting(message) { return async () => { throw new Error(message); }; }
 export function never() { return (_input, ctx) => new Promise((resolve) => { window.__lastSignal = ctx.signal; }); }
 export function lastSignalAborted() { return window.__lastSignal.aborted; }
+export function neverReadingSignal() { return (_input, ctx) => new Promise(() => { window.__unreadCtx = ctx; }); }
+export function lateSignalState() {
+  const signal = window.__unreadCtx.signal;
+  return signal instanceof AbortSignal && signal.aborted ? String(signal.reason && signal.reason.message) : "not aborted";
+}
 export function returning(value) { return () => value; }
 export function cyclic() { return () => { const a = {}; a.self = a; return a; }; }
 export function recorder() {
@@ -168,6 +173,10 @@ extern "C" {
     fn never() -> JsValue;
     #[wasm_bindgen(js_name = lastSignalAborted)]
     fn last_signal_aborted() -> bool;
+    #[wasm_bindgen(js_name = neverReadingSignal)]
+    fn never_reading_signal() -> JsValue;
+    #[wasm_bindgen(js_name = lateSignalState)]
+    fn late_signal_state() -> String;
     fn returning(value: JsValue) -> JsValue;
     fn cyclic() -> JsValue;
     fn recorder() -> JsValue;
@@ -724,6 +733,24 @@ async fn a_slow_handler_times_out_aborts_its_signal_and_fires_toolcancel() {
     assert_eq!(
         seen,
         ["toolactivated:slow", "toolcancel:slow", "toolresult:slow"]
+    );
+}
+
+/// `ctx.signal` is made when first read: read only after the call timed out, it is already
+/// aborted, with the reason.
+#[wasm_bindgen_test]
+async fn a_signal_first_read_after_the_timeout_is_already_aborted() {
+    let tools = tools();
+    let extra = json(r#"{"parameters": {"type": "object"}, "timeoutMs": 30}"#);
+    js_sys::Reflect::set(&extra, &"handler".into(), &never_reading_signal()).unwrap();
+    define(&tools, "unread", extra).unwrap();
+    let (is_error, text, _) = invoke(&tools, "unread", "{}").await;
+    assert!(is_error);
+    assert_eq!(text, "timed out after 30 ms");
+    assert!(
+        late_signal_state().contains("timed out"),
+        "{}",
+        late_signal_state()
     );
 }
 
