@@ -184,6 +184,7 @@ impl Parser<'_> {
         self.names.push((start, end));
     }
 
+    #[inline]
     fn skip_whitespace(&mut self) {
         while let Some(b' ' | b'\n' | b'\r' | b'\t') = self.bytes.get(self.at) {
             self.at += 1;
@@ -272,21 +273,31 @@ impl Parser<'_> {
     }
 
     fn string(&mut self) -> Result<(), TapeError> {
-        self.at += 1;
-        let start = self.at;
+        let start = self.at + 1;
+        let bytes = self.bytes;
+        // A local index, not `self.at`: the loop is most of a parse, and the wasm build (optimized
+        // for size) would otherwise store it back on every byte.
+        let mut at = start;
         let mut escaped = false;
         loop {
-            match self.bytes.get(self.at) {
-                None => return Err(self.error("unterminated string")),
+            match bytes.get(at) {
                 Some(b'"') => break,
                 Some(b'\\') => {
                     escaped = true;
-                    self.at += 2;
+                    at += 2;
                 }
-                Some(0..=0x1f) => return Err(self.error("control character in a string")),
-                Some(_) => self.at += 1,
+                Some(0..=0x1f) => {
+                    self.at = at;
+                    return Err(self.error("control character in a string"));
+                }
+                Some(_) => at += 1,
+                None => {
+                    self.at = at.min(bytes.len());
+                    return Err(self.error("unterminated string"));
+                }
             }
         }
+        self.at = at;
         // A malformed escape would otherwise be read as an empty string later.
         if escaped {
             let quoted = std::str::from_utf8(&self.bytes[start - 1..=self.at]).unwrap_or("");
