@@ -46,6 +46,11 @@ export function handlerContext(callId, call, toolName, originalName, report) {
       }
       return abort.controller.signal;
     },
+    // A handler may put a signal of its own there (`ctx.signal = AbortSignal.any([...])`), as
+    // it could when `signal` was a plain property.
+    set signal(value) {
+      Object.defineProperty(ctx, "signal", { value, writable: true, enumerable: true, configurable: true });
+    },
     callId,
     toolName,
     originalName,

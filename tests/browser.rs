@@ -27,6 +27,9 @@ export function rejecting(message) { return async () => { throw new Error(messag
 export function never() { return (_input, ctx) => new Promise((resolve) => { window.__lastSignal = ctx.signal; }); }
 export function lastSignalAborted() { return window.__lastSignal.aborted; }
 export function neverReadingSignal() { return (_input, ctx) => new Promise(() => { window.__unreadCtx = ctx; }); }
+export function replacingSignal() {
+  return (_input, ctx) => { const mine = new AbortController().signal; ctx.signal = mine; return { same: ctx.signal === mine }; };
+}
 export function lateSignalState() {
   const signal = window.__unreadCtx.signal;
   return signal instanceof AbortSignal && signal.aborted ? String(signal.reason && signal.reason.message) : "not aborted";
@@ -177,6 +180,8 @@ extern "C" {
     fn never_reading_signal() -> JsValue;
     #[wasm_bindgen(js_name = lateSignalState)]
     fn late_signal_state() -> String;
+    #[wasm_bindgen(js_name = replacingSignal)]
+    fn replacing_signal() -> JsValue;
     fn returning(value: JsValue) -> JsValue;
     fn cyclic() -> JsValue;
     fn recorder() -> JsValue;
@@ -737,7 +742,7 @@ async fn a_slow_handler_times_out_aborts_its_signal_and_fires_toolcancel() {
 }
 
 /// `ctx.signal` is made when first read: read only after the call timed out, it is already
-/// aborted, with the reason.
+/// aborted, with the reason; and a handler may replace it.
 #[wasm_bindgen_test]
 async fn a_signal_first_read_after_the_timeout_is_already_aborted() {
     let tools = tools();
@@ -752,6 +757,13 @@ async fn a_signal_first_read_after_the_timeout_is_already_aborted() {
         "{}",
         late_signal_state()
     );
+    // A handler may still put a signal of its own in its place.
+    let extra = json(r#"{"parameters": {"type": "object"}}"#);
+    js_sys::Reflect::set(&extra, &"handler".into(), &replacing_signal()).unwrap();
+    define(&tools, "replacing", extra).unwrap();
+    let (is_error, text, _) = invoke(&tools, "replacing", "{}").await;
+    assert!(!is_error, "{text}");
+    assert_eq!(text, r#"{"same":true}"#);
 }
 
 #[wasm_bindgen_test]

@@ -121,9 +121,20 @@ pub enum Admission<H> {
 
 /// Decides what a call may do: allow-list, handler presence, input validation, timeout policy.
 /// The arguments are validated as `arguments_text`, their JSON text as it stood in the frame (read
-/// in place: no `Value` is built for them; with `arguments_tokens` when the frame's reader already
-/// read them); the handler gets them from the same text.
+/// in place: no `Value` is built for them); the handler gets them from the same text.
 pub fn admit_text<H>(
+    tool: Option<Arc<RegisteredTool<H>>>,
+    params: &CallToolParams,
+    arguments_text: &str,
+    allow: &[String],
+    grace_over: bool,
+) -> Admission<H> {
+    admit_read(tool, params, arguments_text, None, allow, grace_over)
+}
+
+/// [`admit_text`] with the tokens the frame's reader made of `arguments_text` (then it is not
+/// read again). Crate-internal: the tokens must be the ones cut for exactly this text.
+pub(crate) fn admit_read<H>(
     tool: Option<Arc<RegisteredTool<H>>>,
     params: &CallToolParams,
     arguments_text: &str,
@@ -420,7 +431,7 @@ mod tests {
             .arguments
             .as_ref()
             .map_or_else(|| "{}".to_owned(), Value::to_string);
-        admit_text(tool, params, &text, None, allow, grace_over)
+        admit_text(tool, params, &text, allow, grace_over)
     }
     use crate::registry::{Declaration, Registry};
     use serde_json::json;

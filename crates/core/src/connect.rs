@@ -207,6 +207,9 @@ mod tests {
                 "{value}"
             );
         }
+        // An array of the members in order: the derive took it; an answer is an object (wire_object).
+        let array = serde_json::json!(["s", "x", true]);
+        assert!(ConnectResult::from_value(array).is_err());
     }
 
     #[test]

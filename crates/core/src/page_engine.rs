@@ -28,9 +28,10 @@ use crate::limits::{
     MAX_ROUNDS_WAITING,
 };
 use crate::protocol::{
-    self, check_outgoing, code, encode_error, encode_notification, encode_result, method,
-    CallToolParams, CallToolResult, CancelledParams, Implementation, InitializeResult, Message,
-    ProgressParams, RequestId, RpcError, ToolsListResult, PROTOCOL_VERSION,
+    self, check_outgoing, code, encode_call_result, encode_error, encode_notification,
+    encode_result, method, CallToolParams, CallToolResult, CancelledParams, Implementation,
+    InitializeResult, Message, ProgressParams, RequestId, RpcError, ToolsListResult,
+    PROTOCOL_VERSION,
 };
 use crate::registry::{Declaration, RegisteredTool, Registry, ToolKind, Warning};
 use crate::tape::DetachedTokens;
@@ -373,7 +374,9 @@ struct Call<H> {
     params: CallToolParams,
     /// The input as JSON text, as it stood in the frame (the handler parses it once).
     input: String,
-    /// `input`'s tokens, when the frame's reader read them: admission validates them.
+    /// `input`'s tokens, when the frame's reader read them: admission validates them, and they
+    /// are dropped once it has decided (they are ≈ 20 bytes a token); `None` whenever `input`
+    /// changes.
     input_tokens: Option<DetachedTokens>,
     progress_token: Option<Value>,
     /// Progress reported while a person decided (ms waited): the handler's own reports go above
@@ -870,7 +873,10 @@ impl<H> PageEngine<H> {
         let tool = self.registry.get(&call.params.name);
         let tokens = call.input_tokens.as_ref();
         let admission =
-            call::admit_text(tool, &call.params, &call.input, tokens, allow, now >= until);
+            call::admit_read(tool, &call.params, &call.input, tokens, allow, now >= until);
+        if !matches!(admission, Admission::WaitForHandler) {
+            self.calls[at].input_tokens = None;
+        }
         match admission {
             Admission::WaitForHandler => {}
             Admission::Reject(result) => self.end(now, handle, Ending::Quiet(result), None),
@@ -1559,7 +1565,7 @@ impl<H> PageEngine<H> {
     /// The answer frame to `tools/call` `id`: when the runtime would refuse it, an error result for
     /// the same call naming the limit, so the call still ends with exactly one outcome.
     fn call_answer(&mut self, id: &RequestId, tool: &str, result: &CallToolResult) -> String {
-        let frame = encode_result(id, result);
+        let frame = encode_call_result(id, result);
         let Err(limit) = check_outgoing(&frame) else {
             return frame;
         };
@@ -1571,7 +1577,7 @@ impl<H> PageEngine<H> {
             Some(tool),
         );
         let error = CallToolResult::error(format!("the tool's result was not sent: {limit}"));
-        encode_result(id, &error)
+        encode_call_result(id, &error)
     }
 
     /// Sends a frame if the runtime would accept it; what does not fit is replaced or dropped, by

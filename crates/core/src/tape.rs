@@ -123,8 +123,9 @@ impl<'t> Tape<'t> {
     }
 
     /// The tape of `text` from tokens [`TapeNode::detach`] cut out for it; `None` when they do
-    /// not span exactly this text (then it must be parsed).
-    pub fn with_tokens(text: &'t str, tokens: &'t DetachedTokens) -> Option<Self> {
+    /// not span exactly this text (then it must be parsed). Crate-internal: tokens joined to a
+    /// text of the same length that they were not cut for would slice it anywhere.
+    pub(crate) fn with_tokens(text: &'t str, tokens: &'t DetachedTokens) -> Option<Self> {
         let root = tokens.0.first()?;
         let quotes = usize::from(root.kind == Kind::String);
         let spans_text = root.start as usize == quotes && root.end as usize + quotes == text.len();

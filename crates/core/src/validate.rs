@@ -155,7 +155,8 @@ impl CompiledSchema {
     }
 
     /// [`Self::validate_text`] of text already read, with its `tokens` (then it is not read again).
-    pub fn validate_read(
+    /// Crate-internal: the tokens must be the ones cut for exactly this text.
+    pub(crate) fn validate_read(
         &self,
         instance: &str,
         tokens: Option<&DetachedTokens>,

@@ -408,20 +408,26 @@ pub fn answer_plain_request(id: &RequestId, method: &str) -> String {
 }
 
 pub fn encode_result(id: &RequestId, result: &impl Serialize) -> String {
-    /// Written straight to text: `json!` would first copy `result` into a `Value` (a fifth of a
-    /// small call's cost on the page: BENCHMARKS.md, issue 25). The same text, member for member.
+    serde_json::json!({ "jsonrpc": "2.0", "id": id, "result": result }).to_string()
+}
+
+/// [`encode_result`] of a call's result, written straight to text: `json!` first copies the result
+/// into a `Value` (a fifth of a small call's cost on the page: BENCHMARKS.md, issue 25). In the
+/// browser package, whose serde_json keeps members in order (`preserve_order`), the text is the
+/// same byte for byte; natively the members come in declaration order instead of sorted.
+pub fn encode_call_result(id: &RequestId, result: &CallToolResult) -> String {
     #[derive(Serialize)]
-    struct Response<'a, R> {
+    struct Response<'a> {
         jsonrpc: &'static str,
         id: &'a RequestId,
-        result: &'a R,
+        result: &'a CallToolResult,
     }
     let response = Response {
         jsonrpc: "2.0",
         id,
         result,
     };
-    serde_json::to_string(&response).expect("a result serializes (its map keys are strings)")
+    serde_json::to_string(&response).expect("a call result serializes (its map keys are strings)")
 }
 
 pub fn encode_error(id: Option<&RequestId>, error: &RpcError) -> String {
@@ -485,7 +491,8 @@ impl CallToolParams {
 /// (`arguments: None`) and the arguments' text as it stands in the frame (`None`: absent or
 /// `null`). The fast path of the page's hot frame, one pass of [`crate::tape`] over the text;
 /// `None` sends the frame through [`decode`] (any frame that is not exactly this shape, or that
-/// names a member twice or with escapes), which reads it the same way with a `Value` for the
+/// names a member twice or with escapes, or has an object of more than 32 members anywhere, whose
+/// names the tape does not check for repeats), which reads it the same way with a `Value` for the
 /// arguments, or reports what is wrong.
 pub fn decode_call(frame: &str) -> Option<(RequestId, CallToolParams, Option<&str>)> {
     let (id, params, arguments) = decode_call_read(frame)?;
@@ -881,6 +888,27 @@ mod tests {
         assert!(check_outgoing(&format!(r#"{{"s":"{}\"["}}"#, "[".repeat(500))).is_ok());
         let big = format!(r#"{{"s":"{}"}}"#, "a".repeat(MAX_FRAME_BYTES));
         assert!(matches!(check_outgoing(&big), Err(FrameLimit::TooLarge(_))));
+    }
+
+    #[test]
+    fn a_call_result_written_straight_is_the_result_json_writes() {
+        let results = [
+            CallToolResult::error("no"),
+            serde_json::from_value::<CallToolResult>(serde_json::json!({
+                "content": [{"type": "text", "text": "{\"b\":1,\"a\":[1.5,null]}"}],
+                "structuredContent": {"b": 1, "a": [1.5, null]},
+                "isError": false
+            }))
+            .unwrap(),
+        ];
+        for id in [RequestId::Number(-3), RequestId::String("x\"y".into())] {
+            for result in &results {
+                let straight: Value =
+                    serde_json::from_str(&encode_call_result(&id, result)).unwrap();
+                let via_json: Value = serde_json::from_str(&encode_result(&id, result)).unwrap();
+                assert_eq!(straight, via_json);
+            }
+        }
     }
 
     #[test]

@@ -2,8 +2,10 @@
 //! the runtime's answer to `clienttools/connect`.
 //!
 //! Hand-written rather than `serde_json::from_value` of a derived reader: each derived reader is
-//! a few KB of wasm (BENCHMARKS.md, issue 25). They read as the derive reads: unknown members are
-//! ignored, an optional member may be `null`, and an error names the member at fault.
+//! a few KB of wasm (BENCHMARKS.md, issue 25). They read objects as the derive reads them: unknown
+//! members are ignored, an optional member may be `null`, and an error names the member at fault.
+//! One difference, on purpose: the derive also filled a struct from an array of its members in
+//! order (`"error": [-32600, "m"]`); these take objects only, as JSON-RPC and MCP define them.
 
 use serde_json::{Map, Value};
 
@@ -170,6 +172,10 @@ mod tests {
             json!({"code": 1, "message": null}),
             json!("error"),
         ];
+        // Arrays of the members in order: the derive took them, these do not (module doc).
+        assert!(serde_json::from_value::<RpcError>(json!([-32600, "m"])).is_ok());
+        assert!(RpcError::from_value(json!([-32600, "m"])).is_err());
+        assert!(CallToolParams::from_value(json!(["t"])).is_err());
         for value in errors {
             let derived = serde_json::from_value::<RpcError>(value.clone()).ok();
             assert_eq!(RpcError::from_value(value.clone()).ok(), derived, "{value}");
