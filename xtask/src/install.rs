@@ -322,7 +322,7 @@ pub fn ensure_ts_mcp_client() -> Result<PathBuf> {
 
 /// The projects that install the tarball just packed (`target/npm/client-tools.tgz`): the bundler
 /// apps of `tests/bundlers/`, the type check of `tests/types/` and the agent runtimes' client
-/// libraries the adapters are tested against (`tests/runtimes/`, tests/e2e/tests/runtimes.rs).
+/// libraries the adapters are tested against (`tests/runtimes/`, tests/e2e/tests/e2e/runtimes.rs).
 /// `npm ci` every time: their lock files do not change with the tarball, so a stamp would keep a
 /// stale one.
 pub fn install_tarball_projects() -> Result {

@@ -68,7 +68,7 @@ impl Site {
     }
 
     /// Serves the files of `dir` as they are (`index.html` for a folder), under the same strict
-    /// policy: a site as a bundler built it (tests/e2e/tests/bundlers.rs). Its pages find the
+    /// policy: a site as a bundler built it (tests/e2e/tests/e2e/bundlers.rs). Its pages find the
     /// bridge by themselves; the policy lets them connect to `bridge_ws`.
     pub async fn serve_folder(dir: &std::path::Path, bridge_ws: &str) -> Site {
         let csp = strict_policy(bridge_ws, "");
