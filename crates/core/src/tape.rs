@@ -536,7 +536,7 @@ impl<'a> Node<'a, TapeJson> for TapeNode<'a> {
     }
 
     fn as_string(&self) -> Option<Cow<'a, str>> {
-        (self.token().kind == Kind::String).then(|| self.string_value())
+        self.string()
     }
 
     fn as_number(&self) -> Option<TapeNumber<'a>> {
@@ -552,7 +552,7 @@ impl<'a> Node<'a, TapeJson> for TapeNode<'a> {
     }
 
     fn is_null(&self) -> bool {
-        self.token().kind == Kind::Null
+        self.is_json_null()
     }
 
     fn json_type(&self) -> JsonType {
