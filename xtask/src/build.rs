@@ -9,7 +9,9 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::install::{ensure_terser, ensure_wasm_bindgen_alongside, ensure_wasm_opt};
+use crate::install::{
+    ensure_terser, ensure_wasm_bindgen_alongside, ensure_wasm_opt, BINARYEN_VERSION,
+};
 use crate::run::{run, spawn};
 use crate::wasm::{self, WasmCargo};
 use crate::{root, step, Result};
@@ -82,30 +84,76 @@ fn compile_command(cargo: &WasmCargo) -> Command {
     command
 }
 
+/// wasm-opt's arguments after the module: `-Os` compresses better than `-Oz` here (gzip −1.7 KB,
+/// raw +9 KB: the budget is what is downloaded); `--low-memory-unused` is sound for Rust's wasm32
+/// layout (the stack fills the first MiB, data starts above it) and lets loads and stores fold
+/// their offsets (−3.2 KB gzip). Not `--ignore-implicit-traps` (−0.4 KB): the module it makes fails
+/// at once in the browser ("memory access out of bounds").
+const WASM_OPT_ARGS: &[&str] = &[
+    "-Os",
+    "--low-memory-unused",
+    "--converge",
+    "--strip-debug",
+    "--strip-producers",
+    "--strip-target-features",
+];
+
+/// Where the last module wasm-opt was given (`input.wasm`) and what it made of it (`output.wasm`).
+fn wasm_opt_cache() -> PathBuf {
+    root().join("target").join("wasm-opt-cache")
+}
+
+/// Runs wasm-opt on `module` in place, unless it was given exactly these bytes last time: wasm-opt
+/// is deterministic (same input, same flags, same version → same output), and `cargo xtask test`
+/// optimizes the same module twice (its own package and wasm-pack's, which must be byte for byte
+/// the same: `crate::wasm_pack`), 40 s each on two cores. The cache holds one module.
+fn optimize(wasm_opt: &Path, module: &Path) -> Result {
+    let cache = wasm_opt_cache();
+    let (cached_input, cached_output) = (cache.join("input.wasm"), cache.join("output.wasm"));
+    let stamp = cache.join("flags");
+    let flags = format!(
+        "binaryen {BINARYEN_VERSION}: {} {}",
+        WASM_OPT_ARGS.join(" "),
+        WASM_FEATURES.join(" ")
+    );
+    let input = std::fs::read(module).map_err(|e| format!("{}: {e}", module.display()))?;
+    let hit = std::fs::read(&cached_input).is_ok_and(|bytes| bytes == input)
+        && std::fs::read_to_string(&stamp).is_ok_and(|text| text == flags)
+        && cached_output.is_file();
+    if hit {
+        eprintln!(
+            "    the same module as last time: wasm-opt's output reused ({})",
+            cache.display()
+        );
+        std::fs::copy(&cached_output, module).map_err(|e| format!("{}: {e}", module.display()))?;
+        return Ok(());
+    }
+    run(Command::new(wasm_opt)
+        .arg(module)
+        .args(WASM_OPT_ARGS)
+        .args(WASM_FEATURES)
+        .arg("-o")
+        .arg(module))?;
+    // A cache that cannot be written only costs the next build its wasm-opt run.
+    let stored = std::fs::create_dir_all(&cache)
+        .and_then(|()| std::fs::write(&cached_input, &input))
+        .and_then(|()| std::fs::copy(module, &cached_output).map(drop))
+        .and_then(|()| std::fs::write(&stamp, &flags));
+    if let Err(error) = stored {
+        eprintln!("    (wasm-opt's output not kept for next time: {error})");
+    }
+    Ok(())
+}
+
 /// What turns wasm-bindgen's output in `pkg` (ours, or wasm-pack's: `crate::wasm_pack`) into the
 /// package: wasm-opt, the files from `pkg-template/`, the licenses, terser.
 pub fn finish(pkg: &Path) -> Result {
     let wasm_opt = ensure_wasm_opt()?;
     let terser = ensure_terser()?;
 
-    // `-Os` compresses better than `-Oz` here (gzip −1.7 KB, raw +9 KB: the budget is what is
-    // downloaded); `--low-memory-unused` is sound for Rust's wasm32 layout (the stack fills the first
-    // MiB, data starts above it) and lets loads and stores fold their offsets (−3.2 KB gzip).
-    // Not `--ignore-implicit-traps` (−0.4 KB): the module it makes fails at once in the browser
-    // ("memory access out of bounds").
-    step("Optimizing for size (wasm-opt -Os, see the flags below)");
+    step("Optimizing for size (wasm-opt -Os: WASM_OPT_ARGS)");
     let bg = pkg.join("client_tools_bg.wasm");
-    run(Command::new(&wasm_opt)
-        .arg(&bg)
-        .args(["-Os", "--low-memory-unused", "--converge"])
-        .args([
-            "--strip-debug",
-            "--strip-producers",
-            "--strip-target-features",
-        ])
-        .args(WASM_FEATURES)
-        .arg("-o")
-        .arg(&bg))?;
+    optimize(&wasm_opt, &bg)?;
 
     step("Writing package files from pkg-template/ and the licenses");
     for file in TEMPLATE_FILES {

@@ -11,7 +11,7 @@ use crate::run::{output, run};
 use crate::{root, step, Result};
 
 /// The binaryen release whose npm package provides `wasm-opt` (Debian's is too old).
-const BINARYEN_VERSION: &str = "132.0.0";
+pub const BINARYEN_VERSION: &str = "132.0.0";
 /// The terser release that minifies the package's JavaScript.
 const TERSER_VERSION: &str = "5.51.4";
 

@@ -35,6 +35,13 @@ const STACK_SUITES: &[&str] = &[
     "trust",
 ];
 
+/// End-to-end tests run at once. Each test has its own bridge on a free port, its own browser with
+/// a fresh profile and its own helper processes, and waits for events against deadlines (no fixed
+/// sleeps), so tests do not share state; most of a test's time is waiting on a browser or a child
+/// process, so two at a time on a 2-core machine halve the step's time (Chromium pass 8 min 09 s
+/// → bench/notes.md, *`.ci/run` under 30 minutes*).
+const E2E_TEST_THREADS: &str = "2";
+
 fn host_cargo() -> Command {
     let mut command = Command::new(env!("CARGO"));
     command.current_dir(root());
@@ -137,7 +144,7 @@ pub fn test() -> Result {
         if !suites.is_empty() {
             command.args(["--test", "e2e"]);
         }
-        command.args(["--", "--test-threads", "1"]);
+        command.args(["--", "--test-threads", E2E_TEST_THREADS]);
         for suite in suites {
             command.arg(format!("{suite}::"));
         }
