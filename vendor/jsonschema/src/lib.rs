@@ -1,4 +1,7 @@
 #![allow(clippy::unnecessary_wraps)]
+// client-tools patch: on wasm32 the `evaluate` API is compiled out (vendor/README.md), which leaves
+// the output-format helpers it alone used unused there.
+#![cfg_attr(target_arch = "wasm32", allow(dead_code, unused_imports))]
 // Runtime helpers stay `pub` for the macros-gated `__private` re-exports; without `macros` they are crate-internal.
 #![cfg_attr(not(feature = "macros"), allow(unreachable_pub))]
 //! A high-performance JSON Schema validator for Rust.
@@ -1478,6 +1481,7 @@ pub fn validate<'i>(schema: &Value, instance: &'i Value) -> Result<(), Validatio
 /// via `tokio::task::spawn_blocking`.
 #[must_use]
 #[inline]
+#[cfg(not(target_arch = "wasm32"))] // client-tools patch: `evaluate` is never called on wasm32
 pub fn evaluate(schema: &Value, instance: &Value) -> Evaluation {
     validator_for(schema)
         .expect("Invalid schema")

@@ -457,6 +457,7 @@ impl<F: Json> Validate<F> for PendingSchemaNode<F> {
         ctx.exit::<F>(target.node_id(), identity);
     }
 
+    #[cfg(not(target_arch = "wasm32"))] // client-tools patch: `evaluate` is never called on wasm32
     fn evaluate(
         &self,
         instance: &F::Node<'_>,
@@ -473,6 +474,7 @@ impl<F: Json> Validate<F> for PendingSchemaNode<F> {
         )
     }
 
+    #[cfg(not(target_arch = "wasm32"))] // client-tools patch: `evaluate` is never called on wasm32
     fn evaluate_with_location(
         &self,
         instance: &F::Node<'_>,
@@ -638,6 +640,7 @@ impl<F: Json> SchemaNode<F> {
         }
     }
 
+    #[cfg(not(target_arch = "wasm32"))] // client-tools patch: `evaluate` is never called on wasm32
     pub(crate) fn evaluate_instance(
         &self,
         instance: &F::Node<'_>,
@@ -652,6 +655,7 @@ impl<F: Json> SchemaNode<F> {
     /// [`Self::evaluate_instance`] for a position one segment below the one being evaluated.
     ///
     /// Renders from the location already on the context instead of walking the chain again.
+    #[cfg(not(target_arch = "wasm32"))] // client-tools patch: `evaluate` is never called on wasm32
     pub(crate) fn evaluate_instance_below(
         &self,
         instance: &F::Node<'_>,
@@ -668,6 +672,7 @@ impl<F: Json> SchemaNode<F> {
     }
 
     /// [`Self::evaluate_instance`] for a caller that already rendered this instance position.
+    #[cfg(not(target_arch = "wasm32"))] // client-tools patch: `evaluate` is never called on wasm32
     pub(crate) fn evaluate_instance_at(
         &self,
         instance: &F::Node<'_>,
@@ -715,6 +720,7 @@ impl<F: Json> SchemaNode<F> {
     }
 
     /// Helper function to evaluate subschemas which already know their locations.
+    #[cfg(not(target_arch = "wasm32"))] // client-tools patch: `evaluate` is never called on wasm32
     fn evaluate_subschemas<'a, 'i, I>(
         instance: &F::Node<'i>,
         location: &LazyLocation,
@@ -745,6 +751,7 @@ impl<F: Json> SchemaNode<F> {
     /// Kept out of line so the common path in `evaluate_at` compiles as without it.
     #[allow(clippy::too_many_arguments)]
     #[inline(never)]
+    #[cfg(not(target_arch = "wasm32"))] // client-tools patch: `evaluate` is never called on wasm32
     fn evaluate_with_absorbed(
         instance: &F::Node<'_>,
         location: &LazyLocation,
@@ -816,6 +823,7 @@ impl<F: Json> SchemaNode<F> {
     /// Pushes the output unit of each subschema onto `children`; returns whether any failed.
     #[allow(clippy::inline_always)]
     #[inline(always)]
+    #[cfg(not(target_arch = "wasm32"))] // client-tools patch: `evaluate` is never called on wasm32
     fn push_subschemas<'a, 'i, I>(
         instance: &F::Node<'i>,
         location: &LazyLocation,
@@ -1106,6 +1114,7 @@ impl<F: Json> Validate<F> for SchemaNode<F> {
         }
     }
 
+    #[cfg(not(target_arch = "wasm32"))] // client-tools patch: `evaluate` is never called on wasm32
     fn evaluate(
         &self,
         instance: &F::Node<'_>,
@@ -1122,6 +1131,7 @@ impl<F: Json> Validate<F> for SchemaNode<F> {
         )
     }
 
+    #[cfg(not(target_arch = "wasm32"))] // client-tools patch: `evaluate` is never called on wasm32
     fn evaluate_with_location(
         &self,
         instance: &F::Node<'_>,
@@ -1136,6 +1146,7 @@ impl<F: Json> Validate<F> for SchemaNode<F> {
 
 impl<F: Json> SchemaNode<F> {
     /// `evaluate` with the instance location already built.
+    #[cfg(not(target_arch = "wasm32"))] // client-tools patch: `evaluate` is never called on wasm32
     fn evaluate_at(
         &self,
         instance: &F::Node<'_>,

@@ -561,6 +561,7 @@ pub(crate) trait Validate<F: Json = SerdeJson>: Send + Sync {
     /// Rendering a JSON Pointer walks the whole location chain, and every schema node at one
     /// instance position renders the same one. Implementors that stay at that position should
     /// forward `instance_location` instead of rebuilding it.
+    #[cfg(not(target_arch = "wasm32"))] // client-tools patch: `evaluate` is never called on wasm32
     fn evaluate_with_location(
         &self,
         instance: &F::Node<'_>,
@@ -573,6 +574,7 @@ pub(crate) trait Validate<F: Json = SerdeJson>: Send + Sync {
         self.evaluate(instance, location, tracker, ctx)
     }
 
+    #[cfg(not(target_arch = "wasm32"))] // client-tools patch: `evaluate` is never called on wasm32
     fn evaluate(
         &self,
         instance: &F::Node<'_>,
@@ -946,6 +948,7 @@ impl<F: Json> Validator<F> {
     /// Evaluate the schema and expose structured output formats.
     #[must_use]
     #[inline]
+    #[cfg(not(target_arch = "wasm32"))] // client-tools patch: `evaluate` is never called on wasm32
     pub fn evaluate(&self, instance: F::Node<'_>) -> Evaluation {
         let mut ctx = ValidationContext::new();
         let root = self

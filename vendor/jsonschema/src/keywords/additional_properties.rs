@@ -113,6 +113,7 @@ impl<F: Json> Validate<F> for AdditionalPropertiesValidator<F> {
         }
     }
 
+    #[cfg(not(target_arch = "wasm32"))] // client-tools patch: `evaluate` is never called on wasm32
     fn evaluate(
         &self,
         instance: &F::Node<'_>,
@@ -385,6 +386,7 @@ impl<F: Json, M: PropertiesValidatorsMap<F>> Validate<F>
         }
     }
 
+    #[cfg(not(target_arch = "wasm32"))] // client-tools patch: `evaluate` is never called on wasm32
     fn evaluate(
         &self,
         instance: &F::Node<'_>,
@@ -477,6 +479,7 @@ impl<F: Json, M: PropertiesValidatorsMap<F>> Validate<F>
             .collect_errors(instance, location, tracker, ctx, errors);
     }
 
+    #[cfg(not(target_arch = "wasm32"))] // client-tools patch: `evaluate` is never called on wasm32
     fn evaluate(
         &self,
         instance: &F::Node<'_>,
@@ -666,6 +669,7 @@ impl<F: Json, M: PropertiesValidatorsMap<F>> Validate<F>
         }
     }
 
+    #[cfg(not(target_arch = "wasm32"))] // client-tools patch: `evaluate` is never called on wasm32
     fn evaluate(
         &self,
         instance: &F::Node<'_>,
@@ -863,6 +867,7 @@ impl<F: Json, M: PropertiesValidatorsMap<F>> Validate<F>
         }
     }
 
+    #[cfg(not(target_arch = "wasm32"))] // client-tools patch: `evaluate` is never called on wasm32
     fn evaluate(
         &self,
         instance: &F::Node<'_>,
@@ -1022,6 +1027,7 @@ impl<F: Json, R: PropertyPattern> Validate<F> for AdditionalPropertiesWithPatter
         }
     }
 
+    #[cfg(not(target_arch = "wasm32"))] // client-tools patch: `evaluate` is never called on wasm32
     fn evaluate(
         &self,
         instance: &F::Node<'_>,
@@ -1210,6 +1216,7 @@ impl<F: Json, R: PropertyPattern> Validate<F>
         }
     }
 
+    #[cfg(not(target_arch = "wasm32"))] // client-tools patch: `evaluate` is never called on wasm32
     fn evaluate(
         &self,
         instance: &F::Node<'_>,
@@ -1503,6 +1510,7 @@ impl<F: Json, M: PropertiesValidatorsMap<F>, R: PropertyPattern> Validate<F>
         }
     }
 
+    #[cfg(not(target_arch = "wasm32"))] // client-tools patch: `evaluate` is never called on wasm32
     fn evaluate(
         &self,
         instance: &F::Node<'_>,
@@ -1812,6 +1820,7 @@ impl<F: Json, M: PropertiesValidatorsMap<F>, R: PropertyPattern> Validate<F>
         }
     }
 
+    #[cfg(not(target_arch = "wasm32"))] // client-tools patch: `evaluate` is never called on wasm32
     fn evaluate(
         &self,
         instance: &F::Node<'_>,

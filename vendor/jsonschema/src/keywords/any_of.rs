@@ -132,6 +132,7 @@ impl<F: Json, D: Dispatch<F>> Validate<F> for AnyOfValidator<F, D> {
         ));
     }
 
+    #[cfg(not(target_arch = "wasm32"))] // client-tools patch: `evaluate` is never called on wasm32
     fn evaluate(
         &self,
         instance: &F::Node<'_>,
@@ -148,6 +149,7 @@ impl<F: Json, D: Dispatch<F>> Validate<F> for AnyOfValidator<F, D> {
         )
     }
 
+    #[cfg(not(target_arch = "wasm32"))] // client-tools patch: `evaluate` is never called on wasm32
     fn evaluate_with_location(
         &self,
         instance: &F::Node<'_>,
@@ -267,6 +269,7 @@ impl<F: Json> Validate<F> for SingleAnyOfValidator<F> {
         ));
     }
 
+    #[cfg(not(target_arch = "wasm32"))] // client-tools patch: `evaluate` is never called on wasm32
     fn evaluate(
         &self,
         instance: &F::Node<'_>,
@@ -283,6 +286,7 @@ impl<F: Json> Validate<F> for SingleAnyOfValidator<F> {
         )
     }
 
+    #[cfg(not(target_arch = "wasm32"))] // client-tools patch: `evaluate` is never called on wasm32
     fn evaluate_with_location(
         &self,
         instance: &F::Node<'_>,

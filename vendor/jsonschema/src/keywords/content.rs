@@ -341,6 +341,7 @@ impl<F: Json> Validate<F> for ContentMediaTypeAnnotationValidator {
         Ok(())
     }
 
+    #[cfg(not(target_arch = "wasm32"))] // client-tools patch: `evaluate` is never called on wasm32
     fn evaluate(
         &self,
         instance: &F::Node<'_>,
@@ -404,6 +405,7 @@ impl<F: Json> Validate<F> for ContentEncodingAnnotationValidator {
         Ok(())
     }
 
+    #[cfg(not(target_arch = "wasm32"))] // client-tools patch: `evaluate` is never called on wasm32
     fn evaluate(
         &self,
         instance: &F::Node<'_>,
@@ -469,6 +471,7 @@ impl<F: Json> Validate<F> for ContentSchemaAnnotationValidator {
         Ok(())
     }
 
+    #[cfg(not(target_arch = "wasm32"))] // client-tools patch: `evaluate` is never called on wasm32
     fn evaluate(
         &self,
         instance: &F::Node<'_>,

@@ -1121,6 +1121,7 @@ pub fn is_valid_regex(pattern: &str) -> bool {
 /// regardless of whether the assertion passes or fails.
 macro_rules! impl_format_evaluate {
     () => {
+        #[cfg(not(target_arch = "wasm32"))] // client-tools patch: `evaluate` is never called on wasm32
         fn evaluate(
             &self,
             instance: &F::Node<'_>,
@@ -1487,6 +1488,7 @@ impl<F: Json> Validate<F> for AnnotationOnlyFormatValidator {
     ) {
     }
 
+    #[cfg(not(target_arch = "wasm32"))] // client-tools patch: `evaluate` is never called on wasm32
     fn evaluate(
         &self,
         instance: &F::Node<'_>,

@@ -71,6 +71,7 @@ impl<F: Json> Validate<F> for IfThenValidator<F> {
         }
     }
 
+    #[cfg(not(target_arch = "wasm32"))] // client-tools patch: `evaluate` is never called on wasm32
     fn evaluate(
         &self,
         instance: &F::Node<'_>,
@@ -87,6 +88,7 @@ impl<F: Json> Validate<F> for IfThenValidator<F> {
         )
     }
 
+    #[cfg(not(target_arch = "wasm32"))] // client-tools patch: `evaluate` is never called on wasm32
     fn evaluate_with_location(
         &self,
         instance: &F::Node<'_>,
@@ -178,6 +180,7 @@ impl<F: Json> Validate<F> for IfElseValidator<F> {
         }
     }
 
+    #[cfg(not(target_arch = "wasm32"))] // client-tools patch: `evaluate` is never called on wasm32
     fn evaluate(
         &self,
         instance: &F::Node<'_>,
@@ -194,6 +197,7 @@ impl<F: Json> Validate<F> for IfElseValidator<F> {
         )
     }
 
+    #[cfg(not(target_arch = "wasm32"))] // client-tools patch: `evaluate` is never called on wasm32
     fn evaluate_with_location(
         &self,
         instance: &F::Node<'_>,
@@ -291,6 +295,7 @@ impl<F: Json> Validate<F> for IfThenElseValidator<F> {
         }
     }
 
+    #[cfg(not(target_arch = "wasm32"))] // client-tools patch: `evaluate` is never called on wasm32
     fn evaluate(
         &self,
         instance: &F::Node<'_>,
@@ -307,6 +312,7 @@ impl<F: Json> Validate<F> for IfThenElseValidator<F> {
         )
     }
 
+    #[cfg(not(target_arch = "wasm32"))] // client-tools patch: `evaluate` is never called on wasm32
     fn evaluate_with_location(
         &self,
         instance: &F::Node<'_>,

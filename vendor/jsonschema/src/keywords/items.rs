@@ -82,6 +82,7 @@ impl<F: Json> Validate<F> for ItemsArrayValidator<F> {
         }
     }
 
+    #[cfg(not(target_arch = "wasm32"))] // client-tools patch: `evaluate` is never called on wasm32
     fn evaluate(
         &self,
         instance: &F::Node<'_>,
@@ -103,6 +104,7 @@ impl<F: Json> Validate<F> for ItemsArrayValidator<F> {
 }
 
 /// Evaluates `node` against every array element, as schema-form `items` does.
+#[cfg(not(target_arch = "wasm32"))] // client-tools patch: `evaluate` is never called on wasm32
 fn evaluate_each_item<F: Json>(
     node: &SchemaNode<F>,
     instance: &F::Node<'_>,
@@ -184,6 +186,7 @@ impl<F: Json> Validate<F> for ItemsObjectValidator<F> {
         }
     }
 
+    #[cfg(not(target_arch = "wasm32"))] // client-tools patch: `evaluate` is never called on wasm32
     fn evaluate(
         &self,
         instance: &F::Node<'_>,
@@ -268,6 +271,7 @@ impl<F: Json> Validate<F> for ItemsObjectSkipPrefixValidator<F> {
         }
     }
 
+    #[cfg(not(target_arch = "wasm32"))] // client-tools patch: `evaluate` is never called on wasm32
     fn evaluate(
         &self,
         instance: &F::Node<'_>,
@@ -423,6 +427,7 @@ impl<T: ItemType> ItemsTypeValidator<T> {
 
 impl<T: ItemType, F: Json> ItemsTypeValidator<T, F> {
     /// The node `SchemaNode::evaluate_instance_below` builds for the subschema at one element.
+    #[cfg(not(target_arch = "wasm32"))] // client-tools patch: `evaluate` is never called on wasm32
     fn evaluate_item(
         &self,
         item: &F::Node<'_>,
@@ -565,6 +570,7 @@ impl<T: ItemType, F: Json> Validate<F> for ItemsTypeValidator<T, F> {
         }
     }
 
+    #[cfg(not(target_arch = "wasm32"))] // client-tools patch: `evaluate` is never called on wasm32
     fn evaluate(
         &self,
         instance: &F::Node<'_>,
@@ -948,6 +954,7 @@ impl<F: Json> Validate<F> for ArrayShapeValidator<F> {
 
     /// Evaluates `items` alone: the schema node reports the [`AbsorbedKeywords`] as their own
     /// units, as they would be without the fusion.
+    #[cfg(not(target_arch = "wasm32"))] // client-tools patch: `evaluate` is never called on wasm32
     fn evaluate(
         &self,
         instance: &F::Node<'_>,

@@ -43,6 +43,7 @@ impl<F: Json> Validate<F> for MinLengthValidator {
         Ok(())
     }
 
+    #[cfg(not(target_arch = "wasm32"))] // client-tools patch: `evaluate` is never called on wasm32
     fn evaluate(
         &self,
         instance: &F::Node<'_>,
@@ -140,6 +141,7 @@ impl<F: Json> Validate<F> for LengthRangeValidator {
         }
     }
 
+    #[cfg(not(target_arch = "wasm32"))] // client-tools patch: `evaluate` is never called on wasm32
     fn evaluate(
         &self,
         instance: &F::Node<'_>,

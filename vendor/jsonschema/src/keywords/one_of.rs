@@ -176,6 +176,7 @@ impl<F: Json> Validate<F> for SingleOneOfValidator<F> {
         }
     }
 
+    #[cfg(not(target_arch = "wasm32"))] // client-tools patch: `evaluate` is never called on wasm32
     fn evaluate(
         &self,
         instance: &F::Node<'_>,
@@ -192,6 +193,7 @@ impl<F: Json> Validate<F> for SingleOneOfValidator<F> {
         )
     }
 
+    #[cfg(not(target_arch = "wasm32"))] // client-tools patch: `evaluate` is never called on wasm32
     fn evaluate_with_location(
         &self,
         instance: &F::Node<'_>,
@@ -259,6 +261,7 @@ impl<F: Json, D: Dispatch<F>> Validate<F> for OneOfValidator<F, D> {
         }
     }
 
+    #[cfg(not(target_arch = "wasm32"))] // client-tools patch: `evaluate` is never called on wasm32
     fn evaluate(
         &self,
         instance: &F::Node<'_>,
@@ -275,6 +278,7 @@ impl<F: Json, D: Dispatch<F>> Validate<F> for OneOfValidator<F, D> {
         )
     }
 
+    #[cfg(not(target_arch = "wasm32"))] // client-tools patch: `evaluate` is never called on wasm32
     fn evaluate_with_location(
         &self,
         instance: &F::Node<'_>,

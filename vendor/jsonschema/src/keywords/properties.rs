@@ -223,6 +223,7 @@ impl<F: Json> Validate<F> for SmallPropertiesValidator<F> {
         }
     }
 
+    #[cfg(not(target_arch = "wasm32"))] // client-tools patch: `evaluate` is never called on wasm32
     fn evaluate(
         &self,
         instance: &F::Node<'_>,
@@ -452,6 +453,7 @@ impl<F: Json> Validate<F> for SmallPropertiesWithRequired2Validator<F> {
         }
     }
 
+    #[cfg(not(target_arch = "wasm32"))] // client-tools patch: `evaluate` is never called on wasm32
     fn evaluate(
         &self,
         instance: &F::Node<'_>,
@@ -600,6 +602,7 @@ impl<F: Json> Validate<F> for BigPropertiesValidator<F> {
         }
     }
 
+    #[cfg(not(target_arch = "wasm32"))] // client-tools patch: `evaluate` is never called on wasm32
     fn evaluate(
         &self,
         instance: &F::Node<'_>,
