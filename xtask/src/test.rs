@@ -39,7 +39,8 @@ const STACK_SUITES: &[&str] = &[
 /// a fresh profile and its own helper processes, and waits for events against deadlines (no fixed
 /// sleeps), so tests do not share state; most of a test's time is waiting on a browser or a child
 /// process, so two at a time on a 2-core machine halve the tests' time (the Chromium pass's tests
-/// 8 min 09 s → 4 min 13 s, the Firefox pass 3 min 26 s: bench/notes.md, *Issue 25, its last stop*).
+/// 8 min 09 s → 4 min 13 s, the Firefox step 5 min 15 s → 3 min 24 s: bench/notes.md, *Issue 25,
+/// its last stop*).
 const E2E_TEST_THREADS: &str = "2";
 
 fn host_cargo() -> Command {
