@@ -1718,8 +1718,3 @@ pub fn initialize_result() -> InitializeResult {
         instructions: None,
     }
 }
-
-/// Whether a tool runs a form (filled and submitted by the driver) rather than a function.
-pub fn is_form<H>(tool: &RegisteredTool<H>) -> bool {
-    tool.kind == ToolKind::Form
-}

@@ -31,14 +31,6 @@ impl PlainObject {
         Ok(Self(object))
     }
 
-    /// Fails naming a member not read yet (and not `null`): one the reader had no use for.
-    pub fn refuse_left_over(&self) -> Result<(), String> {
-        match self.0.iter().find(|(_, value)| !value.is_null()) {
-            Some((key, _)) => Err(format!("unknown field `{key}`")),
-            None => Ok(()),
-        }
-    }
-
     /// The member `key` as it is, if present and not `null`.
     pub fn value(&mut self, key: &str) -> Option<Value> {
         self.0.remove(key).filter(|value| !value.is_null())
