@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use client_tools_bridge::PageSession;
+use client_tools_bridge::{CallOptions, PageSession};
 use serde_json::{json, Value};
 
 /// The longest a page tool may run (SPEC §3 maximum).
@@ -12,7 +12,10 @@ const TOOL_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// Calls the page tool `name` and returns its structured result, or the error it reported.
 pub async fn run(page: &Arc<PageSession>, name: &str, arguments: Value) -> Result<Value, String> {
-    let result = page.call_tool(name, arguments, TOOL_TIMEOUT).await;
+    let result = page
+        .call_tool((name, arguments), CallOptions::new().timeout(TOOL_TIMEOUT))
+        .await
+        .into_result();
     if result.is_error {
         return Err(format!("{name} failed in the page: {}", result.text()));
     }

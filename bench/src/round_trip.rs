@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use client_tools_bridge::PageSession;
+use client_tools_bridge::{CallOptions, PageSession};
 use serde::Serialize;
 use serde_json::json;
 
@@ -37,8 +37,12 @@ pub struct Rate {
 
 async fn echo(page: &PageSession) -> bool {
     !page
-        .call_tool("echo", json!({ "text": "hello" }), CALL_TIMEOUT)
+        .call_tool(
+            ("echo", json!({ "text": "hello" })),
+            CallOptions::new().timeout(CALL_TIMEOUT),
+        )
         .await
+        .into_result()
         .is_error
 }
 

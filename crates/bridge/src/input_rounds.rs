@@ -33,6 +33,7 @@ use sha2::{Digest, Sha256};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::agent_confirmation::{hex, unsealed_payload, RequestStates};
+use crate::call_options::CallOptions;
 use crate::limits::LOG_BUFFER;
 use crate::page_session::{
     missing_capability_error, CallEvent, CallOutcome, InputRound, PageSession,
@@ -77,9 +78,11 @@ impl RunningCall {
                     .await
                     .unwrap_or_else(|_| "the agent stopped waiting".to_owned())
             };
-            let outcome = running
-                .call_prepared_with(call, cancel, Some(progress_tx), Some(events_tx))
-                .await;
+            let options = CallOptions::new()
+                .cancel(cancel)
+                .progress(progress_tx)
+                .events(events_tx);
+            let outcome = running.call_tool(call, options).await.into_outcome();
             let _ = outcome_tx.send(outcome);
         });
         Self {

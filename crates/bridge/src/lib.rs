@@ -44,6 +44,7 @@ mod agent_confirmation;
 pub mod agent_tools;
 mod auth;
 mod bridge;
+pub mod call_options;
 mod cluster;
 pub mod config;
 mod connection_queue;
@@ -70,6 +71,7 @@ mod tasks;
 
 pub use agent_tools::AgentTools;
 pub use bridge::Bridge;
+pub use call_options::{CallEnd, CallOptions, ToolCall};
 pub use client_tools_core::protocol::CallToolResult;
 pub use cluster::ClusterOptions;
 pub use config::{BridgeConfig, ConfirmVia};

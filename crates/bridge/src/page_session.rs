@@ -23,6 +23,7 @@ use serde_json::{Map, Value};
 use tokio::sync::{mpsc, oneshot, watch, Notify};
 
 use crate::agent_tools::AgentTools;
+use crate::call_options::{CallEnd, CallOptions, ToolCall};
 use crate::connection_queue::OutgoingSender;
 use crate::limits::{Limits, MAX_OPEN_ROUNDS_PER_SESSION, MAX_REQUESTS_PER_ROUND};
 use crate::policy::{self, Policy};
@@ -109,7 +110,20 @@ struct Waiter {
     /// The page's log messages and rounds for this call (a full channel drops a log message and
     /// refuses a round); `None`: rounds are refused as a capability the caller lacks.
     events: Option<mpsc::Sender<CallEvent>>,
+    /// The `redact` rules the policy decided for this call (crate::policy::gate::running): every
+    /// log message, progress message and round passes them before it reaches `observer` or
+    /// `events`, on every route.
+    redact: Option<Arc<policy::gate::EventRedaction>>,
 }
+
+/// Where a call's log messages and rounds go, and the `redact` rules they pass first.
+type Events = (
+    Option<mpsc::Sender<CallEvent>>,
+    Option<Arc<policy::gate::EventRedaction>>,
+);
+
+/// A request nobody hears log messages or rounds of.
+const NO_EVENTS: Events = (None, None);
 
 /// What a page sends about one of its calls while it runs, besides progress (SPEC §4, §6): tied
 /// to the call by `_meta["clienttools/callId"]`, the id of the bridge's `tools/call`.
@@ -274,7 +288,7 @@ pub struct PageSession {
     /// In a cluster: where the answers to relayed requests are sent.
     relay_replies: Option<Arc<dyn RelayReplies>>,
     /// The operator's guardrails (`--policy FILE`, crate::policy), applied at this session's
-    /// choke points: [`Self::prepare`], [`Self::call_prepared_with`], [`Self::relay_to_page`].
+    /// choke points: [`Self::prepare`], [`Self::call_tool`], [`Self::relay_to_page`].
     policy: Arc<Policy>,
 }
 
@@ -445,24 +459,6 @@ impl PageSession {
         })
     }
 
-    /// Calls a tool with the `_meta` a caller sent (SPEC §9 `/api` `_meta`; checked as on every
-    /// route) and the timeout it asked for (else the tool's or the bridge's). Always a result.
-    pub async fn call_tool_meta(
-        &self,
-        name: &str,
-        arguments: Value,
-        caller_meta: Option<&Map<String, Value>>,
-        requested: Option<Duration>,
-    ) -> CallToolResult {
-        match self.prepare_call(name, arguments, caller_meta, requested) {
-            Ok(call) => self
-                .call_prepared(call, std::future::pending::<String>(), None)
-                .await
-                .unwrap_or_else(|| CallToolResult::error("cancelled")),
-            Err(refused) => refused,
-        }
-    }
-
     pub fn info(&self) -> SessionInfo {
         let connected_at = self.connected_at();
         let connected_at_ms = connected_at.and_then(|t| {
@@ -484,85 +480,43 @@ impl PageSession {
         self.changes.subscribe()
     }
 
-    /// Calls a tool of the page. Always a result: page errors, absence and silence are error results.
+    /// Calls a tool of the page: the one way to call, for an embedding runtime and every route.
+    /// A [`ToolCall::Named`] is checked first as [`Self::prepare_call`] checks it (with the
+    /// options' timeout and `_meta`); a [`ToolCall::Prepared`] was checked then, and is checked
+    /// again here: prepared by this session, its tool allowed now. Always ends: page errors,
+    /// absence and silence are error results ([`CallEnd`]).
     pub async fn call_tool(
         &self,
-        name: &str,
-        arguments: Value,
-        timeout: Duration,
-    ) -> CallToolResult {
-        let never = std::future::pending::<String>();
-        self.call_tool_until(name, arguments, timeout, never)
-            .await
-            .unwrap_or_else(|| CallToolResult::error("cancelled"))
-    }
-
-    /// Like [`Self::call_tool`], but when `cancel` completes first (with a reason) the page is sent
-    /// `notifications/cancelled` (its handler's `ctx.signal` aborts) and there is no result: `None`.
-    pub async fn call_tool_until(
-        &self,
-        name: &str,
-        arguments: Value,
-        timeout: Duration,
-        cancel: impl Future<Output = String>,
-    ) -> Option<CallToolResult> {
-        self.call_tool_observed(name, arguments, timeout, cancel, None)
-            .await
-    }
-
-    /// [`Self::call_tool_until`] that also forwards the page's progress reports to `progress`
-    /// (a report that does not fit is dropped: the next one supersedes it).
-    pub async fn call_tool_observed(
-        &self,
-        name: &str,
-        arguments: Value,
-        timeout: Duration,
-        cancel: impl Future<Output = String>,
-        progress: Option<mpsc::Sender<ProgressParams>>,
-    ) -> Option<CallToolResult> {
-        let requested = RequestedTimeout {
-            timeout,
-            field: "timeout",
+        call: impl Into<ToolCall>,
+        mut options: CallOptions<'_>,
+    ) -> CallEnd {
+        let call = match call.into() {
+            ToolCall::Named { name, arguments } => {
+                let requested = options.timeout.map(|timeout| RequestedTimeout {
+                    timeout,
+                    field: "timeout",
+                });
+                match self.prepare(&name, arguments, options.meta.as_ref(), requested) {
+                    Ok(call) => call,
+                    Err(refused) => return CallEnd::Result(refused),
+                }
+            }
+            ToolCall::Prepared(call) => {
+                if options.timeout.is_some() || options.meta.is_some() {
+                    return CallEnd::Result(CallToolResult::error(
+                        "a prepared call's timeout and _meta were decided by prepare_call: \
+                         leave them unset in the options of call_tool",
+                    ));
+                }
+                call
+            }
         };
-        match self.prepare(name, arguments, None, Some(requested)) {
-            Ok(call) => self.call_prepared(call, cancel, progress).await,
-            Err(refused) => Some(refused),
-        }
-    }
-
-    /// Runs a call [`Self::prepare_call`] of this session accepted (and, when it needed
-    /// confirmation at the agent's side, the person approved: crate::agent_confirmation). `None`
-    /// when `cancel` completed first. A call prepared by another session, or whose tool the
-    /// allow-list does not allow (now), is refused here too: this is the Rust API's route as much
-    /// as a helper.
-    pub async fn call_prepared(
-        &self,
-        call: PreparedCall,
-        cancel: impl Future<Output = String>,
-        progress: Option<mpsc::Sender<ProgressParams>>,
-    ) -> Option<CallToolResult> {
-        let outcome = self
-            .call_prepared_with(call, cancel, progress, None)
-            .await?;
-        Some(outcome.unwrap_or_else(|error| CallToolResult::error(describe_page_error(&error))))
-    }
-
-    /// [`Self::call_prepared`] for a caller that speaks MCP: the page's log messages and rounds
-    /// of requests for the call go to `events` (without one, every round is refused at once as a
-    /// capability the caller lacks), and a page that fails the call with a JSON-RPC error the
-    /// agent must see as one (`-32021`, a capability the agent did not declare: SPEC §4) ends it
-    /// with `Err`.
-    pub async fn call_prepared_with(
-        &self,
-        call: PreparedCall,
-        cancel: impl Future<Output = String>,
-        progress: Option<mpsc::Sender<ProgressParams>>,
-        events: Option<mpsc::Sender<CallEvent>>,
-    ) -> Option<CallOutcome> {
+        let cancel = options.take_cancel();
+        let (progress, events) = (options.progress, options.events);
         if let Err(refused) = self.may_run(&call) {
             tracing::info_span!("tool_call", session = %self.id, tool = ?call.name(), outcome = "refused")
                 .in_scope(|| tracing::info!(reason = %refused.text(), "tool call refused"));
-            return Some(Ok(refused));
+            return CallEnd::Result(refused);
         }
         let id = self.next_request_id();
         let linked = matches!(self.via(), Some(Via::Node(_)));
@@ -570,22 +524,27 @@ impl PageSession {
             policy::gate::running(&self.policy, &call, &id, linked, now(), self.log_payloads);
         let policed = match policed {
             Ok(policed) => policed,
-            Err(refused) => return Some(Ok(refused)),
+            Err(refused) => return CallEnd::Result(refused),
         };
         let started = tokio::time::Instant::now();
         let name = call.name().to_owned();
+        let redact = policed
+            .as_ref()
+            .and_then(policy::gate::Running::event_redaction);
         let (mut result, outcome) = self
-            .run_tool_call(&id, call, cancel, progress, events)
+            .run_tool_call(&id, call, cancel, progress, (events, redact))
             .await;
-        if let (Some(policed), Some(Ok(result))) = (&policed, &mut result) {
-            policy::gate::answered(
+        match (&policed, &mut result) {
+            (Some(policed), CallEnd::Result(result)) => policy::gate::answered(
                 &self.policy,
                 policed,
                 &self.id,
                 &id,
                 result,
                 self.log_payloads,
-            );
+            ),
+            (Some(policed), CallEnd::PageError(error)) => policy::gate::failed(policed, error),
+            _ => {}
         }
         // The call's span is made once it is over, with every field known: nothing is recorded
         // into it afterwards, and the call's future is not entered and left at every poll (made
@@ -599,7 +558,7 @@ impl PageSession {
             duration_ms = started.elapsed().as_millis() as u64,
         );
         span.in_scope(|| {
-            if let Some(Ok(result)) = result.as_ref().filter(|_| self.log_payloads) {
+            if let (CallEnd::Result(result), true) = (&result, self.log_payloads) {
                 let result = serde_json::to_string(result).unwrap_or_default();
                 tracing::debug!(%result, "tool call result");
             }
@@ -608,15 +567,15 @@ impl PageSession {
         result
     }
 
-    /// A tool call and its trace outcome: `None` (cancelled) or the result the agent gets.
+    /// A tool call: how it ended, and its trace outcome.
     async fn run_tool_call(
         &self,
         id: &str,
         call: PreparedCall,
         cancel: impl Future<Output = String>,
         progress: Option<mpsc::Sender<ProgressParams>>,
-        events: Option<mpsc::Sender<CallEvent>>,
-    ) -> (Option<CallOutcome>, &'static str) {
+        events: Events,
+    ) -> (CallEnd, &'static str) {
         let (name, arguments, meta, timeout) = call.into_parts();
         let name = name.as_str();
         if self.log_payloads {
@@ -637,36 +596,34 @@ impl PageSession {
             Ok(Ok(result)) => match serde_json::from_str::<CallToolResult>(result.get()) {
                 Ok(result) => {
                     let outcome = if result.is_error { "error" } else { "ok" };
-                    (Some(Ok(result)), outcome)
+                    (CallEnd::Result(result), outcome)
                 }
                 Err(error) => (
-                    Some(Ok(CallToolResult::error(format!(
+                    CallEnd::Result(CallToolResult::error(format!(
                         "the page sent a malformed tools/call result: {error}"
-                    )))),
+                    ))),
                     "error",
                 ),
             },
             Ok(Err(error)) if is_missing_capability(&error) => {
-                (Some(Err(error)), "missing_capability")
+                (CallEnd::PageError(error), "missing_capability")
             }
             Ok(Err(error)) => (
-                Some(Ok(CallToolResult::error(format!(
+                CallEnd::Result(CallToolResult::error(format!(
                     "the page refused the call: {}",
                     error.message
-                )))),
+                ))),
                 "error",
             ),
-            Err(RequestFailure::Cancelled) => (None, "cancelled"),
+            Err(RequestFailure::Cancelled) => (CallEnd::Cancelled, "cancelled"),
             Err(failure) => (
-                Some(Ok(CallToolResult::error(
-                    failure.describe(&self.id, timeout),
-                ))),
+                CallEnd::Result(CallToolResult::error(failure.describe(&self.id, timeout))),
                 failure.outcome(),
             ),
         }
     }
 
-    /// The checks of [`Self::prepare_call`] that [`Self::call_prepared`] makes again: the call was
+    /// The checks of [`Self::prepare_call`] that [`Self::call_tool`] makes again on a prepared call: the call was
     /// prepared by this session, and the allow-list allows its tool as the page lists it now.
     fn may_run(&self, call: &PreparedCall) -> Result<(), CallToolResult> {
         if call.session() != self.id {
@@ -694,7 +651,7 @@ impl PageSession {
     ) -> Result<Answer, RequestFailure> {
         let id = self.next_request_id();
         let request = new_request(id, method, params, timeout, Purpose::Housekeeping);
-        self.send_and_wait(request, None, None, std::future::pending::<String>())
+        self.send_and_wait(request, None, NO_EVENTS, std::future::pending::<String>())
             .await
     }
 
@@ -711,7 +668,7 @@ impl PageSession {
             Purpose::Probe,
         );
         // Any answer, even an error, shows the page is there.
-        self.send_and_wait(request, None, None, std::future::pending::<String>())
+        self.send_and_wait(request, None, NO_EVENTS, std::future::pending::<String>())
             .await
             .is_ok()
     }
@@ -728,7 +685,7 @@ impl PageSession {
         &self,
         request: Request,
         observer: Option<mpsc::Sender<ProgressParams>>,
-        events: Option<mpsc::Sender<CallEvent>>,
+        (events, redact): Events,
         cancel: impl Future<Output = String>,
     ) -> Settled {
         let id = request.id.clone();
@@ -741,6 +698,7 @@ impl PageSession {
                     settle,
                     observer,
                     events,
+                    redact,
                 };
                 state.waiters.insert(id.clone(), waiter);
                 state.perform();
@@ -808,8 +766,15 @@ impl PageSession {
     }
 
     /// The page reported progress on a request: the runtime waits longer (up to the hard bound).
-    pub(crate) fn progress(&self, progress: ProgressParams) {
+    pub(crate) fn progress(&self, mut progress: ProgressParams) {
         self.progress_seen.fetch_add(1, Ordering::Relaxed);
+        if let Some(redact) = progress
+            .progress_token
+            .as_str()
+            .and_then(|call| self.redaction_of(call))
+        {
+            redact.progress(&mut progress);
+        }
         let mut state = self.lock();
         let Some(progress) = state.drive(|engine| engine.progress(progress, now())) else {
             return;
@@ -831,10 +796,13 @@ impl PageSession {
     /// now (malformed, a call nobody waits on, a bound, or — the caller takes no rounds — the
     /// capabilities it lacks).
     pub(crate) fn page_input(&self, id: RequestId, params: Value) -> Option<RpcError> {
-        let (call, requests, before_task) = match read_round(params) {
+        let (call, mut requests, before_task) = match read_round(params) {
             Ok(round) => round,
             Err(why) => return Some(RpcError::new(protocol::code::INVALID_PARAMS, why)),
         };
+        if let Some(redact) = self.redaction_of(&call) {
+            redact.round(&mut requests);
+        }
         let key = round_key(&id);
         let mut state = self.lock();
         let Some(waiter) = state.waiters.get(&call) else {
@@ -958,11 +926,24 @@ impl PageSession {
         if !params.get("level").is_some_and(Value::is_string) || !params.contains_key("data") {
             return;
         }
+        if let Some(redact) = self.redaction_of(&call) {
+            redact.log(&mut params);
+        }
         let state = self.lock();
         let events = state.waiters.get(&call).and_then(|w| w.events.as_ref());
         if let Some(events) = events {
             let _ = events.try_send(CallEvent::Log(params));
         }
+    }
+
+    /// The `redact` rules of the call waiting on request `id`, if the policy decided any: what the
+    /// page sends about the call passes them before it is handed to the caller (applied outside
+    /// the session's lock).
+    fn redaction_of(&self, id: &str) -> Option<Arc<policy::gate::EventRedaction>> {
+        if self.policy.is_empty() {
+            return None;
+        }
+        self.lock().waiters.get(id)?.redact.clone()
     }
 
     /// Sends a notification to the page if it is connected (dropped if it is not reading).
@@ -1475,7 +1456,10 @@ mod tests {
         assert_eq!(listed, ["secret_tool"]);
 
         for name in ["delete_all", "not_listed"] {
-            let refused = session.call_tool(name, json!({}), TIMEOUT).await;
+            let refused = session
+                .call_tool((name, json!({})), CallOptions::new().timeout(TIMEOUT))
+                .await
+                .into_result();
             assert_eq!(refused.text(), format!("tool '{name}' is not allowed"));
         }
         assert!(page.has_nothing_queued());
@@ -1483,7 +1467,12 @@ mod tests {
         for name in ["secret_tool", "echo"] {
             let call = {
                 let session = session.clone();
-                tokio::spawn(async move { session.call_tool(name, json!({}), TIMEOUT).await })
+                tokio::spawn(async move {
+                    session
+                        .call_tool((name, json!({})), CallOptions::new().timeout(TIMEOUT))
+                        .await
+                        .into_result()
+                })
             };
             let (id, params) = page.request(method::TOOLS_CALL).await;
             assert_eq!(params["name"], name);
@@ -1492,10 +1481,10 @@ mod tests {
         }
     }
 
-    /// Defect: `call_prepared` trusted its argument (the allow-list was checked in `prepare_call`
+    /// Defect: running a prepared call trusted it (the allow-list was checked in `prepare_call`
     /// only), so the Rust API could run a call prepared elsewhere or no longer allowed.
     #[tokio::test(start_paused = true)]
-    async fn call_prepared_checks_the_session_and_the_allow_list_again() {
+    async fn a_prepared_call_is_checked_again_when_it_runs() {
         let allowed = Arc::new(PageSession::new(
             "s1".into(),
             vec!["Echo".into()],
@@ -1524,9 +1513,9 @@ mod tests {
         }
         let elsewhere = allowed.prepare_call("echo", json!({}), None, None).unwrap();
         let refused = other
-            .call_prepared(elsewhere, std::future::pending(), None)
-            .await;
-        let refused = refused.unwrap();
+            .call_tool(elsewhere, CallOptions::new())
+            .await
+            .into_result();
         assert!(
             refused.is_error
                 && refused
@@ -1539,9 +1528,21 @@ mod tests {
         let stale = allowed.prepare_call("echo", json!({}), None, None).unwrap();
         allowed.set_tools(listed("Echo Everything"));
         let refused = allowed
-            .call_prepared(stale, std::future::pending(), None)
-            .await;
-        assert_eq!(refused.unwrap().text(), "tool 'echo' is not allowed");
+            .call_tool(stale, CallOptions::new())
+            .await
+            .into_result();
+        assert_eq!(refused.text(), "tool 'echo' is not allowed");
+        // A prepared call's timeout and `_meta` were decided by prepare_call: options setting
+        // them again are refused, not ignored.
+        allowed.set_tools(listed("Echo"));
+        let prepared = allowed.prepare_call("echo", json!({}), None, None).unwrap();
+        let options = CallOptions::new().timeout(Duration::from_secs(1));
+        let refused = allowed.call_tool(prepared, options).await.into_result();
+        assert!(
+            refused.is_error && refused.text().contains("decided by prepare_call"),
+            "{}",
+            refused.text()
+        );
         assert!(page.has_nothing_queued());
     }
 
@@ -1549,14 +1550,24 @@ mod tests {
     async fn the_rust_api_timeout_follows_the_rule_of_every_route() {
         let session = session();
         let _page = FakePage::connect(&session);
-        let zero = session.call_tool("echo", json!({}), Duration::ZERO).await;
+        let zero = session
+            .call_tool(
+                ("echo", json!({})),
+                CallOptions::new().timeout(Duration::ZERO),
+            )
+            .await
+            .into_result();
         assert_eq!(
             zero.text(),
             "timeout must be a positive number of milliseconds, not 0"
         );
         let long = session
-            .call_tool("echo", json!({}), Duration::from_secs(301))
-            .await;
+            .call_tool(
+                ("echo", json!({})),
+                CallOptions::new().timeout(Duration::from_secs(301)),
+            )
+            .await
+            .into_result();
         assert_eq!(
             long.text(),
             "timeout 301000 ms is above the maximum of 300000 ms"
@@ -1608,7 +1619,12 @@ mod tests {
         assert!(session.is_connected());
         let call = {
             let session = session.clone();
-            tokio::spawn(async move { session.call_tool("echo", json!({}), TIMEOUT).await })
+            tokio::spawn(async move {
+                session
+                    .call_tool(("echo", json!({})), CallOptions::new().timeout(TIMEOUT))
+                    .await
+                    .into_result()
+            })
         };
         let (id, _) = new.request(method::TOOLS_CALL).await;
         new.answer_call(&id, "on the new connection");
@@ -1638,7 +1654,12 @@ mod tests {
         let mut page = FakePage::connect(&session);
         let call = {
             let session = session.clone();
-            tokio::spawn(async move { session.call_tool("echo", json!({}), TIMEOUT).await })
+            tokio::spawn(async move {
+                session
+                    .call_tool(("echo", json!({})), CallOptions::new().timeout(TIMEOUT))
+                    .await
+                    .into_result()
+            })
         };
         let first = page.frame().await;
         session.resend_pending();
@@ -1653,7 +1674,7 @@ mod tests {
         assert!(page.kill.notified().now_or_never().is_some());
     }
 
-    /// A call through `call_prepared_with`, its events on a channel.
+    /// A prepared call through `call_tool`, its events on a channel.
     fn spawn_mcp_call(
         session: &Arc<PageSession>,
     ) -> (
@@ -1665,8 +1686,9 @@ mod tests {
         let session = session.clone();
         let task = tokio::spawn(async move {
             session
-                .call_prepared_with(call, std::future::pending(), None, Some(events_tx))
+                .call_tool(call, CallOptions::new().events(events_tx))
                 .await
+                .into_outcome()
         });
         (task, events)
     }
@@ -1789,7 +1811,12 @@ mod tests {
         let mut page = FakePage::connect(&session);
         let call = {
             let session = session.clone();
-            tokio::spawn(async move { session.call_tool("ask", json!({}), TIMEOUT).await })
+            tokio::spawn(async move {
+                session
+                    .call_tool(("ask", json!({})), CallOptions::new().timeout(TIMEOUT))
+                    .await
+                    .into_result()
+            })
         };
         let (call_id, _) = page.request(method::TOOLS_CALL).await;
         let requests = json!({"a": {"method": "sampling/createMessage", "params": {}},
@@ -1896,7 +1923,12 @@ mod tests {
         let call = {
             let session = session.clone();
             let arguments = json!({"password": "hunter2"});
-            tokio::spawn(async move { session.call_tool("login", arguments, TIMEOUT).await })
+            tokio::spawn(async move {
+                session
+                    .call_tool(("login", arguments), CallOptions::new().timeout(TIMEOUT))
+                    .await
+                    .into_result()
+            })
         };
         let (id, _) = page.request(method::TOOLS_CALL).await;
         sleep(Duration::from_millis(40)).await;

@@ -13,6 +13,7 @@ use futures_util::future::BoxFuture;
 use rmcp::model::ClientCapabilities;
 use serde_json::{json, Map, Value};
 
+use crate::call_options::CallOptions;
 use crate::fake_page::{session, FakePage};
 use crate::input_rounds::{
     arguments_digest, drive, resume, tool_digest, AgentSide, CallKey, Driven, Retry, Rounds,
@@ -75,8 +76,12 @@ async fn a_blocked_call_sends_nothing_and_a_redacted_result_is_what_the_caller_g
     tools(&session);
     let mut page = FakePage::connect(&session);
     let blocked = session
-        .call_tool("sql", json!({"q": "DROP TABLE x"}), Duration::from_secs(5))
-        .await;
+        .call_tool(
+            ("sql", json!({"q": "DROP TABLE x"})),
+            CallOptions::new().timeout(Duration::from_secs(5)),
+        )
+        .await
+        .into_result();
     assert!(blocked.is_error);
     assert!(page.has_nothing_queued());
 
@@ -84,8 +89,12 @@ async fn a_blocked_call_sends_nothing_and_a_redacted_result_is_what_the_caller_g
         let session = session.clone();
         tokio::spawn(async move {
             session
-                .call_tool("profile", json!({}), Duration::from_secs(5))
+                .call_tool(
+                    ("profile", json!({})),
+                    CallOptions::new().timeout(Duration::from_secs(5)),
+                )
                 .await
+                .into_result()
         })
     };
     let (id, _) = page.request(protocol::method::TOOLS_CALL).await;
@@ -143,8 +152,12 @@ async fn the_node_holding_the_page_counts_relayed_calls_against_limits() {
     );
     // The limit is the session's: a local call counts against the same window.
     let local = session
-        .call_tool("search", json!({}), Duration::from_secs(5))
-        .await;
+        .call_tool(
+            ("search", json!({})),
+            CallOptions::new().timeout(Duration::from_secs(5)),
+        )
+        .await
+        .into_result();
     assert!(
         local.text().starts_with("rate limit of rule 'relay-rate'"),
         "{}",
@@ -181,8 +194,12 @@ async fn a_call_relayed_between_nodes_is_blocked_before_the_link_and_redacted_fo
     let (linked, mut link) = linked();
 
     let blocked = linked
-        .call_tool("sql", json!({"q": "DROP TABLE x"}), Duration::from_secs(5))
-        .await;
+        .call_tool(
+            ("sql", json!({"q": "DROP TABLE x"})),
+            CallOptions::new().timeout(Duration::from_secs(5)),
+        )
+        .await
+        .into_result();
     assert!(blocked.is_error);
     assert!(blocked.text().contains("no-drop"), "{}", blocked.text());
     assert!(
@@ -195,8 +212,12 @@ async fn a_call_relayed_between_nodes_is_blocked_before_the_link_and_redacted_fo
         let linked = linked.clone();
         tokio::spawn(async move {
             linked
-                .call_tool("profile", json!({}), Duration::from_secs(5))
+                .call_tool(
+                    ("profile", json!({})),
+                    CallOptions::new().timeout(Duration::from_secs(5)),
+                )
                 .await
+                .into_result()
         })
     };
     let Some(Outgoing::Frame(frame)) = link.recv().await else {
@@ -250,11 +271,11 @@ async fn every_decision_is_one_audit_event_without_the_payload() {
     let _page = FakePage::connect(&session);
     session
         .call_tool(
-            "sql",
-            json!({"q": "drop it, secret-value"}),
-            Duration::from_secs(5),
+            ("sql", json!({"q": "drop it, secret-value"})),
+            CallOptions::new().timeout(Duration::from_secs(5)),
         )
-        .await;
+        .await
+        .into_result();
     let logged = String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap();
     let events: Vec<&str> = logged
         .lines()
@@ -369,16 +390,24 @@ async fn a_multi_round_call_is_admitted_once_and_its_final_result_is_redacted() 
         let session = session.clone();
         tokio::spawn(async move {
             session
-                .call_tool("ask", json!({}), Duration::from_secs(5))
+                .call_tool(
+                    ("ask", json!({})),
+                    CallOptions::new().timeout(Duration::from_secs(5)),
+                )
                 .await
+                .into_result()
         })
     };
     let (second_id, _) = page.request(protocol::method::TOOLS_CALL).await;
     page.answer_call(&second_id, "fine");
     assert_eq!(second.await.unwrap().text(), "fine");
     let third = session
-        .call_tool("ask", json!({}), Duration::from_secs(5))
-        .await;
+        .call_tool(
+            ("ask", json!({})),
+            CallOptions::new().timeout(Duration::from_secs(5)),
+        )
+        .await
+        .into_result();
     assert!(
         third
             .text()

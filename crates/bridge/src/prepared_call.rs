@@ -35,7 +35,7 @@ const CALLER_KEYS: [&str; 5] = [
 
 /// A call ready to go to the page: everything checked. Made only by
 /// [`PageSession::prepare_call`](crate::PageSession::prepare_call), run (once) by
-/// [`PageSession::call_prepared`](crate::PageSession::call_prepared) of the same session.
+/// [`PageSession::call_tool`](crate::PageSession::call_tool) of the same session.
 ///
 /// Its fields cannot be set from outside the bridge, and only the bridge marks it confirmed:
 ///

@@ -14,6 +14,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio::time::{sleep, Instant};
 
+use crate::call_options::CallOptions;
 use crate::connection_queue::Outgoing;
 use crate::fake_page::{session, session_with, FakePage};
 use crate::limits::Limits;
@@ -30,16 +31,23 @@ fn spawn_call(
     let session = session.clone();
     tokio::spawn(async move {
         let started = Instant::now();
-        let result = session.call_tool("echo", json!({"x": 1}), timeout).await;
+        let result = session
+            .call_tool(
+                ("echo", json!({"x": 1})),
+                CallOptions::new().timeout(timeout),
+            )
+            .await
+            .into_result();
         (result, started.elapsed())
     })
 }
 
 async fn call_now(session: &Arc<PageSession>) -> CallToolResult {
     session
-        .call_tool("echo", json!({}), TIMEOUT)
+        .call_tool(("echo", json!({})), CallOptions::new().timeout(TIMEOUT))
         .now_or_never()
         .expect("the call ends at once")
+        .into_result()
 }
 
 /// One call that goes to the page and back.
@@ -165,8 +173,15 @@ async fn progress_reaches_the_observer_and_a_full_observer_misses_reports() {
         tokio::spawn(async move {
             let never = std::future::pending::<String>();
             session
-                .call_tool_observed("echo", json!({}), TIMEOUT, never, Some(observer))
+                .call_tool(
+                    ("echo", json!({})),
+                    CallOptions::new()
+                        .timeout(TIMEOUT)
+                        .cancel(never)
+                        .progress(observer),
+                )
                 .await
+                .result()
         })
     };
     let (id, _) = page.request(method::TOOLS_CALL).await;
@@ -247,8 +262,12 @@ async fn cancelling_tells_the_page_and_gives_no_result() {
                 "the agent changed its mind".to_owned()
             };
             session
-                .call_tool_until("echo", json!({}), TIMEOUT, cancel)
+                .call_tool(
+                    ("echo", json!({})),
+                    CallOptions::new().timeout(TIMEOUT).cancel(cancel),
+                )
                 .await
+                .result()
         })
     };
     let (id, _) = page.request(method::TOOLS_CALL).await;
@@ -305,9 +324,10 @@ async fn a_frame_the_page_would_refuse_fails_that_call_alone() {
     let deep = (0..MAX_FRAME_DEPTH).fold(json!(1), |inner, _| json!([inner]));
     for (arguments, limit) in [(huge, "bytes, over the limit"), (deep, "levels deep")] {
         let result = session
-            .call_tool("echo", arguments, TIMEOUT)
+            .call_tool(("echo", arguments), CallOptions::new().timeout(TIMEOUT))
             .now_or_never()
-            .expect("refused at once");
+            .expect("refused at once")
+            .into_result();
         assert!(result.is_error);
         assert!(
             result

@@ -8,7 +8,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use client_tools_bridge::{Bridge, BridgeConfig, ConfirmVia, Policy, ACTED_META};
+use client_tools_bridge::{Bridge, BridgeConfig, CallOptions, ConfirmVia, Policy, ACTED_META};
 use client_tools_core::connect::{self, ConnectParams};
 use client_tools_core::protocol;
 use futures_util::{SinkExt, StreamExt};
@@ -336,8 +336,12 @@ impl Setup {
     async fn rust(&self, name: &str, arguments: Value) -> Value {
         let session = self.bridge.session(&self.page).unwrap();
         let result = session
-            .call_tool(name, arguments, Duration::from_secs(10))
-            .await;
+            .call_tool(
+                (name, arguments),
+                CallOptions::new().timeout(Duration::from_secs(10)),
+            )
+            .await
+            .into_result();
         serde_json::to_value(result).unwrap()
     }
 }

@@ -36,6 +36,7 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use crate::bridge::Bridge;
+use crate::call_options::CallOptions;
 use crate::input_rounds::{
     self, arguments_digest, task_refusal, tool_digest, AgentSide, CallKey, Driven, Retry,
     RunningCall, STATE_DOMAIN,
@@ -174,23 +175,18 @@ pub async fn call_tool(
         return respond(bridge.resume_round(retry, &capabilities).await);
     }
     let requested = request.timeout_ms.map(Duration::from_millis);
-    let arguments = request.arguments.unwrap_or_default();
+    let mut arguments = request.arguments.unwrap_or_default();
     let answers_rounds = capabilities.0 != ClientCapabilities::default();
-    if !answers_rounds && request.input_responses.is_none() {
-        // Takes no rounds: each is refused as a capability the caller lacks.
-        let result = session
-            .call_tool_meta(
-                &request.name,
-                Value::Object(arguments),
-                request.meta.as_ref(),
-                requested,
-            )
-            .await;
-        return Json(result).into_response();
-    }
+    let takes_no_rounds = !answers_rounds && request.input_responses.is_none();
+    // The arguments are kept for the round's key only when rounds may follow.
+    let call_arguments = if takes_no_rounds {
+        std::mem::take(&mut arguments)
+    } else {
+        arguments.clone()
+    };
     let call = session.prepare_call(
         &request.name,
-        Value::Object(arguments.clone()),
+        Value::Object(call_arguments),
         request.meta.as_ref(),
         requested,
     );
@@ -198,6 +194,11 @@ pub async fn call_tool(
         Ok(call) => call,
         Err(refused) => return Json(refused).into_response(),
     };
+    if takes_no_rounds {
+        // Takes no rounds: each is refused as a capability the caller lacks.
+        let result = session.call_tool(call, CallOptions::new()).await;
+        return Json(result.into_result()).into_response();
+    }
     let key = CallKey {
         page_session: session.id().to_owned(),
         tool: request.name.clone(),

@@ -8,7 +8,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use client_tools_bridge::{AgentTools, BridgeConfig};
+use client_tools_bridge::{AgentTools, BridgeConfig, CallOptions};
 use client_tools_e2e::webdriver::{BrowserKind, Driven};
 use client_tools_e2e::BridgeOnly;
 use serde_json::json;
@@ -54,8 +54,12 @@ async fn main() {
                     "taskId": "t42", "column": "in-progress", "assignee": "ana@example.com",
                     "due": "2026-12-14", "estimate": 3, "notify": true, "labels": ["backend", "urgent"],
                 });
-                page.call_tool("move_task", arguments, Duration::from_secs(60))
-                    .await
+                page.call_tool(
+                    ("move_task", arguments),
+                    CallOptions::new().timeout(Duration::from_secs(60)),
+                )
+                .await
+                .into_result()
             })
         };
         driven.wait_for_dialog("Move Task").await;
@@ -69,11 +73,11 @@ async fn main() {
             let page = page.clone();
             tokio::spawn(async move {
                 page.call_tool(
-                    "pick_slot",
-                    json!({"order": "o-17"}),
-                    Duration::from_secs(60),
+                    ("pick_slot", json!({"order": "o-17"})),
+                    CallOptions::new().timeout(Duration::from_secs(60)),
                 )
                 .await
+                .into_result()
             })
         };
         driven.wait_for_dialog("pick_slot").await;

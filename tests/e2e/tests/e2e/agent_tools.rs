@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use client_tools_bridge::{AgentTools, BridgeConfig};
+use client_tools_bridge::{AgentTools, BridgeConfig, CallOptions};
 use client_tools_core::protocol::CallToolResult;
 use client_tools_e2e::{python_steps, Stack};
 use serde_json::{json, Value};
@@ -52,8 +52,12 @@ async fn api_call(stack: &Stack, body: Value) -> CallToolResult {
 pub async fn page_record(stack: &Stack) -> (Vec<String>, Vec<String>) {
     let result = stack
         .page
-        .call_tool("confirmations", json!({}), TIMEOUT)
-        .await;
+        .call_tool(
+            ("confirmations", json!({})),
+            CallOptions::new().timeout(TIMEOUT),
+        )
+        .await
+        .into_result();
     assert!(!result.is_error, "{}", result.text());
     let record = result.structured_content.unwrap();
     let names = |key: &str| {
@@ -99,29 +103,48 @@ async fn file_tools_are_listed_with_their_schemas_and_answered_by_the_pages_hand
     // The Rust API: the page's handler answers.
     let found = stack
         .page
-        .call_tool("search_cars", json!({"minSeats": 5}), SEARCH_TIMEOUT)
-        .await;
+        .call_tool(
+            ("search_cars", json!({"minSeats": 5})),
+            CallOptions::new().timeout(SEARCH_TIMEOUT),
+        )
+        .await
+        .into_result();
     assert!(!found.is_error, "{}", found.text());
     assert_eq!(found.structured_content.unwrap()["cars"][0]["id"], "c1");
     // The bridge checks the file's input schema itself.
     let invalid = stack
         .page
-        .call_tool("search_cars", json!({"minSeats": "five"}), SEARCH_TIMEOUT)
-        .await;
+        .call_tool(
+            ("search_cars", json!({"minSeats": "five"})),
+            CallOptions::new().timeout(SEARCH_TIMEOUT),
+        )
+        .await
+        .into_result();
     assert!(
         invalid.is_error && invalid.text().contains("invalid input"),
         "{}",
         invalid.text()
     );
     // The output schema reached the page: it refuses its own handler's result.
-    let bad = stack.page.call_tool("bad_output", json!({}), TIMEOUT).await;
+    let bad = stack
+        .page
+        .call_tool(
+            ("bad_output", json!({})),
+            CallOptions::new().timeout(TIMEOUT),
+        )
+        .await
+        .into_result();
     assert!(bad.is_error, "{}", bad.text());
     assert!(bad.text().contains("output schema"), "{}", bad.text());
     // `requireConfirmation` reached the page: its confirm callback was asked (--confirm-via page).
     let deleted = stack
         .page
-        .call_tool("delete_car", json!({"id": "c2"}), Duration::from_secs(10))
-        .await;
+        .call_tool(
+            ("delete_car", json!({"id": "c2"})),
+            CallOptions::new().timeout(Duration::from_secs(10)),
+        )
+        .await
+        .into_result();
     assert!(!deleted.is_error, "{}", deleted.text());
     assert!(page_was_asked(&stack)
         .await
@@ -142,8 +165,12 @@ async fn a_call_by_original_name_gets_the_file_tools_checks_and_policy() {
     // The bridge checks the file's input schema on the original name too: the handler never runs.
     let invalid = stack
         .page
-        .call_tool("Delete_Car", json!({"id": 7}), Duration::from_secs(10))
-        .await;
+        .call_tool(
+            ("Delete_Car", json!({"id": 7})),
+            CallOptions::new().timeout(Duration::from_secs(10)),
+        )
+        .await
+        .into_result();
     assert!(
         invalid.is_error && invalid.text().contains("invalid input"),
         "{}",
@@ -177,21 +204,24 @@ async fn a_call_by_original_name_gets_the_file_tools_checks_and_policy() {
     assert_eq!(ran, ["delete_car"]);
 }
 
-/// The Rust API's `call_tool_meta`: the caller's `_meta` is checked as on `/mcp` and `/api`.
+/// The Rust API's `prepare_call` + `call_tool`: the caller's `_meta` is checked as on `/mcp` and `/api`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn call_tool_meta_checks_the_callers_meta_and_timeout() {
+async fn prepare_call_checks_the_callers_meta_and_timeout() {
     let stack = stack().await;
     let meta = |value: Value| value.as_object().cloned().unwrap();
     let call = |name: &'static str, arguments: Value, caller: Value, timeout: Option<u64>| {
         let page = stack.page.clone();
         async move {
-            page.call_tool_meta(
+            let prepared = page.prepare_call(
                 name,
                 arguments,
                 Some(&meta(caller)),
                 timeout.map(Duration::from_millis),
-            )
-            .await
+            );
+            match prepared {
+                Ok(call) => page.call_tool(call, CallOptions::new()).await.into_result(),
+                Err(refused) => refused,
+            }
         }
     };
     let forged = call(

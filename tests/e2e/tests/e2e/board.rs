@@ -4,14 +4,18 @@
 
 use std::time::Duration;
 
-use client_tools_bridge::{BridgeConfig, CallToolResult};
+use client_tools_bridge::{BridgeConfig, CallOptions, CallToolResult};
 use client_tools_e2e::Stack;
 use serde_json::{json, Value};
 
 const TIMEOUT: Duration = Duration::from_secs(10);
 
 async fn call(stack: &Stack, name: &str, arguments: Value) -> CallToolResult {
-    stack.page.call_tool(name, arguments, TIMEOUT).await
+    stack
+        .page
+        .call_tool((name, arguments), CallOptions::new().timeout(TIMEOUT))
+        .await
+        .into_result()
 }
 
 async fn http_call(stack: &Stack, session: &str, body: Value) -> (u16, Value) {
@@ -113,8 +117,12 @@ async fn a_closed_tab_is_an_error_result_not_a_hang() {
     let started = std::time::Instant::now();
     let result = loop {
         let result = page
-            .call_tool("read_board_tasks", json!({"boardId": "main"}), TIMEOUT)
-            .await;
+            .call_tool(
+                ("read_board_tasks", json!({"boardId": "main"})),
+                CallOptions::new().timeout(TIMEOUT),
+            )
+            .await
+            .into_result();
         if result.is_error {
             break result;
         }

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use client_tools_bridge::BridgeConfig;
+use client_tools_bridge::{BridgeConfig, CallOptions};
 use client_tools_e2e::site::Site;
 use client_tools_e2e::webdriver::{BrowserKind, Driven};
 use client_tools_e2e::{e2e_dir, BridgeOnly};
@@ -331,8 +331,12 @@ async fn answers_through_the_bridge(
     let names: Vec<String> = page.tools().into_iter().map(|t| t.name).collect();
     assert_eq!(names, ["greet"]);
     let result = page
-        .call_tool("greet", json!({ "name": "Ada" }), TIMEOUT)
-        .await;
+        .call_tool(
+            ("greet", json!({ "name": "Ada" })),
+            CallOptions::new().timeout(TIMEOUT),
+        )
+        .await
+        .into_result();
     assert!(!result.is_error, "{}", result.text());
     assert_eq!(result.text(), "Hello, Ada");
     if let Served::Built(site) = &served {

@@ -10,7 +10,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use client_tools_bridge::{AgentTools, BridgeConfig, ConfirmVia};
+use client_tools_bridge::{AgentTools, BridgeConfig, CallOptions, ConfirmVia};
 use client_tools_e2e::python_steps::{self, Answer};
 use client_tools_e2e::Stack;
 use serde_json::{json, Value};
@@ -36,8 +36,12 @@ async fn stack() -> Stack {
 async fn page_record(stack: &Stack) -> (Vec<String>, Vec<String>) {
     let result = stack
         .page
-        .call_tool("confirmations", json!({}), TIMEOUT)
-        .await;
+        .call_tool(
+            ("confirmations", json!({})),
+            CallOptions::new().timeout(TIMEOUT),
+        )
+        .await
+        .into_result();
     assert!(!result.is_error, "{}", result.text());
     let record = result.structured_content.unwrap();
     let names = |key: &str| {

@@ -9,7 +9,7 @@
 
 use std::time::Duration;
 
-use client_tools_bridge::BridgeConfig;
+use client_tools_bridge::{BridgeConfig, CallOptions};
 use client_tools_e2e::site::Site;
 use client_tools_e2e::webdriver::{BrowserKind, Driven};
 use client_tools_e2e::{eventually, BridgeOnly};
@@ -57,8 +57,12 @@ fn names(opened: &Opened) -> Vec<String> {
 async fn greet(opened: &Opened) {
     let result = opened
         .page
-        .call_tool("greet", json!({ "name": "Ada" }), TIMEOUT)
-        .await;
+        .call_tool(
+            ("greet", json!({ "name": "Ada" })),
+            CallOptions::new().timeout(TIMEOUT),
+        )
+        .await
+        .into_result();
     assert!(!result.is_error, "{}", result.text());
     assert_eq!(result.text(), "Hello, Ada");
 }
@@ -94,7 +98,14 @@ async fn embedded_with_data_attributes_and_a_queue(kind: BrowserKind, page: &str
     // Queued before the package loaded: defined, and only what `data-allow` lets agents see.
     assert_eq!(names(&opened), ["empty_cart", "greet", "read_cart"]);
     greet(&opened).await;
-    let cart = opened.page.call_tool("read_cart", json!({}), TIMEOUT).await;
+    let cart = opened
+        .page
+        .call_tool(
+            ("read_cart", json!({})),
+            CallOptions::new().timeout(TIMEOUT),
+        )
+        .await
+        .into_result();
     assert_eq!(
         cart.structured_content,
         Some(json!({ "items": ["tea", "scones"] }))
@@ -155,13 +166,27 @@ async fn embedded_with_data_attributes_and_a_queue(kind: BrowserKind, page: &str
         names(&opened).contains(&"late_tool".to_owned())
     })
     .await;
-    let late = opened.page.call_tool("late_tool", json!({}), TIMEOUT).await;
+    let late = opened
+        .page
+        .call_tool(
+            ("late_tool", json!({})),
+            CallOptions::new().timeout(TIMEOUT),
+        )
+        .await
+        .into_result();
     assert_eq!(late.text(), "late");
 
     // The built-in dialog is styled although the policy refuses inline styles (the UI's styles are
     // a constructed stylesheet), and it answers the call.
     let page = opened.page.clone();
-    let call = tokio::spawn(async move { page.call_tool("empty_cart", json!({}), TIMEOUT).await });
+    let call = tokio::spawn(async move {
+        page.call_tool(
+            ("empty_cart", json!({})),
+            CallOptions::new().timeout(TIMEOUT),
+        )
+        .await
+        .into_result()
+    });
     opened.driven.wait_for_dialog("Empty Cart").await;
     let styled = opened
         .driven

@@ -3,14 +3,18 @@
 
 use std::time::Duration;
 
-use client_tools_bridge::{BridgeConfig, CallToolResult};
+use client_tools_bridge::{BridgeConfig, CallOptions, CallToolResult};
 use client_tools_e2e::Stack;
 use serde_json::{json, Value};
 
 const TIMEOUT: Duration = Duration::from_secs(20);
 
 async fn call(stack: &Stack, name: &str, arguments: Value) -> CallToolResult {
-    stack.page.call_tool(name, arguments, TIMEOUT).await
+    stack
+        .page
+        .call_tool((name, arguments), CallOptions::new().timeout(TIMEOUT))
+        .await
+        .into_result()
 }
 
 /// Handler runs per key, as the page counted them.
@@ -112,13 +116,12 @@ async fn spec_rows_end_to_end() {
     };
     let outcome = stack
         .page
-        .call_tool_until(
-            "work",
-            json!({"waitMs": 5000, "key": "cancelled"}),
-            TIMEOUT,
-            cancel,
+        .call_tool(
+            ("work", json!({"waitMs": 5000, "key": "cancelled"})),
+            CallOptions::new().timeout(TIMEOUT).cancel(cancel),
         )
-        .await;
+        .await
+        .result();
     assert!(outcome.is_none());
     tokio::time::sleep(Duration::from_millis(200)).await;
     let events = call(&stack, "events", json!({}))
@@ -146,11 +149,11 @@ async fn spec_rows_end_to_end() {
     let patient = stack
         .page
         .call_tool(
-            "guarded",
-            json!({"decision": "approve", "thinkMs": 5000}),
-            Duration::from_millis(1_000),
+            ("guarded", json!({"decision": "approve", "thinkMs": 5000})),
+            CallOptions::new().timeout(Duration::from_millis(1_000)),
         )
-        .await;
+        .await
+        .into_result();
     assert!(!patient.is_error, "{}", text(&patient));
 }
 
@@ -192,8 +195,12 @@ async fn fault_injection() {
     // the page joins the run in progress; one result, one run.
     let page = stack.page.clone();
     let pending = tokio::spawn(async move {
-        page.call_tool("work", json!({"waitMs": 800, "key": "dropped"}), TIMEOUT)
-            .await
+        page.call_tool(
+            ("work", json!({"waitMs": 800, "key": "dropped"})),
+            CallOptions::new().timeout(TIMEOUT),
+        )
+        .await
+        .into_result()
     });
     tokio::time::sleep(Duration::from_millis(200)).await;
     stack.page.drop_connection();
@@ -220,8 +227,12 @@ async fn fault_injection() {
     // reconnect; still one result, one run.
     let page = stack.page.clone();
     let pending = tokio::spawn(async move {
-        page.call_tool("work", json!({"waitMs": 300, "key": "backlog"}), TIMEOUT)
-            .await
+        page.call_tool(
+            ("work", json!({"waitMs": 300, "key": "backlog"})),
+            CallOptions::new().timeout(TIMEOUT),
+        )
+        .await
+        .into_result()
     });
     tokio::time::sleep(Duration::from_millis(290)).await;
     stack.page.drop_connection();
@@ -232,8 +243,12 @@ async fn fault_injection() {
     // The same call id twice while it runs (the runtime re-sends): answered once, run once.
     let page = stack.page.clone();
     let pending = tokio::spawn(async move {
-        page.call_tool("work", json!({"waitMs": 500, "key": "twice"}), TIMEOUT)
-            .await
+        page.call_tool(
+            ("work", json!({"waitMs": 500, "key": "twice"})),
+            CallOptions::new().timeout(TIMEOUT),
+        )
+        .await
+        .into_result()
     });
     tokio::time::sleep(Duration::from_millis(100)).await;
     stack.page.resend_pending();
@@ -256,8 +271,12 @@ async fn fault_injection() {
         };
         let outcome = stack
             .page
-            .call_tool_until("work", json!({"waitMs": 100, "key": key}), TIMEOUT, cancel)
-            .await;
+            .call_tool(
+                ("work", json!({"waitMs": 100, "key": key})),
+                CallOptions::new().timeout(TIMEOUT).cancel(cancel),
+            )
+            .await
+            .result();
         if let Some(result) = outcome {
             assert!(!result.is_error, "{}", text(&result));
         }
@@ -268,8 +287,12 @@ async fn fault_injection() {
     // one error result saying so.
     let page = stack.page.clone();
     let pending = tokio::spawn(async move {
-        page.call_tool("work", json!({"waitMs": 3000, "key": "reloaded"}), TIMEOUT)
-            .await
+        page.call_tool(
+            ("work", json!({"waitMs": 3000, "key": "reloaded"})),
+            CallOptions::new().timeout(TIMEOUT),
+        )
+        .await
+        .into_result()
     });
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(
@@ -289,8 +312,12 @@ async fn fault_injection() {
     // gone; the page reconnects to the new bridge and works; the handler ran once.
     let page = stack.page.clone();
     let pending = tokio::spawn(async move {
-        page.call_tool("work", json!({"waitMs": 1000, "key": "restart"}), TIMEOUT)
-            .await
+        page.call_tool(
+            ("work", json!({"waitMs": 1000, "key": "restart"})),
+            CallOptions::new().timeout(TIMEOUT),
+        )
+        .await
+        .into_result()
     });
     tokio::time::sleep(Duration::from_millis(200)).await;
     let id_before = stack.page.id().to_owned();
@@ -319,8 +346,12 @@ async fn a_silent_page_makes_further_calls_fail_at_once_until_it_is_back() {
     // The page's thread is blocked for 5 s; the bridge waits 0.5 s + its 2.5 s slack, then gives up.
     let frozen = stack
         .page
-        .call_tool("freeze", json!({"ms": 5000}), Duration::from_millis(500))
-        .await;
+        .call_tool(
+            ("freeze", json!({"ms": 5000})),
+            CallOptions::new().timeout(Duration::from_millis(500)),
+        )
+        .await
+        .into_result();
     assert!(frozen.is_error);
     assert!(
         text(&frozen).contains("did not answer within 500 ms"),

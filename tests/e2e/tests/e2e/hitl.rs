@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use client_tools_bridge::{AgentTools, BridgeConfig, PageSession};
+use client_tools_bridge::{AgentTools, BridgeConfig, CallOptions, PageSession};
 use client_tools_core::protocol::CallToolResult;
 use client_tools_e2e::webdriver::{BrowserKind, Driven};
 use client_tools_e2e::{python_steps, BridgeOnly};
@@ -70,8 +70,12 @@ impl Hitl {
         let page = self.page.clone();
         let name = name.to_owned();
         tokio::spawn(async move {
-            page.call_tool(&name, arguments, Duration::from_secs(60))
-                .await
+            page.call_tool(
+                (&name, arguments),
+                CallOptions::new().timeout(Duration::from_secs(60)),
+            )
+            .await
+            .into_result()
         })
     }
 

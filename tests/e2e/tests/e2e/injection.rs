@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use client_tools_bridge::BridgeConfig;
+use client_tools_bridge::{BridgeConfig, CallOptions};
 use client_tools_e2e::webdriver::{BrowserKind, Driven};
 use client_tools_e2e::BridgeOnly;
 use fantoccini::key::Key;
@@ -102,8 +102,12 @@ async fn corpus_in(kind: BrowserKind) {
             let page = page.clone();
             let name = name.as_str().unwrap().to_owned();
             tokio::spawn(async move {
-                page.call_tool(&name, arguments, Duration::from_secs(60))
-                    .await
+                page.call_tool(
+                    (&name, arguments),
+                    CallOptions::new().timeout(Duration::from_secs(60)),
+                )
+                .await
+                .into_result()
             })
         };
         assert_eq!(inspect(&driven, payload, "shown").await, Value::Null);

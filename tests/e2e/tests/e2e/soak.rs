@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use client_tools_bridge::BridgeConfig;
+use client_tools_bridge::{BridgeConfig, CallOptions};
 use client_tools_e2e::Stack;
 use futures_util::StreamExt;
 use serde_json::json;
@@ -33,8 +33,12 @@ async fn ten_thousand_calls_with_random_disconnects() {
     let burst = futures_util::future::join_all((0..BURST).map(|_| {
         let page = page.clone();
         async move {
-            page.call_tool("work", json!({"waitMs": 200, "key": "burst"}), TIMEOUT)
-                .await
+            page.call_tool(
+                ("work", json!({"waitMs": 200, "key": "burst"})),
+                CallOptions::new().timeout(TIMEOUT),
+            )
+            .await
+            .into_result()
         }
     }))
     .await;
@@ -65,8 +69,12 @@ async fn ten_thousand_calls_with_random_disconnects() {
         .map(|_| {
             let page = page.clone();
             async move {
-                page.call_tool("work", json!({"key": "soak"}), TIMEOUT)
-                    .await
+                page.call_tool(
+                    ("work", json!({"key": "soak"})),
+                    CallOptions::new().timeout(TIMEOUT),
+                )
+                .await
+                .into_result()
             }
         })
         .buffer_unordered(CONCURRENCY)
@@ -86,7 +94,10 @@ async fn ten_thousand_calls_with_random_disconnects() {
         .collect();
     // Wait for the page to be back, then read its own count of handler runs.
     let runs = loop {
-        let result = page.call_tool("runs", json!({}), TIMEOUT).await;
+        let result = page
+            .call_tool(("runs", json!({})), CallOptions::new().timeout(TIMEOUT))
+            .await
+            .into_result();
         if !result.is_error {
             break result.structured_content.unwrap()["soak"]
                 .as_u64()

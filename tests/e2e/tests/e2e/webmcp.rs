@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use client_tools_bridge::{BridgeConfig, PageSession};
+use client_tools_bridge::{BridgeConfig, CallOptions, PageSession};
 use client_tools_e2e::webdriver::{BrowserKind, Driven};
 use client_tools_e2e::{python_steps, BridgeOnly};
 use fantoccini::Locator;
@@ -134,8 +134,12 @@ async fn the_demo_forms_are_tools_of_the_bridge(kind: BrowserKind) {
     let page = opened.page.clone();
     let reservation = tokio::spawn(async move {
         let arguments = json!({ "carId": "tesla-3", "name": "Ada", "email": "ada@example.org" });
-        page.call_tool("reserve_car", arguments, Duration::from_secs(60))
-            .await
+        page.call_tool(
+            ("reserve_car", arguments),
+            CallOptions::new().timeout(Duration::from_secs(60)),
+        )
+        .await
+        .into_result()
     });
     opened
         .driven
@@ -164,8 +168,12 @@ async fn a_form_that_navigates_answers_before_it_goes(kind: BrowserKind) {
     let opened = open(kind, "navigating-form.html", &[]).await;
     let result = opened
         .page
-        .call_tool("go_search", json!({ "q": "red cars", "page": 2 }), TIMEOUT)
-        .await;
+        .call_tool(
+            ("go_search", json!({ "q": "red cars", "page": 2 })),
+            CallOptions::new().timeout(TIMEOUT),
+        )
+        .await
+        .into_result();
     assert!(!result.is_error, "{}", result.text());
     assert_eq!(
         result.structured_content,
@@ -266,18 +274,33 @@ async fn adopts_the_browsers_tools(kind: BrowserKind, context: ModelContext) {
     );
 
     let result = page
-        .call_tool("lookup_order", json!({ "orderId": "A1" }), TIMEOUT)
-        .await;
+        .call_tool(
+            ("lookup_order", json!({ "orderId": "A1" })),
+            CallOptions::new().timeout(TIMEOUT),
+        )
+        .await
+        .into_result();
     assert!(!result.is_error, "{}", result.text());
     assert_eq!(result.text(), "order A1: shipped");
     assert_eq!(
         result.structured_content,
         Some(json!({ "orderId": "A1", "status": "shipped" }))
     );
-    let refused = page.call_tool("lookup_order", json!({}), TIMEOUT).await;
+    let refused = page
+        .call_tool(
+            ("lookup_order", json!({})),
+            CallOptions::new().timeout(TIMEOUT),
+        )
+        .await
+        .into_result();
     assert!(refused.is_error, "the SDK checks the input first");
     // A tool that does not say it only reads asks the person first: refused, never run.
-    let refused = (page.call_tool("cancel_order", json!({ "orderId": "A1" }), TIMEOUT)).await;
+    let refused = (page.call_tool(
+        ("cancel_order", json!({ "orderId": "A1" })),
+        CallOptions::new().timeout(TIMEOUT),
+    ))
+    .await
+    .into_result();
     assert!(
         refused.is_error && refused.text().contains("not now"),
         "{}",
@@ -302,8 +325,12 @@ async fn adopts_the_browsers_tools(kind: BrowserKind, context: ModelContext) {
         "the agent gave up".to_owned()
     };
     let cancelled = page
-        .call_tool_until("wait_forever", json!({}), TIMEOUT, started)
-        .await;
+        .call_tool(
+            ("wait_forever", json!({})),
+            CallOptions::new().timeout(TIMEOUT).cancel(started),
+        )
+        .await
+        .result();
     assert!(cancelled.is_none(), "cancelled: no result");
     driven
         .until(
@@ -321,7 +348,13 @@ async fn adopts_the_browsers_tools(kind: BrowserKind, context: ModelContext) {
         names == ["cancel_order", "count_items", "shout", "wait_forever"]
     })
     .await;
-    let counted = page.call_tool("count_items", json!({}), TIMEOUT).await;
+    let counted = page
+        .call_tool(
+            ("count_items", json!({})),
+            CallOptions::new().timeout(TIMEOUT),
+        )
+        .await
+        .into_result();
     assert!(!counted.is_error, "{}", counted.text());
     assert_eq!(counted.structured_content, Some(json!({ "items": 3 })));
     let warnings = driven.eval("return window.warnings", vec![]).await;
@@ -435,8 +468,12 @@ mod chromium {
 
         let through_bridge = opened
             .page
-            .call_tool("find_book", json!({ "title": "Dune" }), TIMEOUT)
-            .await;
+            .call_tool(
+                ("find_book", json!({ "title": "Dune" })),
+                CallOptions::new().timeout(TIMEOUT),
+            )
+            .await
+            .into_result();
         assert!(!through_bridge.is_error, "{}", through_bridge.text());
         assert_eq!(
             through_bridge.structured_content,
