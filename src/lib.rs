@@ -13,7 +13,8 @@
 //!   channel the page supplies ([`transport::custom`]);
 //! - [`session`]: what the page keeps of its session in `sessionStorage`;
 //! - [`ui`]: the dialog and the form generated from a schema (SPEC §7);
-//! - [`webmcp`]: `<form toolname>` tools and the browser's own `modelContext` (SPEC §8);
+//! - [`webmcp`]: `<form toolname>` tools and the browser's own `modelContext` (SPEC §8), driving
+//!   the page; [`webmcp_state`]: what the page keeps of them;
 //! - [`events`]: `on(type, fn)` listeners and the DOM events;
 //! - [`options`], [`declaration`]: reading the constructor's options and `defineFunction`'s
 //!   declarations; [`typescript`]: the types they have in TypeScript;
@@ -37,6 +38,7 @@ pub mod typescript;
 pub mod ui;
 pub mod validator;
 pub mod webmcp;
+pub mod webmcp_state;
 
 pub use api::ClientTools;
 pub use validator::SchemaValidator;

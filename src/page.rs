@@ -23,7 +23,7 @@ use wasm_bindgen::prelude::*;
 
 use crate::events::EventHub;
 use crate::options::Options;
-use crate::webmcp::state::{BrowserAgent, FormTools};
+use crate::webmcp_state::{BrowserAgent, FormTools};
 
 /// The page's link to the runtime: where frames go, and whether the page wants to stay connected.
 #[derive(Default)]

@@ -19,7 +19,7 @@ use client_tools_core::WarningCode;
 use js_sys::Array;
 use wasm_bindgen::prelude::*;
 
-use super::state::Adopted;
+use crate::webmcp_state::Adopted;
 use client_tools_core::limits::{MAX_ADOPTED_DECLARATION_BYTES, MAX_ADOPTED_TOOLS};
 
 use crate::page::{now, Page};

@@ -15,9 +15,9 @@ use client_tools_core::registry::{self, ToolKind};
 use serde_json::json;
 use wasm_bindgen::prelude::*;
 
-use super::state::{BrowserAgent, Registration};
 use crate::js;
 use crate::page::Page;
+use crate::webmcp_state::{BrowserAgent, Registration};
 
 /// `stop(call)`, made once per page: an `execute` signal's abort cancels the call.
 fn stop_call(page: &Rc<Page>) -> js_sys::Function {

@@ -21,9 +21,9 @@ use serde_json::Value;
 use wasm_bindgen::{JsCast, JsValue};
 
 use super::forms::{self, FORM_ACTIVE, SUBMIT_ACTIVE};
-use super::state::Submitted;
 use crate::js;
 use crate::page::{Page, Running};
+use crate::webmcp_state::Submitted;
 
 /// Starts the call; it reports its end to the engine (unless the engine stopped it).
 pub fn run(

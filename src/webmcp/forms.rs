@@ -16,9 +16,9 @@ use client_tools_core::registry::{Declaration, ToolKind, Warning};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
-use super::state::{ActiveCall, FormTool, FormTools, Submitted, Watching};
 use crate::js;
 use crate::page::Page;
+use crate::webmcp_state::{ActiveCall, FormTool, FormTools, Submitted, Watching};
 
 /// The attribute that marks a form an agent is filling (the stand-in for `:tool-form-active`).
 pub const FORM_ACTIVE: &str = "data-tool-form-active";

@@ -3,13 +3,13 @@
 //!
 //! The DOM reading and writing is a small JavaScript module (`dom.js`): it is what this layer does
 //! most, and there a few lines of JavaScript cost the package less than the same through `web-sys`.
-//! What a control means is decided natively in `client_tools_core::form_tool`.
+//! What a control means is decided natively in `client_tools_core::form_tool`. What the page keeps
+//! of these tools is [`crate::webmcp_state`] (the page holds it, and imports nothing of this folder).
 
 pub mod adopted;
 pub mod browser_agent;
 pub mod form_call;
 pub mod forms;
-pub mod state;
 
 use std::rc::Rc;
 
@@ -21,7 +21,7 @@ use crate::page::Page;
 /// (`adoptBrowserTools`).
 pub fn start(page: &Rc<Page>) {
     if page.options.forms {
-        state::FormTools::start(page);
+        crate::webmcp_state::FormTools::start(page);
     }
     if page.options.adopt_browser_tools {
         adopted::start(page);

@@ -1,6 +1,7 @@
 //! What a page keeps of its WebMCP tools (SPEC §8), held by [`crate::page::Page`]: the state
-//! alone, so the page needs nothing else of this folder. [`super::forms`] and
-//! [`super::browser_agent`] act on it.
+//! alone, in a module of its own so that the page needs nothing of [`crate::webmcp`], which drives
+//! the page (imports go one way: `webmcp` → `page` → this). [`crate::webmcp::forms`] and
+//! [`crate::webmcp::browser_agent`] act on it.
 
 use std::cell::RefCell;
 
@@ -11,13 +12,13 @@ use wasm_bindgen::prelude::*;
 /// The `<form toolname>` tools of the document.
 #[derive(Default)]
 pub struct FormTools {
-    pub(super) tools: RefCell<Vec<FormTool>>,
-    pub(super) watching: RefCell<Option<Watching>>,
+    pub(crate) tools: RefCell<Vec<FormTool>>,
+    pub(crate) watching: RefCell<Option<Watching>>,
     /// The last scan's warnings: a rescan does not repeat one (a refused form stays refused).
-    pub(super) warned: RefCell<Vec<String>>,
+    pub(crate) warned: RefCell<Vec<String>>,
 }
 
-pub(super) struct FormTool {
+pub(crate) struct FormTool {
     pub form: JsValue,
     pub original_name: String,
     pub name: String,
@@ -27,7 +28,7 @@ pub(super) struct FormTool {
 }
 
 /// The call filling a form.
-pub(super) struct ActiveCall {
+pub(crate) struct ActiveCall {
     pub call: CallHandle,
     pub submitted: Option<oneshot::Sender<Submitted>>,
 }
@@ -41,7 +42,7 @@ pub struct Submitted {
 }
 
 /// The observer and the window's capture listeners, for as long as the page lives.
-pub(super) struct Watching {
+pub(crate) struct Watching {
     pub observer: JsValue,
     pub on_mutations: Closure<dyn FnMut(JsValue)>,
     pub on_form_event: Closure<dyn FnMut(JsValue)>,
@@ -51,25 +52,25 @@ pub(super) struct Watching {
 /// from there (`adoptBrowserTools`).
 #[derive(Default)]
 pub struct BrowserAgent {
-    pub(super) registered: RefCell<Vec<Registration>>,
-    pub(super) adopted: RefCell<Vec<Adopted>>,
+    pub(crate) registered: RefCell<Vec<Registration>>,
+    pub(crate) adopted: RefCell<Vec<Adopted>>,
     /// The last listing's warnings: a listing does not repeat one.
-    pub(super) adopt_warned: RefCell<Vec<String>>,
+    pub(crate) adopt_warned: RefCell<Vec<String>>,
     /// What the browser's listing calls at each `toolchange` (adopting), for as long as the page
     /// lives.
-    pub(super) on_list: RefCell<Option<OnList>>,
+    pub(crate) on_list: RefCell<Option<OnList>>,
     /// `stop(call)`: what an `execute` signal's abort calls (one closure for every call), made at
     /// the first registration.
-    pub(super) stop_call: RefCell<Option<StopCall>>,
+    pub(crate) stop_call: RefCell<Option<StopCall>>,
 }
 
-pub(super) type StopCall = Closure<dyn FnMut(JsValue)>;
+pub(crate) type StopCall = Closure<dyn FnMut(JsValue)>;
 
 /// `on_list(names, declarations, handlers)`: the browser's tools, listed at a `toolchange` (or
 /// `on_list(null, why)`: the listing failed).
-pub(super) type OnList = Closure<dyn Fn(JsValue, JsValue, JsValue)>;
+pub(crate) type OnList = Closure<dyn Fn(JsValue, JsValue, JsValue)>;
 
-pub(super) struct Adopted {
+pub(crate) struct Adopted {
     /// Its name in the registry, and in the browser; `None`: refused for what it is (its
     /// declaration does not read, or is too large), not tried again until it changes.
     pub name: Option<String>,
@@ -78,7 +79,7 @@ pub(super) struct Adopted {
     pub declaration: String,
 }
 
-pub(super) struct Registration {
+pub(crate) struct Registration {
     pub name: String,
     /// The registered definition: a tool whose definition changed is registered again.
     pub definition: String,
