@@ -28,7 +28,7 @@ impl Bridge {
     /// `/mcp` and `/api/…`: what agents call (same-origin browsers only, agent token).
     pub fn agent_router(&self) -> Router {
         let routes = Router::new()
-            .nest_service("/mcp", agent::mcp_service(self))
+            .nest_service("/mcp", agent::mcp_route(self))
             .route("/api/sessions", get(api::list_sessions))
             .route("/api/sessions/{id}/call", post(api::call_tool))
             .route("/api/sessions/{id}/tasks/{task}", get(api::get_task))
