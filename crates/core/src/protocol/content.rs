@@ -4,7 +4,7 @@
 //! block is checked here. A malformed block is an error result naming it (`content[2]: …`): the
 //! agent never gets a block its client cannot read.
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::{CallToolResult, Content};
 
@@ -57,19 +57,131 @@ pub fn read_mcp_result(value: Value) -> Result<CallToolResult, String> {
     })
 }
 
-/// The content block types and the fields each must have (strings). Other fields are the MCP
-/// client's to read (it ignores what it does not know).
-const BLOCKS: [(&str, &[&str]); 5] = [
-    ("text", &["text"]),
-    ("image", &["data", "mimeType"]),
-    ("audio", &["data", "mimeType"]),
-    ("resource_link", &["uri", "name"]),
-    ("resource", &[]),
+/// A content block kind and where its strings are, by what they carry: the one table the reader
+/// ([`check_block`]), [`Content::as_text`](super::Content::as_text) and the bridge's guardrails
+/// (which redact every string an agent reads, [`visit_text_mut`]) read. A field is a path from
+/// the block (`["resource", "text"]`).
+#[derive(Debug)]
+pub struct BlockKind {
+    /// The block's `type`.
+    pub kind: &'static str,
+    /// Fields the block must have, strings.
+    pub required: &'static [&'static str],
+    /// Fields that carry the block's text (what an agent reads as its content).
+    pub text: &'static [&'static [&'static str]],
+    /// Fields that carry binary data (standard base64): checked as such, never read as text.
+    pub binary: &'static [&'static [&'static str]],
+}
+
+/// The content block kinds MCP defines. Other fields of a block are the MCP client's to read (it
+/// ignores what it does not know).
+pub const BLOCKS: [BlockKind; 5] = [
+    BlockKind {
+        kind: "text",
+        required: &["text"],
+        text: &[&["text"]],
+        binary: &[],
+    },
+    BlockKind {
+        kind: "image",
+        required: &["data", "mimeType"],
+        text: &[],
+        binary: &[&["data"]],
+    },
+    BlockKind {
+        kind: "audio",
+        required: &["data", "mimeType"],
+        text: &[],
+        binary: &[&["data"]],
+    },
+    BlockKind {
+        kind: "resource_link",
+        required: &["uri", "name"],
+        text: &[&["name"], &["title"], &["description"]],
+        binary: &[],
+    },
+    BlockKind {
+        kind: "resource",
+        required: &[],
+        text: &[&["resource", "text"]],
+        binary: &[&["resource", "blob"]],
+    },
 ];
+
+/// The kind of `type` `kind` in [`BLOCKS`].
+pub fn block_kind(kind: &str) -> Option<&'static BlockKind> {
+    BLOCKS.iter().find(|known| known.kind == kind)
+}
+
+/// The value at `path` in `block`.
+fn field<'a>(block: &'a Map<String, Value>, path: &[&str]) -> Option<&'a Value> {
+    let (last, parents) = path.split_last()?;
+    let mut object = block;
+    for key in parents {
+        object = object.get(*key)?.as_object()?;
+    }
+    object.get(*last)
+}
+
+/// Hands `visit` every string of `block` an agent may read as text: all but its `type` and the
+/// binary fields of its kind ([`BLOCKS`]), however deep (`annotations`, `_meta` included; keys
+/// excluded). A block of a kind the table does not know has every string visited, its `type`
+/// too: what it carries is unknown, so it is all text (fail closed). Returns the sum of what
+/// `visit` returned.
+pub fn visit_text_mut(
+    block: &mut Map<String, Value>,
+    visit: &mut dyn FnMut(&mut String) -> usize,
+) -> usize {
+    let kind = block
+        .get("type")
+        .and_then(Value::as_str)
+        .and_then(block_kind);
+    match kind {
+        Some(kind) => {
+            let mut skip: Vec<&[&str]> = kind.binary.to_vec();
+            skip.push(&["type"]);
+            visit_object_except(block, &skip, visit)
+        }
+        None => block.values_mut().map(|v| visit_strings(v, visit)).sum(),
+    }
+}
+
+fn visit_object_except(
+    object: &mut Map<String, Value>,
+    skip: &[&[&str]],
+    visit: &mut dyn FnMut(&mut String) -> usize,
+) -> usize {
+    let mut count = 0;
+    for (key, value) in object.iter_mut() {
+        let below: Vec<&[&str]> = skip
+            .iter()
+            .filter(|path| path.first() == Some(&key.as_str()))
+            .map(|path| &path[1..])
+            .collect();
+        if below.iter().any(|rest| rest.is_empty()) {
+            continue;
+        }
+        count += match value {
+            Value::Object(inner) if !below.is_empty() => visit_object_except(inner, &below, visit),
+            other => visit_strings(other, visit),
+        };
+    }
+    count
+}
+
+/// Hands `visit` every string inside `value`, however deep (object keys excluded).
+pub fn visit_strings(value: &mut Value, visit: &mut dyn FnMut(&mut String) -> usize) -> usize {
+    match value {
+        Value::String(text) => visit(text),
+        Value::Array(items) => items.iter_mut().map(|v| visit_strings(v, visit)).sum(),
+        Value::Object(object) => object.values_mut().map(|v| visit_strings(v, visit)).sum(),
+        _ => 0,
+    }
+}
 
 /// One content block, checked: `text`; `image` and `audio` with base64 `data` and a `mimeType`;
 /// `resource_link` with `uri` and `name`; `resource` with `{uri, mimeType?, text | blob}`; each
-/// with optional `annotations` and `_meta` objects.
+/// with optional `annotations` and `_meta` objects. What each kind needs is [`BLOCKS`]'.
 pub fn check_block(block: Value) -> Result<Content, String> {
     let Value::Object(block) = block else {
         return Err("a content block must be an object".into());
@@ -78,13 +190,13 @@ pub fn check_block(block: Value) -> Result<Content, String> {
         .get("type")
         .and_then(Value::as_str)
         .unwrap_or_default();
-    let Some((_, required)) = BLOCKS.iter().find(|(known, _)| *known == kind) else {
+    let Some(known) = block_kind(kind) else {
         return Err(format!(
             "unknown content type '{kind}' (text, image, audio, resource_link or resource)"
         ));
     };
     let string = |key: &str| block.get(key).and_then(Value::as_str);
-    if let Some(missing) = required.iter().find(|key| string(key).is_none()) {
+    if let Some(missing) = known.required.iter().find(|key| string(key).is_none()) {
         return Err(format!("a {kind} block needs '{missing}', a string"));
     }
     let objects = ["annotations", "_meta"];
@@ -94,23 +206,24 @@ pub fn check_block(block: Value) -> Result<Content, String> {
     {
         return Err(format!("'{key}' must be an object"));
     }
+    // Every binary field there (a string) is base64.
+    let text_at = |path: &&[&str]| field(&block, path).and_then(Value::as_str);
+    let binary_ok = known
+        .binary
+        .iter()
+        .all(|path| text_at(path).is_none_or(|data| is_base64(Some(data))));
     let media = |mime: Option<&str>| mime.is_some_and(|m| m.contains('/'));
     match kind {
-        "image" | "audio" if !is_base64(string("data")) => {
-            return Err("'data' is not base64".into())
-        }
+        "image" | "audio" if !binary_ok => return Err("'data' is not base64".into()),
         "image" | "audio" if !media(string("mimeType")) => {
             return Err("'mimeType' must be a media type like image/png".into())
         }
         "resource" => {
-            let resource = block.get("resource").and_then(Value::as_object);
-            let field = |key| resource.and_then(|r| r.get(key)).and_then(Value::as_str);
-            let valid = field("uri").is_some()
-                && match (field("text"), field("blob")) {
-                    (Some(_), None) => true,
-                    (None, blob @ Some(_)) => is_base64(blob),
-                    _ => false,
-                };
+            // `resource.text` or `resource.blob`, not both.
+            let has = |paths: &[&[&str]]| paths.iter().any(|path| text_at(path).is_some());
+            let valid = text_at(&&["resource", "uri"][..]).is_some()
+                && has(known.text) != has(known.binary)
+                && binary_ok;
             if !valid {
                 return Err(
                     "a resource block needs 'resource': {uri, mimeType?, text | blob (base64)}"
@@ -204,6 +317,49 @@ mod tests {
             let why = read_mcp_result(json!({"content": [block]})).unwrap_err();
             assert!(why.starts_with(expected), "{why}");
         }
+    }
+
+    /// Every string of a block but its `type` and binary fields is text; of a kind the table
+    /// does not know, every string.
+    #[test]
+    fn the_table_says_which_strings_are_text() {
+        assert_eq!(
+            BLOCKS[0].kind, "text",
+            "Content::as_text reads the first row"
+        );
+        let mark = &mut |text: &mut String| {
+            text.insert(0, '!');
+            1
+        };
+        let mut visited = |block: Value| {
+            let Value::Object(mut block) = block else {
+                unreachable!()
+            };
+            let count = visit_text_mut(&mut block, mark);
+            (count, Value::Object(block))
+        };
+        let (count, image) = visited(
+            json!({"type": "image", "data": "QUJD", "mimeType": "image/png",
+            "annotations": {"audience": ["user"]}, "_meta": {"note": "n"}}),
+        );
+        assert_eq!(count, 3, "{image}");
+        assert_eq!(image["data"], "QUJD");
+        assert_eq!(image["type"], "image");
+        assert_eq!(image["mimeType"], "!image/png");
+        assert_eq!(image["_meta"]["note"], "!n");
+        let (count, resource) = visited(json!({"type": "resource",
+            "resource": {"uri": "u", "blob": "AAEC", "text": "t"}}));
+        assert_eq!(count, 2, "{resource}");
+        assert_eq!(
+            resource["resource"],
+            json!({"uri": "!u", "blob": "AAEC", "text": "!t"})
+        );
+        let (count, unknown) = visited(json!({"type": "video", "data": "QUJD",
+            "transcript": {"lines": ["a", 1]}}));
+        assert_eq!(count, 3, "{unknown}");
+        assert_eq!(unknown["type"], "!video");
+        assert_eq!(unknown["data"], "!QUJD");
+        assert_eq!(unknown["transcript"]["lines"], json!(["!a", 1]));
     }
 
     #[test]

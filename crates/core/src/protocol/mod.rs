@@ -654,12 +654,15 @@ impl Content {
         })
     }
 
-    /// The text of a text block (plain, or with annotations).
+    /// The text of a text block (plain, or with annotations): its field in [`content::BLOCKS`].
     pub fn as_text(&self) -> Option<&str> {
+        let text = &content::BLOCKS[0];
         match self {
             Content::Text(block) => Some(&block.text),
-            Content::Block(block) if block.get("type") == Some(&Value::from("text")) => {
-                block.get("text").and_then(Value::as_str)
+            Content::Block(block)
+                if block.get("type").and_then(Value::as_str) == Some(text.kind) =>
+            {
+                block.get(text.text[0][0]).and_then(Value::as_str)
             }
             Content::Block(_) => None,
         }
