@@ -10,21 +10,22 @@ use client_tools_bridge::mcp::McpAgent;
 use client_tools_bridge::{
     AgentTools, Bridge, BridgeConfig, ClusterOptions, ConfirmVia, Limits, Policy,
 };
-use client_tools_core::limits::DEFAULT_TIMEOUT_MS;
 use rmcp::ServiceExt;
 
 /// Relays tool calls between AI agents and the client tools of web pages.
+// Every default below is read from `BridgeConfig::default()` (`defaults`): the flags and the Rust
+// API agree.
 #[derive(Parser)]
 #[command(name = "client-tools-bridge", version)]
 struct Cli {
     /// Address to listen on (loopback by default).
-    #[arg(long, default_value = "127.0.0.1:8787")]
+    #[arg(long, default_value_t = defaults().listen)]
     listen: SocketAddr,
     /// Site served at `/`.
-    #[arg(long, default_value = "www")]
+    #[arg(long, default_value_os_t = defaults().www_dir)]
     www: PathBuf,
     /// Built npm package served at `/pkg/`.
-    #[arg(long, default_value = "pkg")]
+    #[arg(long, default_value_os_t = defaults().pkg_dir)]
     pkg: PathBuf,
     /// Bearer token agents must send to /mcp and /api (`Authorization: Bearer <T>`).
     #[arg(long, env = "CLIENT_TOOLS_AGENT_TOKEN", hide_env_values = true)]
@@ -43,7 +44,7 @@ struct Cli {
     #[arg(long)]
     allow: Vec<String>,
     /// Default per-call timeout in milliseconds (max 300000).
-    #[arg(long, default_value_t = DEFAULT_TIMEOUT_MS)]
+    #[arg(long, default_value_t = default_timeout_ms())]
     timeout_ms: u64,
     /// Serve one MCP session on stdin/stdout (for desktop MCP clients that launch the bridge);
     /// pages still connect over `/ws`.
@@ -53,23 +54,24 @@ struct Cli {
     #[arg(long)]
     session: Option<String>,
     /// Page connections open at once.
-    #[arg(long, default_value_t = Limits::default().max_connections)]
+    #[arg(long, default_value_t = defaults().limits.max_connections)]
     max_connections: usize,
     /// Page sessions kept (live, or disconnected within the session TTL).
-    #[arg(long, default_value_t = Limits::default().max_sessions)]
+    #[arg(long, default_value_t = defaults().limits.max_sessions)]
     max_sessions: usize,
     /// Calls waiting for one page at once.
-    #[arg(long, default_value_t = Limits::default().max_pending_per_session)]
+    #[arg(long, default_value_t = defaults().limits.max_pending_per_session)]
     max_pending_calls: usize,
     /// Seconds a disconnected page session is kept for its page to come back.
-    #[arg(long, default_value_t = Limits::default().session_ttl.as_secs())]
+    #[arg(long, default_value_t = defaults().limits.session_ttl.as_secs())]
     session_ttl_secs: u64,
     /// Log tool arguments and results (at debug level; off by default: they may hold personal data).
     #[arg(long)]
     log_payloads: bool,
     /// Agent-defined tools: a JSON file, an array of {name, title?, description, inputSchema,
-    /// outputSchema?, requireConfirmation?, fallback?: "form", annotations?, timeoutMs?} (or
-    /// {"tools": [...]}). Listed to agents; pages answer them with `registerHandler`.
+    /// outputSchema?, requireConfirmation?, fallback?: "form", annotations?, timeoutMs?,
+    /// taskSupport?: "forbidden" | "optional" | "required"} (or {"tools": [...]}). Listed to
+    /// agents; pages answer them with `registerHandler`.
     #[arg(long, value_name = "FILE")]
     tools: Option<PathBuf>,
     /// Guardrails on tool calls: a policy file (TOML, or JSON) of rules that block, confirm,
@@ -79,7 +81,7 @@ struct Cli {
     policy: Option<PathBuf>,
     /// Who confirms calls that need it: the page's dialog, or the person at the agent (MCP
     /// elicitation, when the agent's client declares it; else the page).
-    #[arg(long, value_enum, default_value_t = ConfirmVia::Page)]
+    #[arg(long, value_enum, default_value_t = defaults().confirm_via)]
     confirm_via: ConfirmVia,
     /// Join a cluster of bridge nodes on NATS (`nats://host:4222`, `tls://…`; docs/deploy.md):
     /// pages on any node are reachable from every node. Without it the bridge runs alone.
@@ -120,6 +122,16 @@ struct Cli {
         requires = "nats"
     )]
     nats_ca: Option<PathBuf>,
+}
+
+/// The bridge's defaults, set once: every flag's default is read from here.
+fn defaults() -> BridgeConfig {
+    BridgeConfig::default()
+}
+
+/// [`defaults`]' per-call timeout, in the unit of `--timeout-ms`.
+fn default_timeout_ms() -> u64 {
+    u64::try_from(defaults().timeout.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// See Cargo.toml: small allocations dominate the bridge's hot path.
@@ -166,6 +178,7 @@ async fn main() -> std::io::Result<()> {
         let rules: Vec<&str> = policy.rule_ids().collect();
         tracing::info!(digest = policy.digest(), rules = %rules.join(", "), "policy loaded");
     }
+    let defaults = defaults();
     let config = BridgeConfig {
         listen: cli.listen,
         www_dir: cli.www,
@@ -177,14 +190,14 @@ async fn main() -> std::io::Result<()> {
         allow: cli.allow,
         timeout: client_tools_bridge::config::clamp_timeout(
             Some(Duration::from_millis(cli.timeout_ms)),
-            Duration::from_millis(DEFAULT_TIMEOUT_MS),
+            defaults.timeout,
         ),
         limits: Limits {
             max_connections: cli.max_connections,
             max_sessions: cli.max_sessions,
             max_pending_per_session: cli.max_pending_calls,
             session_ttl: Duration::from_secs(cli.session_ttl_secs),
-            ..Limits::default()
+            ..defaults.limits
         },
         log_payloads: cli.log_payloads,
         tools: std::sync::Arc::new(tools),
