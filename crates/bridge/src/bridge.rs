@@ -9,8 +9,8 @@ use crate::agent_confirmation::RequestStates;
 use crate::cluster::{Cluster, ClusterOptions};
 use crate::config::BridgeConfig;
 use crate::input_rounds::{self, AgentSide, Driven, Retry, Rounds};
-use crate::page_session::{PageSession, SessionInfo};
-use crate::session_table::{Claimed, Refused, SessionTable};
+use crate::sessions::page_session::{PageSession, SessionInfo};
+use crate::sessions::table::{Claimed, Refused, SessionTable};
 use crate::task_book::Refusal;
 use crate::tasks::{self, TaskHostOf, TaskOp, Tasks};
 use client_tools_core::connect::ConnectParams;
@@ -133,7 +133,7 @@ impl Bridge {
         self.inner.cluster.get()
     }
 
-    /// A page's connect (crate::session_table; in a cluster, crate::cluster).
+    /// A page's connect (crate::sessions::table; in a cluster, crate::cluster).
     pub(crate) async fn claim(&self, params: &ConnectParams) -> Result<Claimed, Refused> {
         match self.cluster() {
             Some(cluster) => cluster.claim(params).await,

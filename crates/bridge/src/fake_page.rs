@@ -11,7 +11,7 @@ use tokio::sync::Notify;
 
 use crate::connection_queue::{self, Outgoing, OutgoingReceiver};
 use crate::limits::Limits;
-use crate::page_session::PageSession;
+use crate::sessions::page_session::PageSession;
 
 pub(crate) fn session_with(limits: Limits) -> Arc<PageSession> {
     Arc::new(PageSession::new("s1".into(), Vec::new(), limits, false))

@@ -33,12 +33,11 @@ use sha2::{Digest, Sha256};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::agent_confirmation::{hex, unsealed_payload, RequestStates};
-use crate::call_options::CallOptions;
 use crate::limits::LOG_BUFFER;
-use crate::page_session::{
-    missing_capability_error, CallEvent, CallOutcome, InputRound, PageSession,
-};
 use crate::prepared_call::{resolve_name, PreparedCall};
+use crate::sessions::call_options::CallOptions;
+use crate::sessions::call_options::{CallEvent, CallOutcome, InputRound};
+use crate::sessions::page_session::{missing_capability_error, PageSession};
 
 /// The prefix of a round's `requestState` (a confirmation's is `v1`).
 pub(crate) const STATE_DOMAIN: &str = "r1";

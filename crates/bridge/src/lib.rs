@@ -44,7 +44,6 @@ mod agent_confirmation;
 pub mod agent_tools;
 mod auth;
 mod bridge;
-pub mod call_options;
 mod cluster;
 pub mod config;
 mod connection_queue;
@@ -54,7 +53,6 @@ mod guard;
 mod input_rounds;
 pub mod limits;
 pub mod mcp;
-pub mod page_session;
 mod policy;
 #[cfg(test)]
 mod policy_session_tests;
@@ -65,17 +63,17 @@ mod routes;
 mod server;
 #[cfg(test)]
 mod session_driver_tests;
-mod session_table;
+mod sessions;
 mod task_book;
 mod tasks;
 
 pub use agent_tools::AgentTools;
 pub use bridge::Bridge;
-pub use call_options::{CallEnd, CallOptions, ToolCall};
 pub use client_tools_core::protocol::CallToolResult;
 pub use cluster::ClusterOptions;
 pub use config::{BridgeConfig, ConfirmVia};
 pub use limits::Limits;
-pub use page_session::{CallEvent, CallOutcome, InputRound, PageSession, SessionInfo};
 pub use policy::{Policy, ACTED_META};
 pub use prepared_call::{PreparedCall, CONFIRMED_BY_AGENT};
+pub use sessions::call_options::{CallEnd, CallEvent, CallOptions, InputRound, ToolCall};
+pub use sessions::page_session::{PageSession, SessionInfo};

@@ -37,8 +37,9 @@ use crate::input_rounds::{
     self, arguments_digest, task_refusal, tool_digest, AgentSide, CallKey, Driven, Retry,
     RunningCall, STATE_DOMAIN,
 };
-use crate::page_session::{CallOutcome, PageSession};
 use crate::prepared_call::PreparedCall;
+use crate::sessions::call_options::CallOutcome;
+use crate::sessions::page_session::PageSession;
 use crate::task_book::Refusal;
 use crate::tasks::TaskOp;
 

@@ -13,14 +13,14 @@ use futures_util::future::BoxFuture;
 use rmcp::model::ClientCapabilities;
 use serde_json::{json, Map, Value};
 
-use crate::call_options::CallOptions;
 use crate::fake_page::{session, FakePage};
 use crate::input_rounds::{
     arguments_digest, drive, resume, tool_digest, AgentSide, CallKey, Driven, Retry, Rounds,
     RunningCall,
 };
-use crate::page_session::{PageSession, RelayRefused};
 use crate::policy::{Policy, ACTED_META};
+use crate::sessions::call_options::CallOptions;
+use crate::sessions::page_session::{PageSession, RelayRefused};
 
 const RULES: &str = r#"
 [[rule]]

@@ -166,7 +166,7 @@ impl PreparedCall {
         }
     }
 
-    /// Parts for the frame (crate::page_session).
+    /// Parts for the frame (crate::sessions::page_session).
     pub(crate) fn into_parts(self) -> (String, Value, Map<String, Value>, Duration) {
         (self.name, self.arguments, self.meta, self.timeout)
     }

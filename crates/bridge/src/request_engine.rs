@@ -4,7 +4,7 @@
 //! Sans-IO (STYLE 13): the engine takes events and the current time, never waits, and owns no
 //! channel or socket. What it decides comes out of [`RequestEngine::poll_output`] as values (a
 //! frame to send, a request settled, progress to pass on), and [`RequestEngine::poll_timeout`] says
-//! when it wants [`RequestEngine::handle_timeout`]. [`crate::page_session::PageSession`] is the
+//! when it wants [`RequestEngine::handle_timeout`]. [`crate::sessions::page_session::PageSession`] is the
 //! driver: it owns the engine under its mutex, the connection's queue and each caller's waiter,
 //! and performs the outputs.
 

@@ -14,11 +14,12 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio::time::{sleep, Instant};
 
-use crate::call_options::CallOptions;
 use crate::connection_queue::Outgoing;
 use crate::fake_page::{session, session_with, FakePage};
 use crate::limits::Limits;
-use crate::page_session::{PageSession, RECONNECT_GRACE};
+use crate::request_engine::RECONNECT_GRACE;
+use crate::sessions::call_options::CallOptions;
+use crate::sessions::page_session::PageSession;
 
 /// A call's timeout in these tests; the bridge waits 2.5 s more for the page's own outcome.
 const TIMEOUT: Duration = Duration::from_secs(1);

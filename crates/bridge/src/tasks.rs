@@ -20,7 +20,8 @@ use serde_json::{json, Map, Value};
 use tokio::sync::{broadcast, oneshot};
 
 use crate::input_rounds::{check_responses, declared, RunningCall, TaskHost};
-use crate::page_session::{missing_capability_error, CallEvent, InputRound, PageSession};
+use crate::sessions::call_options::{CallEvent, InputRound};
+use crate::sessions::page_session::{missing_capability_error, PageSession};
 use crate::task_book::{Answered, Refusal, TaskBook};
 
 /// Status changes kept for slow watchers.
@@ -54,7 +55,7 @@ impl Default for Tasks {
 
 /// A fresh task id: 128 random bits, after `holder.` in a cluster.
 fn new_id(holder: &str) -> String {
-    let random = crate::session_table::random_hex(16);
+    let random = crate::sessions::table::random_hex(16);
     match holder.is_empty() {
         true => random,
         false => format!("{holder}.{random}"),

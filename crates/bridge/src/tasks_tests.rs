@@ -18,8 +18,8 @@ use crate::fake_page::{session, FakePage};
 use crate::input_rounds::{
     drive, task_refusal, task_support, AgentSide, CallKey, Driven, Rounds, RunningCall,
 };
-use crate::page_session::PageSession;
 use crate::policy::{Policy, ACTED_META};
+use crate::sessions::page_session::PageSession;
 use crate::task_book::MAX_PER_SESSION;
 
 const FILE: &str = r#"[

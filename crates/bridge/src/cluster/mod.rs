@@ -30,8 +30,8 @@ use tokio::sync::mpsc;
 
 use crate::config::BridgeConfig;
 use crate::input_rounds::Rounds;
-use crate::page_session::{visible_tools, PageSession, SessionInfo, Via, CLOSE_REPLACED};
-use crate::session_table::{self, Claimed, Refused, SessionTable};
+use crate::sessions::page_session::{visible_tools, PageSession, SessionInfo, Via, CLOSE_REPLACED};
+use crate::sessions::table::{self, Claimed, Refused, SessionTable};
 use crate::tasks::Tasks;
 use directory::{Directory, HEARTBEAT};
 use wire::{Entry, Heartbeat, Hello};
@@ -120,7 +120,7 @@ impl Cluster {
         suspended: Arc<Rounds>,
         tasks: Arc<Tasks>,
     ) -> Result<Arc<Cluster>, String> {
-        let node = session_table::random_hex(8);
+        let node = table::random_hex(8);
         let (events_tx, events) = mpsc::channel(64);
         let mut connect = async_nats::ConnectOptions::new()
             .name(format!("client-tools-bridge {node}"))
@@ -604,7 +604,7 @@ impl Cluster {
         let Some(id) = params
             .resume_secret
             .as_deref()
-            .and_then(session_table::id_of_secret)
+            .and_then(table::id_of_secret)
         else {
             return self.sessions.claim(params, false).await;
         };
@@ -682,7 +682,7 @@ fn policy_of(config: &BridgeConfig) -> String {
     }
     // The guardrails too: a node with other rules would let through what this one blocks.
     hash.update(config.policy.digest().as_bytes());
-    session_table::hex(&hash.finalize()[..16])
+    table::hex(&hash.finalize()[..16])
 }
 
 fn unix_ms(time: SystemTime) -> u64 {

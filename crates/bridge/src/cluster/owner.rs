@@ -11,7 +11,7 @@ use tokio::sync::{watch, Semaphore};
 
 use super::wire::{self, Reply};
 use super::Cluster;
-use crate::page_session::{PageSession, RelayRefused, Via, CLOSE_REPLACED};
+use crate::sessions::page_session::{PageSession, RelayRefused, Via, CLOSE_REPLACED};
 
 /// Claims of one session waiting for its probe at once; more are answered "live" at once (the
 /// page keeps its session; the newcomer gets a new one).

@@ -21,7 +21,7 @@ use tokio::sync::Notify;
 
 use super::{wire, Cluster};
 use crate::input_rounds::{self, AgentSide, Driven, Retry, MAX_SUSPENDED};
-use crate::session_table;
+use crate::sessions::table;
 
 /// How often the keeping node says it still drives a relayed retry.
 const ALIVE_EVERY: Duration = Duration::from_secs(2);
@@ -84,7 +84,7 @@ impl Cluster {
                     .to_owned(),
             );
         }
-        let stream = wire::round_stream(&self.node, &session_table::random_hex(16));
+        let stream = wire::round_stream(&self.node, &table::random_hex(16));
         let mut back = match self.client.subscribe(stream.clone()).await {
             Ok(back) => back,
             Err(error) => {

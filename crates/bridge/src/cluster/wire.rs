@@ -19,7 +19,7 @@ use client_tools_core::protocol::Tool;
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
-use crate::page_session::RelayReplies;
+use crate::sessions::page_session::RelayReplies;
 
 pub(crate) const DIRECTORY: &str = "clienttools.directory";
 pub(crate) const HEARTBEAT: &str = "clienttools.heartbeat";
@@ -159,13 +159,13 @@ impl Reply {
     }
 }
 
-/// A request id the bridge makes (`<instance>-<n>`, `<instance>-ping`: crate::page_session), fit to
+/// A request id the bridge makes (`<instance>-<n>`, `<instance>-ping`: crate::sessions::page_session), fit to
 /// be a subject token.
 pub(crate) fn is_request_id(id: &str) -> bool {
     (3..=64).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
 }
 
-/// Session ids are 32 lowercase hex digits (crate::session_table); node ids 16. Anything else read
+/// Session ids are 32 lowercase hex digits (crate::sessions::table); node ids 16. Anything else read
 /// from NATS is ignored: it never becomes part of a subject.
 pub(crate) fn is_session_id(id: &str) -> bool {
     id.len() == 32 && is_hex(id)

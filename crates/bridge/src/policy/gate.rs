@@ -1,13 +1,17 @@
 //! Where a page session applies the policy: the three calls `PageSession` makes at its choke
 //! points (preparing a call, running it and reading its result, relaying a call from another
-//! node), with the audit of every decision.
+//! node), the `redact` rules on what the page sends while the call runs ([`EventRedaction`]),
+//! with the audit of every decision.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-use client_tools_core::protocol::{self, method, CallToolResult, Message, Tool};
-use serde_json::Value;
+use client_tools_core::protocol::{
+    self, method, CallToolResult, Message, ProgressParams, RpcError, Tool,
+};
+use serde_json::{Map, Value};
 
+use super::redact::Redaction;
 use super::{audit, mark, Acted, InputVerdict, Policy};
 use crate::agent_tools::AgentTools;
 use crate::prepared_call::{listed_original, PreparedCall};
@@ -46,6 +50,104 @@ pub(crate) struct Running {
     tool: String,
     verdict: InputVerdict,
     input: Value,
+    /// The `redact` rules on what the page sends while it runs; `None`: none applies.
+    events: Option<Arc<EventRedaction>>,
+}
+
+impl Running {
+    /// The `redact` rules for the page's log and progress messages and rounds of this call, for
+    /// the session to apply as each passes to the caller (crate::sessions::page_session's waiter).
+    pub(crate) fn event_redaction(&self) -> Option<Arc<EventRedaction>> {
+        self.events.clone()
+    }
+}
+
+/// The `redact` rules that apply to one running call, on everything the page sends about it
+/// before its result: log messages (every string but the level), progress messages and the
+/// requests of rounds (crate::policy::redact). Each rule that replaced something is audited once
+/// per call, when it first does, and listed in the result's `_meta` ([`answered`]).
+pub(crate) struct EventRedaction {
+    policy: Arc<Policy>,
+    /// The rules (their index in the policy), in file order.
+    rules: Vec<usize>,
+    /// Which of them replaced something in this call (and were audited).
+    acted: Mutex<Vec<bool>>,
+    tool: String,
+    session: String,
+    call: String,
+    log_payloads: bool,
+}
+
+impl EventRedaction {
+    /// The params of one of the page's log messages about the call (`notifications/message`).
+    pub(crate) fn log(&self, params: &mut Map<String, Value>) {
+        self.apply(params, Redaction::in_log, |params| {
+            Value::Object(params.clone())
+        });
+    }
+
+    /// One of the page's progress reports on the call.
+    pub(crate) fn progress(&self, progress: &mut ProgressParams) {
+        if progress.message.is_none() {
+            return;
+        }
+        self.apply(progress, Redaction::in_progress, to_json);
+    }
+
+    /// The requests of one of the page's rounds (`inputRequests`).
+    pub(crate) fn round(&self, requests: &mut Map<String, Value>) {
+        self.apply(requests, Redaction::in_round, |requests| {
+            Value::Object(requests.clone())
+        });
+    }
+
+    /// The JSON-RPC error the page ended the call with (`-32021`), which the agent gets as one.
+    pub(crate) fn error(&self, error: &mut RpcError) {
+        self.apply(error, Redaction::in_error, to_json);
+    }
+
+    /// Each rule in file order; the first replacement of each rule in this call is audited (the
+    /// event as redacted, with `--log-payloads`).
+    fn apply<T: ?Sized>(
+        &self,
+        target: &mut T,
+        redact: impl Fn(&Redaction, &mut T) -> usize,
+        payload: impl Fn(&T) -> Value,
+    ) {
+        for (n, &at) in self.rules.iter().enumerate() {
+            let Some((redaction, acted)) = self.policy.redaction(at) else {
+                continue;
+            };
+            if redact(redaction, target) == 0 {
+                continue;
+            }
+            let first = {
+                let mut seen = self.acted.lock().unwrap_or_else(|p| p.into_inner());
+                !std::mem::replace(&mut seen[n], true)
+            };
+            if first {
+                let payload = self.log_payloads.then(|| payload(target));
+                audit(
+                    &acted,
+                    &self.tool,
+                    &self.session,
+                    &self.call,
+                    payload.as_ref(),
+                );
+            }
+        }
+    }
+
+    /// The rules that replaced something in what the page sent while the call ran.
+    fn acted(&self) -> Vec<Acted> {
+        let seen = self.acted.lock().unwrap_or_else(|p| p.into_inner());
+        self.rules
+            .iter()
+            .zip(seen.iter())
+            .filter(|(_, seen)| **seen)
+            .filter_map(|(&at, _)| self.policy.redaction(at).map(|(_, acted)| acted))
+            .collect()
+    }
 }
 
 /// A call about to go to the page (`PageSession::call_prepared_with`): its `limit` rules are
@@ -53,7 +155,7 @@ pub(crate) struct Running {
 /// every call to the page passes it); its `confirm` and `log` decisions are audited once, now that
 /// it runs. `Err`: the result to answer instead.
 pub(crate) fn running(
-    policy: &Policy,
+    policy: &Arc<Policy>,
     call: &PreparedCall,
     call_id: &str,
     linked: bool,
@@ -80,15 +182,32 @@ pub(crate) fn running(
         true => call.arguments().clone(),
         false => Value::Null,
     };
+    let events = match verdict.has_result_rules {
+        true => policy.event_redactions(tool, call.session(), call.arguments()),
+        false => Vec::new(),
+    };
+    let events = (!events.is_empty()).then(|| {
+        Arc::new(EventRedaction {
+            policy: Arc::clone(policy),
+            acted: Mutex::new(vec![false; events.len()]),
+            rules: events,
+            tool: tool.to_owned(),
+            session: call.session().to_owned(),
+            call: call_id.to_owned(),
+            log_payloads,
+        })
+    });
     Ok(Some(Running {
         tool: tool.to_owned(),
         verdict,
         input,
+        events,
     }))
 }
 
 /// The page's result, before any caller sees it: the result rules, the audit, and the rules that
-/// acted on the call listed in its `_meta`.
+/// acted on the call listed in its `_meta` — a `redact` rule that replaced something only in what
+/// the page sent while the call ran (its log, progress, rounds) too.
 pub(crate) fn answered(
     policy: &Policy,
     running: &Running,
@@ -102,20 +221,41 @@ pub(crate) fn answered(
     } else {
         Vec::new()
     };
-    if !acted.is_empty() {
+    let on_events = running
+        .events
+        .as_ref()
+        .map(|events| events.acted())
+        .unwrap_or_default();
+    // A rule already audited for what it replaced while the call ran is not audited again.
+    let unaudited: Vec<&Acted> = acted.iter().filter(|a| !on_events.contains(a)).collect();
+    if !unaudited.is_empty() {
         let payload = log_payloads.then(|| serde_json::to_value(&*result).unwrap_or_default());
-        for one in &acted {
+        for one in unaudited {
             audit(one, &running.tool, session, call_id, payload.as_ref());
         }
     }
-    let confirmed: Vec<Acted> = running
-        .verdict
-        .acted
-        .iter()
-        .filter(|a| a.action == "confirm")
-        .cloned()
+    let mut listed: Vec<Acted> = on_events
+        .into_iter()
+        .filter(|a| !acted.contains(a))
         .collect();
-    mark(result, &confirmed);
+    listed.extend(
+        running
+            .verdict
+            .acted
+            .iter()
+            .filter(|a| a.action == "confirm")
+            .cloned(),
+    );
+    mark(result, &listed);
+}
+
+/// The JSON-RPC error the page ended the call with (`-32021`, which an MCP agent gets as an
+/// error, not a result): the `redact` rules of what the page sends while the call runs apply to
+/// it too (`block` rules act on results alone).
+pub(crate) fn failed(running: &Running, error: &mut RpcError) {
+    if let Some(events) = &running.events {
+        events.error(error);
+    }
 }
 
 /// A frame another cluster node relays to this node's page: a `tools/call` is counted against the
@@ -156,6 +296,10 @@ pub(crate) fn relayed(
             Err(result)
         }
     }
+}
+
+fn to_json(value: &impl serde::Serialize) -> Value {
+    serde_json::to_value(value).unwrap_or_default()
 }
 
 fn request_text(id: &protocol::RequestId) -> String {

@@ -1,13 +1,15 @@
 //! Guardrails (`--policy FILE`, docs/guardrails.md): the operator's rules on tool calls, decided
-//! here for every route. Two moments of a call pass through this module, and nothing else decides:
+//! here for every route. Three moments of a call pass through this module, and nothing else decides:
 //!
 //! - before it goes to the page, [`Policy::check_input`] (from `PageSession::prepare`, which every
 //!   route's call passes): `block` ends it, `confirm` makes it need the person's approval, `log`
 //!   is noted; matching `limit` rules are counted when the call runs ([`Policy::admit`], on the node
 //!   that holds the page's socket);
-//! - once the page answered, [`Policy::check_result`] (from `PageSession::call_prepared_with`,
-//!   which every result passes before any caller sees it): `redact` replaces, `block` withholds,
-//!   `log` notes.
+//! - while it runs, the `redact` rules that apply to it (`gate::EventRedaction`, decided when it
+//!   starts) replace in everything the page sends about it as it passes to the caller — its log
+//!   and progress messages, its rounds — on every route (the session's waiter holds them);
+//! - once the page answered, [`Policy::check_result`] (from `PageSession::call_tool`, which every
+//!   result passes before any caller sees it): `redact` replaces, `block` withholds, `log` notes.
 //!
 //! A condition that cannot be decided (an error, a bound passed) fails closed: the call, or its
 //! result, is blocked, with a message saying which rule and why. Every decision other than
@@ -313,6 +315,41 @@ impl Policy {
         acted_on
     }
 
+    /// The `redact` rules for what the page sends while a call of `tool` runs (its log and
+    /// progress messages, its rounds: crate::policy::gate::EventRedaction), in file order: those
+    /// covering the tool whose condition holds on the call. The result does not exist yet, so a
+    /// rule whose condition reads it, or one that cannot be decided, applies (fail closed).
+    pub(crate) fn event_redactions(&self, tool: &str, session: &str, input: &Value) -> Vec<usize> {
+        let facts = Facts {
+            tool,
+            session,
+            input,
+            result: None,
+        };
+        let redacts = |rule: &Rule| matches!(rule.action, Action::Redact(_)) && rule.covers(tool);
+        self.rules
+            .iter()
+            .enumerate()
+            .filter(|(_, rule)| redacts(rule))
+            .filter(|(_, rule)| match &rule.when {
+                Some(condition) if !condition.reads_result() => {
+                    condition.holds(&facts, &self.evaluator).unwrap_or(true)
+                }
+                _ => true,
+            })
+            .map(|(at, _)| at)
+            .collect()
+    }
+
+    /// Rule `at`'s redaction (one [`Self::event_redactions`] named), and the rule as it acted.
+    pub(crate) fn redaction(&self, at: usize) -> Option<(&redact::Redaction, Acted)> {
+        let rule = self.rules.get(at)?;
+        match &rule.action {
+            Action::Redact(redaction) => Some((redaction, acted(rule, "redact"))),
+            _ => None,
+        }
+    }
+
     fn holds(&self, rule: &Rule, facts: &Facts) -> Result<bool, String> {
         match &rule.when {
             None => Ok(true),
@@ -383,5 +420,7 @@ pub fn audit(acted: &Acted, tool: &str, session: &str, call: &str, payload: Opti
     }
 }
 
+#[cfg(test)]
+mod event_tests;
 #[cfg(test)]
 mod tests;

@@ -1,13 +1,19 @@
-//! A `redact` rule's replacement of personal data in a call's result, before any agent sees it:
-//! in every text the result carries (`content` text blocks, embedded resources' `text`) and every
-//! string of `structuredContent`, however deep. Binary data (images, audio, blobs) is left alone.
+//! A `redact` rule's replacement of personal data in everything an agent reads from a call,
+//! before it sees it: in the result, every string of its `content` blocks but their `type` and
+//! binary data (images, audio, blobs: the core's block table, `protocol::content::BLOCKS`; a
+//! block of a kind the table does not know has every string replaced: fail closed), of its
+//! `structuredContent` and of its `_meta`, however deep; and as the page sends them while the call
+//! runs, its log messages (every string but the level), its progress messages and the requests of
+//! its rounds (elicitation messages and schemas, sampling prompts: every string but the binary
+//! data of a message's content blocks). Object keys and numbers are left alone.
 
 use std::borrow::Cow;
 use std::ops::Range;
 
-use client_tools_core::protocol::{CallToolResult, Content};
+use client_tools_core::protocol::content::{visit_strings, visit_text_mut};
+use client_tools_core::protocol::{method, CallToolResult, Content, ProgressParams, RpcError};
 use regex::Regex;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::detectors::Detector;
 
@@ -24,33 +30,102 @@ impl Redaction {
     pub fn apply(&self, result: &mut CallToolResult) -> usize {
         let mut count = 0;
         for block in &mut result.content {
-            match block {
-                Content::Text(text) => count += self.replace_in(&mut text.text),
-                Content::Block(block) => {
-                    if let Some(Value::String(text)) = block.get_mut("text") {
-                        count += self.replace_in(text);
-                    }
-                    if let Some(Value::Object(resource)) = block.get_mut("resource") {
-                        if let Some(Value::String(text)) = resource.get_mut("text") {
-                            count += self.replace_in(text);
-                        }
-                    }
-                }
-            }
+            count += match block {
+                Content::Text(text) => self.replace_in(&mut text.text),
+                Content::Block(block) => self.in_block(block),
+            };
         }
         if let Some(structured) = &mut result.structured_content {
             count += self.replace_in_value(structured);
         }
+        if let Some(meta) = &mut result.meta {
+            count += meta
+                .values_mut()
+                .map(|v| self.replace_in_value(v))
+                .sum::<usize>();
+        }
         count
     }
 
-    fn replace_in_value(&self, value: &mut Value) -> usize {
-        match value {
-            Value::String(text) => self.replace_in(text),
-            Value::Array(items) => items.iter_mut().map(|v| self.replace_in_value(v)).sum(),
-            Value::Object(object) => object.values_mut().map(|v| self.replace_in_value(v)).sum(),
-            _ => 0,
+    /// One content block: every string of it an agent reads as text (the core's block table).
+    fn in_block(&self, block: &mut Map<String, Value>) -> usize {
+        visit_text_mut(block, &mut |text| self.replace_in(text))
+    }
+
+    /// The params of one of the page's log messages (`notifications/message`): every string but
+    /// the `level`, `data` however nested, `logger` and `_meta` too.
+    pub fn in_log(&self, params: &mut Map<String, Value>) -> usize {
+        params
+            .iter_mut()
+            .filter(|(key, _)| key.as_str() != "level")
+            .map(|(_, value)| self.replace_in_value(value))
+            .sum()
+    }
+
+    /// One of the page's progress reports: its message (its token is the bridge's own).
+    pub fn in_progress(&self, progress: &mut ProgressParams) -> usize {
+        progress
+            .message
+            .as_mut()
+            .map_or(0, |message| self.replace_in(message))
+    }
+
+    /// The requests of one of the page's rounds (`inputRequests`: key → `{method, params}`): every
+    /// string of their params, however deep; the content blocks of a sampling request's messages
+    /// as in a result (their binary data left alone).
+    pub fn in_round(&self, requests: &mut Map<String, Value>) -> usize {
+        let mut count = 0;
+        for request in requests.values_mut() {
+            let sampling = request.get("method").and_then(Value::as_str)
+                == Some(method::SAMPLING_CREATE_MESSAGE);
+            let Some(Value::Object(params)) = request.get_mut("params") else {
+                continue;
+            };
+            for (key, value) in params.iter_mut() {
+                count += match (sampling, key.as_str(), value) {
+                    (true, "messages", Value::Array(messages)) => messages
+                        .iter_mut()
+                        .map(|message| self.in_sampling_message(message))
+                        .sum(),
+                    (_, _, value) => self.replace_in_value(value),
+                };
+            }
         }
+        count
+    }
+
+    /// `{role, content}`, the content one block or a list of them.
+    fn in_sampling_message(&self, message: &mut Value) -> usize {
+        let Value::Object(message) = message else {
+            return self.replace_in_value(message);
+        };
+        let mut count = 0;
+        for (key, value) in message.iter_mut() {
+            count += match (key.as_str(), value) {
+                ("content", Value::Object(block)) => self.in_block(block),
+                ("content", Value::Array(blocks)) => blocks
+                    .iter_mut()
+                    .map(|block| match block {
+                        Value::Object(block) => self.in_block(block),
+                        other => self.replace_in_value(other),
+                    })
+                    .sum(),
+                (_, value) => self.replace_in_value(value),
+            };
+        }
+        count
+    }
+
+    /// A JSON-RPC error the page ended the call with, which the agent gets as one: its message
+    /// and every string of its data.
+    pub fn in_error(&self, error: &mut RpcError) -> usize {
+        let data = error.data.as_mut().map_or(0, |d| self.replace_in_value(d));
+        self.replace_in(&mut error.message) + data
+    }
+
+    /// Every string inside `value`, however deep (keys excluded).
+    fn replace_in_value(&self, value: &mut Value) -> usize {
+        visit_strings(value, &mut |text| self.replace_in(text))
     }
 
     /// Replaces the matches in one text; how many there were.
@@ -153,6 +228,106 @@ mod tests {
         );
         // Numbers are data, not text: left alone (a condition can block on them).
         assert_eq!(text["structuredContent"]["count"], 4111111111111111u64);
+    }
+
+    /// A block of a kind the core's table does not know is all text (fail closed); the result's
+    /// `_meta` and a block's `annotations` and `_meta` are read too.
+    #[test]
+    fn unknown_block_kinds_and_meta_are_redacted_as_text() {
+        let mut result: CallToolResult = serde_json::from_value(json!({
+            "content": [
+                {"type": "video", "data": "clip of ada@example.com", "captions": [{"t": "4111111111111111"}]},
+                {"type": "image", "data": "QUJD", "mimeType": "image/png", "_meta": {"alt": "ada@example.com"}},
+                {"type": "resource_link", "uri": "mailto:ada@example.com", "name": "secret-abc"},
+                {"type": "resource", "resource": {"uri": "blob:1", "blob": "QUJD"},
+                 "annotations": {"audience": ["bob@example.org"]}},
+            ],
+            "_meta": {"trace": {"who": ["ada@example.com"]}, "count": 4111111111111111u64},
+        }))
+        .unwrap();
+        let replaced = all().apply(&mut result);
+        let text = serde_json::to_value(&result).unwrap();
+        assert_eq!(replaced, 7, "{text}");
+        assert_eq!(text["content"][0]["data"], "clip of [x]");
+        assert_eq!(text["content"][0]["captions"][0]["t"], "[x]");
+        assert_eq!(text["content"][1]["_meta"]["alt"], "[x]");
+        assert_eq!(text["content"][1]["data"], "QUJD");
+        assert_eq!(text["content"][2]["uri"], "mailto:[x]");
+        assert_eq!(text["content"][2]["name"], "[x]");
+        assert_eq!(text["content"][3]["resource"]["blob"], "QUJD");
+        assert_eq!(text["content"][3]["annotations"]["audience"][0], "[x]");
+        assert_eq!(text["_meta"]["trace"]["who"][0], "[x]");
+        assert_eq!(text["_meta"]["count"], 4111111111111111u64);
+    }
+
+    #[test]
+    fn log_progress_rounds_and_page_errors_are_redacted() {
+        let rule = all();
+        let mut log = json!({"level": "info", "logger": "ada@example.com",
+            "data": {"msg": ["looking up ada@example.com", {"card": "4111 1111 1111 1111"}]},
+            "_meta": {"who": "bob@example.org"}});
+        let Value::Object(log) = &mut log else {
+            unreachable!()
+        };
+        assert_eq!(rule.in_log(log), 4);
+        assert_eq!(
+            Value::Object(log.clone()),
+            json!({"level": "info", "logger": "[x]",
+                "data": {"msg": ["looking up [x]", {"card": "[x]"}]}, "_meta": {"who": "[x]"}})
+        );
+
+        let mut progress = ProgressParams {
+            progress_token: json!("4111111111111111"),
+            progress: 1.0,
+            total: None,
+            message: Some("card 4111111111111111 found".into()),
+        };
+        assert_eq!(rule.in_progress(&mut progress), 1);
+        assert_eq!(progress.message.as_deref(), Some("card [x] found"));
+        assert_eq!(
+            progress.progress_token, "4111111111111111",
+            "the bridge's own"
+        );
+
+        let mut requests = json!({
+            "ask": {"method": "elicitation/create", "params": {"message": "Is ada@example.com yours?",
+                "requestedSchema": {"type": "object", "properties": {"card": {"type": "string",
+                    "description": "not 4111111111111111", "enum": ["secret-abc"]}}}}},
+            "think": {"method": "sampling/createMessage", "params": {
+                "systemPrompt": "mail bob@example.org",
+                "messages": [
+                    {"role": "user", "content": {"type": "text", "text": "card 4111111111111111"}},
+                    {"role": "user", "content": [{"type": "image", "data": "QUJD", "mimeType": "image/png"},
+                        {"type": "audio", "data": "secret-abc", "mimeType": "audio/wav"}]},
+                ],
+                "maxTokens": 10}},
+        });
+        let Value::Object(requests) = &mut requests else {
+            unreachable!()
+        };
+        assert_eq!(rule.in_round(requests), 5);
+        let requests = Value::Object(requests.clone());
+        let ask = &requests["ask"]["params"];
+        assert_eq!(ask["message"], "Is [x] yours?");
+        assert_eq!(
+            ask["requestedSchema"]["properties"]["card"],
+            json!({"type": "string", "description": "not [x]", "enum": ["[x]"]})
+        );
+        let think = &requests["think"]["params"];
+        assert_eq!(think["systemPrompt"], "mail [x]");
+        assert_eq!(think["messages"][0]["content"]["text"], "card [x]");
+        assert_eq!(think["messages"][1]["content"][0]["data"], "QUJD");
+        assert_eq!(
+            think["messages"][1]["content"][1]["data"], "secret-abc",
+            "binary data is not text"
+        );
+        assert_eq!(requests["think"]["method"], "sampling/createMessage");
+
+        let mut error = RpcError::new(-32021, "ada@example.com lacks sampling");
+        error.data = Some(json!({"requiredCapabilities": {"sampling": {}}, "why": "secret-abc"}));
+        assert_eq!(rule.in_error(&mut error), 2);
+        assert_eq!(error.message, "[x] lacks sampling");
+        assert_eq!(error.data.unwrap()["why"], "[x]");
     }
 
     #[test]

@@ -36,12 +36,13 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use crate::bridge::Bridge;
-use crate::call_options::CallOptions;
 use crate::input_rounds::{
     self, arguments_digest, task_refusal, tool_digest, AgentSide, CallKey, Driven, Retry,
     RunningCall, STATE_DOMAIN,
 };
-use crate::page_session::{describe_page_error, SessionInfo};
+use crate::sessions::call_options::describe_page_error;
+use crate::sessions::call_options::CallOptions;
+use crate::sessions::page_session::SessionInfo;
 use crate::tasks::TaskOp;
 
 pub async fn list_sessions(State(bridge): State<Bridge>) -> Json<Vec<SessionInfo>> {

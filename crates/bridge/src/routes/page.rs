@@ -30,8 +30,8 @@ use crate::auth::{page_origin_allowed, secrets_match};
 use crate::bridge::Bridge;
 use crate::connection_queue::{self, Outgoing, OutgoingSender};
 use crate::limits::MAX_MESSAGE_BYTES;
-use crate::page_session::PageSession;
-use crate::session_table::{Claimed, ConnectionSlot};
+use crate::sessions::page_session::PageSession;
+use crate::sessions::table::{Claimed, ConnectionSlot};
 
 /// How long the page has to answer `initialize` and `tools/list`.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);

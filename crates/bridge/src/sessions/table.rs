@@ -18,8 +18,8 @@ use sha2::{Digest, Sha256};
 
 use crate::agent_tools::AgentTools;
 use crate::limits::Limits;
-use crate::page_session::{PageSession, RelayReplies, Via, CLOSE_REPLACED};
 use crate::policy::Policy;
+use crate::sessions::page_session::{PageSession, RelayReplies, Via, CLOSE_REPLACED};
 
 /// How often, at most, expired sessions are swept (on the next access to the table).
 const SWEEP_EVERY: Duration = Duration::from_secs(1);

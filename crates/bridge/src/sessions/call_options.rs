@@ -12,8 +12,8 @@ use client_tools_core::protocol::{CallToolResult, ProgressParams, RpcError};
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 
-use crate::page_session::{describe_page_error, CallEvent, CallOutcome};
 use crate::prepared_call::PreparedCall;
+use client_tools_core::protocol::{self, RequestId};
 
 /// What [`PageSession::call_tool`](crate::PageSession::call_tool) calls: a tool by name with its
 /// arguments (checked there as on every route), or a call already checked by
@@ -155,4 +155,58 @@ impl CallEnd {
             Self::Cancelled => None,
         }
     }
+}
+
+/// What a page sends about one of its calls while it runs, besides progress (SPEC §4, §6): tied
+/// to the call by `_meta["clienttools/callId"]`, the id of the bridge's `tools/call`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CallEvent {
+    /// `notifications/message`: its params, `clienttools/callId` removed from their `_meta`.
+    Log(Map<String, Value>),
+    /// `clienttools/input`: a round of requests to the agent. Answer it once with
+    /// [`PageSession::answer_round`].
+    Input(InputRound),
+}
+
+/// One round of the page's requests to the agent (`clienttools/input`), already checked: each
+/// entry of `requests` is `{method, params}` with a method among `elicitation/create`,
+/// `sampling/createMessage` and `roots/list`, and `params` an object without the page's
+/// `clienttools/` `_meta` keys.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InputRound {
+    /// The page's request id (answer with it).
+    pub id: RequestId,
+    /// `inputRequests`: key (chosen by the page) → `{method, params}`.
+    pub requests: Map<String, Value>,
+    /// The page asks this round before its call becomes an MCP task (`_meta`
+    /// `clienttools/beforeTask: true` on one of its requests): the agent answers it on its
+    /// `tools/call` (crate::input_rounds), and the task starts after.
+    pub before_task: bool,
+}
+
+/// A call's end as the page decided it: its result, or the JSON-RPC error the agent must get as
+/// one (`-32021` with `requiredCapabilities`).
+pub type CallOutcome = Result<CallToolResult, RpcError>;
+
+/// The text of an error result standing for the page's JSON-RPC error on a call (for callers
+/// that take results only: `/api`, the Rust API).
+pub fn describe_page_error(error: &RpcError) -> String {
+    if is_missing_capability(error) {
+        let required = error
+            .data
+            .as_ref()
+            .and_then(|data| data.get("requiredCapabilities"))
+            .map(Value::to_string)
+            .unwrap_or_else(|| "{}".to_owned());
+        return format!(
+            "the tool needs a capability this caller does not offer ({required}): {}",
+            error.message
+        );
+    }
+    format!("the page refused the call: {}", error.message)
+}
+
+/// Whether the page's error on a call is `-32021` (a capability the agent did not declare).
+pub(crate) fn is_missing_capability(error: &RpcError) -> bool {
+    error.code == protocol::code::MISSING_CAPABILITY
 }

@@ -1,0 +1,480 @@
+//! A page session's calls: checked and prepared, sent and waited on (the engine decides when
+//! they fail), cancelled; the page's progress and log messages on them.
+
+//! One page session, as the runtime sees it: the page's tools, its connection (when it has one),
+//! and the calls waiting for its answers.
+//!
+//! A session outlives its connections: a page that reloads or reconnects gets the same
+//! [`PageSession`] back. The rules for waiting requests are the [`RequestEngine`]'s; this file is
+//! its driver (it performs the engine's outputs on the connection's queue and the callers'
+//! channels, and does the waiting), and adds the allow-list and one trace span per tool call.
+
+use std::future::Future;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use client_tools_core::call::outcome;
+use client_tools_core::limits::ANSWER_SLACK_MS;
+use client_tools_core::protocol::{
+    self, encode_notification, encode_request, method, CallToolResult, ProgressParams, RequestId,
+};
+use client_tools_core::registry::is_allowed;
+use serde_json::{Map, Value};
+use tokio::sync::{mpsc, oneshot};
+
+use super::rounds::take_call_id;
+use super::{now, run_timer, PageSession, State, Via, Waiter};
+use crate::policy::{self};
+use crate::prepared_call::{self, PreparedCall, RequestedTimeout};
+pub use crate::request_engine::RequestFailure;
+use crate::request_engine::{Answer, Purpose, Request, Settled};
+use crate::sessions::call_options::{
+    is_missing_capability, CallEnd, CallEvent, CallOptions, ToolCall,
+};
+
+/// Extra time the runtime waits beyond a call's timeout (the core's `limits::ANSWER_SLACK_MS`, the
+/// page's grace for late handlers plus the network), so the page's own, more precise, outcome
+/// normally arrives first.
+const ANSWER_SLACK: Duration = Duration::from_millis(ANSWER_SLACK_MS);
+
+/// Where a call's log messages and rounds go, and the `redact` rules they pass first.
+type Events = (
+    Option<mpsc::Sender<CallEvent>>,
+    Option<Arc<policy::gate::EventRedaction>>,
+);
+
+/// A request nobody hears log messages or rounds of.
+const NO_EVENTS: Events = (None, None);
+
+/// A caller that stops waiting (its future dropped: an agent gone, an HTTP client disconnected)
+/// cancels its request, so nothing waits on the page's answer forever. A no-op once settled.
+struct CancelOnDrop<'a> {
+    session: &'a PageSession,
+    id: &'a str,
+}
+
+impl Drop for CancelOnDrop<'_> {
+    fn drop(&mut self) {
+        self.session
+            .cancel_request(self.id, "the runtime stopped waiting");
+    }
+}
+
+/// What a request's channel delivered. The engine settles every request it gives up on; a closed
+/// channel means the session itself is gone.
+fn outcome_of(received: Result<Settled, oneshot::error::RecvError>) -> Settled {
+    received.unwrap_or(Err(RequestFailure::Disconnected))
+}
+
+/// The request `id`; `_meta.progressToken` is the id, so the page's progress reports name the
+/// request they extend.
+fn new_request(
+    id: String,
+    method: &str,
+    mut params: Value,
+    timeout: Duration,
+    purpose: Purpose,
+) -> Request {
+    if let Some(object) = params.as_object_mut() {
+        let meta = object
+            .entry("_meta")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if let Some(meta) = meta.as_object_mut() {
+            meta.insert("progressToken".into(), id.clone().into());
+        }
+    }
+    let frame = encode_request(&RequestId::String(id.clone()), method, &params);
+    Request {
+        id,
+        frame,
+        timeout,
+        purpose,
+    }
+}
+
+impl PageSession {
+    /// Checks a call and decides what it carries (crate::prepared_call): which tool `name` means (a
+    /// listed or an original name: the call goes under the listed one), the allow-list (by original
+    /// name), the caller's `_meta` (`clienttools/confirmedBy` is refused), a `--tools` tool's
+    /// schemas, policy and input, the timeout (`requested`: `/api`'s `timeoutMs` — else the
+    /// `_meta`'s, the tool's or the bridge's), whether it needs confirmation. A refused call is the
+    /// error result to answer with.
+    pub fn prepare_call(
+        &self,
+        name: &str,
+        arguments: Value,
+        caller_meta: Option<&Map<String, Value>>,
+        requested: Option<Duration>,
+    ) -> Result<PreparedCall, CallToolResult> {
+        let requested = requested.map(|timeout| RequestedTimeout {
+            timeout,
+            field: "timeoutMs",
+        });
+        self.prepare(name, arguments, caller_meta, requested)
+    }
+
+    fn prepare(
+        &self,
+        name: &str,
+        arguments: Value,
+        caller_meta: Option<&Map<String, Value>>,
+        requested: Option<RequestedTimeout>,
+    ) -> Result<PreparedCall, CallToolResult> {
+        // Only the `Arc` is copied under the lock: schemas compile and arguments are checked
+        // without holding it.
+        let page_tools = self.lock().tools.clone();
+        let context = prepared_call::Context {
+            session: &self.id,
+            allow: &self.allow,
+            default_timeout: self.default_timeout,
+            agent_tools: &self.agent_tools,
+            page_tools: &page_tools,
+        };
+        let prepared = prepared_call::prepare(&context, name, arguments, caller_meta, requested)
+            .and_then(|call| {
+                policy::gate::prepared(
+                    &self.policy,
+                    call,
+                    || self.next_request_id(),
+                    self.log_payloads,
+                )
+            });
+        prepared.inspect_err(|result| {
+            tracing::info_span!("tool_call", session = %self.id, tool = ?name, outcome = "refused")
+                .in_scope(|| tracing::info!(reason = %result.text(), "tool call refused"));
+        })
+    }
+
+    /// Calls a tool of the page: the one way to call, for an embedding runtime and every route.
+    /// A [`ToolCall::Named`] is checked first as [`Self::prepare_call`] checks it (with the
+    /// options' timeout and `_meta`); a [`ToolCall::Prepared`] was checked then, and is checked
+    /// again here: prepared by this session, its tool allowed now. Always ends: page errors,
+    /// absence and silence are error results ([`CallEnd`]).
+    pub async fn call_tool(
+        &self,
+        call: impl Into<ToolCall>,
+        mut options: CallOptions<'_>,
+    ) -> CallEnd {
+        let call = match call.into() {
+            ToolCall::Named { name, arguments } => {
+                let requested = options.timeout.map(|timeout| RequestedTimeout {
+                    timeout,
+                    field: "timeout",
+                });
+                match self.prepare(&name, arguments, options.meta.as_ref(), requested) {
+                    Ok(call) => call,
+                    Err(refused) => return CallEnd::Result(refused),
+                }
+            }
+            ToolCall::Prepared(call) => {
+                if options.timeout.is_some() || options.meta.is_some() {
+                    return CallEnd::Result(CallToolResult::error(
+                        "a prepared call's timeout and _meta were decided by prepare_call: \
+                         leave them unset in the options of call_tool",
+                    ));
+                }
+                call
+            }
+        };
+        let cancel = options.take_cancel();
+        let (progress, events) = (options.progress, options.events);
+        if let Err(refused) = self.may_run(&call) {
+            tracing::info_span!("tool_call", session = %self.id, tool = ?call.name(), outcome = "refused")
+                .in_scope(|| tracing::info!(reason = %refused.text(), "tool call refused"));
+            return CallEnd::Result(refused);
+        }
+        let id = self.next_request_id();
+        let linked = matches!(self.via(), Some(Via::Node(_)));
+        let policed =
+            policy::gate::running(&self.policy, &call, &id, linked, now(), self.log_payloads);
+        let policed = match policed {
+            Ok(policed) => policed,
+            Err(refused) => return CallEnd::Result(refused),
+        };
+        let started = tokio::time::Instant::now();
+        let name = call.name().to_owned();
+        let redact = policed
+            .as_ref()
+            .and_then(policy::gate::Running::event_redaction);
+        let (mut result, outcome) = self
+            .run_tool_call(&id, call, cancel, progress, (events, redact))
+            .await;
+        match (&policed, &mut result) {
+            (Some(policed), CallEnd::Result(result)) => policy::gate::answered(
+                &self.policy,
+                policed,
+                &self.id,
+                &id,
+                result,
+                self.log_payloads,
+            ),
+            (Some(policed), CallEnd::PageError(error)) => policy::gate::failed(policed, error),
+            _ => {}
+        }
+        // The call's span is made once it is over, with every field known: nothing is recorded
+        // into it afterwards, and the call's future is not entered and left at every poll (made
+        // up front, recorded into and instrumenting the future, it cost 4.5 % of the CPU per call).
+        let span = tracing::info_span!(
+            "tool_call",
+            session = %self.id,
+            tool = ?name,
+            call = %id,
+            outcome,
+            duration_ms = started.elapsed().as_millis() as u64,
+        );
+        span.in_scope(|| {
+            if let (CallEnd::Result(result), true) = (&result, self.log_payloads) {
+                let result = serde_json::to_string(result).unwrap_or_default();
+                tracing::debug!(%result, "tool call result");
+            }
+            tracing::info!("tool call finished");
+        });
+        result
+    }
+
+    /// A tool call: how it ended, and its trace outcome.
+    async fn run_tool_call(
+        &self,
+        id: &str,
+        call: PreparedCall,
+        cancel: impl Future<Output = String>,
+        progress: Option<mpsc::Sender<ProgressParams>>,
+        events: Events,
+    ) -> (CallEnd, &'static str) {
+        let (name, arguments, meta, timeout) = call.into_parts();
+        let name = name.as_str();
+        if self.log_payloads {
+            // In a span like the call's (whose own span is made when it ends).
+            tracing::info_span!("tool_call", session = %self.id, tool = ?name, call = %id)
+                .in_scope(|| tracing::debug!(%arguments, "tool call arguments"));
+        }
+        let frame =
+            protocol::encode_tool_call(id, name, &arguments, timeout.as_millis() as u64, &meta);
+        let request = Request {
+            id: id.to_owned(),
+            frame,
+            timeout: timeout + ANSWER_SLACK,
+            purpose: Purpose::ToolCall,
+        };
+        let settled = self.send_and_wait(request, progress, events, cancel).await;
+        match settled {
+            Ok(Ok(result)) => match serde_json::from_str::<CallToolResult>(result.get()) {
+                Ok(result) => {
+                    let outcome = if result.is_error { "error" } else { "ok" };
+                    (CallEnd::Result(result), outcome)
+                }
+                Err(error) => (
+                    CallEnd::Result(CallToolResult::error(format!(
+                        "the page sent a malformed tools/call result: {error}"
+                    ))),
+                    "error",
+                ),
+            },
+            Ok(Err(error)) if is_missing_capability(&error) => {
+                (CallEnd::PageError(error), "missing_capability")
+            }
+            Ok(Err(error)) => (
+                CallEnd::Result(CallToolResult::error(format!(
+                    "the page refused the call: {}",
+                    error.message
+                ))),
+                "error",
+            ),
+            Err(RequestFailure::Cancelled) => (CallEnd::Cancelled, "cancelled"),
+            Err(failure) => (
+                CallEnd::Result(CallToolResult::error(failure.describe(&self.id, timeout))),
+                failure.outcome(),
+            ),
+        }
+    }
+
+    /// The checks of [`Self::prepare_call`] that [`Self::call_tool`] makes again on a prepared call: the call was
+    /// prepared by this session, and the allow-list allows its tool as the page lists it now.
+    fn may_run(&self, call: &PreparedCall) -> Result<(), CallToolResult> {
+        if call.session() != self.id {
+            return Err(CallToolResult::error(format!(
+                "this call was prepared for page session '{}', not '{}': prepare it on the \
+                 session that runs it",
+                call.session(),
+                self.id
+            )));
+        }
+        let page_tools = self.lock().tools.clone();
+        let original = prepared_call::listed_original(call.name(), &self.agent_tools, &page_tools);
+        if !is_allowed(&self.allow, &original) {
+            return Err(outcome::not_allowed(call.name()));
+        }
+        Ok(())
+    }
+
+    /// A request of the bridge's own (`initialize`, `tools/list`) and the page's answer.
+    pub(crate) async fn request(
+        &self,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+    ) -> Result<Answer, RequestFailure> {
+        let id = self.next_request_id();
+        let request = new_request(id, method, params, timeout, Purpose::Housekeeping);
+        self.send_and_wait(request, None, NO_EVENTS, std::future::pending::<String>())
+            .await
+    }
+
+    /// Whether the current connection answers a `ping` within `within`. No reconnect grace: a
+    /// connection that drops meanwhile, or none at all, is a no; silence here does not make
+    /// calls fail fast.
+    pub(crate) async fn is_answering(&self, within: Duration) -> bool {
+        let id = self.next_request_id();
+        let request = new_request(
+            id,
+            method::PING,
+            serde_json::json!({}),
+            within,
+            Purpose::Probe,
+        );
+        // Any answer, even an error, shows the page is there.
+        self.send_and_wait(request, None, NO_EVENTS, std::future::pending::<String>())
+            .await
+            .is_ok()
+    }
+
+    fn next_request_id(&self) -> String {
+        let n = self.next_request.fetch_add(1, Ordering::Relaxed);
+        format!("{}-{n}", self.instance)
+    }
+
+    /// Hands the request to the engine and waits for its outcome: the answer, a failure the engine
+    /// decides when woken at its deadline, or `cancel` (the page is told; no answer then). The
+    /// page's progress on it goes to `observer`.
+    async fn send_and_wait(
+        &self,
+        request: Request,
+        observer: Option<mpsc::Sender<ProgressParams>>,
+        (events, redact): Events,
+        cancel: impl Future<Output = String>,
+    ) -> Settled {
+        let id = request.id.clone();
+        let (settle, mut settled) = oneshot::channel();
+        let begun = {
+            let mut state = self.lock();
+            let begun = state.engine.begin(request, now());
+            if begun.is_ok() {
+                let waiter = Waiter {
+                    settle,
+                    observer,
+                    events,
+                    redact,
+                };
+                state.waiters.insert(id.clone(), waiter);
+                state.perform();
+                let wake = state.engine.wake_at(&id);
+                self.arm(&mut state, wake);
+            }
+            begun
+        };
+        if let Err(failure) = begun {
+            if failure == RequestFailure::Unresponsive {
+                self.ping_page();
+            }
+            return Err(failure);
+        }
+        let _stop_if_dropped = CancelOnDrop {
+            session: self,
+            id: &id,
+        };
+        // The engine settles the request, at its deadline too (the session's timer wakes it).
+        tokio::select! {
+            biased;
+            received = &mut settled => outcome_of(received),
+            reason = cancel => {
+                if self.cancel_request(&id, &reason) {
+                    return Err(RequestFailure::Cancelled);
+                }
+                outcome_of(settled.await) // the outcome came first: it stands
+            }
+        }
+    }
+
+    /// The engine may want the time at `at` (a request begun, a disconnect's grace): wakes the
+    /// session's timer when it sleeps until later (or starts it, with the first request). One timer
+    /// per session, whatever the number of waiting requests (STYLE 13: one `poll_timeout`).
+    pub(super) fn arm(&self, state: &mut State, at: Option<Instant>) {
+        let Some(at) = at else { return };
+        if state.armed.is_some_and(|armed| armed <= at) {
+            return;
+        }
+        state.armed = Some(at);
+        if state.timer_started {
+            self.timer.notify_one();
+        } else {
+            state.timer_started = true;
+            tokio::spawn(run_timer(
+                Arc::downgrade(&self.state),
+                Arc::clone(&self.timer),
+            ));
+        }
+    }
+
+    /// The caller gave up on request `id` (the engine tells the page); `false` when it had settled.
+    fn cancel_request(&self, id: &str, reason: &str) -> bool {
+        let mut state = self.lock();
+        state.waiters.remove(id);
+        state.drive(|engine| engine.cancel(id, reason))
+    }
+
+    /// Fail-fast mode: ask the page whether it answers again, without making anyone wait (any
+    /// answer ends fail-fast).
+    fn ping_page(&self) {
+        let id = RequestId::String(format!("{}-ping", self.instance));
+        let frame = encode_request(&id, method::PING, &serde_json::json!({}));
+        self.lock().drive(|engine| engine.notify(frame));
+    }
+
+    /// The page reported progress on a request: the runtime waits longer (up to the hard bound).
+    pub(crate) fn progress(&self, mut progress: ProgressParams) {
+        self.progress_seen.fetch_add(1, Ordering::Relaxed);
+        if let Some(redact) = progress
+            .progress_token
+            .as_str()
+            .and_then(|call| self.redaction_of(call))
+        {
+            redact.progress(&mut progress);
+        }
+        let mut state = self.lock();
+        let Some(progress) = state.drive(|engine| engine.progress(progress, now())) else {
+            return;
+        };
+        let token = progress.progress_token.as_str().unwrap_or_default();
+        let Some(route) = state.routes.get(token) else {
+            return;
+        };
+        drop(state);
+        if let Some(replies) = &self.relay_replies {
+            let frame = encode_notification(method::PROGRESS, &progress);
+            replies.send_back(route, None, frame);
+        }
+    }
+
+    /// The page's `notifications/message` about one of its calls: to the caller waiting on it,
+    /// if it takes them (dropped otherwise, or when its buffer is full).
+    pub(crate) fn page_log(&self, params: Value) {
+        let Value::Object(mut params) = params else {
+            return;
+        };
+        let Some(call) = take_call_id(&mut params) else {
+            return;
+        };
+        if !params.get("level").is_some_and(Value::is_string) || !params.contains_key("data") {
+            return;
+        }
+        if let Some(redact) = self.redaction_of(&call) {
+            redact.log(&mut params);
+        }
+        let state = self.lock();
+        let events = state.waiters.get(&call).and_then(|w| w.events.as_ref());
+        if let Some(events) = events {
+            let _ = events.try_send(CallEvent::Log(params));
+        }
+    }
+}
