@@ -2,7 +2,7 @@
 //! person at the agent through MCP elicitation, what their answer means for the call, and the
 //! integrity-protected, single-use `requestState` of the 2026-07-28 multi-round-trip flow.
 //!
-//! Pure logic: time is a parameter (unix milliseconds), the transport is crate::mcp's.
+//! Pure logic: time is a parameter (unix milliseconds), the transport is crate::routes::mcp's.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Mutex;

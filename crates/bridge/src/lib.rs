@@ -52,7 +52,7 @@ mod fake_page;
 mod guard;
 mod input_rounds;
 pub mod limits;
-pub mod mcp;
+
 mod policy;
 #[cfg(test)]
 mod policy_session_tests;
@@ -75,5 +75,6 @@ pub use config::{BridgeConfig, ConfirmVia};
 pub use limits::Limits;
 pub use policy::{Policy, ACTED_META};
 pub use prepared_call::{PreparedCall, CONFIRMED_BY_AGENT};
+pub use routes::mcp::McpAgent;
 pub use sessions::call_options::{CallEnd, CallEvent, CallOptions, InputRound, ToolCall};
 pub use sessions::page_session::{PageSession, SessionInfo};

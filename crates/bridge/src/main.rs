@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Parser;
-use client_tools_bridge::mcp::McpAgent;
+use client_tools_bridge::McpAgent;
 use client_tools_bridge::{
     AgentTools, Bridge, BridgeConfig, ClusterOptions, ConfirmVia, Limits, Policy,
 };

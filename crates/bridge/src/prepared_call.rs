@@ -120,7 +120,7 @@ impl PreparedCall {
     }
 
     /// The person at the agent approved: the page skips its own dialog (SPEC §7). Only the bridge
-    /// calls this, once the answer came (crate::mcp).
+    /// calls this, once the answer came (crate::routes::mcp).
     pub(crate) fn confirmed_by_agent(&mut self) {
         self.meta
             .insert(meta::CONFIRMED_BY.into(), CONFIRMED_BY_AGENT.into());

@@ -11,8 +11,8 @@ use axum::routing::{any_service, MethodRouter};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 
+use super::mcp::McpAgent;
 use crate::bridge::Bridge;
-use crate::mcp::McpAgent;
 
 /// `/mcp` as the bridge serves it: [`mcp_service`], with a session's `DELETE` answered 200
 /// ([`terminated_is_ok`]).

@@ -3,5 +3,6 @@
 
 pub mod agent;
 pub mod api;
+pub mod mcp;
 pub mod page;
 pub mod site;

@@ -1,14 +1,6 @@
 //! A page session's calls: checked and prepared, sent and waited on (the engine decides when
 //! they fail), cancelled; the page's progress and log messages on them.
 
-//! One page session, as the runtime sees it: the page's tools, its connection (when it has one),
-//! and the calls waiting for its answers.
-//!
-//! A session outlives its connections: a page that reloads or reconnects gets the same
-//! [`PageSession`] back. The rules for waiting requests are the [`RequestEngine`]'s; this file is
-//! its driver (it performs the engine's outputs on the connection's queue and the callers'
-//! channels, and does the waiting), and adds the allow-list and one trace span per tool call.
-
 use std::future::Future;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;

@@ -1,14 +1,6 @@
 //! A page session's connection: its socket or a link to the cluster node holding it, attached
 //! and detached; the page's answers, delivered; frames relayed from other nodes.
 
-//! One page session, as the runtime sees it: the page's tools, its connection (when it has one),
-//! and the calls waiting for its answers.
-//!
-//! A session outlives its connections: a page that reloads or reconnects gets the same
-//! [`PageSession`] back. The rules for waiting requests are the [`RequestEngine`]'s; this file is
-//! its driver (it performs the engine's outputs on the connection's queue and the callers'
-//! channels, and does the waiting), and adds the allow-list and one trace span per tool call.
-
 use std::sync::Arc;
 use std::time::SystemTime;
 

@@ -2,17 +2,13 @@
 //! and the calls waiting for its answers.
 //!
 //! A session outlives its connections: a page that reloads or reconnects gets the same
-//! [`PageSession`] back. The rules for waiting requests are the [`RequestEngine`]'s; this file is
+//! [`PageSession`] back. The rules for waiting requests are the [`RequestEngine`]'s; this module is
 //! its driver (it performs the engine's outputs on the connection's queue and the callers'
 //! channels, and does the waiting), and adds the allow-list and one trace span per tool call.
-
-//! One page session, as the runtime sees it: the page's tools, its connection (when it has one),
-//! and the calls waiting for its answers.
 //!
-//! A session outlives its connections: a page that reloads or reconnects gets the same
-//! [`PageSession`] back. The rules for waiting requests are the [`RequestEngine`]'s; this file is
-//! its driver (it performs the engine's outputs on the connection's queue and the callers'
-//! channels, and does the waiting), and adds the allow-list and one trace span per tool call.
+//! Its parts: `connection` (the page's socket or a link to the node holding it; its answers and
+//! relayed frames), `calls` (a call checked, sent, waited on and traced; its progress and log
+//! messages), `rounds` (the page's requests to the agent for one of its calls).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};

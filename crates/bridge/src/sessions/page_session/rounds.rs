@@ -1,14 +1,6 @@
 //! The page's rounds of requests to the agent for one of its calls (`clienttools/input`, SPEC §4
 //! "Asking mid-call"): checked, handed to the caller waiting on the call, answered once.
 
-//! One page session, as the runtime sees it: the page's tools, its connection (when it has one),
-//! and the calls waiting for its answers.
-//!
-//! A session outlives its connections: a page that reloads or reconnects gets the same
-//! [`PageSession`] back. The rules for waiting requests are the [`RequestEngine`]'s; this file is
-//! its driver (it performs the engine's outputs on the connection's queue and the callers'
-//! channels, and does the waiting), and adds the allow-list and one trace span per tool call.
-
 use client_tools_core::protocol::{self, encode_error, encode_result, method, RequestId, RpcError};
 use serde_json::{Map, Value};
 

@@ -1,0 +1,93 @@
+//! What an agent hears unasked: its page's tool list changing, and (2025-11-25) the status of the
+//! tasks its calls became — for as long as its MCP session lasts.
+
+#![allow(deprecated)]
+
+use std::time::Duration;
+
+use rmcp::model::{
+    DetailedTask, ServerNotification, TaskStatusNotification, TaskStatusNotificationParams,
+};
+use rmcp::{Peer, RoleServer};
+
+use super::McpAgent;
+
+/// How often an agent bound to no page yet looks for one (to announce its tools), and how often its
+/// announcer checks that the agent is still there.
+pub(super) const UNBOUND_POLL: Duration = Duration::from_millis(500);
+
+impl McpAgent {
+    /// Tells `peer` whenever the page's tool list changes, for as long as the agent is connected
+    /// (checked every [`UNBOUND_POLL`]: no task outlives its MCP session by more than that).
+    pub(super) async fn announce_changes(self, peer: Peer<RoleServer>) {
+        // What the agent could have listed so far: nothing, if no page was there yet.
+        let mut listed = self.page(None).map(|p| p.tools()).unwrap_or_default();
+        let page = loop {
+            if peer.is_transport_closed() {
+                return;
+            }
+            match self.page(None) {
+                Some(page) => break page,
+                None => tokio::time::sleep(UNBOUND_POLL).await,
+            }
+        };
+        let mut changes = page.subscribe();
+        loop {
+            let now = page.tools();
+            if now != listed {
+                listed = now;
+                if peer.notify_tool_list_changed().await.is_err() {
+                    return;
+                }
+            }
+            tokio::select! {
+                changed = changes.changed() => if changed.is_err() { return },
+                _ = tokio::time::sleep(UNBOUND_POLL) => {}
+            }
+            if peer.is_transport_closed() {
+                return;
+            }
+        }
+    }
+}
+
+impl McpAgent {
+    /// 2025-11-25 (a session, a stream of its own): `notifications/tasks` for every change of the
+    /// tasks this session's calls became on this node, for as long as the agent is connected.
+    /// Revision 2026-07-28 would carry them on `subscriptions/listen`, which rmcp cannot filter by
+    /// task yet: there agents poll `tasks/get`.
+    pub(super) async fn announce_tasks(self, peer: Peer<RoleServer>) {
+        let mut changes = self.bridge.tasks().watch();
+        loop {
+            let change = tokio::select! {
+                change = changes.recv() => change,
+                _ = tokio::time::sleep(UNBOUND_POLL) => {
+                    if peer.is_transport_closed() { return } else { continue }
+                }
+            };
+            let (id, detailed) = match change {
+                Ok(change) => change,
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+                Err(_) => return,
+            };
+            let mine = self
+                .tasks
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .contains(&id);
+            let Ok(task) = serde_json::from_value::<DetailedTask>(detailed) else {
+                continue;
+            };
+            if mine {
+                let params = TaskStatusNotificationParams::new(task);
+                let notification = TaskStatusNotification::new(params);
+                let sent = peer
+                    .send_notification(ServerNotification::TaskStatusNotification(notification))
+                    .await;
+                if sent.is_err() {
+                    return;
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,581 @@
+//! The bridge as an MCP server for agents (SPEC §9): each MCP session is bound to one page session
+//! and offers that page's tools. The official Rust SDK (`rmcp`) does the protocol — Streamable HTTP
+//! on `/mcp` (revisions 2025-11-25 with the handshake and 2026-07-28 without, negotiated per client)
+//! and stdio; this module only maps it onto [`PageSession`].
+
+// Logging, sampling and roots are deprecated by SEP-2577 in rmcp, yet both revisions the bridge
+// speaks have them, and pages use them (SPEC §4 "Asking mid-call").
+#![allow(deprecated)]
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use client_tools_core::protocol::{self};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock,
+    DetailedTask, DiscoverResult, ErrorCode, GetTaskParams, GetTaskResult, Implementation,
+    InitializeRequestParams, InitializeResult, ListPromptsRequestMethod, ListPromptsResult,
+    ListResourceTemplatesRequestMethod, ListResourceTemplatesResult, ListResourcesRequestMethod,
+    ListResourcesResult, ListToolsResult, LoggingLevel, MetaObject, PaginatedRequestParams,
+    PromptsCapability, ResourcesCapability, ServerCapabilities, ServerConfig,
+    SetLevelRequestMethod, SetLevelRequestParams, SubscriptionFilter, Tool, UpdateTaskParams,
+};
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+use serde_json::Value;
+
+use crate::bridge::Bridge;
+use crate::input_rounds::{
+    self, arguments_digest, task_refusal, tool_digest, CallKey, RunningCall, STATE_DOMAIN,
+};
+use crate::sessions::page_session::PageSession;
+use crate::tasks::TaskOp;
+
+mod announce;
+mod call_side;
+mod confirmation;
+
+use call_side::{level_name, task_error, McpSide};
+use confirmation::Confirmation;
+
+/// How long `tools/list` and `tools/call` wait for a first page to connect.
+const FIRST_PAGE_WAIT: Duration = Duration::from_secs(10);
+
+/// One agent's MCP session: which page session it is bound to.
+#[derive(Clone)]
+pub struct McpAgent {
+    bridge: Bridge,
+    /// The page session id, fixed on first use: `?session=<id>`, else the newest page then.
+    bound: Arc<Mutex<Option<String>>>,
+    /// The level the agent set with `logging/setLevel` (2025-11-25); `None`: every level.
+    log_level: Arc<Mutex<Option<LoggingLevel>>>,
+    /// The tasks this MCP session's calls became (2025-11-25: their status notifications go to it).
+    tasks: Arc<Mutex<HashSet<String>>>,
+}
+
+impl McpAgent {
+    /// An agent bound to `session` (or, when `None`, to the newest page when it first needs one).
+    pub fn new(bridge: Bridge, session: Option<String>) -> Self {
+        Self {
+            bridge,
+            bound: Arc::new(Mutex::new(session)),
+            log_level: Arc::default(),
+            tasks: Arc::default(),
+        }
+    }
+
+    /// The page session id of this agent; binds it on first use (to `?session=<id>`, else to the
+    /// newest connected page). Never another session's page.
+    fn bound_id(&self, context: Option<&RequestContext<RoleServer>>) -> Option<String> {
+        let mut bound = self.bound.lock().unwrap_or_else(|p| p.into_inner());
+        if bound.is_none() {
+            *bound = context
+                .and_then(requested_session)
+                .or_else(|| self.bridge.newest_session().map(|s| s.id().to_owned()));
+        }
+        bound.clone()
+    }
+
+    /// The page session of this agent, if it is bound and the session exists.
+    fn page(&self, context: Option<&RequestContext<RoleServer>>) -> Option<Arc<PageSession>> {
+        self.bridge.session(&self.bound_id(context)?)
+    }
+
+    /// The page, waiting up to [`FIRST_PAGE_WAIT`] for one to connect when there is none yet (an
+    /// agent that launched the bridge with `--stdio` usually asks before the page is back). An id
+    /// that names no session after the wait is an error, never a session made up for it.
+    async fn page_or_wait(
+        &self,
+        context: Option<&RequestContext<RoleServer>>,
+    ) -> Result<Arc<PageSession>, String> {
+        let deadline = tokio::time::Instant::now() + FIRST_PAGE_WAIT;
+        loop {
+            if let Some(page) = self.page(context) {
+                // Only a page that never came (or is still in its handshake, tools not listed yet)
+                // is waited for: a gone page fails fast (SPEC §9).
+                let gone = page.has_connected() && !page.is_connected();
+                if page.has_listed_tools() || gone || tokio::time::Instant::now() >= deadline {
+                    return Ok(page);
+                }
+            } else if tokio::time::Instant::now() >= deadline {
+                return Err(match self.bound_id(context) {
+                    Some(id) => format!(
+                        "no page session '{id}' on this bridge (it never connected, or expired)"
+                    ),
+                    None => {
+                        "no page is connected to the bridge: open a page that uses client-tools"
+                            .to_owned()
+                    }
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+impl McpAgent {
+    /// The tools as MCP lists them: the session's (page and `--tools FILE`), with the file's titles.
+    fn listed_tools(page: &PageSession) -> Vec<Tool> {
+        page.tools()
+            .iter()
+            .filter_map(|tool| {
+                let mut listed = to_mcp_tool(tool)?;
+                if let Some(file) = page.agent_tools().get(&tool.name) {
+                    if is_handler(tool) {
+                        listed.title = file.title.clone();
+                    }
+                }
+                Some(listed)
+            })
+            .collect()
+    }
+}
+
+fn is_handler(tool: &protocol::Tool) -> bool {
+    tool.meta
+        .as_ref()
+        .and_then(|m| m.get(protocol::meta::KIND))
+        .and_then(Value::as_str)
+        == Some("handler")
+}
+
+/// The `Mcp-Session-Id` of the HTTP request that carried this MCP message, if any.
+fn mcp_session_id(context: &RequestContext<RoleServer>) -> Option<String> {
+    let parts = context.extensions.get::<http::request::Parts>()?;
+    let value = parts.headers.get("mcp-session-id")?;
+    value.to_str().ok().map(str::to_owned)
+}
+
+/// `?session=<id>` of the HTTP request that carried this MCP message.
+fn requested_session(context: &RequestContext<RoleServer>) -> Option<String> {
+    let parts = context.extensions.get::<http::request::Parts>()?;
+    parts.uri.query()?.split('&').find_map(|pair| {
+        let value = pair.strip_prefix("session=")?;
+        (!value.is_empty()).then(|| value.to_owned())
+    })
+}
+
+fn to_mcp_tool(tool: &protocol::Tool) -> Option<Tool> {
+    serde_json::to_value(tool)
+        .ok()
+        .and_then(|value| serde_json::from_value(value).ok())
+}
+
+/// The agent's result, built field by field from the page's (no JSON round trip on each call).
+fn to_mcp_result(result: protocol::CallToolResult) -> CallToolResult {
+    let content = result.content.into_iter().map(to_mcp_block).collect();
+    // `success` sets `resultType`, which revision 2026-07-28 requires (rmcp strips it again for
+    // older peers).
+    let mut converted = CallToolResult::success(content);
+    converted.structured_content = result.structured_content;
+    converted.is_error = Some(result.is_error);
+    converted.meta = result.meta.map(MetaObject);
+    converted
+}
+
+/// One content block as rmcp reads it: text as it is; any other block (image, audio, resource
+/// link, embedded resource, annotated text), which the page checked (core `protocol::content`),
+/// through its JSON. A block rmcp cannot read (a newer kind) becomes a text block saying so.
+fn to_mcp_block(block: protocol::Content) -> ContentBlock {
+    match block {
+        protocol::Content::Text(text) => ContentBlock::text(text.text),
+        protocol::Content::Block(block) => {
+            let kind = block.get("type").cloned().unwrap_or(Value::Null);
+            serde_json::from_value(Value::Object(block)).unwrap_or_else(|error| {
+                ContentBlock::text(format!(
+                    "the page sent a content block of type {kind} this bridge cannot read: {error}"
+                ))
+            })
+        }
+    }
+}
+
+impl ServerHandler for McpAgent {
+    fn get_info(&self) -> ServerConfig {
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .enable_tasks()
+            .build();
+        ServerConfig::new(capabilities)
+            .with_server_info(Implementation::new(
+                "client-tools-bridge",
+                env!("CARGO_PKG_VERSION"),
+            ))
+            .with_instructions(
+                "Tools of a web page open in the user's browser. They run in that page: results \
+                 reflect what the user sees, and a closed tab ends them with an error result.",
+            )
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, McpError> {
+        let _ = self.page(Some(&context));
+        context.peer.set_peer_info(request.clone());
+        let mut result = self.negotiate_initialize(&request)?;
+        // Logging is a capability of the handshake revisions (2026-07-28 removed
+        // `logging/setLevel`: log levels travel in each request's `_meta` there).
+        result.capabilities.logging = Some(Default::default());
+        Ok(result)
+    }
+
+    // Revision 2026-07-28 requires caching hints on every list (SEP-2549): pages offer no prompts
+    // or resources, so there they are declared (without `listChanged` or `subscribe`) and listed
+    // empty, with the hints rmcp fills in. The handshake revisions keep them undeclared (-32601).
+    async fn discover(
+        &self,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<DiscoverResult, McpError> {
+        let mut result = DiscoverResult::from_server_info(
+            self.supported_protocol_versions().into_owned(),
+            self.get_info(),
+        );
+        result.capabilities.prompts = Some(PromptsCapability::default());
+        result.capabilities.resources = Some(ResourcesCapability::default());
+        Ok(result)
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        match is_handshake_era(&context) {
+            true => Err(McpError::method_not_found::<ListPromptsRequestMethod>()),
+            false => Ok(ListPromptsResult::default()),
+        }
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        match is_handshake_era(&context) {
+            true => Err(McpError::method_not_found::<ListResourcesRequestMethod>()),
+            false => Ok(ListResourcesResult::default()),
+        }
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        match is_handshake_era(&context) {
+            true => Err(McpError::method_not_found::<
+                ListResourceTemplatesRequestMethod,
+            >()),
+            false => Ok(ListResourceTemplatesResult::default()),
+        }
+    }
+
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        if !is_handshake_era(&context) {
+            return Err(McpError::method_not_found::<SetLevelRequestMethod>());
+        }
+        *self.log_level.lock().unwrap_or_else(|p| p.into_inner()) = Some(request.level);
+        Ok(())
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        tokio::spawn(self.clone().announce_changes(context.peer.clone()));
+        let declared = context
+            .peer
+            .peer_info()
+            .is_some_and(|info| info.capabilities.supports_tasks());
+        if declared {
+            tokio::spawn(self.clone().announce_tasks(context.peer.clone()));
+        }
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        let page = self
+            .page_or_wait(Some(&context))
+            .await
+            .map_err(|message| McpError::invalid_params(message, None))?;
+        Ok(ListToolsResult::with_all_items(Self::listed_tools(&page)))
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        let page = self.page(None)?;
+        Self::listed_tools(&page)
+            .into_iter()
+            .find(|t| t.name == name)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let page = match self.page_or_wait(Some(&context)).await {
+            Ok(page) => page,
+            Err(text) => return Ok(CallToolResult::error(vec![ContentBlock::text(text)]).into()),
+        };
+        let round_state = request
+            .request_state
+            .as_deref()
+            .filter(|state| state.starts_with(&format!("{STATE_DOMAIN}.")));
+        if let Some(state) = round_state {
+            return self.resume(&page, state, &request, &context).await;
+        }
+        if let Some(error) = task_refusal(&page, &request.name, declares_tasks(&context)) {
+            return Err(McpError::new(
+                ErrorCode(error.code as i32),
+                error.message,
+                error.data,
+            ));
+        }
+        let arguments = Value::Object(request.arguments.clone().unwrap_or_default());
+        // The agent's `_meta` is checked as on every route (crate::prepared_call).
+        let prepared = page.prepare_call(&request.name, arguments, Some(&context.meta.0 .0), None);
+        let mut call = match prepared {
+            Ok(call) => call,
+            Err(refused) => return Ok(to_mcp_result(refused).into()),
+        };
+        let mut waited = 0.0;
+        match self
+            .confirm(&page, &mut call, &request, &context, &mut waited)
+            .await
+        {
+            Confirmation::Proceed => {}
+            Confirmation::Ask(question) => return Ok(question.into()),
+            Confirmation::Refused(result) => return Ok(to_mcp_result(result).into()),
+        }
+        let handshake_era = is_handshake_era(&context);
+        let log = self.log_threshold(&context, handshake_era);
+        if let Some(level) = log {
+            call.set_log_level(level_name(level));
+        }
+        let key = CallKey {
+            page_session: page.id().to_owned(),
+            tool: request.name.to_string(),
+            tool_digest: tool_digest(page.tools().iter().find(|t| t.name == call.name())),
+            arguments: arguments_digest(&Value::Object(
+                request.arguments.clone().unwrap_or_default(),
+            )),
+        };
+        let running = RunningCall::start_checked(
+            self.bridge.rounds(),
+            page.clone(),
+            call,
+            declares_tasks(&context),
+            self.bridge.config().limits.progress_buffer,
+        );
+        let running = match running {
+            Ok(running) => running,
+            Err(refused) => return Ok(to_mcp_result(refused).into()),
+        };
+        // Answers given without a state (2026-07-28) feed the first round; a confirmation's
+        // answer (with its own state) is not one of them.
+        let supplied = match handshake_era || request.request_state.is_some() {
+            true => None,
+            false => request.input_responses.clone(),
+        };
+        let side = McpSide {
+            context: &context,
+            waited,
+            log,
+            handshake_era,
+        };
+        let driven = input_rounds::drive(self.bridge.rounds(), running, &side, key, 0, supplied);
+        self.answer_noting_task(driven.await)
+    }
+
+    // The tasks extension (crate::tasks): a task belongs to the page session the agent is bound
+    // to, and is read from any node of a cluster. rmcp refuses these to agents that did not
+    // declare the extension (`-32021`).
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, McpError> {
+        let session = self.bound_id(Some(&context)).unwrap_or_default();
+        let op = TaskOp::Get {
+            task_id: request.task_id,
+        };
+        let task = self.bridge.task(op, &session).await.map_err(task_error)?;
+        serde_json::from_value::<DetailedTask>(task)
+            .map(GetTaskResult::new)
+            .map_err(|error| McpError::internal_error(format!("task: {error}"), None))
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let session = self.bound_id(Some(&context)).unwrap_or_default();
+        let op = TaskOp::Update {
+            task_id: request.task_id,
+            input_responses: request.input_responses,
+        };
+        self.bridge.task(op, &session).await.map_err(task_error)?;
+        Ok(())
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let session = self.bound_id(Some(&context)).unwrap_or_default();
+        let op = TaskOp::Cancel {
+            task_id: request.task_id,
+        };
+        self.bridge.task(op, &session).await.map_err(task_error)?;
+        Ok(())
+    }
+
+    // Revision 2026-07-28 has no `initialize`: `tools/list_changed` travels on listen streams.
+    fn accepted_subscription_filter(
+        &self,
+        _requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(SubscriptionFilter::builder().tools_list_changed().build())
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
+        let Some(page) = self.page(None) else {
+            context.cancelled().await;
+            return Ok(());
+        };
+        let mut changes = page.subscribe();
+        let mut listed = page.tools();
+        loop {
+            tokio::select! {
+                _ = context.cancelled() => return Ok(()),
+                changed = changes.changed() => {
+                    if changed.is_err() {
+                        return Ok(());
+                    }
+                    let now = page.tools();
+                    if now != listed {
+                        listed = now;
+                        if context.sink().notify_tool_list_changed().await.is_err() {
+                            return Ok(());
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Whether the agent declared the tasks extension for this request: in its `_meta` (2026-07-28,
+/// read where it lies, nothing parsed), else in `initialize`.
+fn declares_tasks(context: &RequestContext<RoleServer>) -> bool {
+    let in_meta = context
+        .meta
+        .0
+        .get("io.modelcontextprotocol/clientCapabilities")
+        .map(|capabilities| {
+            capabilities
+                .get("extensions")
+                .and_then(|extensions| extensions.get(rmcp::model::TASKS_EXTENSION_ID))
+                .is_some()
+        });
+    in_meta.unwrap_or_else(|| {
+        context
+            .peer
+            .peer_info()
+            .is_some_and(|info| info.capabilities.supports_tasks())
+    })
+}
+
+/// Whether the request is on a handshake revision (2025-11-25 and before).
+fn is_handshake_era(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .protocol_version()
+        .is_none_or(|version| version.has_initialize())
+}
+
+#[cfg(test)]
+mod tests {
+    use rmcp::model::ResultType;
+    use serde_json::json;
+
+    use super::call_side::{finish, level_rank};
+    use super::*;
+
+    /// Built directly, the agent's result is the one rmcp reads from the page's result's JSON.
+    #[test]
+    fn results_convert_as_their_json_reads() {
+        let mut with_meta = protocol::CallToolResult::success(json!({"tasks": [1, 2]}));
+        with_meta.meta = json!({"clienttools/modifiedInput": {"id": 3}})
+            .as_object()
+            .cloned();
+        let mut null_structured = protocol::CallToolResult::success(json!("done"));
+        null_structured.structured_content = Some(Value::Null);
+        for result in [
+            protocol::CallToolResult::success(json!("plain text")),
+            protocol::CallToolResult::success(json!([1, "two"])),
+            protocol::CallToolResult::error("boom"),
+            with_meta,
+            null_structured,
+        ] {
+            let json = serde_json::to_value(&result).unwrap();
+            let mut read: CallToolResult = serde_json::from_value(json).unwrap();
+            read.result_type = Some(ResultType::COMPLETE);
+            assert_eq!(to_mcp_result(result.clone()), read, "{result:?}");
+        }
+    }
+
+    /// Every kind of content block reaches the agent as the page gave it.
+    #[test]
+    fn content_blocks_of_every_kind_pass_through() {
+        let blocks = json!([
+            {"type": "text", "text": "Multiple content types test:"},
+            {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"},
+            {"type": "audio", "data": "UklGRiYAAAA=", "mimeType": "audio/wav"},
+            {"type": "resource_link", "uri": "test://x", "name": "x"},
+            {"type": "resource", "resource": {"uri": "test://r", "mimeType": "text/plain", "text": "t"}},
+            {"type": "text", "text": "noted", "annotations": {"priority": 0.5}},
+        ]);
+        let page: protocol::CallToolResult =
+            serde_json::from_value(json!({"content": blocks.clone()})).unwrap();
+        let agent = serde_json::to_value(to_mcp_result(page)).unwrap();
+        assert_eq!(agent["content"], blocks);
+    }
+
+    #[test]
+    fn the_page_missing_capability_becomes_the_agents_error_with_its_data() {
+        let mut error = protocol::RpcError::new(-32021, "Missing required client capability");
+        error.data = Some(json!({"requiredCapabilities": {"sampling": {}}}));
+        let Err(agent) = finish(Some(Err(error))) else {
+            panic!("an error")
+        };
+        assert_eq!(agent.code.0, -32021);
+        assert_eq!(
+            agent.data,
+            Some(json!({"requiredCapabilities": {"sampling": {}}}))
+        );
+    }
+
+    #[test]
+    fn log_levels_filter_by_rfc5424_severity() {
+        assert!(level_rank(LoggingLevel::Info) >= level_rank(LoggingLevel::Debug));
+        assert!(level_rank(LoggingLevel::Debug) < level_rank(LoggingLevel::Info));
+        assert!(level_rank(LoggingLevel::Emergency) > level_rank(LoggingLevel::Alert));
+        for level in [
+            LoggingLevel::Debug,
+            LoggingLevel::Warning,
+            LoggingLevel::Emergency,
+        ] {
+            assert_eq!(json!(level), json!(level_name(level)));
+        }
+    }
+}
