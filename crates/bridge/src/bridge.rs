@@ -5,14 +5,14 @@
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use crate::agent_confirmation::RequestStates;
+use crate::agent::confirmation::RequestStates;
+use crate::agent::rounds::{self, AgentSide, Driven, Retry, Rounds};
+use crate::agent::task_book::Refusal;
+use crate::agent::tasks::{self, TaskHostOf, TaskOp, Tasks};
 use crate::cluster::{Cluster, ClusterOptions};
 use crate::config::BridgeConfig;
-use crate::input_rounds::{self, AgentSide, Driven, Retry, Rounds};
 use crate::sessions::page_session::{PageSession, SessionInfo};
 use crate::sessions::table::{Claimed, Refused, SessionTable};
-use crate::task_book::Refusal;
-use crate::tasks::{self, TaskHostOf, TaskOp, Tasks};
 use client_tools_core::connect::ConnectParams;
 use serde_json::Value;
 
@@ -26,10 +26,10 @@ struct Inner {
     config: BridgeConfig,
     sessions: Arc<SessionTable>,
     /// Page calls waiting for a caller's retry with its answers (2026-07-28 and `/api`,
-    /// crate::input_rounds), and the key and spent list of every `requestState` (the agent-side
+    /// crate::agent::rounds), and the key and spent list of every `requestState` (the agent-side
     /// confirmation's too).
     rounds: Arc<Rounds>,
-    /// The calls that became MCP tasks on this node (crate::tasks).
+    /// The calls that became MCP tasks on this node (crate::agent::tasks).
     tasks: Arc<Tasks>,
     /// Set once the bridge joined a cluster ([`Bridge::join_cluster`]).
     cluster: OnceLock<Arc<Cluster>>,
@@ -86,16 +86,15 @@ impl Bridge {
         &self.inner.rounds
     }
 
-    /// A caller's retry of a suspended call (crate::input_rounds::resume), on whichever node
+    /// A caller's retry of a suspended call (crate::agent::rounds::resume), on whichever node
     /// keeps the call: in a cluster, the node its state names, reached through NATS.
     pub(crate) async fn resume_round(&self, retry: Retry, agent: &dyn AgentSide) -> Driven {
-        if let (Some(cluster), Some(holder)) = (self.cluster(), input_rounds::holder(&retry.state))
-        {
+        if let (Some(cluster), Some(holder)) = (self.cluster(), rounds::holder(&retry.state)) {
             if holder != cluster.node() {
                 return cluster.relay_retry(&holder, retry, agent).await;
             }
         }
-        input_rounds::resume(self.rounds(), retry, agent).await
+        rounds::resume(self.rounds(), retry, agent).await
     }
 
     pub(crate) fn table(&self) -> &Arc<SessionTable> {

@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use client_tools_core::limits::{call_timeout, DEFAULT_TIMEOUT_MS};
 
-use crate::agent_tools::AgentTools;
+use crate::calls::agent_tools::AgentTools;
+use crate::calls::policy::Policy;
 use crate::limits::{whole_ms, Limits};
-use crate::policy::Policy;
 
 /// Who is asked to confirm a call that needs it (SPEC §7, `--confirm-via`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]

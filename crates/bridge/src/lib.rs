@@ -9,72 +9,52 @@
 //! missing, gone or silent yields a text error result, never a failed request or a hang.
 //! Who may connect, and every bound, is in docs/security.md.
 //!
-//! The modules, from the routes down to the engines and the bounds. Files import each other in
-//! no circle of more than three (`farm-studio look`), but modules of one layer do use each other
-//! (a page session and the calls' rounds, the cluster and the tasks):
+//! The map: the layers a request crosses, from the routes down to the page. Each layer imports
+//! only the layers below it (and the settings at the bottom); no two files import each other.
 //!
-//! - `server`: the HTTP server around a [`Bridge`]: its routers and `serve`.
-//! - `routes/`: `/ws` (`page`), `/mcp` (`agent`), `/api` (`api`), `/pkg/` and `/` (`site`).
-//! - `guard`: a check in front of a route that may answer instead of it, without boxing.
-//! - [`mcp`]: the bridge as an MCP server for agents (rmcp), one `McpAgent` per MCP session.
-//! - `auth`: credentials, `Host` and `Origin` checks.
-//! - `bridge`: [`Bridge`], the state every route shares: config, sessions, cluster.
-//! - `cluster/`: many nodes on NATS, one set of sessions; plugs into the session layer from above,
-//!   and carries rounds' retries to the node keeping their call.
-//! - `session_table`: the bridge's page sessions: ownership by secret, limits, expiry, newest.
-//! - [`page_session`]: one page session: its tools, its connection, its calls and their trace.
-//! - `input_rounds`: a page call running on its own task, the rules of its rounds for every
-//!   caller (MCP, `/api`, a retry carried from another node), and the calls suspended on a round
-//!   until the caller retries (2026-07-28, `/api`).
-//! - `agent_confirmation`: confirmation by the person at the agent (`--confirm-via agent`).
-//! - `tasks`: page calls as MCP tasks (the tasks extension): runs them on, whatever happens to
-//!   the agent's connection, over `task_book` (the node's tasks as a sans-IO state machine).
-//! - `request_engine`: the rules of the requests waiting on one page (deadlines, grace, progress),
-//!   sans-IO: its outputs are values that `page_session` performs.
-//! - `policy`: the operator's guardrails (`--policy FILE`): rules on every call's input and
-//!   result, decided in one place for every route.
-//! - `prepared_call`: what a call carries besides its arguments (`_meta`, timeout), checked once.
-//! - [`config`]: the bridge's settings (the command-line flags as a struct).
-//! - `relay_routes`: where the page's answers to requests relayed to it go back.
-//! - `connection_queue`: the bounded queue of frames to one page connection (socket or link).
-//! - [`agent_tools`]: the operator's `--tools FILE` tools.
-//! - [`limits`]: every bound of the bridge, with its default.
+//! 1. `routes/`: where agents and pages come in. `server` (the HTTP server around a [`Bridge`]),
+//!    `route_check` (the credential, `Host` and `Origin` checks in front of each route, with `auth`),
+//!    `page` (`/ws`), `api` (`/api`), `agent` (`/mcp`) and [`mcp`](routes::mcp) (the MCP server for
+//!    agents, on `/mcp` and `--stdio`: one [`McpAgent`] per MCP session), `site` (`/pkg/`, `/`).
+//! 2. `bridge`: [`Bridge`], the state every route shares: config, sessions, rounds, tasks, cluster.
+//! 3. `cluster/`: many nodes on NATS as one bridge: one set of sessions, rounds' retries and tasks
+//!    carried to the node keeping their call.
+//! 4. `agent/`: the agent's side of a call, the same for every agent protocol (MCP, `/api`, a
+//!    retry from another node): `rounds` (a call on its own task, its rounds of requests to the
+//!    agent, calls suspended on a round), `confirmation` (by the person at the agent,
+//!    `--confirm-via agent`), `request_state` (the sealed `requestState` both hand out), `tasks` and
+//!    `task_book` (calls as MCP tasks).
+//! 5. `sessions/`: page sessions. [`page_session`](sessions::page_session) (one page: its tools,
+//!    connection, calls and rounds), `table` (the node's sessions: ownership by secret, limits,
+//!    expiry, newest), `call_options` (the one way to call: [`PageSession::call_tool`]).
+//! 6. `calls/`: what a call carries and the rules it follows on its way: `prepared_call` (`_meta`,
+//!    timeout, confirmation, checked once), `policy/` (the operator's guardrails), `agent_tools`
+//!    (the operator's `--tools FILE` tools), `request_engine` (the rules of the requests waiting on
+//!    one page, sans-IO).
+//! 7. `page/`: the page's connection: `connection_queue` (the bounded queue of frames to it),
+//!    `relay_routes` (where its answers to relayed requests go back).
+//!
+//! Settings, used by every layer: [`config`] (the command-line flags as a struct) and [`limits`]
+//! (every bound of the bridge, with its default, docs/security.md).
 
-mod agent_confirmation;
-pub mod agent_tools;
-mod auth;
+mod agent;
 mod bridge;
+mod calls;
 mod cluster;
 pub mod config;
-mod connection_queue;
-#[cfg(test)]
-mod fake_page;
-mod guard;
-mod input_rounds;
 pub mod limits;
-
-mod policy;
-#[cfg(test)]
-mod policy_session_tests;
-mod prepared_call;
-mod relay_routes;
-mod request_engine;
+mod page;
 mod routes;
-mod server;
-#[cfg(test)]
-mod session_driver_tests;
 mod sessions;
-mod task_book;
-mod tasks;
 
-pub use agent_tools::AgentTools;
 pub use bridge::Bridge;
+pub use calls::agent_tools::AgentTools;
+pub use calls::policy::{Policy, ACTED_META};
+pub use calls::prepared_call::{PreparedCall, CONFIRMED_BY_AGENT};
 pub use client_tools_core::protocol::CallToolResult;
 pub use cluster::ClusterOptions;
 pub use config::{BridgeConfig, ConfirmVia};
 pub use limits::Limits;
-pub use policy::{Policy, ACTED_META};
-pub use prepared_call::{PreparedCall, CONFIRMED_BY_AGENT};
 pub use routes::mcp::McpAgent;
 pub use sessions::call_options::{CallEnd, CallEvent, CallOptions, InputRound, ToolCall};
 pub use sessions::page_session::{PageSession, SessionInfo};

@@ -13,7 +13,7 @@ use tokio::sync::Notify;
 
 use super::wire::{self, Entry, Reply};
 use super::Cluster;
-use crate::connection_queue::{self, Outgoing, OutgoingReceiver};
+use crate::page::connection_queue::{self, Outgoing, OutgoingReceiver};
 use crate::sessions::page_session::PageSession;
 
 /// Bytes a relayed frame's subjects may take beyond the frame, within NATS's limit.

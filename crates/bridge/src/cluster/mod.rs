@@ -28,11 +28,11 @@ use futures_util::StreamExt;
 use sha2::{Digest, Sha256};
 use tokio::sync::mpsc;
 
+use crate::agent::rounds::Rounds;
+use crate::agent::tasks::Tasks;
 use crate::config::BridgeConfig;
-use crate::input_rounds::Rounds;
 use crate::sessions::page_session::{visible_tools, PageSession, SessionInfo, Via, CLOSE_REPLACED};
 use crate::sessions::table::{self, Claimed, Refused, SessionTable};
-use crate::tasks::Tasks;
 use directory::{Directory, HEARTBEAT};
 use wire::{Entry, Heartbeat, Hello};
 use wire::{Outbound, Publisher};
@@ -92,9 +92,9 @@ pub(crate) struct Cluster {
     config: BridgeConfig,
     /// The NATS server's message size limit, respected before sending.
     max_payload: usize,
-    /// This node's suspended calls (crate::input_rounds), which retries relayed here resume.
+    /// This node's suspended calls (crate::agent::rounds), which retries relayed here resume.
     rounds: Arc<Rounds>,
-    /// This node's tasks (crate::tasks), which other nodes' agents read through [`tasks`].
+    /// This node's tasks (crate::agent::tasks), which other nodes' agents read through [`tasks`].
     tasks: Arc<Tasks>,
     /// The relayed retries this node drives now ([`rounds`]).
     driving: rounds::Driving,
@@ -711,7 +711,7 @@ mod tests {
         );
         assert_ne!(plain, with(&|c| c.allow = vec!["x".into()]));
         assert_ne!(plain, with(&|c| c.allowed_origins = vec!["x".into()]));
-        let rules = |text: &str| Arc::new(crate::policy::Policy::parse(text).unwrap());
+        let rules = |text: &str| Arc::new(crate::calls::policy::Policy::parse(text).unwrap());
         let guarded =
             with(&|c| c.policy = rules("[[rule]]\nid = \"r\"\ntools = [\"*\"]\naction = \"log\""));
         assert_ne!(plain, guarded);

@@ -1,4 +1,4 @@
-//! Rounds across nodes (crate::input_rounds): a retry of a suspended call — its `requestState`
+//! Rounds across nodes (crate::agent::rounds): a retry of a suspended call — its `requestState`
 //! names the node keeping the call — that reached another node is carried there. The node that
 //! got the retry ("the agent's node") subscribes to a subject of its own for the answer, sends the
 //! retry with the agent's declared capabilities to the keeping node, and relays what comes back
@@ -20,7 +20,7 @@ use serde_json::{Map, Value};
 use tokio::sync::Notify;
 
 use super::{wire, Cluster};
-use crate::input_rounds::{self, AgentSide, Driven, Retry, MAX_SUSPENDED};
+use crate::agent::rounds::{self, AgentSide, Driven, Retry, MAX_SUSPENDED};
 use crate::sessions::table;
 
 /// How often the keeping node says it still drives a relayed retry.
@@ -201,7 +201,7 @@ pub(super) async fn receive(cluster: Arc<Cluster>, mut messages: async_nats::Sub
     }
 }
 
-/// Drives a relayed retry here ([`input_rounds::resume`]) and sends what happens back.
+/// Drives a relayed retry here ([`rounds::resume`]) and sends what happens back.
 async fn serve(cluster: Arc<Cluster>, relayed: Relayed) {
     let Some(cancel) = cluster.driving.lock().get(&relayed.stream).cloned() else {
         return;
@@ -212,7 +212,7 @@ async fn serve(cluster: Arc<Cluster>, relayed: Relayed) {
         capabilities: relayed.capabilities,
         cancel,
     };
-    let resumed = input_rounds::resume(&cluster.rounds, relayed.retry, &side);
+    let resumed = rounds::resume(&cluster.rounds, relayed.retry, &side);
     let alive = async {
         let mut ticks = tokio::time::interval(ALIVE_EVERY);
         ticks.tick().await;

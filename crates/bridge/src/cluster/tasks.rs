@@ -1,4 +1,4 @@
-//! Tasks across nodes (crate::tasks): a task is kept by the node that ran its call into a task,
+//! Tasks across nodes (crate::agent::tasks): a task is kept by the node that ran its call into a task,
 //! and its id names that node; `tasks/get`, `tasks/update` and `tasks/cancel` that reach another
 //! node are carried there by NATS request-reply, with the page session the caller is bound to
 //! (the keeping node checks it as for its own callers). A node that is gone took its tasks with
@@ -13,8 +13,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{wire, Cluster};
-use crate::task_book::Refusal;
-use crate::tasks::TaskOp;
+use crate::agent::task_book::Refusal;
+use crate::agent::tasks::TaskOp;
 
 /// How long the agent's node waits for the keeping node's answer.
 const ANSWER_WITHIN: Duration = Duration::from_secs(10);

@@ -22,7 +22,7 @@ pub fn mcp_route(bridge: &Bridge) -> MethodRouter {
 
 pub fn mcp_service(bridge: &Bridge) -> StreamableHttpService<McpAgent, LocalSessionManager> {
     let bridge = bridge.clone();
-    // The bridge checks `Host` on every route itself (crate::auth), with the names configured by
+    // The bridge checks `Host` on every route itself (crate::routes::auth), with the names configured by
     // --allowed-host: rmcp's own narrower check would refuse those.
     let config = StreamableHttpServerConfig::default().disable_allowed_hosts();
     StreamableHttpService::new(

@@ -1,17 +1,17 @@
 //! The JSON API of the demo console and scripts (SPEC §9), behind the same access control as `/mcp`:
 //! `GET /api/sessions` and `POST /api/sessions/{id}/call {name, arguments, timeoutMs?, _meta?,
 //! capabilities?, inputResponses?, requestState?}`. `_meta` is checked as on `/mcp`
-//! (crate::prepared_call): a refused key is an error result.
+//! (crate::calls::prepared_call): a refused key is an error result.
 //!
 //! A caller that declares `capabilities` (`elicitation`, `sampling`, `roots`) answers the page's
 //! rounds (SPEC §4 "Asking mid-call") as an MCP client of revision 2026-07-28 does: the call
 //! answers `{"resultType": "input_required", "inputRequests", "requestState"}` and the caller calls
 //! again with the same name and arguments, its `inputResponses` and that `requestState` — the same
-//! rules as on `/mcp`, on any node of a cluster (crate::input_rounds). A caller that declares
+//! rules as on `/mcp`, on any node of a cluster (crate::agent::rounds). A caller that declares
 //! none has its rounds refused as a capability it lacks, as always.
 //!
 //! A caller that declares the tasks extension (`capabilities.extensions["io.modelcontextprotocol/
-//! tasks"]`) gets long calls of tools that allow it as tasks, as on `/mcp` (crate::tasks): the call
+//! tasks"]`) gets long calls of tools that allow it as tasks, as on `/mcp` (crate::agent::tasks): the call
 //! answers `{"resultType": "task", "taskId", "status", …}`, then `GET /api/sessions/{id}/tasks/
 //! {task}` reads it (with `inputRequests`, `result` or `error` by its status), `POST …/tasks/
 //! {task}/update {inputResponses}` answers what it waits on, `POST …/tasks/{task}/cancel` cancels
@@ -35,15 +35,15 @@ use rmcp::model::{ClientCapabilities, InputResponses};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
-use crate::bridge::Bridge;
-use crate::input_rounds::{
+use crate::agent::rounds::{
     self, arguments_digest, task_refusal, tool_digest, AgentSide, CallKey, Driven, Retry,
     RunningCall, STATE_DOMAIN,
 };
+use crate::agent::tasks::TaskOp;
+use crate::bridge::Bridge;
 use crate::sessions::call_options::describe_page_error;
 use crate::sessions::call_options::CallOptions;
 use crate::sessions::page_session::SessionInfo;
-use crate::tasks::TaskOp;
 
 pub async fn list_sessions(State(bridge): State<Bridge>) -> Json<Vec<SessionInfo>> {
     Json(bridge.session_infos())
@@ -219,7 +219,7 @@ pub async fn call_tool(
         Err(refused) => return Json(refused).into_response(),
     };
     let supplied = request.input_responses;
-    respond(input_rounds::drive(rounds, running, &capabilities, key, 0, supplied).await)
+    respond(rounds::drive(rounds, running, &capabilities, key, 0, supplied).await)
 }
 
 /// `POST /api/sessions/{id}/tasks/{task}/update`'s body.

@@ -1,8 +1,13 @@
-//! The bridge's HTTP routes, in the parts an embedding runtime picks from (see [`crate::Bridge`]):
-//! pages (`/ws`), agents (`/mcp`, `/api`), and the site (`/pkg/`, `/`).
+//! Where agents and pages come in: the HTTP server around a [`crate::Bridge`] (`server`), the checks
+//! in front of each route (`route_check`, with `auth`), and the routes an embedding runtime picks
+//! from: pages (`/ws`), agents (`/mcp` with the MCP server in `mcp`, also on stdio; `/api`), and
+//! the site (`/pkg/`, `/`).
 
 pub mod agent;
 pub mod api;
+pub(crate) mod auth;
 pub mod mcp;
 pub mod page;
+pub(crate) mod route_check;
+pub(crate) mod server;
 pub mod site;

@@ -26,10 +26,10 @@ use serde_json::json;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use crate::auth::{page_origin_allowed, secrets_match};
 use crate::bridge::Bridge;
-use crate::connection_queue::{self, Outgoing, OutgoingSender};
 use crate::limits::MAX_MESSAGE_BYTES;
+use crate::page::connection_queue::{self, Outgoing, OutgoingSender};
+use crate::routes::auth::{page_origin_allowed, secrets_match};
 use crate::sessions::page_session::PageSession;
 use crate::sessions::table::{Claimed, ConnectionSlot};
 

@@ -12,7 +12,7 @@ use client_tools_core::protocol::{CallToolResult, ProgressParams, RpcError};
 use serde_json::{Map, Value};
 use tokio::sync::mpsc;
 
-use crate::prepared_call::PreparedCall;
+use crate::calls::prepared_call::PreparedCall;
 use client_tools_core::protocol::{self, RequestId};
 
 /// What [`PageSession::call_tool`](crate::PageSession::call_tool) calls: a tool by name with its
@@ -180,7 +180,7 @@ pub struct InputRound {
     pub requests: Map<String, Value>,
     /// The page asks this round before its call becomes an MCP task (`_meta`
     /// `clienttools/beforeTask: true` on one of its requests): the agent answers it on its
-    /// `tools/call` (crate::input_rounds), and the task starts after.
+    /// `tools/call` (crate::agent::rounds), and the task starts after.
     pub before_task: bool,
 }
 

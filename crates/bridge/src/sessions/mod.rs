@@ -2,5 +2,9 @@
 //! them (`table`), and the one way to call a page's tool ([`call_options`]).
 
 pub mod call_options;
+#[cfg(test)]
+mod driver_tests;
 pub mod page_session;
+#[cfg(test)]
+mod policy_tests;
 pub(crate) mod table;

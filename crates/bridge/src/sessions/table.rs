@@ -16,9 +16,9 @@ use client_tools_core::connect::{ConnectParams, ConnectResult};
 use client_tools_core::limits::DEFAULT_TIMEOUT_MS;
 use sha2::{Digest, Sha256};
 
-use crate::agent_tools::AgentTools;
+use crate::calls::agent_tools::AgentTools;
+use crate::calls::policy::Policy;
 use crate::limits::Limits;
-use crate::policy::Policy;
 use crate::sessions::page_session::{PageSession, RelayReplies, Via, CLOSE_REPLACED};
 
 /// How often, at most, expired sessions are swept (on the next access to the table).
@@ -32,7 +32,7 @@ pub struct SessionTable {
     log_payloads: bool,
     agent_tools: Arc<AgentTools>,
     default_timeout: Duration,
-    /// The operator's guardrails, shared by every session (crate::policy).
+    /// The operator's guardrails, shared by every session (crate::calls::policy).
     policy: Arc<Policy>,
     /// In a cluster: how sessions answer requests other nodes relay.
     relay_replies: OnceLock<Arc<dyn RelayReplies>>,
@@ -407,7 +407,7 @@ mod tests {
             ..Limits::default()
         });
         let linked = sessions.linked(&"a".repeat(32)).unwrap();
-        let (sender, _queue) = crate::connection_queue::channel(8, 1 << 16);
+        let (sender, _queue) = crate::page::connection_queue::channel(8, 1 << 16);
         let kill = Arc::new(tokio::sync::Notify::new());
         let node = "b".repeat(16);
         let at = std::time::SystemTime::now();
@@ -421,7 +421,7 @@ mod tests {
         // The forgotten session's link was told to stop.
         assert!(futures_util::FutureExt::now_or_never(kill.notified()).is_some());
         // A page's own live session is never forgotten for another page.
-        let (sender, _queue) = crate::connection_queue::channel(8, 1 << 16);
+        let (sender, _queue) = crate::page::connection_queue::channel(8, 1 << 16);
         page.session
             .attach(sender, Arc::new(tokio::sync::Notify::new()));
         let refused = sessions.claim(&ConnectParams::default(), false).await;

@@ -14,15 +14,15 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer};
 use serde_json::{Map, Value};
 
-use crate::input_rounds::{AgentSide, Driven, Retry};
+use crate::agent::rounds::{AgentSide, Driven, Retry};
+use crate::agent::task_book::Refusal;
 use crate::sessions::call_options::CallOutcome;
 use crate::sessions::page_session::PageSession;
-use crate::task_book::Refusal;
 
 use super::confirmation::ask_agent;
 use super::{declares_tasks, is_handshake_era, to_mcp_result, McpAgent};
 
-/// An MCP request's side of a page call it drives (crate::input_rounds::drive): the agent's
+/// An MCP request's side of a page call it drives (crate::agent::rounds::drive): the agent's
 /// declared capabilities, its progress token and log level, its cancellation, and on 2025-11-25
 /// the requests of a round sent on the call's stream.
 pub(super) struct McpSide<'a> {

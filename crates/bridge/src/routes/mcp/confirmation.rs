@@ -17,9 +17,9 @@ use rmcp::service::RequestContext;
 use rmcp::{Peer, RoleServer};
 use serde_json::{Map, Value};
 
-use crate::agent_confirmation::{self, Binding, Decision};
+use crate::agent::confirmation::{self as agent_confirmation, Binding, Decision};
+use crate::calls::prepared_call::PreparedCall;
 use crate::config::ConfirmVia;
-use crate::prepared_call::PreparedCall;
 use crate::sessions::page_session::PageSession;
 
 use super::{mcp_session_id, McpAgent};
@@ -27,7 +27,7 @@ use super::{mcp_session_id, McpAgent};
 /// How often progress is reported while the person at the agent decides (the page's tick too).
 pub(super) const WAITING_PROGRESS: Duration = Duration::from_millis(HUMAN_WAIT_TICK_MS);
 
-/// What the agent-side confirmation decided for a call (crate::agent_confirmation).
+/// What the agent-side confirmation decided for a call (crate::agent::confirmation).
 pub(super) enum Confirmation {
     /// The call goes to the page (confirmed by the agent's person, or the page asks).
     Proceed,

@@ -25,12 +25,12 @@ use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use serde_json::Value;
 
-use crate::bridge::Bridge;
-use crate::input_rounds::{
+use crate::agent::rounds::{
     self, arguments_digest, task_refusal, tool_digest, CallKey, RunningCall, STATE_DOMAIN,
 };
+use crate::agent::tasks::TaskOp;
+use crate::bridge::Bridge;
 use crate::sessions::page_session::PageSession;
-use crate::tasks::TaskOp;
 
 mod announce;
 mod call_side;
@@ -340,7 +340,7 @@ impl ServerHandler for McpAgent {
             ));
         }
         let arguments = Value::Object(request.arguments.clone().unwrap_or_default());
-        // The agent's `_meta` is checked as on every route (crate::prepared_call).
+        // The agent's `_meta` is checked as on every route (crate::calls::prepared_call).
         let prepared = page.prepare_call(&request.name, arguments, Some(&context.meta.0 .0), None);
         let mut call = match prepared {
             Ok(call) => call,
@@ -391,11 +391,11 @@ impl ServerHandler for McpAgent {
             log,
             handshake_era,
         };
-        let driven = input_rounds::drive(self.bridge.rounds(), running, &side, key, 0, supplied);
+        let driven = rounds::drive(self.bridge.rounds(), running, &side, key, 0, supplied);
         self.answer_noting_task(driven.await)
     }
 
-    // The tasks extension (crate::tasks): a task belongs to the page session the agent is bound
+    // The tasks extension (crate::agent::tasks): a task belongs to the page session the agent is bound
     // to, and is read from any node of a cluster. rmcp refuses these to agents that did not
     // declare the extension (`-32021`).
     async fn get_task(

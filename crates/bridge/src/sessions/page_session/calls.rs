@@ -17,10 +17,10 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::rounds::take_call_id;
 use super::{now, run_timer, PageSession, State, Via, Waiter};
-use crate::policy::{self};
-use crate::prepared_call::{self, PreparedCall, RequestedTimeout};
-pub use crate::request_engine::RequestFailure;
-use crate::request_engine::{Answer, Purpose, Request, Settled};
+use crate::calls::policy::{self};
+use crate::calls::prepared_call::{self, PreparedCall, RequestedTimeout};
+pub use crate::calls::request_engine::RequestFailure;
+use crate::calls::request_engine::{Answer, Purpose, Request, Settled};
 use crate::sessions::call_options::{
     is_missing_capability, CallEnd, CallEvent, CallOptions, ToolCall,
 };
@@ -86,7 +86,7 @@ fn new_request(
 }
 
 impl PageSession {
-    /// Checks a call and decides what it carries (crate::prepared_call): which tool `name` means (a
+    /// Checks a call and decides what it carries (crate::calls::prepared_call): which tool `name` means (a
     /// listed or an original name: the call goes under the listed one), the allow-list (by original
     /// name), the caller's `_meta` (`clienttools/confirmedBy` is refused), a `--tools` tool's
     /// schemas, policy and input, the timeout (`requested`: `/api`'s `timeoutMs` — else the

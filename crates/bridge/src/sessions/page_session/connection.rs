@@ -10,10 +10,10 @@ use client_tools_core::protocol::{
 use tokio::sync::Notify;
 
 use super::{now, Connection, PageSession, RelayRefused, State, Via, CLOSE_REPLACED};
-use crate::connection_queue::OutgoingSender;
-use crate::policy::{self};
-pub use crate::request_engine::RequestFailure;
-use crate::request_engine::{Answer, RequestEngine};
+use crate::calls::policy::{self};
+pub use crate::calls::request_engine::RequestFailure;
+use crate::calls::request_engine::{Answer, RequestEngine};
+use crate::page::connection_queue::OutgoingSender;
 
 impl PageSession {
     /// Sends a notification to the page if it is connected (dropped if it is not reading).

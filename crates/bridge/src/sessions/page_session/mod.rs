@@ -20,12 +20,12 @@ use client_tools_core::protocol::{CallToolResult, ProgressParams, Tool};
 use client_tools_core::registry::is_allowed;
 use tokio::sync::{mpsc, oneshot, watch, Notify};
 
-use crate::agent_tools::AgentTools;
-use crate::connection_queue::OutgoingSender;
+use crate::calls::agent_tools::AgentTools;
+use crate::calls::policy::{self, Policy};
+use crate::calls::request_engine::{Output, RequestEngine, Settled};
 use crate::limits::Limits;
-use crate::policy::{self, Policy};
-use crate::relay_routes::RelayRoutes;
-use crate::request_engine::{Output, RequestEngine, Settled};
+use crate::page::connection_queue::OutgoingSender;
+use crate::page::relay_routes::RelayRoutes;
 use crate::sessions::call_options::CallEvent;
 
 mod calls;
@@ -58,7 +58,7 @@ pub(crate) enum RelayRefused {
     NotHere,
     /// The page's limits or queue refuse it (the reason).
     Refused(String),
-    /// The operator's policy answers it instead of the page (a `limit` rule: crate::policy).
+    /// The operator's policy answers it instead of the page (a `limit` rule: crate::calls::policy).
     Answered(CallToolResult),
 }
 
@@ -109,7 +109,7 @@ struct Waiter {
     /// The page's log messages and rounds for this call (a full channel drops a log message and
     /// refuses a round); `None`: rounds are refused as a capability the caller lacks.
     events: Option<mpsc::Sender<CallEvent>>,
-    /// The `redact` rules the policy decided for this call (crate::policy::gate::running): every
+    /// The `redact` rules the policy decided for this call (crate::calls::policy::gate::running): every
     /// log message, progress message and round passes them before it reaches `observer` or
     /// `events`, on every route.
     redact: Option<Arc<policy::gate::EventRedaction>>,
@@ -181,7 +181,7 @@ pub struct PageSession {
     log_payloads: bool,
     /// In a cluster: where the answers to relayed requests are sent.
     relay_replies: Option<Arc<dyn RelayReplies>>,
-    /// The operator's guardrails (`--policy FILE`, crate::policy), applied at this session's
+    /// The operator's guardrails (`--policy FILE`, crate::calls::policy), applied at this session's
     /// choke points: [`Self::prepare`], [`Self::call_tool`], [`Self::relay_to_page`].
     policy: Arc<Policy>,
 }
@@ -285,7 +285,7 @@ impl PageSession {
     }
 
     /// The tools an agent may see: the page's, merged with the bridge's `--tools FILE` tools
-    /// (crate::agent_tools), the bridge allow-list applied.
+    /// (crate::calls::agent_tools), the bridge allow-list applied.
     pub fn tools(&self) -> Vec<Tool> {
         let page_tools = self.lock().tools.clone();
         visible_tools(&self.allow, &self.agent_tools, &page_tools)

@@ -10,9 +10,9 @@ use tokio::sync::mpsc;
 use tokio::time::sleep;
 
 use super::*;
-use crate::connection_queue::Outgoing;
-use crate::fake_page::{session, FakePage};
 use crate::limits::{Limits, MAX_OPEN_ROUNDS_PER_SESSION, MAX_REQUESTS_PER_ROUND};
+use crate::page::connection_queue::Outgoing;
+use crate::page::fake_page::{session, FakePage};
 use crate::sessions::call_options::{CallEvent, CallOptions, CallOutcome};
 
 const TIMEOUT: Duration = Duration::from_secs(1);

@@ -1,14 +1,14 @@
 //! The HTTP server around a [`Bridge`]: its routes, in the parts an embedding runtime picks from,
-//! each behind its access checks (crate::auth, crate::guard).
+//! each behind its access checks (crate::routes::auth, crate::routes::route_check).
 
 use axum::routing::{get, post};
 use axum::serve::ListenerExt;
 use axum::Router;
 use tokio::net::TcpListener;
 
-use crate::auth;
 use crate::bridge::Bridge;
-use crate::guard::Guard;
+use crate::routes::auth;
+use crate::routes::route_check::Guard;
 use crate::routes::{agent, api, page, site};
 
 impl Bridge {

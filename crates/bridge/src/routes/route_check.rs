@@ -1,5 +1,5 @@
 //! A check that runs before a route's handler and may answer instead of it (the `Host`, `Origin`
-//! and token checks of [`crate::auth`]).
+//! and token checks of [`crate::routes::auth`]).
 //!
 //! `axum::middleware::from_fn` does this too, but for every request it clones and boxes the inner
 //! service and boxes its future: with two checks on `/api`, 5 % of the bridge's CPU per call. A

@@ -3,7 +3,7 @@
 //! caller, a limit counted by the session holding the page's socket for the calls other cluster
 //! nodes relay to it, and the audit events. A call made on a node without the page's socket
 //! (over a link) is blocked before the link and its result redacted for its caller; a call with
-//! rounds (crate::input_rounds) is admitted once and its final result redacted.
+//! rounds (crate::agent::rounds) is admitted once and its final result redacted.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -13,12 +13,12 @@ use futures_util::future::BoxFuture;
 use rmcp::model::ClientCapabilities;
 use serde_json::{json, Map, Value};
 
-use crate::fake_page::{session, FakePage};
-use crate::input_rounds::{
+use crate::agent::rounds::{
     arguments_digest, drive, resume, tool_digest, AgentSide, CallKey, Driven, Retry, Rounds,
     RunningCall,
 };
-use crate::policy::{Policy, ACTED_META};
+use crate::calls::policy::{Policy, ACTED_META};
+use crate::page::fake_page::{session, FakePage};
 use crate::sessions::call_options::CallOptions;
 use crate::sessions::page_session::{PageSession, RelayRefused};
 
@@ -172,10 +172,13 @@ async fn the_node_holding_the_page_counts_relayed_calls_against_limits() {
 
 /// The same page session on the node without the page's socket: its calls go over a link (whose
 /// frames the test reads) to the node holding it, as crate::cluster::link attaches it.
-fn linked() -> (Arc<PageSession>, crate::connection_queue::OutgoingReceiver) {
+fn linked() -> (
+    Arc<PageSession>,
+    crate::page::connection_queue::OutgoingReceiver,
+) {
     let linked = guarded();
     tools(&linked);
-    let (sender, queue) = crate::connection_queue::channel(64, 1 << 20);
+    let (sender, queue) = crate::page::connection_queue::channel(64, 1 << 20);
     let kill = Arc::new(tokio::sync::Notify::new());
     let attached = linked.attach_link(sender, kill, "node-b".into(), std::time::SystemTime::now());
     assert!(attached.is_some());
@@ -186,7 +189,7 @@ fn linked() -> (Arc<PageSession>, crate::connection_queue::OutgoingReceiver) {
 async fn a_call_relayed_between_nodes_is_blocked_before_the_link_and_redacted_for_its_caller() {
     use futures_util::FutureExt;
 
-    use crate::connection_queue::Outgoing;
+    use crate::page::connection_queue::Outgoing;
 
     let holder = guarded();
     tools(&holder);

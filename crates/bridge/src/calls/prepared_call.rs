@@ -5,7 +5,7 @@
 //! whether the call needs a person's confirmation.
 //!
 //! `clienttools/confirmedBy` is never taken from a caller: only the bridge sets it, after the
-//! person at the agent approved the call (crate::agent_confirmation). A [`PreparedCall`] is made
+//! person at the agent approved the call (crate::agent::confirmation). A [`PreparedCall`] is made
 //! only here and its fields are read-only outside this crate: a caller of the Rust API cannot forge
 //! one.
 
@@ -20,9 +20,9 @@ use client_tools_core::registry::{find_listed, is_allowed};
 use client_tools_core::validate::{self, CompiledSchema};
 use serde_json::{Map, Value};
 
-use crate::agent_tools::{annotations_ask, AgentTool, AgentTools, FALLBACK_FORM};
+use crate::calls::agent_tools::{annotations_ask, AgentTool, AgentTools, FALLBACK_FORM};
+use crate::calls::policy::InputVerdict;
 use crate::limits::whole_ms;
-use crate::policy::InputVerdict;
 
 /// The `_meta` keys a caller may set on a call (for tools it defines itself, SPEC §3).
 const CALLER_KEYS: [&str; 5] = [
@@ -62,7 +62,7 @@ pub struct PreparedCall {
     needs_confirmation: bool,
     title: Option<String>,
     description: Option<String>,
-    /// What the operator's input rules decided (crate::policy).
+    /// What the operator's input rules decided (crate::calls::policy).
     policy: InputVerdict,
 }
 

@@ -9,8 +9,8 @@ use futures_util::FutureExt;
 use serde_json::{json, Value};
 use tokio::sync::Notify;
 
-use crate::connection_queue::{self, Outgoing, OutgoingReceiver};
 use crate::limits::Limits;
+use crate::page::connection_queue::{self, Outgoing, OutgoingReceiver};
 use crate::sessions::page_session::PageSession;
 
 pub(crate) fn session_with(limits: Limits) -> Arc<PageSession> {

@@ -13,14 +13,14 @@ use rmcp::model::ClientCapabilities;
 use serde_json::{json, Map, Value};
 
 use super::{now_ms, TaskHostOf, Tasks};
-use crate::agent_tools::AgentTools;
-use crate::fake_page::{session, FakePage};
-use crate::input_rounds::{
+use crate::agent::rounds::{
     drive, task_refusal, task_support, AgentSide, CallKey, Driven, Rounds, RunningCall,
 };
-use crate::policy::{Policy, ACTED_META};
+use crate::agent::task_book::MAX_PER_SESSION;
+use crate::calls::agent_tools::AgentTools;
+use crate::calls::policy::{Policy, ACTED_META};
+use crate::page::fake_page::{session, FakePage};
 use crate::sessions::page_session::PageSession;
-use crate::task_book::MAX_PER_SESSION;
 
 const FILE: &str = r#"[
   {"name": "later", "description": "may run long", "inputSchema": {"type": "object"},

@@ -4,7 +4,7 @@
 //! called ([`AgentSide`]: an MCP request on this node or on another one, an `/api` request) until
 //! the call ends or a round needs answers the caller gives by retrying; [`Suspended`] keeps the
 //! call between that answer and the retry, found again by the `requestState` the bridge sealed
-//! (HMAC under the bridge's key, crate::agent_confirmation) and bound to the page session, the
+//! (HMAC under the bridge's key, crate::agent::confirmation) and bound to the page session, the
 //! suspension, its round, the tool's definition and the arguments, and naming the cluster node
 //! that keeps it ([`holder`]: a retry that reaches another node is carried there, crate::
 //! cluster). A state is single-use (a fresh nonce every time one is issued) and expires with the
@@ -32,9 +32,9 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::agent_confirmation::{hex, unsealed_payload, RequestStates};
+use crate::agent::confirmation::{hex, unsealed_payload, RequestStates};
+use crate::calls::prepared_call::{resolve_name, PreparedCall};
 use crate::limits::LOG_BUFFER;
-use crate::prepared_call::{resolve_name, PreparedCall};
 use crate::sessions::call_options::CallOptions;
 use crate::sessions::call_options::{CallEvent, CallOutcome, InputRound};
 use crate::sessions::page_session::{missing_capability_error, PageSession};
@@ -303,7 +303,7 @@ impl SuspendedCalls {
 
 /// The bridge's rounds: its suspended calls, the key that seals their states, and — in a
 /// cluster — this node's id, which every state names as the one keeping its call; and where calls
-/// that become MCP tasks go (crate::tasks).
+/// that become MCP tasks go (crate::agent::tasks).
 #[derive(Default)]
 pub(crate) struct Rounds {
     pub suspended: SuspendedCalls,
@@ -328,7 +328,7 @@ impl Rounds {
     }
 }
 
-/// What keeps the calls that became MCP tasks (crate::tasks).
+/// What keeps the calls that became MCP tasks (crate::agent::tasks).
 pub(crate) trait TaskHost: Send + Sync {
     /// Whether a task of `page_session` may be created now: why not, naming the limit.
     fn room(&self, page_session: &str) -> Result<(), String>;
@@ -347,7 +347,7 @@ pub(crate) trait TaskHost: Send + Sync {
 }
 
 /// The `taskSupport` of the tool a call's `tool` means, in the merged view agents see
-/// (`PageSession::tools`, crate::prepared_call's resolution): a `--tools` tool's (also when the page
+/// (`PageSession::tools`, crate::calls::prepared_call's resolution): a `--tools` tool's (also when the page
 /// registered a handler for it) unless a page tool of its own hides it, else as the page lists it
 /// (MCP `execution.taskSupport`; absent: forbidden). No list is copied.
 pub(crate) fn task_support(page: &PageSession, tool: &str) -> TaskSupport {
@@ -437,7 +437,7 @@ pub(crate) enum Driven {
     },
     /// The caller's retry or answers were refused (JSON-RPC `-32602` with this reason).
     Refused(String),
-    /// The call became an MCP task: the `CreateTaskResult` fields (crate::tasks).
+    /// The call became an MCP task: the `CreateTaskResult` fields (crate::agent::tasks).
     Task(Value),
 }
 
@@ -756,7 +756,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::fake_page::{session, FakePage};
+    use crate::page::fake_page::{session, FakePage};
 
     fn suspend(calls: &SuspendedCalls, states: &RequestStates, page: &Arc<PageSession>) -> String {
         let call = page.prepare_call("ask", json!({}), None, None).unwrap();
@@ -825,7 +825,7 @@ mod tests {
 
     #[tokio::test]
     async fn suspended_calls_are_bounded_the_oldest_forgotten_first() {
-        let page = crate::fake_page::session_with(crate::Limits {
+        let page = crate::page::fake_page::session_with(crate::Limits {
             max_pending_per_session: MAX_SUSPENDED + 8,
             ..Default::default()
         });

@@ -1,7 +1,7 @@
 //! The tasks of one bridge node as a state machine, sans-IO (SPEC §4 "Long calls as tasks", §11;
 //! MCP tasks extension, SEP-2663): what `tasks/get` reads, what `tasks/update` and `tasks/cancel`
 //! change, what a call's events do to its task, and when a task is forgotten. Time is a parameter
-//! (unix milliseconds); crate::tasks performs the rest (the page, the timers, the agents).
+//! (unix milliseconds); crate::agent::tasks performs the rest (the page, the timers, the agents).
 //!
 //! A task belongs to a page session: only a caller bound to that session reads or changes it, and
 //! a task of another session answers as an unknown one (`-32602`, as the extension wants for a

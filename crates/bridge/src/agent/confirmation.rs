@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-use crate::prepared_call::PreparedCall;
+use crate::calls::prepared_call::PreparedCall;
 
 /// The key of the one input request in an `InputRequiredResult`.
 pub const INPUT_KEY: &str = "confirm";
@@ -426,7 +426,7 @@ impl RequestStates {
 }
 
 /// The payload of a state sealed for `domain`, read without checking its tag: for routing only
-/// (which node keeps the call, crate::input_rounds::holder), never for trusting it.
+/// (which node keeps the call, crate::agent::rounds::holder), never for trusting it.
 pub(crate) fn unsealed_payload(domain: &str, state: &str) -> Option<Vec<u8>> {
     let mut parts = state.split('.');
     let (Some(prefix), Some(payload), Some(_tag), None) =

@@ -11,9 +11,9 @@ use std::sync::{Arc, Mutex};
 use client_tools_core::protocol::{self, method, Message, ProgressParams, RequestId, Tool};
 use serde_json::{json, Value};
 
-use crate::fake_page::{session, FakePage};
-use crate::input_rounds::RunningCall;
-use crate::policy::{Policy, ACTED_META};
+use crate::agent::rounds::RunningCall;
+use crate::calls::policy::{Policy, ACTED_META};
+use crate::page::fake_page::{session, FakePage};
 use crate::sessions::call_options::CallEvent;
 use crate::sessions::page_session::PageSession;
 
@@ -292,13 +292,13 @@ async fn a_call_relayed_between_nodes_is_redacted_on_the_node_of_its_caller() {
     let holder = guarded();
     let mut page = FakePage::connect(&holder);
     let linked = guarded();
-    let (sender, mut link) = crate::connection_queue::channel(64, 1 << 20);
+    let (sender, mut link) = crate::page::connection_queue::channel(64, 1 << 20);
     let kill = Arc::new(tokio::sync::Notify::new());
     let attached = linked.attach_link(sender, kill, "node-b".into(), std::time::SystemTime::now());
     assert!(attached.is_some());
 
     let mut running = start(&linked, "lookup", json!({}));
-    let Some(crate::connection_queue::Outgoing::Frame(frame)) = link.recv().await else {
+    let Some(crate::page::connection_queue::Outgoing::Frame(frame)) = link.recv().await else {
         panic!("the call goes over the link")
     };
     let Ok(Message::Request { id, .. }) = protocol::decode(&frame) else {

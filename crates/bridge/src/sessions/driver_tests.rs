@@ -14,10 +14,10 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio::time::{sleep, Instant};
 
-use crate::connection_queue::Outgoing;
-use crate::fake_page::{session, session_with, FakePage};
+use crate::calls::request_engine::RECONNECT_GRACE;
 use crate::limits::Limits;
-use crate::request_engine::RECONNECT_GRACE;
+use crate::page::connection_queue::Outgoing;
+use crate::page::fake_page::{session, session_with, FakePage};
 use crate::sessions::call_options::CallOptions;
 use crate::sessions::page_session::PageSession;
 

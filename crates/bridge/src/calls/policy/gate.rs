@@ -13,8 +13,8 @@ use serde_json::{Map, Value};
 
 use super::redact::Redaction;
 use super::{audit, mark, Acted, InputVerdict, Policy};
-use crate::agent_tools::AgentTools;
-use crate::prepared_call::{listed_original, PreparedCall};
+use crate::calls::agent_tools::AgentTools;
+use crate::calls::prepared_call::{listed_original, PreparedCall};
 
 /// Every route's call, once prepared (`PageSession::prepare`): `block` refuses it (with an audit
 /// event under `call`, the id it would have had), `confirm` makes it need the person's approval.
@@ -64,7 +64,7 @@ impl Running {
 
 /// The `redact` rules that apply to one running call, on everything the page sends about it
 /// before its result: log messages (every string but the level), progress messages and the
-/// requests of rounds (crate::policy::redact). Each rule that replaced something is audited once
+/// requests of rounds (crate::calls::policy::redact). Each rule that replaced something is audited once
 /// per call, when it first does, and listed in the result's `_meta` ([`answered`]).
 pub(crate) struct EventRedaction {
     policy: Arc<Policy>,

@@ -373,7 +373,7 @@ fn slow_conditions_and_large_inputs_are_bounded_and_fail_closed() {
 
 #[test]
 fn the_demo_policy_loads_and_acts_as_its_comments_say() {
-    let p = policy(include_str!("../../../../demo/policy.toml"));
+    let p = policy(include_str!("../../../../../demo/policy.toml"));
     let (acted, _) = *p
         .check_input("create_task", "s", &json!({"title": "api_key: abc"}))
         .unwrap_err();

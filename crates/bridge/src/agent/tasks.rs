@@ -1,11 +1,11 @@
 //! Page calls as MCP tasks (SPEC §4 "Long calls as tasks", §11; the `io.modelcontextprotocol/
 //! tasks` extension, SEP-2663). A call that may be a task (its tool's `taskSupport`, an agent that
-//! declared the extension) and does not end within crate::input_rounds::TASK_AFTER becomes one:
+//! declared the extension) and does not end within crate::agent::rounds::TASK_AFTER becomes one:
 //! the agent gets its handle at once and the call runs on here, on a task of its own, whatever
 //! happens to the agent's connection. The page's rounds wait in the task for `tasks/update`;
 //! `tasks/cancel` cancels the page's call (its handler's `ctx.signal` aborts).
 //!
-//! The states and their rules are crate::task_book (sans-IO); this module runs the calls, keeps
+//! The states and their rules are crate::agent::task_book (sans-IO); this module runs the calls, keeps
 //! the book behind a lock and tells watchers (status notifications) of every change. A task id is
 //! 128 random bits, prefixed in a cluster by the node that keeps the task (crate::cluster carries
 //! `tasks/*` there from any node).
@@ -19,10 +19,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use tokio::sync::{broadcast, oneshot};
 
-use crate::input_rounds::{check_responses, declared, RunningCall, TaskHost};
+use crate::agent::rounds::{check_responses, declared, RunningCall, TaskHost};
+use crate::agent::task_book::{Answered, Refusal, TaskBook};
 use crate::sessions::call_options::{CallEvent, InputRound};
 use crate::sessions::page_session::{missing_capability_error, PageSession};
-use crate::task_book::{Answered, Refusal, TaskBook};
 
 /// Status changes kept for slow watchers.
 const CHANGES_BUFFER: usize = 64;
@@ -146,7 +146,7 @@ impl Tasks {
     }
 
     /// Forgets expired tasks; the calls of those still running are cancelled. Every path that
-    /// reads or changes the book comes here first (crate::task_book leaves running ones to it).
+    /// reads or changes the book comes here first (crate::agent::task_book leaves running ones to it).
     fn forget_expired(&self) {
         let running = self.lock().expire(now_ms());
         let mut runs = self.runs();
