@@ -5,6 +5,8 @@
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use tokio::sync::watch;
+
 use crate::agent::confirmation::RequestStates;
 use crate::agent::rounds::{self, AgentSide, Driven, Retry, Rounds};
 use crate::agent::task_book::Refusal;
@@ -175,19 +177,26 @@ impl Bridge {
         self.table().connections()
     }
 
+    /// A receiver that changes whenever a page session's tools or connection change, on this node
+    /// or (in a cluster) on any: what waits for a page wakes on it instead of polling.
+    pub fn watch_pages(&self) -> watch::Receiver<u64> {
+        self.table().watch()
+    }
+
     /// Waits until some page is connected and lists at least one tool.
     pub async fn wait_for_page(&self, timeout: Duration) -> Option<Arc<PageSession>> {
         let deadline = tokio::time::Instant::now() + timeout;
+        let mut changes = self.watch_pages();
         loop {
             if let Some(session) = self.newest_session() {
                 if !session.tools().is_empty() {
                     return Some(session);
                 }
             }
-            if tokio::time::Instant::now() >= deadline {
-                return None;
+            tokio::select! {
+                changed = changes.changed() => changed.ok()?,
+                () = tokio::time::sleep_until(deadline) => return None,
             }
-            tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
 }

@@ -1118,6 +1118,13 @@ impl<R: ServiceRole> Peer<R> {
     pub fn is_transport_closed(&self) -> bool {
         self.tx.is_closed()
     }
+
+    /// client-tools patch: completes when the transport is closed (when
+    /// [`Self::is_transport_closed`] turns true), so a task that lives as long as its peer waits
+    /// for that instead of polling.
+    pub async fn closed(&self) {
+        self.tx.closed().await
+    }
 }
 
 #[derive(Debug)]

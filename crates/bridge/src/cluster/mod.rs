@@ -240,9 +240,12 @@ impl Cluster {
                         let _ = self.client.publish(beat.subject, beat.payload).await;
                     }
                     let gone = self.directory().sweep(Instant::now());
-                    for node in gone {
+                    for node in &gone {
                         tracing::warn!(%node, "cluster node gone silent: its pages count as disconnected");
-                        self.node_gone(&node);
+                        self.node_gone(node);
+                    }
+                    if !gone.is_empty() {
+                        self.sessions.changed();
                     }
                     self.retry_refused_links();
                     if beats.is_multiple_of(LINK_SWEEP_BEATS) {
@@ -256,6 +259,8 @@ impl Cluster {
                         if let Some(session) = self.sessions.get(&session) {
                             self.reconcile(&session);
                         }
+                        // Whoever waits for a page (on any node) looks again.
+                        self.sessions.changed();
                     }
                 }
                 Some(message) = heartbeats.next() => {

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use client_tools_core::connect::{ConnectParams, ConnectResult};
 use client_tools_core::limits::DEFAULT_TIMEOUT_MS;
 use sha2::{Digest, Sha256};
+use tokio::sync::watch;
 
 use crate::calls::agent_tools::AgentTools;
 use crate::calls::policy::Policy;
@@ -36,6 +37,9 @@ pub struct SessionTable {
     policy: Arc<Policy>,
     /// In a cluster: how sessions answer requests other nodes relay.
     relay_replies: OnceLock<Arc<dyn RelayReplies>>,
+    /// Bumped whenever a session's tools or connection change, or (in a cluster) the directory of
+    /// every node's pages: what waits for a page ([`Self::watch`]) wakes then, instead of polling.
+    changes: Arc<watch::Sender<u64>>,
 }
 
 struct Table {
@@ -93,6 +97,7 @@ impl SessionTable {
             default_timeout: Duration::from_millis(DEFAULT_TIMEOUT_MS),
             policy: Arc::default(),
             relay_replies: OnceLock::new(),
+            changes: Arc::new(watch::channel(0).0),
         }
     }
 
@@ -241,7 +246,8 @@ impl SessionTable {
                     )
                     .with_agent_tools(self.agent_tools.clone(), self.default_timeout)
                     .with_policy(self.policy.clone())
-                    .with_relay_replies(self.relay_replies.get().cloned()),
+                    .with_relay_replies(self.relay_replies.get().cloned())
+                    .with_table_changes(self.changes.clone()),
                 )
             })
             .clone();
@@ -257,6 +263,18 @@ impl SessionTable {
 
     /// The most recently connected page that is connected now (one pass, no sorting: unbound MCP
     /// agents ask this twice a second).
+    /// A receiver that changes whenever some session's tools or connection change (and, in a
+    /// cluster, whenever the directory of every node's pages does: [`Self::changed`]).
+    pub(crate) fn watch(&self) -> watch::Receiver<u64> {
+        self.changes.subscribe()
+    }
+
+    /// Something [`Self::watch`]ers look at changed outside this node's sessions (a cluster
+    /// node's page came, went or listed tools).
+    pub(crate) fn changed(&self) {
+        self.changes.send_modify(|n| *n += 1);
+    }
+
     pub fn newest(&self) -> Option<Arc<PageSession>> {
         let mut table = self.lock();
         self.sweep(&mut table, false);

@@ -3,8 +3,6 @@
 
 #![allow(deprecated)]
 
-use std::time::Duration;
-
 use rmcp::model::{
     DetailedTask, ServerNotification, TaskStatusNotification, TaskStatusNotificationParams,
 };
@@ -12,25 +10,24 @@ use rmcp::{Peer, RoleServer};
 
 use super::McpAgent;
 
-/// How often an agent bound to no page yet looks for one (to announce its tools), and how often its
-/// announcer checks that the agent is still there.
-pub(super) const UNBOUND_POLL: Duration = Duration::from_millis(500);
-
 impl McpAgent {
-    /// Tells `peer` whenever the page's tool list changes, for as long as the agent is connected
-    /// (checked every [`UNBOUND_POLL`]: no task outlives its MCP session by more than that).
+    /// Tells `peer` whenever the page's tool list changes, for as long as the agent is connected:
+    /// woken by the page's changes (or, while no page is bound yet, any page's) and by the agent's
+    /// transport closing ([`Peer::closed`]), never by a timer.
     pub(super) async fn announce_changes(self, peer: Peer<RoleServer>) {
         // What the agent could have listed so far: nothing, if no page was there yet.
         let mut listed = self.page(None).map(|p| p.tools()).unwrap_or_default();
+        let mut pages = self.bridge.watch_pages();
         let page = loop {
-            if peer.is_transport_closed() {
-                return;
+            if let Some(page) = self.page(None) {
+                break page;
             }
-            match self.page(None) {
-                Some(page) => break page,
-                None => tokio::time::sleep(UNBOUND_POLL).await,
+            tokio::select! {
+                changed = pages.changed() => if changed.is_err() { return },
+                () = peer.closed() => return,
             }
         };
+        drop(pages);
         let mut changes = page.subscribe();
         loop {
             let now = page.tools();
@@ -42,10 +39,7 @@ impl McpAgent {
             }
             tokio::select! {
                 changed = changes.changed() => if changed.is_err() { return },
-                _ = tokio::time::sleep(UNBOUND_POLL) => {}
-            }
-            if peer.is_transport_closed() {
-                return;
+                () = peer.closed() => return,
             }
         }
     }
@@ -61,9 +55,7 @@ impl McpAgent {
         loop {
             let change = tokio::select! {
                 change = changes.recv() => change,
-                _ = tokio::time::sleep(UNBOUND_POLL) => {
-                    if peer.is_transport_closed() { return } else { continue }
-                }
+                () = peer.closed() => return,
             };
             let (id, detailed) = match change {
                 Ok(change) => change,

@@ -90,6 +90,8 @@ impl McpAgent {
         context: Option<&RequestContext<RoleServer>>,
     ) -> Result<Arc<PageSession>, String> {
         let deadline = tokio::time::Instant::now() + FIRST_PAGE_WAIT;
+        // Subscribed before the first look: no change between a look and the wait is missed.
+        let mut changes = self.bridge.watch_pages();
         loop {
             if let Some(page) = self.page(context) {
                 // Only a page that never came (or is still in its handshake, tools not listed yet)
@@ -109,7 +111,15 @@ impl McpAgent {
                     }
                 });
             }
-            tokio::time::sleep(Duration::from_millis(50)).await;
+            // Woken by a page session's tools or connection changing (on any node), or the deadline.
+            tokio::select! {
+                changed = changes.changed() => {
+                    if changed.is_err() {
+                        tokio::time::sleep_until(deadline).await;
+                    }
+                }
+                () = tokio::time::sleep_until(deadline) => {}
+            }
         }
     }
 }

@@ -39,7 +39,7 @@ impl PageSession {
         let mut state = self.lock();
         let generation = Self::attach_locked(&mut state, outgoing, kill, via, attached_at);
         drop(state);
-        self.changes.send_modify(|n| *n += 1);
+        self.changed();
         generation
     }
 
@@ -91,7 +91,7 @@ impl PageSession {
         let generation =
             Self::attach_locked(&mut state, outgoing, kill, Via::Node(node), attached_at);
         drop(state);
-        self.changes.send_modify(|n| *n += 1);
+        self.changed();
         Some(generation)
     }
 
@@ -140,7 +140,7 @@ impl PageSession {
         let wake = state.engine.poll_timeout();
         self.arm(&mut state, wake);
         drop(state);
-        self.changes.send_modify(|n| *n += 1);
+        self.changed();
     }
 
     /// Ends the current connection: its writer sends a WebSocket close frame (`code`, `reason`)

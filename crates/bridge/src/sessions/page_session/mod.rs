@@ -172,6 +172,8 @@ pub struct PageSession {
     progress_seen: AtomicU64,
     /// Bumped whenever the tool list or the connection changes (for waiters and MCP agents).
     changes: watch::Sender<u64>,
+    /// The session table's: bumped with [`Self::changes`], for those waiting on any page.
+    table_changes: Option<Arc<watch::Sender<u64>>>,
     allow: Vec<String>,
     /// The tools of `--tools FILE`, listed with the page's and described in their calls' `_meta`.
     agent_tools: Arc<AgentTools>,
@@ -220,12 +222,27 @@ impl PageSession {
             next_request: AtomicU64::new(1),
             progress_seen: AtomicU64::new(0),
             changes: watch::channel(0).0,
+            table_changes: None,
             allow,
             agent_tools: Arc::default(),
             default_timeout: Duration::from_millis(DEFAULT_TIMEOUT_MS),
             log_payloads,
             relay_replies: None,
             policy: Arc::default(),
+        }
+    }
+
+    /// Its tools or connection changing also bumps `table_changes` (crate::sessions::table).
+    pub(crate) fn with_table_changes(mut self, table_changes: Arc<watch::Sender<u64>>) -> Self {
+        self.table_changes = Some(table_changes);
+        self
+    }
+
+    /// The tools or the connection changed: tells the session's watchers and the table's.
+    fn changed(&self) {
+        self.changes.send_modify(|n| *n += 1);
+        if let Some(table_changes) = &self.table_changes {
+            table_changes.send_modify(|n| *n += 1);
         }
     }
 
@@ -347,7 +364,7 @@ impl PageSession {
         state.tools = tools.into();
         state.tools_listed = true;
         drop(state);
-        self.changes.send_modify(|n| *n += 1);
+        self.changed();
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
