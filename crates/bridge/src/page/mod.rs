@@ -3,6 +3,4 @@
 //! (`relay_routes`).
 
 pub(crate) mod connection_queue;
-#[cfg(test)]
-pub(crate) mod fake_page;
 pub(crate) mod relay_routes;

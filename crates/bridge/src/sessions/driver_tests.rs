@@ -17,7 +17,7 @@ use tokio::time::{sleep, Instant};
 use crate::calls::request_engine::RECONNECT_GRACE;
 use crate::limits::Limits;
 use crate::page::connection_queue::Outgoing;
-use crate::page::fake_page::{session, session_with, FakePage};
+use crate::sessions::fake_page::{session, session_with, FakePage};
 use crate::sessions::call_options::CallOptions;
 use crate::sessions::page_session::PageSession;
 

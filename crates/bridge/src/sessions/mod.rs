@@ -8,3 +8,5 @@ pub mod page_session;
 #[cfg(test)]
 mod policy_tests;
 pub(crate) mod table;
+#[cfg(test)]
+pub(crate) mod fake_page;
