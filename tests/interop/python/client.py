@@ -2,12 +2,15 @@
 """MCP interop scenarios against the page-tools server, using the official Python SDK (mcp 2.x).
 
 stdout carries only `PASS <name>` lines (and `CLOSE_TAB` for the harness); everything else goes to stderr.
+The last, `PASS close`, says the SDK logged no warning while it closed the session (over HTTP: its
+DELETE, which it wants answered 200, 204 or 405, else it logs `Session termination failed`).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
 from contextlib import AsyncExitStack
@@ -29,6 +32,19 @@ class Fail(Exception):
 
 def log(*a: Any) -> None:
     print(*a, file=sys.stderr, flush=True)
+
+
+class Warnings(logging.Handler):
+    """Every warning (or worse) the SDK logs (the `mcp` loggers), each also shown on stderr."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.seen: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        line = f"{record.name}: {record.levelname} {record.getMessage()}"
+        self.seen.append(line)
+        log(f"  logged: {line}")
 
 
 def check(cond: Any, msg: str) -> None:
@@ -142,6 +158,8 @@ async def main(a: argparse.Namespace) -> None:
     # adopts 2026-07-28 if the server advertises it, else falls back to initialize.
     mode = {"2025-11-25": "legacy", "2026-07-28": "auto", None: "auto"}[a.protocol_version]
     changed = {"tools": anyio.Event()}
+    warnings = Warnings()
+    logging.getLogger("mcp").addHandler(warnings)
 
     async def on_message(msg: Any) -> None:
         if isinstance(msg, Exception):
@@ -196,6 +214,11 @@ async def main(a: argparse.Namespace) -> None:
             except Exception as e:
                 raise Fail(f"{name}: {type(e).__name__}: {e}") from e
             print(f"PASS {name}", flush=True)
+        # Leaving the block closes the client: over HTTP the SDK ends its session with a DELETE.
+        before_close = len(warnings.seen)
+    on_close = warnings.seen[before_close:]
+    check(not on_close, f"close: the SDK logged {on_close}")
+    print("PASS close", flush=True)
 
 
 if __name__ == "__main__":

@@ -212,7 +212,8 @@ async fn python_client_through_node_3(revision: &str) {
             "call-invalid",
             "list-changed",
             "cancel",
-            "tab-closed"
+            "tab-closed",
+            "close"
         ]
     );
 }
