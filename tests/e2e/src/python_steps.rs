@@ -32,27 +32,72 @@ pub async fn run_gated(
     steps: &Value,
     gate: Option<&std::path::Path>,
 ) -> Vec<Value> {
+    let server = Server::Http { url, token };
+    run_with(server, revision, answer, steps, gate, false).await
+}
+
+/// Where the client finds the MCP server.
+pub enum Server<'a> {
+    /// Streamable HTTP at `url`, with the agent token.
+    Http { url: &'a str, token: &'a str },
+    /// A command the client launches, speaking MCP on its stdin and stdout.
+    Stdio {
+        command: &'a std::path::Path,
+        args: &'a [String],
+    },
+}
+
+/// [`run`] against `server`, the client observing everything the agent reads (steps.py
+/// `--observe`): every log message its logging callback gets is a line `{"logged": params}`, and
+/// every question (with `answer`) a line `{"asked": params}` after its `{"elicited": message}`.
+pub async fn run_observing(
+    server: Server<'_>,
+    revision: &str,
+    answer: Answer,
+    steps: &Value,
+) -> Vec<Value> {
+    run_with(server, revision, answer, steps, None, true).await
+}
+
+async fn run_with(
+    server: Server<'_>,
+    revision: &str,
+    answer: Answer,
+    steps: &Value,
+    gate: Option<&std::path::Path>,
+    observe: bool,
+) -> Vec<Value> {
     let python = std::env::var_os("INTEROP_PYTHON")
         .map(PathBuf::from)
         .expect("INTEROP_PYTHON is not set: run these through `cargo xtask test`");
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../interop/python/steps.py");
     let mut command = Command::new(python);
+    command.arg(script);
+    match server {
+        Server::Http { url, token } => {
+            command.args(["--url", url, "--token", token]);
+        }
+        Server::Stdio {
+            command: program,
+            args,
+        } => {
+            command.arg("--command").arg(program);
+            for arg in args {
+                command.arg(format!("--arg={arg}"));
+            }
+        }
+    }
     command
-        .arg(script)
-        .args([
-            "--url",
-            url,
-            "--token",
-            token,
-            "--protocol-version",
-            revision,
-        ])
+        .args(["--protocol-version", revision])
         .args(["--steps", &steps.to_string()]);
     if let Some(answer) = answer {
         command.args(["--answer", answer]);
     }
     if let Some(gate) = gate {
         command.arg("--gate").arg(gate);
+    }
+    if observe {
+        command.arg("--observe");
     }
     let output = command
         .stdin(Stdio::null())

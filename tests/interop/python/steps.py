@@ -13,6 +13,11 @@ With --answer, the client declares elicitation and answers every question so:
   accept-string (accept with approve="false": a malformed answer).
 Every question asked is printed as {"elicited": message}. With --gate DIR, the client creates
 DIR/asked when asked, and answers only once DIR/answer exists (the test decides when).
+With --observe, the client opts in to every log level (logging/setLevel on 2025-11-25, the
+per-request logLevel on 2026-07-28) and prints each log message its logging callback gets as
+{"logged": params}, and each question in full as {"asked": params}: everything the agent reads.
+The server is --url (Streamable HTTP), or --command with its --arg list (stdio: the client
+launches it).
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from typing import Any
 import anyio
 import httpx2
 import mcp_types as types
-from mcp import Client
+from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 
@@ -108,6 +113,8 @@ async def main(a: argparse.Namespace) -> None:
     if a.answer:
         async def callback(_ctx: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
             emit({"elicited": getattr(params, "message", "")})
+            if a.observe:
+                emit({"asked": params.model_dump(mode="json", by_alias=True, exclude_none=True)})
             if a.gate:
                 open(os.path.join(a.gate, "asked"), "w").close()
                 with anyio.fail_after(60):
@@ -115,14 +122,26 @@ async def main(a: argparse.Namespace) -> None:
                         await anyio.sleep(0.05)
             return answer_for(a.answer)
 
+    logged = None
+    if a.observe:
+        async def logged(params: types.LoggingMessageNotificationParams) -> None:
+            emit({"logged": params.model_dump(mode="json", by_alias=True, exclude_none=True)})
+
     async with AsyncExitStack() as stack:
-        headers = {"Authorization": f"Bearer {a.token}"} if a.token else None
-        http = await stack.enter_async_context(
-            httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30.0, read=300.0)))
+        if a.command:
+            # Full env: the SDK otherwise passes only a minimal safe environment to the child.
+            server: Any = StdioServerParameters(command=a.command, args=a.arg, env=dict(os.environ))
+        else:
+            headers = {"Authorization": f"Bearer {a.token}"} if a.token else None
+            http = await stack.enter_async_context(
+                httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30.0, read=300.0)))
+            server = streamable_http_client(a.url, http_client=http)
         client = Client(
-            streamable_http_client(a.url, http_client=http),
+            server,
             mode=mode,
             elicitation_callback=callback,
+            logging_callback=logged,
+            log_level="debug" if a.observe else None,
             read_timeout_seconds=60,
             client_info=types.Implementation(name="interop-python-steps", version="0.1.0"),
         )
@@ -130,6 +149,8 @@ async def main(a: argparse.Namespace) -> None:
         if c.protocol_version != a.protocol_version:
             raise SystemExit(f"asked for {a.protocol_version}, negotiated {c.protocol_version}")
         log(f"negotiated {c.protocol_version}")
+        if a.observe and c.protocol_version == "2025-11-25":
+            await c.session.set_logging_level("debug")  # pyright: ignore[reportDeprecated]
         for step in json.loads(a.steps):
             if "list" in step:
                 tools = (await c.list_tools(cache_mode="refresh")).tools
@@ -155,10 +176,16 @@ async def main(a: argparse.Namespace) -> None:
 
 if __name__ == "__main__":
     p = argparse.ArgumentParser()
-    p.add_argument("--url", required=True)
+    p.add_argument("--url")
+    p.add_argument("--command")
+    p.add_argument("--arg", action="append", default=[])
+    p.add_argument("--observe", action="store_true")
     p.add_argument("--token")
     p.add_argument("--protocol-version", choices=["2025-11-25", "2026-07-28"], required=True)
     p.add_argument("--answer", choices=["accept", "accept-reject", "decline", "cancel", "accept-string"])
     p.add_argument("--gate")
     p.add_argument("--steps", required=True)
-    anyio.run(main, p.parse_args())
+    args = p.parse_args()
+    if bool(args.url) == bool(args.command):
+        p.error("give --url (Streamable HTTP) or --command (stdio)")
+    anyio.run(main, args)

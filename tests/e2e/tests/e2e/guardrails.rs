@@ -4,7 +4,12 @@
 //! `--stdio`, and two nodes of a cluster. Block: the page never sees the call. Redact: the
 //! personal data in the page's result reaches no agent, in the text or the structured content.
 //! Limit: one window per page session and tool, whatever the route or the node. Confirm: the page's
-//! dialog asks, though the tool itself opts out of confirmation.
+//! dialog asks, though the tool itself opts out of confirmation. Redact covers everything an agent
+//! reads from a call, not only its result: the page's log messages, its progress message, its
+//! question to the agent and a task's status, each collected as an agent gets it — by the official
+//! MCP Python SDK's logging, progress and elicitation callbacks on `/mcp` (both revisions), on
+//! `--stdio` and through the node of a cluster that does not hold the page; by a plain HTTP client
+//! on `/api`, its rounds and its tasks.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -13,6 +18,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use client_tools_e2e::cluster::{Nats, Node};
+use client_tools_e2e::python_steps::{self, Server};
 use client_tools_e2e::webdriver::Driven;
 use client_tools_e2e::{browser, e2e_dir, pkg_dir, Tab};
 use fantoccini::key::Key;
@@ -34,6 +40,12 @@ message = "a task title must not hold a credential"
 [[rule]]
 id = "mask-contacts"
 tools = ["read_contact"]
+action = "redact"
+redact = ["email", "card"]
+
+[[rule]]
+id = "mask-chatter"
+tools = ["chatty"]
 action = "redact"
 redact = ["email", "card"]
 
@@ -574,6 +586,297 @@ async fn the_policy_holds_on_stdio() {
         json!({"create_task": 1, "read_contact": 1}),
         "the blocked call never reached the page"
     );
+    tab.close().await;
+}
+
+/// What `chatty` (www/guardrails.html) puts in everything it sends: none of it may reach an agent.
+const PERSONAL: [&str; 3] = ["dee@example.com", "4111 1111 1111 1111", "4111111111111111"];
+const TASKS: &str = "io.modelcontextprotocol/tasks";
+
+/// Every string inside `value` (object keys too), one a line.
+fn strings(value: &Value) -> String {
+    match value {
+        Value::String(text) => format!("{text}\n"),
+        Value::Array(items) => items.iter().map(strings).collect(),
+        Value::Object(object) => object
+            .iter()
+            .map(|(key, value)| format!("{key}\n{}", strings(value)))
+            .collect(),
+        _ => String::new(),
+    }
+}
+
+/// No string of what the agent received holds the page's e-mail address or card number.
+fn assert_nothing_personal(what: &str, received: &Value) {
+    let text = strings(received);
+    for secret in PERSONAL {
+        assert!(!text.contains(secret), "{what} shows {secret}: {received}");
+    }
+}
+
+/// One call of `chatty` with a question, through the official MCP Python SDK against `server`,
+/// its logging, progress and elicitation callbacks noting everything the agent reads.
+async fn chatty_through_python(server: Server<'_>, revision: &str) -> Vec<Value> {
+    let steps = json!([{"call": "chatty", "arguments": {"ask": true}, "progress": true}]);
+    python_steps::run_observing(server, revision, Some("accept"), &steps).await
+}
+
+/// The agent got the page's log messages, progress message, question and result, each redacted.
+fn assert_chatty_redacted(what: &str, lines: &[Value]) {
+    let all = Value::Array(lines.to_vec());
+    assert_nothing_personal(what, &all);
+    let logged = |level: &str| {
+        lines
+            .iter()
+            .filter_map(|l| l.get("logged"))
+            .find(|log| log["level"] == level)
+            .unwrap_or_else(|| panic!("{what}: the {level} log message reaches the agent: {all}"))
+    };
+    let info = logged("info");
+    assert_eq!(
+        info["data"]["step"], "looking up [redacted]",
+        "{what}: {all}"
+    );
+    assert_eq!(
+        info["data"]["found"][0]["card"], "[redacted]",
+        "{what}: {all}"
+    );
+    assert_eq!(
+        logged("warning")["data"],
+        "done with [redacted]",
+        "{what}: {all}"
+    );
+    let elicited: Vec<&Value> = lines.iter().filter_map(|l| l.get("elicited")).collect();
+    assert_eq!(elicited, [&json!("Is [redacted] yours?")], "{what}: {all}");
+    let asked = lines
+        .iter()
+        .find_map(|l| l.get("asked"))
+        .unwrap_or_else(|| panic!("{what}: the question reaches the agent: {all}"));
+    assert_eq!(
+        asked["requestedSchema"]["properties"]["approve"]["description"], "card [redacted]",
+        "{what}: {all}"
+    );
+    let outcome = lines
+        .iter()
+        .find(|l| l.get("isError").is_some())
+        .unwrap_or_else(|| panic!("{what}: the call ends: {all}"));
+    assert_eq!(outcome["isError"], false, "{what}: {all}");
+    assert_eq!(
+        outcome["structured"]["contact"], "[redacted]",
+        "{what}: {all}"
+    );
+    assert_eq!(outcome["structured"]["answered"], "accept", "{what}: {all}");
+    let messages: Vec<&Value> = outcome["progress"]
+        .as_array()
+        .map(|reports| reports.iter().map(|r| &r["message"]).collect())
+        .unwrap_or_default();
+    assert!(
+        messages.contains(&&json!("card [redacted] found for [redacted]")),
+        "{what}: the progress message reaches the agent: {all}"
+    );
+}
+
+/// An `/api` request (`POST` with `body`, else `GET`) of page session `session`'s `path`: the
+/// JSON answer (status 200).
+async fn api(base_url: &str, session: &str, path: &str, body: Option<Value>) -> Value {
+    let url = format!("{base_url}/api/sessions/{session}/{path}");
+    let client = reqwest::Client::new();
+    let request = match body {
+        Some(body) => client.post(url).json(&body),
+        None => client.get(url),
+    };
+    let response = request
+        .bearer_auth(AGENT_TOKEN)
+        .send()
+        .await
+        .expect("the bridge answers");
+    let status = response.status().as_u16();
+    let answer: Value = response.json().await.expect("JSON");
+    assert_eq!(status, 200, "{path}: {answer}");
+    answer
+}
+
+/// `GET …/tasks/{task}` until the task's status is `status` (30 s at most): every answer read.
+async fn task_until(base_url: &str, session: &str, task: &str, status: &str) -> Vec<Value> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut read = Vec::new();
+    loop {
+        let got = api(base_url, session, &format!("tasks/{task}"), None).await;
+        let done = got["status"] == status;
+        read.push(got);
+        if done {
+            return read;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "task {task} not {status} in 30 s: {read:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The one input request of an answer asking for input (`inputRequests`): its key and request.
+fn only_request(answer: &Value) -> (String, Value) {
+    let requests = answer["inputRequests"]
+        .as_object()
+        .unwrap_or_else(|| panic!("inputRequests: {answer}"));
+    assert_eq!(requests.len(), 1, "{answer}");
+    let (key, request) = requests.iter().next().unwrap();
+    (key.clone(), request.clone())
+}
+
+fn assert_question_redacted(what: &str, request: &Value) {
+    assert_eq!(request["method"], "elicitation/create", "{what}: {request}");
+    let params = &request["params"];
+    assert_eq!(
+        params["message"], "Is [redacted] yours?",
+        "{what}: {request}"
+    );
+    assert_eq!(
+        params["requestedSchema"]["properties"]["approve"]["description"], "card [redacted]",
+        "{what}: {request}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redact_covers_log_progress_rounds_and_tasks_on_mcp_and_api() {
+    let bridge = BridgeProcess::start(&secured_args()).await;
+    let mut tab = Tab::open(&format!(
+        "{}/guardrails.html#token={PAGE_TOKEN}",
+        bridge.base_url
+    ));
+    let base = bridge.base_url.as_str();
+    let session = wait_for_page(base, None, || {
+        format!("{}\n{}", tab.last_output(), bridge.output())
+    })
+    .await;
+
+    // /mcp on both revisions, through the official Python SDK.
+    let url = format!("{base}/mcp?session={session}");
+    for revision in ["2025-11-25", "2026-07-28"] {
+        let server = Server::Http {
+            url: &url,
+            token: AGENT_TOKEN,
+        };
+        let lines = chatty_through_python(server, revision).await;
+        assert_chatty_redacted(&format!("/mcp {revision}"), &lines);
+    }
+
+    // /api: its caller gets the round (log and progress messages are not sent on /api) and the
+    // result.
+    let capabilities = json!({"elicitation": {}});
+    let first = json!({"name": "chatty", "arguments": {"ask": true}, "capabilities": capabilities});
+    let asked = api(base, &session, "call", Some(first)).await;
+    assert_eq!(asked["resultType"], "input_required", "{asked}");
+    let (key, request) = only_request(&asked);
+    assert_question_redacted("/api", &request);
+    let answer = json!({key: {"action": "accept", "content": {"approve": true}}});
+    let retry = json!({"name": "chatty", "arguments": {"ask": true}, "capabilities": capabilities,
+        "requestState": asked["requestState"], "inputResponses": answer});
+    let done = api(base, &session, "call", Some(retry)).await;
+    assert_eq!(done["structuredContent"]["contact"], "[redacted]", "{done}");
+    assert_eq!(done["structuredContent"]["answered"], "accept", "{done}");
+    assert_nothing_personal("/api", &json!([asked, done]));
+
+    // A task (an /api caller declaring the extension): its status message is the page's progress
+    // message, its round waits in it, its result ends it.
+    let capabilities = json!({"elicitation": {}, "extensions": {TASKS: {}}});
+    let call = json!({"name": "chatty", "arguments": {"ask": true, "waitMs": 700},
+        "capabilities": capabilities});
+    let created = api(base, &session, "call", Some(call)).await;
+    assert_eq!(created["resultType"], "task", "{created}");
+    let task = created["taskId"].as_str().unwrap().to_owned();
+    let mut read = task_until(base, &session, &task, "input_required").await;
+    let waiting = read.last().unwrap().clone();
+    assert_eq!(
+        waiting["statusMessage"], "card [redacted] found for [redacted]",
+        "{waiting}"
+    );
+    let (key, request) = only_request(&waiting);
+    assert_question_redacted("a task", &request);
+    let answer =
+        json!({"inputResponses": {key: {"action": "accept", "content": {"approve": true}}}});
+    api(
+        base,
+        &session,
+        &format!("tasks/{task}/update"),
+        Some(answer),
+    )
+    .await;
+    read.extend(task_until(base, &session, &task, "completed").await);
+    let completed = read.last().unwrap();
+    let result = &completed["result"]["structuredContent"];
+    assert_eq!(result["contact"], "[redacted]", "{completed}");
+    assert_eq!(result["answered"], "accept", "{completed}");
+    assert_nothing_personal("a task", &json!([created, read]));
+
+    assert_eq!(
+        runs(base, &session).await,
+        json!({"chatty": 4}),
+        "every call ran once (a round is not a call)"
+    );
+    tab.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redact_covers_log_progress_and_rounds_on_stdio() {
+    // The Python client launches the bridge (`--stdio`, with the policy); the page, served by
+    // another bridge process, connects to the launched one's /ws.
+    let web = BridgeProcess::start(&[]).await;
+    let port = free_port();
+    let mut tab = Tab::open(&format!(
+        "{}/guardrails.html?endpoint=ws://127.0.0.1:{port}/ws",
+        web.base_url
+    ));
+    let policy = PolicyFile::new();
+    let binary = std::env::var_os("CLIENT_TOOLS_BRIDGE_BIN")
+        .map(PathBuf::from)
+        .expect("CLIENT_TOOLS_BRIDGE_BIN is not set: run these through `cargo xtask test`");
+    let args: Vec<String> = vec![
+        "--stdio".into(),
+        format!("--listen=127.0.0.1:{port}"),
+        format!("--www={}", e2e_dir().join("www").display()),
+        format!("--pkg={}", pkg_dir().display()),
+        format!("--policy={}", policy.arg()),
+    ];
+    let server = Server::Stdio {
+        command: &binary,
+        args: &args,
+    };
+    let lines = chatty_through_python(server, "2025-11-25").await;
+    assert_chatty_redacted("stdio", &lines);
+    tab.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redact_covers_log_progress_and_rounds_of_a_call_relayed_between_nodes() {
+    let nats = Nats::start("guardrails-nats-token").await;
+    let policy = PolicyFile::new();
+    let mut args = secured_args();
+    args.extend(["--policy", policy.arg()]);
+    let nodes = [
+        Node::start(&nats, &args).await,
+        Node::start(&nats, &args).await,
+    ];
+    let mut tab = Tab::open(&format!(
+        "{}/guardrails.html#token={PAGE_TOKEN}",
+        nodes[0].base_url
+    ));
+    // The page is held by node 1; the agent calls through node 2, which relays the call and gets
+    // the page's log, progress and round frames back through NATS.
+    let session = wait_for_page(&nodes[1].base_url, Some(&nodes[0].id), || {
+        format!("{}\n{}", tab.last_output(), nodes[0].output())
+    })
+    .await;
+    let url = format!("{}/mcp?session={session}", nodes[1].base_url);
+    for revision in ["2025-11-25", "2026-07-28"] {
+        let server = Server::Http {
+            url: &url,
+            token: AGENT_TOKEN,
+        };
+        let lines = chatty_through_python(server, revision).await;
+        assert_chatty_redacted(&format!("node 2, /mcp {revision}"), &lines);
+    }
     tab.close().await;
 }
 
