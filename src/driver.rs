@@ -5,6 +5,7 @@
 
 use std::rc::Rc;
 
+use client_tools_core::page_api::event;
 use client_tools_core::page_engine::{CallEvent, CallHandle, Event, Output};
 use client_tools_core::registry::{RegisteredTool, ToolKind};
 use std::sync::Arc;
@@ -98,13 +99,13 @@ fn emit(page: &Rc<Page>, event: Event) {
         } => {
             let mut detail = vec![("toolName", tool_name.into()), ("callId", call_id.into())];
             let event_type = match what {
-                CallEvent::Activated => "toolactivated",
+                CallEvent::Activated => event::TOOL_ACTIVATED,
                 CallEvent::Cancelled { reason } => {
                     detail.push(("reason", reason.into()));
-                    "toolcancel"
+                    event::TOOL_CANCEL
                 }
                 // `toolresult` is the one event nobody may want: its detail is not even built.
-                CallEvent::Finished { .. } if !page.events.wants("toolresult") => return,
+                CallEvent::Finished { .. } if !page.events.wants(event::TOOL_RESULT) => return,
                 CallEvent::Finished {
                     is_error,
                     duration_ms,
@@ -113,14 +114,14 @@ fn emit(page: &Rc<Page>, event: Event) {
                         ("isError", is_error.into()),
                         ("durationMs", duration_ms.into()),
                     ]);
-                    "toolresult"
+                    event::TOOL_RESULT
                 }
             };
             (event_type, js::object(&detail))
         }
         Event::ToolsChanged => {
             browser_agent::sync(page);
-            ("toolschanged", js_sys::Object::new())
+            (event::TOOLS_CHANGED, js_sys::Object::new())
         }
         Event::Warning {
             code,

@@ -6,7 +6,7 @@
 
 use std::cell::RefCell;
 
-use client_tools_core::page_api::{Listeners, DOM_EVENTS};
+use client_tools_core::page_api::{event, Listeners, DOM_EVENTS};
 use client_tools_core::WarningCode;
 
 use wasm_bindgen::JsValue;
@@ -55,6 +55,6 @@ impl EventHub {
                 tool_name.map_or(JsValue::UNDEFINED, JsValue::from),
             ),
         ]);
-        self.emit("warning", &detail);
+        self.emit(event::WARNING, &detail);
     }
 }

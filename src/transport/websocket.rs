@@ -11,6 +11,7 @@ use std::rc::{Rc, Weak};
 
 use crate::oneshot;
 use client_tools_core::connection::{ConnInput, ConnOutput};
+use client_tools_core::page_api::event;
 use client_tools_core::page_engine::Input;
 use client_tools_core::protocol::{code, encode_error, RpcError};
 use client_tools_core::{CoreError, WarningCode};
@@ -60,7 +61,7 @@ fn perform(page: &Rc<Page>, output: ConnOutput) {
         }
         ConnOutput::State(state) => {
             let detail = crate::js::object(&[("state", state.as_str().into())]);
-            page.events.emit("connectionchange", &detail);
+            page.events.emit(event::CONNECTION_CHANGE, &detail);
         }
         // A new session (`resumed: false`) owes nothing to an earlier one: the engine ends the
         // earlier session's calls.

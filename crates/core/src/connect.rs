@@ -174,13 +174,18 @@ pub fn redact(message: String, token: Option<&str>) -> String {
 
 /// First reconnect delay; doubled after each failure up to [`MAX_BACKOFF_MS`].
 pub const BASE_BACKOFF_MS: f64 = 250.0;
+/// The longest wait between two reconnect attempts (before jitter).
 pub const MAX_BACKOFF_MS: f64 = 10_000.0;
+/// The failed attempts the backoff counts at most (its exponent): far past [`MAX_BACKOFF_MS`], so
+/// the count never grows without bound.
+pub const MAX_BACKOFF_ATTEMPTS: u32 = 16;
 
 /// The wait before reconnect attempt `attempt` (from 0): capped exponential backoff with jitter,
 /// between half the cap and the cap (`random` in `0..1`, so pages that lost one runtime together
 /// do not return together).
 pub fn reconnect_delay_ms(attempt: u32, random: f64) -> f64 {
-    let cap = (BASE_BACKOFF_MS * 2f64.powi(attempt.min(16) as i32)).min(MAX_BACKOFF_MS);
+    let cap =
+        (BASE_BACKOFF_MS * 2f64.powi(attempt.min(MAX_BACKOFF_ATTEMPTS) as i32)).min(MAX_BACKOFF_MS);
     cap / 2.0 + random.clamp(0.0, 1.0) * cap / 2.0
 }
 

@@ -102,7 +102,8 @@ pub struct Connection {
     resume_secret: Option<String>,
     state: ConnectionState,
     phase: Phase,
-    /// Failed attempts since the last success (the backoff's exponent).
+    /// Failed attempts since the last success (the backoff's exponent), at most
+    /// [`connect::MAX_BACKOFF_ATTEMPTS`].
     attempt: u32,
     last_refusal: Option<String>,
     /// Jitter source (xorshift): pages that lost one runtime together do not return together.
@@ -332,7 +333,7 @@ impl Connection {
             self.outputs.push_back(ConnOutput::Warn(message.clone()));
             self.last_refusal = Some(message);
         }
-        self.attempt = (self.attempt + 1).min(16);
+        self.attempt = (self.attempt + 1).min(connect::MAX_BACKOFF_ATTEMPTS);
         self.wait(now);
     }
 

@@ -213,18 +213,34 @@ pub fn listing<H>(registry: &Registry<H>) -> Vec<ListedTool> {
         .collect()
 }
 
+/// The names of the events a page can subscribe to (`on(type, fn)`, SPEC §4), each written once.
+pub mod event {
+    /// A call of one of the page's tools started.
+    pub const TOOL_ACTIVATED: &str = "toolactivated";
+    /// A call was cancelled (by the agent, a timeout, the page).
+    pub const TOOL_CANCEL: &str = "toolcancel";
+    /// A call ended.
+    pub const TOOL_RESULT: &str = "toolresult";
+    /// The page's tool list changed.
+    pub const TOOLS_CHANGED: &str = "toolschanged";
+    /// The connection to the runtime changed state.
+    pub const CONNECTION_CHANGE: &str = "connectionchange";
+    /// Something the page should know went wrong (its detail has a warning code).
+    pub const WARNING: &str = "warning";
+}
+
 /// Event types a page can subscribe to (`on(type, fn)`, SPEC §4).
 pub const EVENT_TYPES: &[&str] = &[
-    "toolactivated",
-    "toolcancel",
-    "toolresult",
-    "toolschanged",
-    "connectionchange",
-    "warning",
+    event::TOOL_ACTIVATED,
+    event::TOOL_CANCEL,
+    event::TOOL_RESULT,
+    event::TOOLS_CHANGED,
+    event::CONNECTION_CHANGE,
+    event::WARNING,
 ];
 
 /// Events that are also dispatched as DOM `CustomEvent`s (what WebMCP pages listen to).
-pub const DOM_EVENTS: &[&str] = &["toolactivated", "toolcancel"];
+pub const DOM_EVENTS: &[&str] = &[event::TOOL_ACTIVATED, event::TOOL_CANCEL];
 
 /// The page's event listeners by type, each with the id that removes it. `F` is the listener (a
 /// JavaScript function in the browser).
@@ -284,6 +300,16 @@ pub use crate::plain_object::reject_unknown_keys;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The `.d.ts` docs write the timeout bounds as literals (`concat!` takes no consts): they
+    /// must say the core's.
+    #[test]
+    fn the_typescript_docs_name_the_timeout_bounds_of_the_core() {
+        let options = format!("(default {DEFAULT_TIMEOUT_MS}, max {MAX_TIMEOUT_MS})");
+        assert!(OPTIONS_TS.contains(&options), "{OPTIONS_TS}");
+        let declaration = format!("max {MAX_TIMEOUT_MS})");
+        assert!(DECLARATION_TS.contains(&declaration), "{DECLARATION_TS}");
+    }
 
     #[test]
     fn options_are_read_strictly_with_the_key_at_fault_named() {
