@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-use crate::agent::confirmation::RequestStates;
+use crate::agent::request_state::RequestStates;
 use crate::agent::rounds::{self, AgentSide, Driven, Retry, Rounds};
 use crate::agent::task_book::Refusal;
 use crate::agent::tasks::{self, TaskHostOf, TaskOp, Tasks};

@@ -103,7 +103,7 @@ impl std::fmt::Debug for BridgeConfig {
     }
 }
 
-/// Clamps a requested call timeout to the SPEC's maximum (300 s, the core's
+/// Clamps a requested call timeout to the core's `MAX_TIMEOUT_MS` (the core's
 /// `limits::call_timeout`); zero means the default.
 pub fn clamp_timeout(requested: Option<Duration>, default: Duration) -> Duration {
     let asked = requested.filter(|t| !t.is_zero()).map(whole_ms);

@@ -34,14 +34,16 @@
 //! 7. `page/`: the page's connection: `connection_queue` (the bounded queue of frames to it),
 //!    `relay_routes` (where its answers to relayed requests go back).
 //!
-//! Settings, used by every layer: [`config`] (the command-line flags as a struct) and [`limits`]
-//! (every bound of the bridge, with its default, docs/security.md).
+//! Settings and helpers, used by every layer: [`config`] (the command-line flags as a struct),
+//! [`limits`] (every bound of the bridge, with its default, docs/security.md) and `ids` (hex,
+//! random hex and unix milliseconds).
 
 mod agent;
 mod bridge;
 mod calls;
 mod cluster;
 pub mod config;
+mod ids;
 pub mod limits;
 mod page;
 mod routes;

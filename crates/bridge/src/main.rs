@@ -10,6 +10,7 @@ use client_tools_bridge::McpAgent;
 use client_tools_bridge::{
     AgentTools, Bridge, BridgeConfig, ClusterOptions, ConfirmVia, Limits, Policy,
 };
+use client_tools_core::limits::MAX_TIMEOUT_MS;
 use rmcp::ServiceExt;
 
 /// Relays tool calls between AI agents and the client tools of web pages.
@@ -43,8 +44,8 @@ struct Cli {
     /// Original tool name agents may call (repeatable); default: all.
     #[arg(long)]
     allow: Vec<String>,
-    /// Default per-call timeout in milliseconds (max 300000).
-    #[arg(long, default_value_t = default_timeout_ms())]
+    // The help names the core's maximum (`timeout_help`).
+    #[arg(long, default_value_t = default_timeout_ms(), help = timeout_help())]
     timeout_ms: u64,
     /// Serve one MCP session on stdin/stdout (for desktop MCP clients that launch the bridge);
     /// pages still connect over `/ws`.
@@ -132,6 +133,11 @@ fn defaults() -> BridgeConfig {
 /// [`defaults`]' per-call timeout, in the unit of `--timeout-ms`.
 fn default_timeout_ms() -> u64 {
     u64::try_from(defaults().timeout.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// `--timeout-ms`' help, with the maximum every route applies (the core's `MAX_TIMEOUT_MS`).
+fn timeout_help() -> String {
+    format!("Default per-call timeout in milliseconds (max {MAX_TIMEOUT_MS})")
 }
 
 /// See Cargo.toml: small allocations dominate the bridge's hot path.

@@ -1,37 +1,26 @@
 //! Confirmation at the agent's side (SPEC §7, `--confirm-via agent`): the question put to the
 //! person at the agent through MCP elicitation, what their answer means for the call, and the
-//! integrity-protected, single-use `requestState` of the 2026-07-28 multi-round-trip flow.
+//! single-use `requestState` of the 2026-07-28 multi-round-trip flow (sealed by
+//! crate::agent::request_state).
 //!
 //! Pure logic: time is a parameter (unix milliseconds), the transport is crate::routes::mcp's.
 
-use std::collections::{BTreeSet, HashMap};
-use std::sync::Mutex;
-
 use client_tools_core::call::outcome;
-use client_tools_core::limits::HUMAN_WAIT_MAX_MS;
 use client_tools_core::protocol::CallToolResult;
-use hmac::{Hmac, KeyInit, Mac};
 use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction, InputRequest};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
+use crate::agent::request_state::RequestStates;
 use crate::calls::prepared_call::PreparedCall;
+use crate::ids::{hex, random_hex};
+use crate::limits::{MAX_SHOWN_ARGUMENTS_CHARS, REQUEST_STATE_TTL_MS};
 
 /// The key of the one input request in an `InputRequiredResult`.
 pub const INPUT_KEY: &str = "confirm";
-/// How long a `requestState` stays valid: the longest wait for a human (SPEC §5).
-pub const STATE_TTL_MS: u64 = HUMAN_WAIT_MAX_MS;
-/// Spent states remembered at once on the bridge (each until it expires): a bound on memory.
-pub const MAX_SPENT: usize = 100_000;
-/// Spent states remembered at once for one page session: one page's agents cannot use up
-/// [`MAX_SPENT`] and block confirmations on every other page.
-pub const MAX_SPENT_PER_SESSION: usize = 1_000;
 /// The result of a confirmation the person cancelled (SPEC §7 words it so for the result form).
 pub const CANCELLED: &str = "the user cancelled";
-/// The longest proposed arguments (pretty JSON, in characters) the question shows. A confirmation
-/// covers all of them, so longer ones are never shown cut: the page asks instead ([`question`]).
-pub const MAX_SHOWN_ARGUMENTS: usize = 4_000;
 
 /// What the person at the agent decided.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -89,8 +78,8 @@ impl Decision {
 
 /// The question (form mode): the tool, its description and all the proposed arguments; the form
 /// offers `approve` (default true) and an optional `reason` for the agent. `None` when the
-/// arguments are longer than [`MAX_SHOWN_ARGUMENTS`]: the person would approve what they cannot
-/// see, so the page asks instead (it shows them whole).
+/// arguments are longer than [`MAX_SHOWN_ARGUMENTS_CHARS`]: the person would approve what they
+/// cannot see, so the page asks instead (it shows them whole).
 pub fn question(call: &PreparedCall) -> Option<ElicitRequestParams> {
     let mut message = match call.title() {
         Some(title) => format!(
@@ -103,7 +92,7 @@ pub fn question(call: &PreparedCall) -> Option<ElicitRequestParams> {
         message.push_str(&format!(": {description}"));
     }
     let arguments = serde_json::to_string_pretty(call.arguments()).unwrap_or_else(|_| "{}".into());
-    if arguments.chars().nth(MAX_SHOWN_ARGUMENTS).is_some() {
+    if arguments.chars().nth(MAX_SHOWN_ARGUMENTS_CHARS).is_some() {
         return None;
     }
     message.push_str(&format!(
@@ -223,106 +212,24 @@ struct Claims {
     n: String,
 }
 
-/// Issues and redeems `requestState`s under a per-bridge random key.
-pub struct RequestStates {
-    key: [u8; 32],
-    /// Nonces already redeemed, until they expire (then they are refused anyway).
-    spent: Mutex<Spent>,
-}
+/// A confirmation's `requestState` (crate::agent::request_state): its prefix.
+const STATE_DOMAIN: &str = "v1";
 
-/// The spent nonces, by expiry (forgetting the expired ones is a walk from the front, not a scan),
-/// by nonce, and counted by page session.
-#[derive(Default)]
-struct Spent {
-    by_expiry: BTreeSet<(u64, String)>,
-    /// Nonce → its page session hash.
-    nonces: HashMap<String, String>,
-    per_session: HashMap<String, usize>,
-}
-
-impl Spent {
-    fn forget_expired(&mut self, now_ms: u64) {
-        while let Some(first) = self.by_expiry.first() {
-            if first.0 > now_ms {
-                return;
-            }
-            let (_, nonce) = self.by_expiry.pop_first().expect("there is a first");
-            if let Some(session) = self.nonces.remove(&nonce) {
-                if let Some(count) = self.per_session.get_mut(&session) {
-                    *count -= 1;
-                    if *count == 0 {
-                        self.per_session.remove(&session);
-                    }
-                }
-            }
-        }
-    }
-
-    /// Spends `nonce` (valid until `expiry`) of the page session hashed `session`.
-    fn spend(
-        &mut self,
-        nonce: String,
-        session: String,
-        expiry: u64,
-        now_ms: u64,
-    ) -> Result<(), String> {
-        self.forget_expired(now_ms);
-        if self.nonces.contains_key(&nonce) {
-            return Err("requestState was already used: call the tool again".to_owned());
-        }
-        let in_session = self.per_session.get(&session).copied().unwrap_or(0);
-        if in_session >= MAX_SPENT_PER_SESSION {
-            return Err(format!(
-                "too many confirmations in this page session: at most {MAX_SPENT_PER_SESSION} \
-                 within {} s; try again later",
-                STATE_TTL_MS / 1000
-            ));
-        }
-        if self.nonces.len() >= MAX_SPENT {
-            return Err(format!(
-                "too many confirmations on this bridge: at most {MAX_SPENT} within {} s; try \
-                 again later",
-                STATE_TTL_MS / 1000
-            ));
-        }
-        self.by_expiry.insert((expiry, nonce.clone()));
-        self.nonces.insert(nonce, session.clone());
-        *self.per_session.entry(session).or_insert(0) += 1;
-        Ok(())
-    }
-}
-
-impl Default for RequestStates {
-    fn default() -> Self {
-        let mut key = [0u8; 32];
-        getrandom::fill(&mut key).expect("the operating system's random source");
-        Self::with_key(key)
-    }
-}
-
+/// A confirmation's states: issued for a call, redeemed once.
 impl RequestStates {
-    pub fn with_key(key: [u8; 32]) -> Self {
-        Self {
-            key,
-            spent: Mutex::new(Spent::default()),
-        }
-    }
-
-    /// A state for the call of `binding`, valid until `now_ms` + [`STATE_TTL_MS`].
+    /// A state for the call of `binding`, valid until `now_ms` + [`REQUEST_STATE_TTL_MS`].
     pub fn issue(&self, binding: &Binding, now_ms: u64) -> String {
-        let mut nonce = [0u8; 16];
-        getrandom::fill(&mut nonce).expect("the operating system's random source");
         let claims = Claims {
             t: binding.tool.to_owned(),
             a: binding.arguments_hash(),
             f: binding.forwarded.to_owned(),
             s: binding.sessions_hash(),
             p: binding.page_hash(),
-            e: now_ms + STATE_TTL_MS,
-            n: hex(&nonce),
+            e: now_ms + REQUEST_STATE_TTL_MS,
+            n: random_hex(16),
         };
         let payload = serde_json::to_vec(&claims).expect("strings and a number");
-        format!("v1.{}.{}", hex(&payload), hex(&self.tag(&payload)))
+        self.seal(STATE_DOMAIN, &payload)
     }
 
     /// Checks a state a client sent back for the call of `binding`, and spends it. Every refusal
@@ -333,18 +240,7 @@ impl RequestStates {
              since): call the tool again"
                 .to_owned()
         };
-        let mut parts = state.split('.');
-        let (Some("v1"), Some(payload), Some(tag), None) =
-            (parts.next(), parts.next(), parts.next(), parts.next())
-        else {
-            return Err(forged());
-        };
-        let (Some(payload), Some(tag)) = (unhex(payload), unhex(tag)) else {
-            return Err(forged());
-        };
-        let mut mac = self.mac();
-        mac.update(&payload);
-        mac.verify_slice(&tag).map_err(|_| forged())?;
+        let payload = self.open(STATE_DOMAIN, state).ok_or_else(forged)?;
         let claims: Claims = serde_json::from_slice(&payload).map_err(|_| forged())?;
         if claims.t != binding.tool {
             return Err(format!(
@@ -372,69 +268,11 @@ impl RequestStates {
         if now_ms >= claims.e {
             return Err(format!(
                 "requestState expired (it is valid for {} s): call the tool again",
-                STATE_TTL_MS / 1000
+                REQUEST_STATE_TTL_MS / 1000
             ));
         }
-        let mut spent = self.spent.lock().unwrap_or_else(|p| p.into_inner());
-        spent.spend(claims.n, claims.p, claims.e, now_ms)
+        self.spend(claims.n, claims.p, claims.e, now_ms)
     }
-
-    /// `payload` sealed under this bridge's key for another purpose (`domain`, also the state's
-    /// prefix): `<domain>.<hex payload>.<hex tag>`. Integrity only (the payload is readable).
-    pub(crate) fn seal(&self, domain: &str, payload: &[u8]) -> String {
-        let mut mac = self.mac();
-        mac.update(domain.as_bytes());
-        mac.update(&[0]);
-        mac.update(payload);
-        let tag = mac.finalize().into_bytes();
-        format!("{domain}.{}.{}", hex(payload), hex(&tag))
-    }
-
-    /// The payload of a state [`Self::seal`] made for `domain`; `None` when it was not, or was
-    /// altered.
-    pub(crate) fn open(&self, domain: &str, state: &str) -> Option<Vec<u8>> {
-        let mut parts = state.split('.');
-        let (Some(prefix), Some(payload), Some(tag), None) =
-            (parts.next(), parts.next(), parts.next(), parts.next())
-        else {
-            return None;
-        };
-        if prefix != domain {
-            return None;
-        }
-        let (payload, tag) = (unhex(payload)?, unhex(tag)?);
-        let mut mac = self.mac();
-        mac.update(domain.as_bytes());
-        mac.update(&[0]);
-        mac.update(&payload);
-        mac.verify_slice(&tag).ok()?;
-        Some(payload)
-    }
-
-    fn mac(&self) -> Hmac<Sha256> {
-        let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(&self.key)
-            .expect("HMAC takes a key of any length");
-        mac.update(b"client-tools requestState v1\0");
-        mac
-    }
-
-    fn tag(&self, payload: &[u8]) -> Vec<u8> {
-        let mut mac = self.mac();
-        mac.update(payload);
-        mac.finalize().into_bytes().to_vec()
-    }
-}
-
-/// The payload of a state sealed for `domain`, read without checking its tag: for routing only
-/// (which node keeps the call, crate::agent::rounds::holder), never for trusting it.
-pub(crate) fn unsealed_payload(domain: &str, state: &str) -> Option<Vec<u8>> {
-    let mut parts = state.split('.');
-    let (Some(prefix), Some(payload), Some(_tag), None) =
-        (parts.next(), parts.next(), parts.next(), parts.next())
-    else {
-        return None;
-    };
-    (prefix == domain).then(|| unhex(payload)).flatten()
 }
 
 /// JSON with object members sorted by name (whatever order they arrived in), numbers as
@@ -469,25 +307,13 @@ fn write_canonical(value: &Value, out: &mut String) {
     }
 }
 
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn unhex(text: &str) -> Option<Vec<u8>> {
-    if !text.len().is_multiple_of(2) || text.len() > 8_192 {
-        return None;
-    }
-    (0..text.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(text.get(i..i + 2)?, 16).ok())
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use serde_json::Map;
 
     use super::*;
+    use crate::agent::request_state::Spent;
+    use crate::limits::{MAX_SPENT_STATES, MAX_SPENT_STATES_PER_SESSION};
 
     const NOW: u64 = 1_800_000_000_000;
 
@@ -547,7 +373,7 @@ mod tests {
         assert!(refused(
             &state,
             binding("delete_car", &arguments, "p1"),
-            NOW + STATE_TTL_MS
+            NOW + REQUEST_STATE_TTL_MS
         )
         .contains("expired"));
         // Altered: a flipped digit in the payload or the tag, another key, garbage.
@@ -617,7 +443,7 @@ mod tests {
             let state = states.issue(&binding("t", &arguments, page), now);
             states.redeem(&state, &binding("t", &arguments, page), now)
         };
-        for _ in 0..MAX_SPENT_PER_SESSION {
+        for _ in 0..MAX_SPENT_STATES_PER_SESSION {
             assert_eq!(spend("greedy", NOW), Ok(()));
         }
         let refused = spend("greedy", NOW).unwrap_err();
@@ -629,7 +455,7 @@ mod tests {
         // Another page session is not blocked.
         assert_eq!(spend("other", NOW), Ok(()));
         // Once they expire, the greedy session may confirm again, and the expired are forgotten.
-        assert_eq!(spend("greedy", NOW + STATE_TTL_MS), Ok(()));
+        assert_eq!(spend("greedy", NOW + REQUEST_STATE_TTL_MS), Ok(()));
         let spent = states.spent.lock().unwrap();
         assert_eq!(spent.nonces.len(), 1);
         assert_eq!(spent.by_expiry.len(), 1);
@@ -639,7 +465,7 @@ mod tests {
     #[test]
     fn the_bridge_wide_bound_refuses_with_a_clear_error() {
         let mut spent = Spent::default();
-        for n in 0..MAX_SPENT {
+        for n in 0..MAX_SPENT_STATES {
             spent
                 .spend(n.to_string(), format!("page{}", n % 200), NOW + 1, NOW)
                 .unwrap();
@@ -743,12 +569,12 @@ mod tests {
     /// Defect: the question cut the arguments at 4 000 characters while the approval covered all.
     #[test]
     fn arguments_too_long_to_show_whole_are_not_asked_about() {
-        let fits = "x".repeat(MAX_SHOWN_ARGUMENTS - 20);
+        let fits = "x".repeat(MAX_SHOWN_ARGUMENTS_CHARS - 20);
         let call = PreparedCall::for_test("t", json!({ "text": fits }), Map::new());
         let shown = serde_json::to_value(question(&call).unwrap()).unwrap();
         assert!(shown["message"].as_str().unwrap().contains(&fits));
         assert!(!shown["message"].as_str().unwrap().contains("cut short"));
-        let long = "x".repeat(MAX_SHOWN_ARGUMENTS);
+        let long = "x".repeat(MAX_SHOWN_ARGUMENTS_CHARS);
         let call = PreparedCall::for_test("t", json!({ "text": long }), Map::new());
         assert!(question(&call).is_none());
     }

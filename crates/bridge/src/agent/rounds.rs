@@ -4,13 +4,13 @@
 //! called ([`AgentSide`]: an MCP request on this node or on another one, an `/api` request) until
 //! the call ends or a round needs answers the caller gives by retrying; [`Suspended`] keeps the
 //! call between that answer and the retry, found again by the `requestState` the bridge sealed
-//! (HMAC under the bridge's key, crate::agent::confirmation) and bound to the page session, the
+//! (HMAC under the bridge's key, crate::agent::request_state) and bound to the page session, the
 //! suspension, its round, the tool's definition and the arguments, and naming the cluster node
 //! that keeps it ([`holder`]: a retry that reaches another node is carried there, crate::
 //! cluster). A state is single-use (a fresh nonce every time one is issued) and expires with the
-//! human bound (300 s); suspended calls are bounded, the oldest forgotten first (forgetting one
-//! cancels its page call), so orphaned rounds never block new calls. The rules of a round —
-//! capabilities, answers, retries — are here once, for every route.
+//! human bound (`REQUEST_STATE_TTL_MS`, crate::limits); suspended calls are bounded, the oldest
+//! forgotten first (forgetting one cancels its page call), so orphaned rounds never block new
+//! calls. The rules of a round — capabilities, answers, retries — are here once, for every route.
 
 // Sampling and roots are deprecated by SEP-2577 in rmcp, yet the revisions the bridge speaks
 // have them, and pages use them (SPEC §4 "Asking mid-call").
@@ -20,7 +20,6 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use client_tools_core::limits::HUMAN_WAIT_MAX_MS;
 use client_tools_core::protocol::{self, method, ProgressParams, RequestId, RpcError};
 use client_tools_core::registry::TaskSupport;
 use futures_util::future::BoxFuture;
@@ -32,22 +31,16 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::agent::confirmation::{hex, unsealed_payload, RequestStates};
+use crate::agent::request_state::{unsealed_payload, RequestStates};
 use crate::calls::prepared_call::{resolve_name, PreparedCall};
-use crate::limits::LOG_BUFFER;
+use crate::ids::{hex, now_unix_ms, random_hex};
+use crate::limits::{LOG_BUFFER, MAX_SUSPENDED_CALLS, REQUEST_STATE_TTL_MS, TASK_AFTER};
 use crate::sessions::call_options::CallOptions;
 use crate::sessions::call_options::{CallEvent, CallOutcome, InputRound};
 use crate::sessions::page_session::{missing_capability_error, PageSession};
 
 /// The prefix of a round's `requestState` (a confirmation's is `v1`).
 pub(crate) const STATE_DOMAIN: &str = "r1";
-/// Suspended calls the bridge keeps at once; one more forgets the oldest.
-pub(crate) const MAX_SUSPENDED: usize = 256;
-/// How long a suspended call (and its state) lives: the human bound.
-pub(crate) const SUSPENDED_TTL: Duration = Duration::from_millis(HUMAN_WAIT_MAX_MS);
-/// How long a call that may run as a task runs as a plain one first: one that ends sooner answers
-/// at once (the extension's immediate result), one that takes longer becomes a task.
-pub(crate) const TASK_AFTER: Duration = Duration::from_millis(200);
 
 /// A page call running on its own task. Dropping it cancels the page's call (its handler's
 /// `ctx.signal` aborts) unless it has ended.
@@ -201,7 +194,7 @@ impl SuspendedCalls {
             nonce: String::new(),
             expires: Instant::now(),
         };
-        self.keep(states, holder, random_hex(), suspended)
+        self.keep(states, holder, random_hex(16), suspended)
     }
 
     /// Keeps `suspended` under `key` with a fresh nonce and expiry; returns its new state.
@@ -212,8 +205,8 @@ impl SuspendedCalls {
         key: String,
         mut suspended: Suspended,
     ) -> String {
-        suspended.nonce = random_hex();
-        suspended.expires = Instant::now() + SUSPENDED_TTL;
+        suspended.nonce = random_hex(16);
+        suspended.expires = Instant::now() + Duration::from_millis(REQUEST_STATE_TTL_MS);
         let claims = Claims {
             o: holder.to_owned(),
             k: key.clone(),
@@ -221,12 +214,12 @@ impl SuspendedCalls {
             p: short_hash(&suspended.call.page_session),
             d: suspended.call.tool_digest.clone(),
             n: suspended.nonce.clone(),
-            e: unix_ms() + SUSPENDED_TTL.as_millis() as u64,
+            e: now_unix_ms() + REQUEST_STATE_TTL_MS,
         };
         let payload = serde_json::to_vec(&claims).expect("strings and numbers");
         let mut calls = self.lock();
         forget_expired(&mut calls);
-        while calls.len() >= MAX_SUSPENDED {
+        while calls.len() >= MAX_SUSPENDED_CALLS {
             let Some(oldest) = calls
                 .iter()
                 .min_by_key(|(_, s)| s.expires)
@@ -257,10 +250,10 @@ impl SuspendedCalls {
             .ok_or("requestState integrity check failed (not issued by this bridge, or altered)")?;
         let claims: Claims =
             serde_json::from_slice(&payload).map_err(|_| "requestState integrity check failed")?;
-        if unix_ms() >= claims.e {
+        if now_unix_ms() >= claims.e {
             return Err(format!(
                 "requestState expired (valid for {} s): call the tool again",
-                SUSPENDED_TTL.as_secs()
+                REQUEST_STATE_TTL_MS / 1000
             ));
         }
         if claims.p != short_hash(page) {
@@ -739,24 +732,12 @@ fn short_hash(text: &str) -> String {
     hex(&Sha256::digest(text.as_bytes())[..16])
 }
 
-fn random_hex() -> String {
-    let mut bytes = [0u8; 16];
-    getrandom::fill(&mut bytes).expect("the operating system's random source");
-    hex(&bytes)
-}
-
-fn unix_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}
-
 #[cfg(test)]
 mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::page::fake_page::{session, FakePage};
+    use crate::sessions::fake_page::{session, FakePage};
 
     fn suspend(calls: &SuspendedCalls, states: &RequestStates, page: &Arc<PageSession>) -> String {
         let call = page.prepare_call("ask", json!({}), None, None).unwrap();
@@ -825,17 +806,17 @@ mod tests {
 
     #[tokio::test]
     async fn suspended_calls_are_bounded_the_oldest_forgotten_first() {
-        let page = crate::page::fake_page::session_with(crate::Limits {
-            max_pending_per_session: MAX_SUSPENDED + 8,
+        let page = crate::sessions::fake_page::session_with(crate::Limits {
+            max_pending_per_session: MAX_SUSPENDED_CALLS + 8,
             ..Default::default()
         });
         let _page = FakePage::connect(&page);
         let (calls, states) = (SuspendedCalls::default(), RequestStates::default());
         let first = suspend(&calls, &states, &page);
-        for _ in 0..MAX_SUSPENDED {
+        for _ in 0..MAX_SUSPENDED_CALLS {
             suspend(&calls, &states, &page);
         }
-        assert_eq!(calls.len(), MAX_SUSPENDED);
+        assert_eq!(calls.len(), MAX_SUSPENDED_CALLS);
         assert!(calls.take(&states, &first, page.id()).is_err());
     }
 

@@ -5,25 +5,20 @@
 //!
 //! A task belongs to a page session: only a caller bound to that session reads or changes it, and
 //! a task of another session answers as an unknown one (`-32602`, as the extension wants for a
-//! denial). It is kept [`RETENTION`] after its last change, at most [`MAX_PER_SESSION`] per page
-//! session and [`MAX_TASKS`] per node; a full book refuses new tasks, never forgets unread ones.
+//! denial). It is kept [`TASK_RETENTION`] after its last change, at most
+//! [`MAX_TASKS_PER_SESSION`] per page session and [`MAX_TASKS_PER_NODE`] per node; a full book
+//! refuses new tasks, never forgets unread ones.
 //! Only [`TaskBook::expire`] forgets a task that is still running, and it names it: its call is
 //! to be cancelled (the other paths treat it as gone and leave it to `expire`).
 
 use std::collections::HashMap;
-use std::time::Duration;
 
 use client_tools_core::protocol::{CallToolResult, RequestId, RpcError};
 use serde_json::{json, Map, Value};
 
-/// How long a task is kept after its last change (its result, once it ended).
-pub(crate) const RETENTION: Duration = Duration::from_secs(600);
-/// The polling interval the bridge suggests (`pollIntervalMs`).
-pub(crate) const POLL_INTERVAL_MS: u64 = 500;
-/// Tasks kept at once for one page session.
-pub(crate) const MAX_PER_SESSION: usize = 64;
-/// Tasks kept at once on one bridge node.
-pub(crate) const MAX_TASKS: usize = 1024;
+use crate::limits::{
+    MAX_TASKS_PER_NODE, MAX_TASKS_PER_SESSION, TASK_POLL_INTERVAL_MS, TASK_RETENTION,
+};
 
 /// Where a task stands.
 #[derive(Debug, Clone, PartialEq)]
@@ -73,7 +68,7 @@ pub(crate) struct Task {
 
 impl Task {
     fn expires_ms(&self) -> u64 {
-        self.updated_ms + RETENTION.as_millis() as u64
+        self.updated_ms + TASK_RETENTION.as_millis() as u64
     }
 
     /// The task as `tasks/get` answers it (the extension's `DetailedTask`, without `resultType`).
@@ -111,7 +106,7 @@ impl Task {
             "lastUpdatedAt": iso8601(self.updated_ms),
             // From creation to when the bridge may forget it: it grows while the task changes.
             "ttlMs": self.expires_ms() - self.created_ms,
-            "pollIntervalMs": POLL_INTERVAL_MS,
+            "pollIntervalMs": TASK_POLL_INTERVAL_MS,
         });
         if let Some(message) = &self.status_message {
             task["statusMessage"] = message.clone().into();
@@ -170,9 +165,9 @@ impl TaskBook {
             .values()
             .filter(|t| t.expires_ms() > now_ms)
             .count();
-        if live >= MAX_TASKS {
+        if live >= MAX_TASKS_PER_NODE {
             return Err(format!(
-                "too many tasks on this bridge (limit {MAX_TASKS}): wait until some expire"
+                "too many tasks on this bridge (limit {MAX_TASKS_PER_NODE}): wait until some expire"
             ));
         }
         let of_session = self
@@ -180,11 +175,11 @@ impl TaskBook {
             .values()
             .filter(|t| t.page_session == page_session && t.expires_ms() > now_ms)
             .count();
-        if of_session >= MAX_PER_SESSION {
+        if of_session >= MAX_TASKS_PER_SESSION {
             return Err(format!(
-                "too many tasks in this page session (limit {MAX_PER_SESSION}): wait until \
+                "too many tasks in this page session (limit {MAX_TASKS_PER_SESSION}): wait until \
                  some expire ({} s after their end)",
-                RETENTION.as_secs()
+                TASK_RETENTION.as_secs()
             ));
         }
         Ok(())
@@ -425,7 +420,7 @@ mod tests {
         let created = book.create("t1", "page", T0).unwrap();
         assert_eq!(created["status"], "working");
         assert_eq!(created["createdAt"], iso8601(T0));
-        assert_eq!(created["ttlMs"], RETENTION.as_millis() as u64);
+        assert_eq!(created["ttlMs"], TASK_RETENTION.as_millis() as u64);
         assert!(created.get("result").is_none() && created.get("inputRequests").is_none());
 
         let asked =
@@ -525,7 +520,7 @@ mod tests {
     #[test]
     fn tasks_are_kept_for_their_ttl_then_forgotten_running_ones_named() {
         let mut book = TaskBook::default();
-        let ttl = RETENTION.as_millis() as u64;
+        let ttl = TASK_RETENTION.as_millis() as u64;
         book.create("done", "page", T0).unwrap();
         book.settle(
             "done",
@@ -549,7 +544,7 @@ mod tests {
 
     #[test]
     fn a_running_task_expired_through_any_path_is_still_named_for_cancelling() {
-        let ttl = RETENTION.as_millis() as u64;
+        let ttl = TASK_RETENTION.as_millis() as u64;
         let later = T0 + ttl;
         type Path = fn(&mut TaskBook, u64);
         let paths: [(&str, Path); 4] = [
@@ -582,7 +577,7 @@ mod tests {
     #[test]
     fn tasks_are_bounded_per_session_and_per_node_with_clear_errors() {
         let mut book = TaskBook::default();
-        for i in 0..MAX_PER_SESSION {
+        for i in 0..MAX_TASKS_PER_SESSION {
             book.create(&format!("s{i}"), "busy", T0).unwrap();
         }
         let full = book.create("one-more", "busy", T0).unwrap_err();
@@ -592,14 +587,14 @@ mod tests {
         );
         book.create("other", "quiet", T0).unwrap();
         let mut i = 0;
-        while book.len() < MAX_TASKS {
+        while book.len() < MAX_TASKS_PER_NODE {
             book.create(&format!("n{i}"), &format!("p{i}"), T0).unwrap();
             i += 1;
         }
         let full = book.create("last", "fresh", T0).unwrap_err();
         assert!(full.contains("too many tasks on this bridge"), "{full}");
         // Expired ones make room again.
-        let later = T0 + RETENTION.as_millis() as u64;
+        let later = T0 + TASK_RETENTION.as_millis() as u64;
         book.create("last", "fresh", later).unwrap();
     }
 }

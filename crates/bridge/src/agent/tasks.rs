@@ -1,6 +1,6 @@
 //! Page calls as MCP tasks (SPEC §4 "Long calls as tasks", §11; the `io.modelcontextprotocol/
 //! tasks` extension, SEP-2663). A call that may be a task (its tool's `taskSupport`, an agent that
-//! declared the extension) and does not end within crate::agent::rounds::TASK_AFTER becomes one:
+//! declared the extension) and does not end within crate::limits::TASK_AFTER becomes one:
 //! the agent gets its handle at once and the call runs on here, on a task of its own, whatever
 //! happens to the agent's connection. The page's rounds wait in the task for `tasks/update`;
 //! `tasks/cancel` cancels the page's call (its handler's `ctx.signal` aborts).
@@ -21,11 +21,10 @@ use tokio::sync::{broadcast, oneshot};
 
 use crate::agent::rounds::{check_responses, declared, RunningCall, TaskHost};
 use crate::agent::task_book::{Answered, Refusal, TaskBook};
+use crate::ids::now_unix_ms;
+use crate::limits::TASK_CHANGES_BUFFER;
 use crate::sessions::call_options::{CallEvent, InputRound};
 use crate::sessions::page_session::{missing_capability_error, PageSession};
-
-/// Status changes kept for slow watchers.
-const CHANGES_BUFFER: usize = 64;
 
 /// One change of a task: its id and what `tasks/get` answers now.
 pub(crate) type Change = (String, Value);
@@ -48,14 +47,14 @@ impl Default for Tasks {
         Self {
             book: Mutex::default(),
             runs: Mutex::default(),
-            changes: broadcast::channel(CHANGES_BUFFER).0,
+            changes: broadcast::channel(TASK_CHANGES_BUFFER).0,
         }
     }
 }
 
 /// A fresh task id: 128 random bits, after `holder.` in a cluster.
 fn new_id(holder: &str) -> String {
-    let random = crate::sessions::table::random_hex(16);
+    let random = crate::ids::random_hex(16);
     match holder.is_empty() {
         true => random,
         false => format!("{holder}.{random}"),
@@ -65,12 +64,6 @@ fn new_id(holder: &str) -> String {
 /// The node a task id names as keeping it (`None` outside a cluster).
 pub(crate) fn holder_of(id: &str) -> Option<&str> {
     id.split_once('.').map(|(node, _)| node)
-}
-
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
 }
 
 impl Tasks {
@@ -88,7 +81,7 @@ impl Tasks {
     pub(crate) fn get(&self, id: &str, page_session: &str) -> Result<Value, Refusal> {
         self.forget_expired();
         let mut book = self.lock();
-        book.get(id, page_session, now_ms())
+        book.get(id, page_session, now_unix_ms())
             .map(|task| task.detailed(id))
     }
 
@@ -102,12 +95,12 @@ impl Tasks {
     ) -> Result<(), Refusal> {
         self.forget_expired();
         let mut book = self.lock();
-        book.get(id, page_session, now_ms())?;
+        book.get(id, page_session, now_unix_ms())?;
         let answers = check_responses(&book.pending(id), responses).map_err(|message| Refusal {
             code: client_tools_core::protocol::code::INVALID_PARAMS,
             message,
         })?;
-        let answered = book.answer(id, page_session, answers, now_ms())?;
+        let answered = book.answer(id, page_session, answers, now_unix_ms())?;
         let detailed = book.peek(id).map(|task| task.detailed(id));
         drop(book);
         if let Answered::Round { round, responses } = answered {
@@ -129,7 +122,7 @@ impl Tasks {
     /// ended one stays as it ended.
     pub(crate) fn cancel(&self, id: &str, page_session: &str) -> Result<(), Refusal> {
         self.forget_expired();
-        let running = self.lock().cancel(id, page_session, now_ms())?;
+        let running = self.lock().cancel(id, page_session, now_unix_ms())?;
         if running {
             if let Some(cancel) = self.runs().get_mut(id).and_then(|run| run.cancel.take()) {
                 let _ = cancel.send(());
@@ -142,13 +135,13 @@ impl Tasks {
     /// Whether a task of `page_session` may be created now: why not, naming the limit.
     pub(crate) fn room(&self, page_session: &str) -> Result<(), String> {
         self.forget_expired();
-        self.lock().room(page_session, now_ms())
+        self.lock().room(page_session, now_unix_ms())
     }
 
     /// Forgets expired tasks; the calls of those still running are cancelled. Every path that
     /// reads or changes the book comes here first (crate::agent::task_book leaves running ones to it).
     fn forget_expired(&self) {
-        let running = self.lock().expire(now_ms());
+        let running = self.lock().expire(now_unix_ms());
         let mut runs = self.runs();
         for id in running {
             if let Some(cancel) = runs.remove(&id).and_then(|mut run| run.cancel.take()) {
@@ -193,7 +186,7 @@ impl TaskHost for TaskHostOf {
         tasks.forget_expired();
         let id = new_id(holder);
         let session = running.page.id().to_owned();
-        let created = match tasks.lock().create(&id, &session, now_ms()) {
+        let created = match tasks.lock().create(&id, &session, now_unix_ms()) {
             Ok(created) => created,
             Err(why) => return Err((running, pending, why)),
         };
@@ -238,7 +231,7 @@ async fn run_task(
                 break None;
             }
             Some(update) = running.progress.recv() => {
-                tasks.lock().progress(&id, update.message, now_ms());
+                tasks.lock().progress(&id, update.message, now_unix_ms());
             }
             Some(event) = running.events.recv() => {
                 if let CallEvent::Input(round) = event {
@@ -249,7 +242,7 @@ async fn run_task(
         }
     };
     let outcome: Option<Result<CallToolResult, RpcError>> = outcome;
-    tasks.lock().settle(&id, outcome, now_ms());
+    tasks.lock().settle(&id, outcome, now_unix_ms());
     tasks.runs().remove(&id);
     tasks.changed(&id);
 }
@@ -273,7 +266,9 @@ fn ask(
         page.answer_round(&round.id, Err(missing_capability_error(&lacking)));
         return;
     }
-    tasks.lock().ask(id, round.id, round.requests, now_ms());
+    tasks
+        .lock()
+        .ask(id, round.id, round.requests, now_unix_ms());
     tasks.changed(id);
 }
 

@@ -12,14 +12,15 @@ use futures_util::future::BoxFuture;
 use rmcp::model::ClientCapabilities;
 use serde_json::{json, Map, Value};
 
-use super::{now_ms, TaskHostOf, Tasks};
+use super::{TaskHostOf, Tasks};
 use crate::agent::rounds::{
     drive, task_refusal, task_support, AgentSide, CallKey, Driven, Rounds, RunningCall,
 };
-use crate::agent::task_book::MAX_PER_SESSION;
 use crate::calls::agent_tools::AgentTools;
 use crate::calls::policy::{Policy, ACTED_META};
-use crate::page::fake_page::{session, FakePage};
+use crate::ids::now_unix_ms;
+use crate::limits::MAX_TASKS_PER_SESSION;
+use crate::sessions::fake_page::{session, FakePage};
 use crate::sessions::page_session::PageSession;
 
 const FILE: &str = r#"[
@@ -129,10 +130,10 @@ async fn a_required_tool_at_the_task_limit_is_refused_before_the_page_sees_the_c
     let tasks = Arc::new(Tasks::default());
     let rounds = rounds_with(&tasks);
     let mut fake = FakePage::connect(&page);
-    for i in 0..MAX_PER_SESSION {
+    for i in 0..MAX_TASKS_PER_SESSION {
         tasks
             .lock()
-            .create(&format!("t{i}"), page.id(), now_ms())
+            .create(&format!("t{i}"), page.id(), now_unix_ms())
             .unwrap();
     }
     let call = page
@@ -143,7 +144,10 @@ async fn a_required_tool_at_the_task_limit_is_refused_before_the_page_sees_the_c
     };
     assert!(refused.is_error);
     let text = serde_json::to_string(&refused.content).unwrap();
-    assert!(text.contains(&format!("limit {MAX_PER_SESSION}")), "{text}");
+    assert!(
+        text.contains(&format!("limit {MAX_TASKS_PER_SESSION}")),
+        "{text}"
+    );
     tokio::task::yield_now().await;
     assert!(fake.has_nothing_queued(), "the page never sees the call");
 

@@ -34,7 +34,7 @@ pub struct AgentTool {
     pub require_confirmation: bool,
     /// `fallback: "form"`.
     pub fallback_form: bool,
-    /// The tool's own timeout (clamped to 300 s), if it set one.
+    /// The tool's own timeout (clamped to the core's `MAX_TIMEOUT_MS`), if it set one.
     pub timeout_ms: Option<u64>,
     /// `taskSupport`; by default `optional` when a person answers (`fallback: "form"`, or a
     /// confirmation), else `forbidden` (SPEC §4 "Long calls as tasks").

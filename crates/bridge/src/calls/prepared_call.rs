@@ -22,7 +22,7 @@ use serde_json::{Map, Value};
 
 use crate::calls::agent_tools::{annotations_ask, AgentTool, AgentTools, FALLBACK_FORM};
 use crate::calls::policy::InputVerdict;
-use crate::limits::whole_ms;
+use crate::limits::{whole_ms, MAX_QUOTED_VALUE_CHARS};
 
 /// The `_meta` keys a caller may set on a call (for tools it defines itself, SPEC §3).
 const CALLER_KEYS: [&str; 5] = [
@@ -302,7 +302,7 @@ pub(crate) fn prepare(
     let (timeout, needs_confirmation, title, description) = match file_tool {
         Some(tool) => {
             let budget = tool.timeout_ms.map(Duration::from_millis);
-            let timeout = call_timeout(requested, budget, context.default_timeout)?;
+            let timeout = checked_timeout(requested, budget, context.default_timeout)?;
             check_arguments(tool, &arguments)?;
             forwarded.extend(tool.call_meta());
             (
@@ -315,7 +315,7 @@ pub(crate) fn prepare(
         None => {
             let asks = page_entry.is_some_and(page_entry_asks);
             (
-                call_timeout(requested, None, context.default_timeout)?,
+                checked_timeout(requested, None, context.default_timeout)?,
                 asks || caller_asks,
                 page_entry
                     .and_then(|t| t.annotations.as_ref())
@@ -340,11 +340,12 @@ pub(crate) fn prepare(
     })
 }
 
-/// The one timeout rule of every route (the core's `limits::call_timeout`, docs/api.md
-/// *Timeouts*): none asked → the tool's budget (its `timeoutMs` in `--tools`), else the bridge's
-/// default; asked → it must be positive and at most the budget, else at most 300 s. Anything else
-/// is an error naming the field and the limit, never silently changed.
-pub(crate) fn call_timeout(
+/// A call's timeout, checked: the one timeout rule of every route (the core's
+/// `limits::call_timeout`, docs/api.md *Timeouts*): none asked → the tool's budget (its
+/// `timeoutMs` in `--tools`), else the bridge's default; asked → it must be positive and at most
+/// the budget, else at most the core's `MAX_TIMEOUT_MS`. Anything else is an error naming the
+/// field and the limit, never silently changed.
+pub(crate) fn checked_timeout(
     requested: Option<RequestedTimeout>,
     budget: Option<Duration>,
     default: Duration,
@@ -416,7 +417,7 @@ fn check_caller_value(key: &str, value: &Value) -> Result<(), CallToolResult> {
 /// A value in an error message, cut short (an agent may send anything).
 fn short(value: &Value) -> String {
     let text = value.to_string();
-    match text.char_indices().nth(80) {
+    match text.char_indices().nth(MAX_QUOTED_VALUE_CHARS) {
         Some((cut, _)) => format!("{}…", &text[..cut]),
         None => text,
     }

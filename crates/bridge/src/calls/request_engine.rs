@@ -19,9 +19,7 @@ use client_tools_core::protocol::{
 };
 use serde_json::value::RawValue;
 
-/// How long a call whose page disconnected waits for the page to come back (a reload, a network
-/// blip) before it fails. When the page reconnects, the call is sent again with the same id.
-pub const RECONNECT_GRACE: Duration = Duration::from_secs(5);
+use crate::limits::RECONNECT_GRACE;
 
 /// The page's answer: its result (JSON text, parsed by the caller into the type it expects) or its
 /// JSON-RPC error.

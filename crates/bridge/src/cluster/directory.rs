@@ -2,23 +2,18 @@
 //! (from their [`Entry`] announcements) and which nodes are alive (from their heartbeats).
 //!
 //! Presence, not storage: nothing is kept in NATS. A node announces each change of its sessions,
-//! all of its connected sessions again every 10 s (an entry saying "connected" is believed for
-//! [`LEASE`]: one lost "disconnected" does not leave a ghost), and a heartbeat every [`HEARTBEAT`];
-//! a node silent for [`NODE_TIMEOUT`] is gone, and its pages count as disconnected until they
-//! reconnect elsewhere. A node that joins (or whose NATS connection comes back) says hello, and
-//! every node announces its sessions again. Sans-IO: the caller passes the time.
+//! all of its connected sessions again every `ANNOUNCE_BEATS` heartbeats (an entry saying
+//! "connected" is believed for `DIRECTORY_LEASE`: one lost "disconnected" does not leave a ghost),
+//! and a heartbeat every `HEARTBEAT_INTERVAL`; a node silent for `NODE_TIMEOUT` is gone, and its
+//! pages count as disconnected until they reconnect elsewhere (the bounds: crate::limits). A node
+//! that joins (or whose NATS connection comes back) says hello, and every node announces its
+//! sessions again. Sans-IO: the caller passes the time.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use super::wire::{is_node_id, is_session_id, Entry};
-
-/// How often a node says it is alive.
-pub(crate) const HEARTBEAT: Duration = Duration::from_millis(500);
-/// A node not heard from for this long is gone (its socket's pages with it).
-pub(crate) const NODE_TIMEOUT: Duration = Duration::from_millis(2_000);
-/// How long an entry saying a page is connected is believed without being announced again.
-pub(crate) const LEASE: Duration = Duration::from_secs(30);
+use crate::limits::{DIRECTORY_LEASE, NODE_TIMEOUT};
 
 pub(crate) struct Directory {
     me: String,
@@ -131,7 +126,7 @@ impl Directory {
         self.sessions
             .get(session)?
             .values()
-            .filter(|known| now.duration_since(known.received) < LEASE)
+            .filter(|known| now.duration_since(known.received) < DIRECTORY_LEASE)
             .map(|known| &known.entry)
             .filter(|entry| entry.connected && self.is_alive(&entry.node, now))
             .max_by_key(|entry| (entry.connected_at_ms, entry.generation))
@@ -188,7 +183,7 @@ impl Directory {
                 gone.push(id.clone());
             }
         }
-        let ttl = self.ttl.max(LEASE);
+        let ttl = self.ttl.max(DIRECTORY_LEASE);
         // A connected page is announced again within its lease: an entry not heard of for the
         // TTL is a page gone (or a node gone) long ago.
         self.sessions.retain(|_, by_node| {
@@ -204,6 +199,7 @@ impl Directory {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::limits::HEARTBEAT_INTERVAL;
 
     const A: &str = "aaaaaaaaaaaaaaaa";
     const B: &str = "bbbbbbbbbbbbbbbb";
@@ -247,7 +243,10 @@ mod tests {
         let later = now + NODE_TIMEOUT;
         directory.heartbeat(A, true, later);
         assert_eq!(directory.sweep(later), vec![B.to_owned()]);
-        assert_eq!(directory.sweep(later + HEARTBEAT), Vec::<String>::new());
+        assert_eq!(
+            directory.sweep(later + HEARTBEAT_INTERVAL),
+            Vec::<String>::new()
+        );
         assert!(directory.owner(S, later).is_none());
         assert!(directory.knows(S));
         assert!(!directory.entries(later)[0].connected);
@@ -271,7 +270,7 @@ mod tests {
         let mut directory = Directory::new(ME.into(), Duration::from_secs(600), 10);
         directory.heartbeat(A, true, now);
         directory.update(entry(A, 1, true, 10), now);
-        let later = now + LEASE;
+        let later = now + DIRECTORY_LEASE;
         directory.heartbeat(A, true, later);
         assert!(directory.owner(S, later).is_none());
         assert!(!directory.entries(later)[0].connected);

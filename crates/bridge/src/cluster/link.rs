@@ -13,11 +13,9 @@ use tokio::sync::Notify;
 
 use super::wire::{self, Entry, Reply};
 use super::Cluster;
+use crate::limits::NATS_HEADROOM_BYTES;
 use crate::page::connection_queue::{self, Outgoing, OutgoingReceiver};
 use crate::sessions::page_session::PageSession;
-
-/// Bytes a relayed frame's subjects may take beyond the frame, within NATS's limit.
-const ENVELOPE_BYTES: usize = 512;
 
 /// Links `session` to the node `entry` says holds its page: the link's generation, or `None`
 /// when the page's socket is on this node now.
@@ -79,7 +77,7 @@ impl Link {
                 continue;
             }
             let request = request_id_of(&frame).filter(|id| wire::is_request_id(id));
-            if frame.len() + ENVELOPE_BYTES > self.max_payload {
+            if frame.len() + NATS_HEADROOM_BYTES > self.max_payload {
                 if let Some(id) = request {
                     let error = RpcError::new(
                         code::INVALID_REQUEST,

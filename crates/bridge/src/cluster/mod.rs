@@ -21,7 +21,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::Instant;
 
 use client_tools_core::connect::ConnectParams;
 use futures_util::StreamExt;
@@ -31,9 +31,14 @@ use tokio::sync::mpsc;
 use crate::agent::rounds::Rounds;
 use crate::agent::tasks::Tasks;
 use crate::config::BridgeConfig;
+use crate::ids::{hex, random_hex, unix_ms};
+use crate::limits::{
+    ANNOUNCE_BEATS, CLAIM_ANSWER_SLACK, DIRECTORY_PER_NODE_SESSIONS, HEARTBEAT_INTERVAL,
+    LINK_SWEEP_BEATS, NATS_CONNECT_TIMEOUT, NATS_EVENTS_BUFFER, REFUSED_LINK_BACKOFF,
+};
 use crate::sessions::page_session::{visible_tools, PageSession, SessionInfo, Via, CLOSE_REPLACED};
 use crate::sessions::table::{self, Claimed, Refused, SessionTable};
-use directory::{Directory, HEARTBEAT};
+use directory::Directory;
 use wire::{Entry, Heartbeat, Hello};
 use wire::{Outbound, Publisher};
 
@@ -67,15 +72,6 @@ impl std::fmt::Debug for ClusterOptions {
     }
 }
 
-/// Every this many heartbeats, link records of expired sessions are dropped.
-const LINK_SWEEP_BEATS: u64 = 20;
-/// Every this many heartbeats, a node announces its pages again (their lease: directory.rs).
-const ANNOUNCE_BEATS: u64 = 20;
-/// How long a link that NATS said nobody serves is not remade to the same connection.
-const REFUSED_BACKOFF: Duration = Duration::from_secs(1);
-/// The directory holds at most this many times a node's `max_sessions` (other nodes' pages).
-const DIRECTORY_PER_NODE_SESSIONS: usize = 16;
-
 /// This node's part in the cluster.
 pub(crate) struct Cluster {
     node: String,
@@ -105,7 +101,7 @@ struct LinkState {
     /// The page's connection on that node the link was made for.
     owner_generation: u64,
     /// The connection generation of the link here; `None` once that node did not serve it (NATS's
-    /// "no responders"): then not remade to the same connection for [`REFUSED_BACKOFF`].
+    /// "no responders"): then not remade to the same connection for [`REFUSED_LINK_BACKOFF`].
     generation: Option<u64>,
     refused_at: Option<Instant>,
 }
@@ -120,11 +116,11 @@ impl Cluster {
         suspended: Arc<Rounds>,
         tasks: Arc<Tasks>,
     ) -> Result<Arc<Cluster>, String> {
-        let node = table::random_hex(8);
-        let (events_tx, events) = mpsc::channel(64);
+        let node = random_hex(8);
+        let (events_tx, events) = mpsc::channel(NATS_EVENTS_BUFFER);
         let mut connect = async_nats::ConnectOptions::new()
             .name(format!("client-tools-bridge {node}"))
-            .connection_timeout(Duration::from_secs(5))
+            .connection_timeout(NATS_CONNECT_TIMEOUT)
             .event_callback(move |event| {
                 let events = events_tx.clone();
                 async move {
@@ -192,9 +188,9 @@ impl Cluster {
         };
         let inbox = subscribe(wire::node_replies(&node)).await?;
         let frames = subscribe(wire::node_frames(&node)).await?;
-        let entries = subscribe(wire::DIRECTORY.to_owned()).await?;
-        let heartbeats = subscribe(wire::HEARTBEAT.to_owned()).await?;
-        let hellos = subscribe(wire::HELLO.to_owned()).await?;
+        let entries = subscribe(wire::DIRECTORY_SUBJECT.to_owned()).await?;
+        let heartbeats = subscribe(wire::HEARTBEAT_SUBJECT.to_owned()).await?;
+        let hellos = subscribe(wire::HELLO_SUBJECT.to_owned()).await?;
         let retries = subscribe(wire::node_rounds(&node)).await?;
         let task_requests = subscribe(wire::node_tasks(&node)).await?;
         tokio::spawn(publish(cluster.client.clone(), outbound));
@@ -213,7 +209,7 @@ impl Cluster {
     }
 
     /// Keeps the directory and the links current: entries, heartbeats, hellos, NATS reconnects,
-    /// and every [`HEARTBEAT`] this node's own heartbeat and a look for nodes gone silent.
+    /// and every [`HEARTBEAT_INTERVAL`] this node's own heartbeat and a look for nodes gone silent.
     async fn watch(
         self: Arc<Self>,
         mut entries: async_nats::Subscriber,
@@ -221,7 +217,7 @@ impl Cluster {
         mut hellos: async_nats::Subscriber,
         mut events: mpsc::Receiver<async_nats::Event>,
     ) {
-        let mut ticks = tokio::time::interval(HEARTBEAT);
+        let mut ticks = tokio::time::interval(HEARTBEAT_INTERVAL);
         let mut beats = 0u64;
         // Hellos (and a NATS reconnect) ask for this node's pages: answered once per heartbeat.
         let mut announce_due = false;
@@ -287,7 +283,7 @@ impl Cluster {
                 Some(event) = events.recv() => match event {
                     async_nats::Event::Connected => {
                         tracing::info!("NATS connection back: announcing this node's sessions");
-                        self.publisher.send(Outbound::json(wire::HELLO, &Hello { node: self.node.clone() }));
+                        self.publisher.send(Outbound::json(wire::HELLO_SUBJECT, &Hello { node: self.node.clone() }));
                         announce_due = true;
                         self.reconcile_all();
                     }
@@ -307,7 +303,8 @@ impl Cluster {
         let hello = Hello {
             node: self.node.clone(),
         };
-        self.publisher.send(Outbound::json(wire::HELLO, &hello));
+        self.publisher
+            .send(Outbound::json(wire::HELLO_SUBJECT, &hello));
         self.announce_all();
     }
 
@@ -316,7 +313,7 @@ impl Cluster {
             node: self.node.clone(),
             policy: self.policy.clone(),
         };
-        Outbound::json(wire::HEARTBEAT, &beat)
+        Outbound::json(wire::HEARTBEAT_SUBJECT, &beat)
     }
 
     fn directory(&self) -> std::sync::MutexGuard<'_, Directory> {
@@ -339,7 +336,8 @@ impl Cluster {
             tools_listed: session.has_listed_tools(),
             tools: session.page_tools().to_vec(),
         };
-        self.publisher.send(Outbound::json(wire::DIRECTORY, &entry));
+        self.publisher
+            .send(Outbound::json(wire::DIRECTORY_SUBJECT, &entry));
     }
 
     /// Every session whose page is connected to this node, announced again.
@@ -386,7 +384,7 @@ impl Cluster {
             same_connection(link)
                 && link
                     .refused_at
-                    .is_some_and(|at| now.duration_since(at) < REFUSED_BACKOFF)
+                    .is_some_and(|at| now.duration_since(at) < REFUSED_LINK_BACKOFF)
         });
         if !linked && !refused {
             // A new connection of the page (on any node): linked anew, and the calls waiting
@@ -481,7 +479,7 @@ impl Cluster {
             .iter()
             .filter(|(_, link)| {
                 link.refused_at
-                    .is_some_and(|at| now.duration_since(at) >= REFUSED_BACKOFF)
+                    .is_some_and(|at| now.duration_since(at) >= REFUSED_LINK_BACKOFF)
             })
             .map(|(id, _)| id.clone())
             .collect();
@@ -618,7 +616,7 @@ impl Cluster {
             .get(&id)
             .is_some_and(|s| s.via() == Some(Via::Socket));
         if !on_socket_here {
-            let wait = self.config.limits.takeover_probe + Duration::from_secs(1);
+            let wait = self.config.limits.takeover_probe + CLAIM_ANSWER_SLACK;
             let asked = self
                 .client
                 .request(wire::page_claim(&id), bytes::Bytes::new());
@@ -687,12 +685,7 @@ fn policy_of(config: &BridgeConfig) -> String {
     }
     // The guardrails too: a node with other rules would let through what this one blocks.
     hash.update(config.policy.digest().as_bytes());
-    table::hex(&hash.finalize()[..16])
-}
-
-fn unix_ms(time: SystemTime) -> u64 {
-    time.duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
+    hex(&hash.finalize()[..16])
 }
 
 #[cfg(test)]

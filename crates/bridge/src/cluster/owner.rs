@@ -11,11 +11,8 @@ use tokio::sync::{watch, Semaphore};
 
 use super::wire::{self, Reply};
 use super::Cluster;
+use crate::limits::MAX_CLAIMS_WAITING;
 use crate::sessions::page_session::{PageSession, RelayRefused, Via, CLOSE_REPLACED};
-
-/// Claims of one session waiting for its probe at once; more are answered "live" at once (the
-/// page keeps its session; the newcomer gets a new one).
-const CLAIMS_WAITING: usize = 4;
 
 /// Serves `session` (connected to this node's socket as `generation`) until that connection ends.
 /// `changes` was subscribed when the socket attached, so no change since is missed.
@@ -43,7 +40,7 @@ pub(super) async fn serve(
     if serving(&session) {
         cluster.announce(&session);
         let mut announced = session.page_tools();
-        let waiting = Arc::new(Semaphore::new(CLAIMS_WAITING));
+        let waiting = Arc::new(Semaphore::new(MAX_CLAIMS_WAITING));
         let probing = Arc::new(tokio::sync::Mutex::new(()));
         loop {
             tokio::select! {

@@ -9,7 +9,6 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use client_tools_core::protocol::{CallToolResult, ProgressParams};
 use futures_util::future::BoxFuture;
@@ -20,15 +19,11 @@ use serde_json::{Map, Value};
 use tokio::sync::Notify;
 
 use super::{wire, Cluster};
-use crate::agent::rounds::{self, AgentSide, Driven, Retry, MAX_SUSPENDED};
-use crate::sessions::table;
-
-/// How often the keeping node says it still drives a relayed retry.
-const ALIVE_EVERY: Duration = Duration::from_secs(2);
-/// How long the agent's node waits without a word from the keeping node before it gives up.
-const SILENCE: Duration = Duration::from_secs(10);
-/// Bytes a relayed message's subjects and envelope may take, within NATS's limit.
-const ENVELOPE_BYTES: usize = 1_024;
+use crate::agent::rounds::{self, AgentSide, Driven, Retry};
+use crate::ids::random_hex;
+use crate::limits::{
+    MAX_SUSPENDED_CALLS, NATS_HEADROOM_BYTES, RELAYED_RETRY_ALIVE_EVERY, RELAYED_RETRY_SILENCE,
+};
 
 /// A retry carried to the node keeping its call.
 #[derive(Serialize, Deserialize)]
@@ -84,7 +79,7 @@ impl Cluster {
                     .to_owned(),
             );
         }
-        let stream = wire::round_stream(&self.node, &table::random_hex(16));
+        let stream = wire::round_stream(&self.node, &random_hex(16));
         let mut back = match self.client.subscribe(stream.clone()).await {
             Ok(back) => back,
             Err(error) => {
@@ -98,7 +93,7 @@ impl Cluster {
             capabilities: agent.capabilities(),
         };
         let payload = serde_json::to_vec(&relayed).unwrap_or_default();
-        if payload.len() + ENVELOPE_BYTES > self.max_payload {
+        if payload.len() + NATS_HEADROOM_BYTES > self.max_payload {
             return Driven::Refused(format!(
                 "the retry is {} bytes, above what the cluster's NATS server carries ({} bytes, \
                  its max_payload)",
@@ -127,7 +122,7 @@ impl Cluster {
                     cancel().await;
                     return Driven::Ended(None);
                 }
-                message = tokio::time::timeout(SILENCE, back.next()) => message,
+                message = tokio::time::timeout(RELAYED_RETRY_SILENCE, back.next()) => message,
             };
             let message = match message {
                 Ok(Some(message)) => message,
@@ -184,7 +179,8 @@ pub(super) async fn receive(cluster: Arc<Cluster>, mut messages: async_nats::Sub
         }
         let taken = {
             let mut driving = cluster.driving.lock();
-            let room = driving.len() < MAX_SUSPENDED && !driving.contains_key(&relayed.stream);
+            let room =
+                driving.len() < MAX_SUSPENDED_CALLS && !driving.contains_key(&relayed.stream);
             if room {
                 driving.insert(relayed.stream.clone(), Arc::new(Notify::new()));
             }
@@ -214,7 +210,7 @@ async fn serve(cluster: Arc<Cluster>, relayed: Relayed) {
     };
     let resumed = rounds::resume(&cluster.rounds, relayed.retry, &side);
     let alive = async {
-        let mut ticks = tokio::time::interval(ALIVE_EVERY);
+        let mut ticks = tokio::time::interval(RELAYED_RETRY_ALIVE_EVERY);
         ticks.tick().await;
         loop {
             ticks.tick().await;
@@ -228,7 +224,7 @@ async fn serve(cluster: Arc<Cluster>, relayed: Relayed) {
     cluster.driving.lock().remove(&relayed.stream);
     let done = Back::Done(driven);
     let payload = serde_json::to_vec(&done).unwrap_or_default();
-    if payload.len() + ENVELOPE_BYTES > cluster.max_payload {
+    if payload.len() + NATS_HEADROOM_BYTES > cluster.max_payload {
         let too_large = ended_with(format!(
             "the call's result is {} bytes, above what the cluster's NATS server carries ({} \
              bytes, its max_payload)",
@@ -246,7 +242,7 @@ async fn serve(cluster: Arc<Cluster>, relayed: Relayed) {
 
 async fn send(cluster: &Cluster, stream: &str, back: &Back) {
     let payload = serde_json::to_vec(back).unwrap_or_default();
-    if payload.len() + ENVELOPE_BYTES > cluster.max_payload {
+    if payload.len() + NATS_HEADROOM_BYTES > cluster.max_payload {
         return; // a progress report or log message too large to carry is dropped
     }
     let _ = cluster

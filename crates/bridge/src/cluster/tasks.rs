@@ -5,7 +5,6 @@
 //! it: they answer as unknown.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use client_tools_core::protocol::code;
 use futures_util::StreamExt;
@@ -15,9 +14,7 @@ use serde_json::Value;
 use super::{wire, Cluster};
 use crate::agent::task_book::Refusal;
 use crate::agent::tasks::TaskOp;
-
-/// How long the agent's node waits for the keeping node's answer.
-const ANSWER_WITHIN: Duration = Duration::from_secs(10);
+use crate::limits::RELAYED_TASK_ANSWER_WITHIN;
 
 /// A caller's request about a task, carried to the node keeping it.
 #[derive(Serialize, Deserialize)]
@@ -62,7 +59,7 @@ impl Cluster {
         let request = self
             .client
             .request(wire::node_tasks(holder), payload.into());
-        match tokio::time::timeout(ANSWER_WITHIN, request).await {
+        match tokio::time::timeout(RELAYED_TASK_ANSWER_WITHIN, request).await {
             Ok(Ok(message)) => serde_json::from_slice::<Result<Value, Refusal>>(&message.payload)
                 .unwrap_or_else(|error| {
                     Err(Refusal {

@@ -19,11 +19,13 @@ use client_tools_core::protocol::Tool;
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 
+use crate::limits::NATS_PUBLISH_QUEUE;
 use crate::sessions::page_session::RelayReplies;
 
-pub(crate) const DIRECTORY: &str = "clienttools.directory";
-pub(crate) const HEARTBEAT: &str = "clienttools.heartbeat";
-pub(crate) const HELLO: &str = "clienttools.hello";
+/// The subjects every node listens on (the table above).
+pub(crate) const DIRECTORY_SUBJECT: &str = "clienttools.directory";
+pub(crate) const HEARTBEAT_SUBJECT: &str = "clienttools.heartbeat";
+pub(crate) const HELLO_SUBJECT: &str = "clienttools.hello";
 /// The queue group of the claim subject: one node answers, even in a race.
 pub(crate) const OWNER_GROUP: &str = "owner";
 /// A header on a message to a [`Reply`] subject: the frame was not delivered (the node does not
@@ -246,12 +248,9 @@ impl Outbound {
 #[derive(Clone)]
 pub(crate) struct Publisher(mpsc::Sender<Outbound>);
 
-/// Messages waiting for the publishing task.
-pub(crate) const PUBLISH_QUEUE: usize = 65_536;
-
 impl Publisher {
     pub(crate) fn new() -> (Self, mpsc::Receiver<Outbound>) {
-        let (sender, receiver) = mpsc::channel(PUBLISH_QUEUE);
+        let (sender, receiver) = mpsc::channel(NATS_PUBLISH_QUEUE);
         (Self(sender), receiver)
     }
 

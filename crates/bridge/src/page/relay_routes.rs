@@ -17,10 +17,6 @@ pub(crate) struct RelayRoutes {
 }
 
 impl RelayRoutes {
-    /// Routes kept per call a session may have waiting on one node: room for the calls of four
-    /// nodes at their limit (more nodes share it; the oldest routes go first).
-    pub(crate) const PER_PENDING: usize = 4;
-
     pub(crate) fn new(limit: usize) -> Self {
         Self {
             by_id: HashMap::new(),

@@ -27,20 +27,15 @@ use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use crate::bridge::Bridge;
-use crate::limits::MAX_MESSAGE_BYTES;
+use crate::limits::{
+    CLOSING_WRITER_GRACE, MAX_CLOSE_REASON_BYTES, MAX_MESSAGE_BYTES, PAGE_HANDSHAKE_TIMEOUT,
+    PAGE_READ_BUFFER_BYTES,
+};
 use crate::page::connection_queue::{self, Outgoing, OutgoingSender};
 use crate::routes::auth::{page_origin_allowed, secrets_match};
 use crate::sessions::page_session::PageSession;
 use crate::sessions::table::{Claimed, ConnectionSlot};
 
-/// How long the page has to answer `initialize` and `tools/list`.
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
-/// Per connection. tungstenite's default, 128 KiB, is allocated up front and zero-filled on every
-/// read: it was 90 % of an idle session's memory (`client-tools-load`) and a tenth of the CPU
-/// under call load. Frames are small; a large one still grows the buffer as needed.
-const READ_BUFFER_BYTES: usize = 4 * 1024;
-/// How long a closing connection's writer may take to send what is queued (its close frame).
-const WRITER_GRACE: Duration = Duration::from_secs(1);
 /// Close codes (RFC 6455): policy violation (refused connect), going away (silent page).
 const CLOSE_POLICY: u16 = 1008;
 const CLOSE_IDLE: u16 = 1001;
@@ -75,7 +70,7 @@ pub async fn upgrade(
     upgrade
         .max_message_size(MAX_MESSAGE_BYTES)
         .max_frame_size(MAX_MESSAGE_BYTES)
-        .read_buffer_size(READ_BUFFER_BYTES)
+        .read_buffer_size(PAGE_READ_BUFFER_BYTES)
         .on_upgrade(move |socket| serve_page(bridge, slot, socket))
 }
 
@@ -144,7 +139,7 @@ async fn serve_page(bridge: Bridge, _slot: ConnectionSlot, socket: WebSocket) {
     // The writer ends by itself once the queue is closed (after sending a queued close frame);
     // give it a moment, then stop it: the socket, its queue and the connection slot go together.
     if !writer_ended
-        && tokio::time::timeout(WRITER_GRACE, &mut writer)
+        && tokio::time::timeout(CLOSING_WRITER_GRACE, &mut writer)
             .await
             .is_err()
     {
@@ -233,9 +228,9 @@ fn page_token_ok(bridge: &Bridge, params: &ConnectParams) -> bool {
     }
 }
 
-/// A close reason fits in a control frame (123 bytes), cut at a character boundary.
+/// A close reason cut to [`MAX_CLOSE_REASON_BYTES`], at a character boundary.
 fn truncate_reason(message: &str) -> String {
-    let mut end = message.len().min(120);
+    let mut end = message.len().min(MAX_CLOSE_REASON_BYTES);
     while !message.is_char_boundary(end) {
         end -= 1;
     }
@@ -317,7 +312,7 @@ async fn handshake(session: Arc<PageSession>, refresh: Arc<Notify>) {
     let params = serde_json::to_value(params).unwrap_or_default();
     if !matches!(
         session
-            .request(method::INITIALIZE, params, HANDSHAKE_TIMEOUT)
+            .request(method::INITIALIZE, params, PAGE_HANDSHAKE_TIMEOUT)
             .await,
         Ok(Ok(_))
     ) {
@@ -333,7 +328,7 @@ async fn handshake(session: Arc<PageSession>, refresh: Arc<Notify>) {
 /// Asks the page for its tools again.
 async fn refresh_tools(session: &PageSession) {
     if let Ok(Ok(result)) = session
-        .request(method::TOOLS_LIST, json!({}), HANDSHAKE_TIMEOUT)
+        .request(method::TOOLS_LIST, json!({}), PAGE_HANDSHAKE_TIMEOUT)
         .await
     {
         match serde_json::from_str::<ToolsListResult>(result.get()) {

@@ -14,11 +14,10 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio::time::{sleep, Instant};
 
-use crate::calls::request_engine::RECONNECT_GRACE;
-use crate::limits::Limits;
+use crate::limits::{Limits, RECONNECT_GRACE};
 use crate::page::connection_queue::Outgoing;
-use crate::sessions::fake_page::{session, session_with, FakePage};
 use crate::sessions::call_options::CallOptions;
+use crate::sessions::fake_page::{session, session_with, FakePage};
 use crate::sessions::page_session::PageSession;
 
 /// A call's timeout in these tests; the bridge waits 2.5 s more for the page's own outcome.

@@ -4,9 +4,9 @@
 pub mod call_options;
 #[cfg(test)]
 mod driver_tests;
+#[cfg(test)]
+pub(crate) mod fake_page;
 pub mod page_session;
 #[cfg(test)]
 mod policy_tests;
 pub(crate) mod table;
-#[cfg(test)]
-pub(crate) mod fake_page;

@@ -18,8 +18,8 @@ use crate::agent::rounds::{
     RunningCall,
 };
 use crate::calls::policy::{Policy, ACTED_META};
-use crate::sessions::fake_page::{session, FakePage};
 use crate::sessions::call_options::CallOptions;
+use crate::sessions::fake_page::{session, FakePage};
 use crate::sessions::page_session::{PageSession, RelayRefused};
 
 const RULES: &str = r#"

@@ -19,11 +19,9 @@ use tokio::sync::watch;
 
 use crate::calls::agent_tools::AgentTools;
 use crate::calls::policy::Policy;
-use crate::limits::Limits;
+use crate::ids::{hex, random_hex};
+use crate::limits::{Limits, SESSION_SWEEP_EVERY};
 use crate::sessions::page_session::{PageSession, RelayReplies, Via, CLOSE_REPLACED};
-
-/// How often, at most, expired sessions are swept (on the next access to the table).
-const SWEEP_EVERY: Duration = Duration::from_secs(1);
 
 pub struct SessionTable {
     table: Mutex<Table>,
@@ -297,11 +295,11 @@ impl SessionTable {
         all
     }
 
-    /// Forgets sessions disconnected longer than the TTL (at most once per [`SWEEP_EVERY`] unless
+    /// Forgets sessions disconnected longer than the TTL (at most once per [`SESSION_SWEEP_EVERY`] unless
     /// `now_anyway`) that no call is waiting on.
     fn sweep(&self, table: &mut Table, now_anyway: bool) {
         let now = tokio::time::Instant::now().into_std();
-        if !now_anyway && now < table.last_sweep + SWEEP_EVERY {
+        if !now_anyway && now < table.last_sweep + SESSION_SWEEP_EVERY {
             return;
         }
         table.last_sweep = now;
@@ -323,13 +321,6 @@ fn new_secret() -> String {
     random_hex(32)
 }
 
-/// `bytes` random bytes from the operating system, hex (session secrets, cluster node ids).
-pub(crate) fn random_hex(bytes: usize) -> String {
-    let mut buffer = vec![0u8; bytes];
-    getrandom::fill(&mut buffer).expect("the operating system's random source");
-    hex(&buffer)
-}
-
 /// The session id a resume secret owns, if it is one the bridge could have issued.
 pub(crate) fn id_of_secret(secret: &str) -> Option<String> {
     valid_secret(secret).then(|| session_id_of(secret))
@@ -346,10 +337,6 @@ fn session_id_of(secret: &str) -> String {
     hasher.update(b"client-tools session id\0");
     hasher.update(secret.to_ascii_lowercase().as_bytes());
     hex(&hasher.finalize()[..16])
-}
-
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]

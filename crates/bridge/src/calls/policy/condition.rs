@@ -4,17 +4,18 @@
 //!
 //! CEL has no loops of its own and always ends, but a comprehension over a large input can still
 //! take long (`input.items.all(x, x in input.items)` is quadratic). So, at load, an expression is
-//! refused when it is longer than [`MAX_EXPRESSION_BYTES`], nests brackets deeper than
-//! [`MAX_NESTING`] (before it is parsed: the parser recurses) or nests a comprehension in another
-//! one; and, at evaluation, the data it sees is at most [`MAX_DATA_BYTES`] and [`MAX_DATA_DEPTH`]
-//! deep, and every read of a variable and every call of the policy's functions checks the time
-//! budget ([`BUDGET`]). Anything over a bound is an evaluation error, and the caller fails closed.
+//! refused when it is longer than [`MAX_CONDITION_BYTES`], nests brackets deeper than
+//! [`MAX_CONDITION_NESTING`] (before it is parsed: the parser recurses) or nests a comprehension in
+//! another one; and, at evaluation, the data it sees is at most [`MAX_CONDITION_DATA_BYTES`] and
+//! [`MAX_CONDITION_DATA_DEPTH`] deep, and every read of a variable and every call of the policy's
+//! functions checks the time budget ([`CONDITION_BUDGET`]). Patterns, here and in `redact` rules,
+//! are compiled by [`bounded_regex`]. Anything over a bound is an evaluation error, and the caller fails closed.
 
 use std::cell::Cell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use cel::common::ast::{Expr, LiteralValue};
 use cel::common::value::CowVal;
@@ -25,20 +26,10 @@ use cel::{Context, ExecutionError, IdedExpr, Program, Value};
 use serde_json::Value as Json;
 
 use super::detectors::Detector;
-
-/// The longest condition, in bytes.
-pub const MAX_EXPRESSION_BYTES: usize = 2_048;
-/// The deepest nesting of `(`, `[` and `{` in a condition.
-pub const MAX_NESTING: usize = 24;
-/// The most bytes of JSON a condition sees in `input` or `result` (each): more is an error.
-pub const MAX_DATA_BYTES: usize = 256 * 1024;
-/// The deepest JSON a condition sees.
-pub const MAX_DATA_DEPTH: usize = 64;
-/// How long one condition may run.
-pub const BUDGET: Duration = Duration::from_millis(50);
-/// The longest pattern `matches` compiles, and how many compiled patterns are kept.
-const MAX_PATTERN_BYTES: usize = 1_024;
-const MAX_CACHED_PATTERNS: usize = 256;
+use crate::limits::{
+    CONDITION_BUDGET, MAX_CACHED_PATTERNS, MAX_COMPILED_PATTERN_BYTES, MAX_CONDITION_BYTES,
+    MAX_CONDITION_DATA_BYTES, MAX_CONDITION_DATA_DEPTH, MAX_CONDITION_NESTING, MAX_PATTERN_BYTES,
+};
 
 /// The variables a condition may read.
 pub const VARIABLES: [&str; 4] = ["input", "result", "tool", "session"];
@@ -72,16 +63,16 @@ pub struct Facts<'a> {
 impl Condition {
     /// Compiles `source`, or says what is wrong with it.
     pub fn compile(source: &str) -> Result<Self, String> {
-        if source.len() > MAX_EXPRESSION_BYTES {
+        if source.len() > MAX_CONDITION_BYTES {
             return Err(format!(
-                "the condition is {} bytes long, more than the {MAX_EXPRESSION_BYTES} allowed",
+                "the condition is {} bytes long, more than the {MAX_CONDITION_BYTES} allowed",
                 source.len()
             ));
         }
         let nesting = nesting_of(source);
-        if nesting > MAX_NESTING {
+        if nesting > MAX_CONDITION_NESTING {
             return Err(format!(
-                "the condition nests brackets {nesting} deep, more than the {MAX_NESTING} allowed"
+                "the condition nests brackets {nesting} deep, more than the {MAX_CONDITION_NESTING} allowed"
             ));
         }
         let program = Program::compile(source).map_err(|error| error.to_string())?;
@@ -126,7 +117,7 @@ impl Condition {
     /// type, a missing field) says why it could not be decided.
     pub fn holds(&self, facts: &Facts, evaluator: &Evaluator) -> Result<bool, String> {
         let started = Instant::now();
-        let deadline = started + BUDGET;
+        let deadline = started + CONDITION_BUDGET;
         let input = to_cel(facts.input, "input")?;
         let result = match facts.result {
             Some(result) => to_cel(result, "result")?,
@@ -148,7 +139,7 @@ impl Condition {
         if resolver.overran.load(Ordering::Relaxed) || Instant::now() > deadline {
             return Err(format!(
                 "the condition ran longer than its budget of {} ms",
-                BUDGET.as_millis()
+                CONDITION_BUDGET.as_millis()
             ));
         }
         match value {
@@ -201,12 +192,6 @@ struct Patterns(Mutex<HashMap<String, regex::Regex>>);
 
 impl Patterns {
     fn is_match(&self, text: &str, pattern: &str) -> Result<bool, String> {
-        if pattern.len() > MAX_PATTERN_BYTES {
-            return Err(format!(
-                "a pattern of {} bytes is longer than the {MAX_PATTERN_BYTES} allowed",
-                pattern.len()
-            ));
-        }
         let mut cache = self.0.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(compiled) = cache.get(pattern) {
             return Ok(compiled.is_match(text));
@@ -220,17 +205,45 @@ impl Patterns {
     }
 }
 
+/// A pattern `matches` is called with, compiled ([`bounded_regex`]).
 fn compile_pattern(pattern: &str) -> Result<regex::Regex, String> {
-    if pattern.len() > MAX_PATTERN_BYTES {
-        return Err(format!(
-            "a pattern of {} bytes is longer than the {MAX_PATTERN_BYTES} allowed",
-            pattern.len()
-        ));
+    bounded_regex(pattern).map_err(|bad| match bad {
+        BadPattern::Invalid(error) => format!("'{pattern}' is not a valid pattern: {error}"),
+        too_long => too_long.to_string(),
+    })
+}
+
+/// A regular expression of the policy (what a condition's `matches` is called with, a `redact`
+/// rule's `patterns`), compiled within its bounds: at most [`MAX_PATTERN_BYTES`] long and
+/// [`MAX_COMPILED_PATTERN_BYTES`] compiled. The regex engine matches in linear time.
+pub(super) fn bounded_regex(source: &str) -> Result<regex::Regex, BadPattern> {
+    if source.len() > MAX_PATTERN_BYTES {
+        return Err(BadPattern::TooLong(source.len()));
     }
-    regex::RegexBuilder::new(pattern)
-        .size_limit(1 << 20)
+    regex::RegexBuilder::new(source)
+        .size_limit(MAX_COMPILED_PATTERN_BYTES)
         .build()
-        .map_err(|error| format!("'{pattern}' is not a valid pattern: {error}"))
+        .map_err(BadPattern::Invalid)
+}
+
+/// Why [`bounded_regex`] refused a pattern.
+#[derive(Debug)]
+pub(super) enum BadPattern {
+    /// Its length in bytes, over [`MAX_PATTERN_BYTES`].
+    TooLong(usize),
+    Invalid(regex::Error),
+}
+
+impl std::fmt::Display for BadPattern {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BadPattern::TooLong(bytes) => write!(
+                f,
+                "a pattern of {bytes} bytes is longer than the {MAX_PATTERN_BYTES} allowed"
+            ),
+            BadPattern::Invalid(error) => error.fmt(f),
+        }
+    }
 }
 
 thread_local! {
@@ -410,19 +423,19 @@ fn inspect(
     }
 }
 
-/// `value` as CEL sees it, within [`MAX_DATA_BYTES`] and [`MAX_DATA_DEPTH`].
+/// `value` as CEL sees it, within [`MAX_CONDITION_DATA_BYTES`] and [`MAX_CONDITION_DATA_DEPTH`].
 fn to_cel(value: &Json, name: &str) -> Result<Value, String> {
-    let mut budget = MAX_DATA_BYTES;
+    let mut budget = MAX_CONDITION_DATA_BYTES;
     convert(value, 0, &mut budget).ok_or_else(|| {
         format!(
-            "'{name}' is too large for a condition (at most {MAX_DATA_BYTES} bytes, \
-             {MAX_DATA_DEPTH} levels deep)"
+            "'{name}' is too large for a condition (at most {MAX_CONDITION_DATA_BYTES} bytes, \
+             {MAX_CONDITION_DATA_DEPTH} levels deep)"
         )
     })
 }
 
 fn convert(value: &Json, depth: usize, budget: &mut usize) -> Option<Value> {
-    if depth > MAX_DATA_DEPTH {
+    if depth > MAX_CONDITION_DATA_DEPTH {
         return None;
     }
     let spend = |budget: &mut usize, bytes: usize| {

@@ -13,8 +13,8 @@ use serde_json::{json, Value};
 
 use crate::agent::rounds::RunningCall;
 use crate::calls::policy::{Policy, ACTED_META};
-use crate::page::fake_page::{session, FakePage};
 use crate::sessions::call_options::CallEvent;
+use crate::sessions::fake_page::{session, FakePage};
 use crate::sessions::page_session::PageSession;
 
 const RULES: &str = r#"

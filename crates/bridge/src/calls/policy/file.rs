@@ -7,21 +7,14 @@ use std::collections::HashSet;
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 
-use super::condition::Condition;
+use super::condition::{bounded_regex, BadPattern, Condition};
 use super::detectors::Detector;
-use super::limiter::{Window, MAX_CALLS, MAX_WINDOW_SECONDS};
+use super::limiter::Window;
 use super::redact::{default_replacement, Redaction};
-
-/// The largest policy file read.
-pub const MAX_FILE_BYTES: usize = 1024 * 1024;
-/// The most rules in one policy.
-pub const MAX_RULES: usize = 512;
-/// The most tool patterns, and redaction patterns, in one rule.
-pub const MAX_PATTERNS: usize = 64;
-const MAX_ID: usize = 64;
-const MAX_TOOL_PATTERN: usize = 256;
-const MAX_MESSAGE: usize = 1_024;
-const MAX_REGEX_BYTES: usize = 1_024;
+use crate::limits::{
+    MAX_LIMIT_CALLS, MAX_LIMIT_WINDOW_SECONDS, MAX_PATTERNS_PER_RULE, MAX_POLICY_FILE_BYTES,
+    MAX_RULES, MAX_RULE_ID_BYTES, MAX_RULE_TEXT_BYTES, MAX_TOOL_PATTERN_BYTES,
+};
 
 /// The file as written (TOML `[[rule]]` tables, or JSON `{"rule": [...]}`).
 #[derive(Debug, Deserialize, Serialize)]
@@ -134,9 +127,9 @@ pub fn glob(pattern: &str, name: &str) -> bool {
 
 /// Reads a policy file's text: TOML unless it starts with `{` (JSON).
 pub fn parse_text(text: &str) -> Result<File, String> {
-    if text.len() > MAX_FILE_BYTES {
+    if text.len() > MAX_POLICY_FILE_BYTES {
         return Err(format!(
-            "the file is {} bytes, more than the {MAX_FILE_BYTES} allowed",
+            "the file is {} bytes, more than the {MAX_POLICY_FILE_BYTES} allowed",
             text.len()
         ));
     }
@@ -182,27 +175,27 @@ pub fn compile(file: &File) -> Result<Vec<Rule>, String> {
 fn compile_rule(text: &RuleText) -> Result<Rule, String> {
     let id = &text.id;
     let id_ok = !id.is_empty()
-        && id.len() <= MAX_ID
+        && id.len() <= MAX_RULE_ID_BYTES
         && id
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || "-_.:".contains(c));
     if !id_ok {
         return Err(format!(
-            "'id' must be 1 to {MAX_ID} letters, digits, '-', '_', '.' or ':'"
+            "'id' must be 1 to {MAX_RULE_ID_BYTES} letters, digits, '-', '_', '.' or ':'"
         ));
     }
-    if text.tools.is_empty() || text.tools.len() > MAX_PATTERNS {
+    if text.tools.is_empty() || text.tools.len() > MAX_PATTERNS_PER_RULE {
         return Err(format!(
-            "'tools' must list 1 to {MAX_PATTERNS} tool names (original names, '*' for any run of characters)"
+            "'tools' must list 1 to {MAX_PATTERNS_PER_RULE} tool names (original names, '*' for any run of characters)"
         ));
     }
     if let Some(bad) = text
         .tools
         .iter()
-        .find(|t| t.is_empty() || t.len() > MAX_TOOL_PATTERN)
+        .find(|t| t.is_empty() || t.len() > MAX_TOOL_PATTERN_BYTES)
     {
         return Err(format!(
-            "'tools' entry {bad:?} must be 1 to {MAX_TOOL_PATTERN} characters"
+            "'tools' entry {bad:?} must be 1 to {MAX_TOOL_PATTERN_BYTES} characters"
         ));
     }
     let action = text.action;
@@ -226,8 +219,10 @@ fn compile_rule(text: &RuleText) -> Result<Rule, String> {
     belongs("calls", text.calls.is_some(), &[Limit])?;
     belongs("window_seconds", text.window_seconds.is_some(), &[Limit])?;
     if let Some(message) = &text.message {
-        if message.is_empty() || message.len() > MAX_MESSAGE {
-            return Err(format!("'message' must be 1 to {MAX_MESSAGE} bytes"));
+        if message.is_empty() || message.len() > MAX_RULE_TEXT_BYTES {
+            return Err(format!(
+                "'message' must be 1 to {MAX_RULE_TEXT_BYTES} bytes"
+            ));
         }
     }
     let when = text
@@ -257,12 +252,12 @@ fn compile_rule(text: &RuleText) -> Result<Rule, String> {
             let seconds = text
                 .window_seconds
                 .ok_or("a limit rule needs 'window_seconds'")?;
-            if !(1..=MAX_CALLS).contains(&calls) {
-                return Err(format!("'calls' must be 1 to {MAX_CALLS}"));
+            if !(1..=MAX_LIMIT_CALLS).contains(&calls) {
+                return Err(format!("'calls' must be 1 to {MAX_LIMIT_CALLS}"));
             }
-            if !(1..=MAX_WINDOW_SECONDS).contains(&seconds) {
+            if !(1..=MAX_LIMIT_WINDOW_SECONDS).contains(&seconds) {
                 return Err(format!(
-                    "'window_seconds' must be 1 to {MAX_WINDOW_SECONDS}"
+                    "'window_seconds' must be 1 to {MAX_LIMIT_WINDOW_SECONDS}"
                 ));
             }
             let message = text.message.clone().unwrap_or_else(|| {
@@ -305,22 +300,18 @@ fn redaction(text: &RuleText) -> Result<Redaction, String> {
         })
         .collect::<Result<Vec<_>, _>>()?;
     let sources = text.patterns.as_deref().unwrap_or_default();
-    if names.len() > MAX_PATTERNS || sources.len() > MAX_PATTERNS {
-        return Err(format!("at most {MAX_PATTERNS} detectors and patterns"));
+    if names.len() > MAX_PATTERNS_PER_RULE || sources.len() > MAX_PATTERNS_PER_RULE {
+        return Err(format!(
+            "at most {MAX_PATTERNS_PER_RULE} detectors and patterns"
+        ));
     }
     let patterns = sources
         .iter()
         .map(|source| {
-            if source.len() > MAX_REGEX_BYTES {
-                return Err(format!(
-                    "a pattern of {} bytes is longer than the {MAX_REGEX_BYTES} allowed",
-                    source.len()
-                ));
-            }
-            let pattern = regex::RegexBuilder::new(source)
-                .size_limit(1 << 20)
-                .build()
-                .map_err(|error| format!("'patterns' entry {source:?}: {error}"))?;
+            let pattern = bounded_regex(source).map_err(|bad| match bad {
+                BadPattern::Invalid(error) => format!("'patterns' entry {source:?}: {error}"),
+                too_long => too_long.to_string(),
+            })?;
             if pattern.is_match("") {
                 return Err(format!(
                     "'patterns' entry {source:?} matches the empty text: it would replace nothing \
@@ -334,8 +325,10 @@ fn redaction(text: &RuleText) -> Result<Redaction, String> {
         return Err("a redact rule needs 'redact' (detectors) or 'patterns'".into());
     }
     let replacement = match &text.replacement {
-        Some(replacement) if replacement.len() > MAX_MESSAGE => {
-            return Err(format!("'replacement' must be at most {MAX_MESSAGE} bytes"))
+        Some(replacement) if replacement.len() > MAX_RULE_TEXT_BYTES => {
+            return Err(format!(
+                "'replacement' must be at most {MAX_RULE_TEXT_BYTES} bytes"
+            ))
         }
         Some(replacement) => replacement.clone(),
         None if patterns.is_empty() => default_replacement(&detectors).into_owned(),

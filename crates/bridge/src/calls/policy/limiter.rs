@@ -7,13 +7,7 @@
 
 use std::collections::{HashMap, VecDeque};
 
-/// The most calls a `limit` rule may allow in its window (each is remembered until it leaves it).
-pub const MAX_CALLS: u32 = 10_000;
-/// The longest window, in seconds (a day).
-pub const MAX_WINDOW_SECONDS: u64 = 86_400;
-/// The most (session, rule, tool) counts kept at once: past it, stale ones are dropped, and a new
-/// one that still does not fit is refused (fails closed).
-pub const MAX_KEYS: usize = 100_000;
+use crate::limits::{MAX_LIMIT_COUNTS, MAX_LIMIT_WINDOW_SECONDS};
 
 /// A rule's limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,9 +58,9 @@ impl Limiter {
     ) -> Result<(), Refused> {
         let key = (session.to_owned(), rule.to_owned(), tool.to_owned());
         let Some(times) = self.calls.get_mut(&key) else {
-            if self.calls.len() >= MAX_KEYS {
-                self.sweep(now_ms, MAX_WINDOW_SECONDS * 1000);
-                if self.calls.len() >= MAX_KEYS {
+            if self.calls.len() >= MAX_LIMIT_COUNTS {
+                self.sweep(now_ms, MAX_LIMIT_WINDOW_SECONDS * 1000);
+                if self.calls.len() >= MAX_LIMIT_COUNTS {
                     return Err(Refused::Full);
                 }
             }
@@ -146,7 +140,7 @@ mod tests {
     #[test]
     fn the_counts_kept_are_bounded_and_stale_ones_make_room() {
         let mut limiter = Limiter::default();
-        for n in 0..MAX_KEYS {
+        for n in 0..MAX_LIMIT_COUNTS {
             limiter
                 .admit(&format!("s{n}"), "r", "t", TWO_A_SECOND, 0)
                 .unwrap();
@@ -156,7 +150,7 @@ mod tests {
             Err(Refused::Full)
         );
         // A day later every count is stale.
-        let later = MAX_WINDOW_SECONDS * 1000 + 1;
+        let later = MAX_LIMIT_WINDOW_SECONDS * 1000 + 1;
         assert_eq!(limiter.admit("new", "r", "t", TWO_A_SECOND, later), Ok(()));
         assert_eq!(limiter.keys(), 1);
     }

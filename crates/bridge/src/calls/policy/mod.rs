@@ -21,9 +21,8 @@
 mod condition;
 mod detectors;
 mod file;
-pub(crate) mod gate;
 mod limiter;
-mod redact;
+pub(crate) mod redact;
 
 use std::path::Path;
 use std::sync::Mutex;
@@ -316,7 +315,7 @@ impl Policy {
     }
 
     /// The `redact` rules for what the page sends while a call of `tool` runs (its log and
-    /// progress messages, its rounds: crate::calls::policy::gate::EventRedaction), in file order: those
+    /// progress messages, its rounds: crate::calls::policy_gate::EventRedaction), in file order: those
     /// covering the tool whose condition holds on the call. The result does not exist yet, so a
     /// rule whose condition reads it, or one that cannot be decided, applies (fail closed).
     pub(crate) fn event_redactions(&self, tool: &str, session: &str, input: &Value) -> Vec<usize> {

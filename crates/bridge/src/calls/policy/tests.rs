@@ -7,8 +7,11 @@ use client_tools_core::protocol::CallToolResult;
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
-use super::condition::{MAX_DATA_BYTES, MAX_EXPRESSION_BYTES, MAX_NESTING};
 use super::*;
+use crate::limits::{
+    MAX_CONDITION_BYTES, MAX_CONDITION_DATA_BYTES, MAX_CONDITION_NESTING, MAX_POLICY_FILE_BYTES,
+    MAX_RULES,
+};
 
 /// The issue's four examples, and a log rule.
 const EXAMPLE: &str = r#"
@@ -280,15 +283,15 @@ fn every_mistake_in_a_file_is_refused_naming_the_rule() {
 #[test]
 fn hostile_policies_are_refused_at_load() {
     // Too long.
-    let long = format!("input.a == '{}'", "x".repeat(MAX_EXPRESSION_BYTES));
+    let long = format!("input.a == '{}'", "x".repeat(MAX_CONDITION_BYTES));
     assert!(
         refused(&rule(&format!("action = \"block\"\nwhen = \"{long}\""))).contains("bytes long")
     );
     // Too deep (refused before the parser recurses).
     let deep = format!(
         "{}true{}",
-        "(".repeat(MAX_NESTING + 1),
-        ")".repeat(MAX_NESTING + 1)
+        "(".repeat(MAX_CONDITION_NESTING + 1),
+        ")".repeat(MAX_CONDITION_NESTING + 1)
     );
     assert!(
         refused(&rule(&format!("action = \"block\"\nwhen = \"{deep}\"")))
@@ -306,11 +309,11 @@ fn hostile_policies_are_refused_at_load() {
             .contains("nests a comprehension")
     );
     // Too many rules, too large a file.
-    let many: String = (0..=file::MAX_RULES)
+    let many: String = (0..=MAX_RULES)
         .map(|n| format!("[[rule]]\nid = \"r{n}\"\ntools = [\"t\"]\naction = \"log\"\n"))
         .collect();
     assert!(refused(&many).contains("rules, more than"));
-    let huge = format!("# {}\n", "x".repeat(file::MAX_FILE_BYTES));
+    let huge = format!("# {}\n", "x".repeat(MAX_POLICY_FILE_BYTES));
     assert!(refused(&huge).contains("more than the"));
 }
 
@@ -343,7 +346,7 @@ fn slow_conditions_and_large_inputs_are_bounded_and_fail_closed() {
     assert!(started.elapsed() < Duration::from_secs(1));
     // More data than a condition sees: blocked, naming the bound.
     let p = policy(&rule("action = \"log\"\nwhen = \"size(input) > 0\""));
-    let big = json!({"blob": "x".repeat(MAX_DATA_BYTES)});
+    let big = json!({"blob": "x".repeat(MAX_CONDITION_DATA_BYTES)});
     let (_, result) = *p.check_input("t", "s", &big).unwrap_err();
     assert!(
         result.text().contains("too large for a condition"),

@@ -7,7 +7,6 @@
 
 use std::time::Duration;
 
-use client_tools_core::limits::HUMAN_WAIT_TICK_MS;
 use client_tools_core::protocol::{self, RpcError};
 use rmcp::model::{
     CallToolRequestParams, ElicitResult, InputRequests, InputRequiredResult,
@@ -20,12 +19,11 @@ use serde_json::{Map, Value};
 use crate::agent::confirmation::{self as agent_confirmation, Binding, Decision};
 use crate::calls::prepared_call::PreparedCall;
 use crate::config::ConfirmVia;
+use crate::ids::now_unix_ms;
+use crate::limits::{CONFIRMATION_PROGRESS_EVERY, REQUEST_STATE_TTL_MS};
 use crate::sessions::page_session::PageSession;
 
 use super::{mcp_session_id, McpAgent};
-
-/// How often progress is reported while the person at the agent decides (the page's tick too).
-pub(super) const WAITING_PROGRESS: Duration = Duration::from_millis(HUMAN_WAIT_TICK_MS);
 
 /// What the agent-side confirmation decided for a call (crate::agent::confirmation).
 pub(super) enum Confirmation {
@@ -87,7 +85,7 @@ impl McpAgent {
             }
             let asked = context.peer.create_elicitation_with_timeout(
                 question,
-                Some(Duration::from_millis(agent_confirmation::STATE_TTL_MS)),
+                Some(Duration::from_millis(REQUEST_STATE_TTL_MS)),
             );
             let ticking = progress_while_waiting(context, waited);
             let answer = tokio::select! {
@@ -130,7 +128,7 @@ impl McpAgent {
             let mcp_session = mcp_session_id(context);
             let binding = Binding::of(call, &forwarded, page.id(), mcp_session.as_deref());
             let states = self.bridge.request_states();
-            let now = unix_ms();
+            let now = now_unix_ms();
             let Some(state) = request.request_state.as_deref() else {
                 if request.input_responses.is_some() {
                     return Confirmation::Refused(protocol::CallToolResult::error(
@@ -191,15 +189,9 @@ pub(super) fn can_elicit(context: &RequestContext<RoleServer>) -> bool {
         .is_some_and(|e| e.form.is_some() || e.url.is_none())
 }
 
-pub(super) fn unix_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-}
-
 /// 2025-11-25: a round's requests to the agent, concurrently, as requests on the call's stream
 /// (rmcp relates a request sent while a call is handled to it); `{inputResponses}` for the page,
-/// or an error naming the request the agent failed. Bounded by the human wait (300 s).
+/// or an error naming the request the agent failed. Bounded by the human wait (the core's `HUMAN_WAIT_MAX_MS`).
 pub(super) async fn ask_agent(
     peer: Peer<RoleServer>,
     requests: Map<String, Value>,
@@ -243,15 +235,15 @@ pub(super) async fn ask_agent(
 }
 
 /// While the person at the agent decides (2025-11-25): `notifications/progress` every
-/// [`WAITING_PROGRESS`] under the call's progress token, if it has one, so the client extends its
-/// deadline (SPEC §5). Never ends (the caller stops polling it); `waited` is the last progress sent.
+/// [`CONFIRMATION_PROGRESS_EVERY`] under the call's progress token, if it has one, so the client
+/// extends its deadline (SPEC §5). Never ends (the caller stops polling it); `waited` is the last progress sent.
 pub(super) async fn progress_while_waiting(context: &RequestContext<RoleServer>, waited: &mut f64) {
     let Some(token) = context.meta.get_progress_token() else {
         return std::future::pending().await;
     };
     let mut ticks = tokio::time::interval_at(
-        tokio::time::Instant::now() + WAITING_PROGRESS,
-        WAITING_PROGRESS,
+        tokio::time::Instant::now() + CONFIRMATION_PROGRESS_EVERY,
+        CONFIRMATION_PROGRESS_EVERY,
     );
     loop {
         ticks.tick().await;

@@ -9,7 +9,6 @@
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use client_tools_core::protocol::{self};
 use rmcp::model::{
@@ -30,6 +29,7 @@ use crate::agent::rounds::{
 };
 use crate::agent::tasks::TaskOp;
 use crate::bridge::Bridge;
+use crate::limits::FIRST_PAGE_WAIT;
 use crate::sessions::page_session::PageSession;
 
 mod announce;
@@ -38,9 +38,6 @@ mod confirmation;
 
 use call_side::{level_name, task_error, McpSide};
 use confirmation::Confirmation;
-
-/// How long `tools/list` and `tools/call` wait for a first page to connect.
-const FIRST_PAGE_WAIT: Duration = Duration::from_secs(10);
 
 /// One agent's MCP session: which page session it is bound to.
 #[derive(Clone)]

@@ -7,7 +7,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use client_tools_core::call::outcome;
-use client_tools_core::limits::ANSWER_SLACK_MS;
 use client_tools_core::protocol::{
     self, encode_notification, encode_request, method, CallToolResult, ProgressParams, RequestId,
 };
@@ -17,23 +16,19 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::rounds::take_call_id;
 use super::{now, run_timer, PageSession, State, Via, Waiter};
-use crate::calls::policy::{self};
+use crate::calls::policy_gate;
 use crate::calls::prepared_call::{self, PreparedCall, RequestedTimeout};
 pub use crate::calls::request_engine::RequestFailure;
 use crate::calls::request_engine::{Answer, Purpose, Request, Settled};
+use crate::limits::ANSWER_SLACK;
 use crate::sessions::call_options::{
     is_missing_capability, CallEnd, CallEvent, CallOptions, ToolCall,
 };
 
-/// Extra time the runtime waits beyond a call's timeout (the core's `limits::ANSWER_SLACK_MS`, the
-/// page's grace for late handlers plus the network), so the page's own, more precise, outcome
-/// normally arrives first.
-const ANSWER_SLACK: Duration = Duration::from_millis(ANSWER_SLACK_MS);
-
 /// Where a call's log messages and rounds go, and the `redact` rules they pass first.
 type Events = (
     Option<mpsc::Sender<CallEvent>>,
-    Option<Arc<policy::gate::EventRedaction>>,
+    Option<Arc<policy_gate::EventRedaction>>,
 );
 
 /// A request nobody hears log messages or rounds of.
@@ -125,7 +120,7 @@ impl PageSession {
         };
         let prepared = prepared_call::prepare(&context, name, arguments, caller_meta, requested)
             .and_then(|call| {
-                policy::gate::prepared(
+                policy_gate::prepared(
                     &self.policy,
                     call,
                     || self.next_request_id(),
@@ -179,7 +174,7 @@ impl PageSession {
         let id = self.next_request_id();
         let linked = matches!(self.via(), Some(Via::Node(_)));
         let policed =
-            policy::gate::running(&self.policy, &call, &id, linked, now(), self.log_payloads);
+            policy_gate::running(&self.policy, &call, &id, linked, now(), self.log_payloads);
         let policed = match policed {
             Ok(policed) => policed,
             Err(refused) => return CallEnd::Result(refused),
@@ -188,12 +183,12 @@ impl PageSession {
         let name = call.name().to_owned();
         let redact = policed
             .as_ref()
-            .and_then(policy::gate::Running::event_redaction);
+            .and_then(policy_gate::Running::event_redaction);
         let (mut result, outcome) = self
             .run_tool_call(&id, call, cancel, progress, (events, redact))
             .await;
         match (&policed, &mut result) {
-            (Some(policed), CallEnd::Result(result)) => policy::gate::answered(
+            (Some(policed), CallEnd::Result(result)) => policy_gate::answered(
                 &self.policy,
                 policed,
                 &self.id,
@@ -201,7 +196,7 @@ impl PageSession {
                 result,
                 self.log_payloads,
             ),
-            (Some(policed), CallEnd::PageError(error)) => policy::gate::failed(policed, error),
+            (Some(policed), CallEnd::PageError(error)) => policy_gate::failed(policed, error),
             _ => {}
         }
         // The call's span is made once it is over, with every field known: nothing is recorded

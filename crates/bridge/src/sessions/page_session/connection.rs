@@ -10,7 +10,7 @@ use client_tools_core::protocol::{
 use tokio::sync::Notify;
 
 use super::{now, Connection, PageSession, RelayRefused, State, Via, CLOSE_REPLACED};
-use crate::calls::policy::{self};
+use crate::calls::policy_gate;
 pub use crate::calls::request_engine::RequestFailure;
 use crate::calls::request_engine::{Answer, RequestEngine};
 use crate::page::connection_queue::OutgoingSender;
@@ -128,7 +128,8 @@ impl PageSession {
             .drive(|engine| engine.fail(id, RequestFailure::NotConnected));
     }
 
-    /// The connection of `generation` ended: waiting calls get [`RECONNECT_GRACE`] to see it back.
+    /// The connection of `generation` ended: waiting calls get
+    /// [`RECONNECT_GRACE`](crate::limits::RECONNECT_GRACE) to see it back.
     pub(crate) fn detach(&self, generation: u64) {
         let mut state = self.lock();
         if state.connection.as_ref().map(|c| c.generation) != Some(generation) {
@@ -229,7 +230,7 @@ impl PageSession {
         })?;
         // Outside the session's lock: conditions may take their time budget.
         let tools = self.page_tools();
-        policy::gate::relayed(
+        policy_gate::relayed(
             &self.policy,
             &frame,
             &self.id,

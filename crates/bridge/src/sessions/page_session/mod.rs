@@ -21,9 +21,11 @@ use client_tools_core::registry::is_allowed;
 use tokio::sync::{mpsc, oneshot, watch, Notify};
 
 use crate::calls::agent_tools::AgentTools;
-use crate::calls::policy::{self, Policy};
+use crate::calls::policy::Policy;
+use crate::calls::policy_gate;
 use crate::calls::request_engine::{Output, RequestEngine, Settled};
-use crate::limits::Limits;
+use crate::ids::random_hex;
+use crate::limits::{Limits, RELAY_ROUTES_PER_PENDING};
 use crate::page::connection_queue::OutgoingSender;
 use crate::page::relay_routes::RelayRoutes;
 use crate::sessions::call_options::CallEvent;
@@ -109,10 +111,10 @@ struct Waiter {
     /// The page's log messages and rounds for this call (a full channel drops a log message and
     /// refuses a round); `None`: rounds are refused as a capability the caller lacks.
     events: Option<mpsc::Sender<CallEvent>>,
-    /// The `redact` rules the policy decided for this call (crate::calls::policy::gate::running): every
+    /// The `redact` rules the policy decided for this call (crate::calls::policy_gate::running): every
     /// log message, progress message and round passes them before it reaches `observer` or
     /// `events`, on every route.
-    redact: Option<Arc<policy::gate::EventRedaction>>,
+    redact: Option<Arc<policy_gate::EventRedaction>>,
 }
 
 impl State {
@@ -211,14 +213,14 @@ impl PageSession {
                 tools: Arc::from(Vec::new()),
                 generations: 0,
                 tools_listed: false,
-                routes: RelayRoutes::new(limits.max_pending_per_session * RelayRoutes::PER_PENDING),
+                routes: RelayRoutes::new(limits.max_pending_per_session * RELAY_ROUTES_PER_PENDING),
                 waiters: HashMap::new(),
                 rounds: HashMap::new(),
                 armed: None,
                 timer_started: false,
             })),
             timer: Arc::new(Notify::new()),
-            instance: instance_id(),
+            instance: random_hex(6),
             next_request: AtomicU64::new(1),
             progress_seen: AtomicU64::new(0),
             changes: watch::channel(0).0,
@@ -342,7 +344,7 @@ impl PageSession {
     /// The `redact` rules of the call waiting on request `id`, if the policy decided any: what the
     /// page sends about the call passes them before it is handed to the caller (applied outside
     /// the session's lock).
-    fn redaction_of(&self, id: &str) -> Option<Arc<policy::gate::EventRedaction>> {
+    fn redaction_of(&self, id: &str) -> Option<Arc<policy_gate::EventRedaction>> {
         if self.policy.is_empty() {
             return None;
         }
@@ -430,17 +432,4 @@ pub(crate) fn visible_tools(
 /// Tokio's clock (the same as the system's, except in tests that pause time).
 fn now() -> Instant {
     tokio::time::Instant::now().into_std()
-}
-
-/// A short random id for this bridge process.
-fn instance_id() -> String {
-    use std::hash::{BuildHasher, Hasher};
-    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-    hasher.write_u128(
-        SystemTime::now()
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or_default(),
-    );
-    format!("{:012x}", hasher.finish() & 0xffff_ffff_ffff)
 }

@@ -5,7 +5,7 @@ use client_tools_core::protocol::{self, encode_error, encode_result, method, Req
 use serde_json::{Map, Value};
 
 use super::PageSession;
-use crate::limits::{MAX_OPEN_ROUNDS_PER_SESSION, MAX_REQUESTS_PER_ROUND};
+use crate::limits::{MAX_OPEN_ROUNDS_PER_SESSION, MAX_QUOTED_ID_CHARS, MAX_REQUESTS_PER_ROUND};
 use crate::sessions::call_options::{CallEvent, InputRound};
 
 /// The MCP client capabilities the requests of a round need (`requiredCapabilities` of a
@@ -55,9 +55,9 @@ fn round_key(id: &RequestId) -> String {
     serde_json::to_string(id).unwrap_or_default()
 }
 
-/// At most 64 characters of an id the page sent, for an error message.
+/// At most [`MAX_QUOTED_ID_CHARS`] characters of an id the page sent, for an error message.
 fn short_id(id: &str) -> String {
-    id.chars().take(64).collect()
+    id.chars().take(MAX_QUOTED_ID_CHARS).collect()
 }
 
 /// Removes `_meta["clienttools/callId"]` (a string) from `params` and returns it; an `_meta` left

@@ -12,8 +12,8 @@ use tokio::time::sleep;
 use super::*;
 use crate::limits::{Limits, MAX_OPEN_ROUNDS_PER_SESSION, MAX_REQUESTS_PER_ROUND};
 use crate::page::connection_queue::Outgoing;
-use crate::sessions::fake_page::{session, FakePage};
 use crate::sessions::call_options::{CallEvent, CallOptions, CallOutcome};
+use crate::sessions::fake_page::{session, FakePage};
 
 const TIMEOUT: Duration = Duration::from_secs(1);
 

@@ -1,18 +1,34 @@
-//! Every bound of the bridge in one place, with its default (docs/security.md lists them).
+//! Every bound of the bridge in one place, with its default (docs/security.md lists them): the
+//! operator's ([`Limits`], set by flags or when embedding), and the fixed ones, by topic — the
+//! page's connection (`page.rs`), calls and their rounds (`calls.rs`), the agent's side
+//! (`agent.rs`), tasks (`tasks.rs`), the cluster (`cluster.rs`) and the guardrails (`policy.rs`)
+//! — each named for what it bounds and documented at its definition only. All of them are read
+//! as `limits::NAME`.
 //!
 //! A hostile page or agent meets a limit with a clear error naming it, never an unbounded queue or
-//! a task left behind. Frame size and depth are the core's (`protocol::check_outgoing`), the same
-//! rule on both sides of the page socket.
+//! a task left behind. The bounds of a call's life that the page shares (timeouts, frame size and
+//! depth, human waits) are the core's (`client_tools_core::limits`), the same rule on both sides
+//! of the page socket.
 
 use std::time::Duration;
 
-use client_tools_core::limits::{CONNECT_TIMEOUT_MS, MAX_FRAME_BYTES};
+use client_tools_core::limits::CONNECT_TIMEOUT_MS;
 
-/// The largest WebSocket message the bridge reads from a page. A frame up to [`MAX_FRAME_BYTES`] is
-/// decoded (and refused there with a clear JSON-RPC error when larger); a message beyond this
-/// closes the connection rather than being buffered — before the page is authenticated too.
-pub const MAX_MESSAGE_BYTES: usize = MAX_FRAME_BYTES + 64 * 1024;
+mod agent;
+mod calls;
+mod cluster;
+mod page;
+mod policy;
+mod tasks;
 
+pub use agent::*;
+pub use calls::*;
+pub use cluster::*;
+pub use page::*;
+pub use policy::*;
+pub use tasks::*;
+
+/// The operator's bounds: on connections, sessions, queues and timers.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Limits {
     /// Page WebSocket connections open at once; more are refused (`503`).
@@ -68,13 +84,3 @@ impl Default for Limits {
 pub(crate) fn whole_ms(duration: Duration) -> u64 {
     u64::try_from(duration.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX)
 }
-
-/// Rounds of a page's requests to agents (`clienttools/input`) waiting for an answer in one page
-/// session; one more is refused with a JSON-RPC error (the page's promise rejects). A call has at
-/// most one open round at a time, so this also bounds suspended calls per page.
-pub const MAX_OPEN_ROUNDS_PER_SESSION: usize = 64;
-/// Requests in one round (`inputRequests` keys); more refuse the round.
-pub const MAX_REQUESTS_PER_ROUND: usize = 16;
-/// Log messages (`notifications/message`) buffered towards one agent per call; more are dropped
-/// (the page bounds them at 100 per call too).
-pub const LOG_BUFFER: usize = 32;

@@ -1,4 +1,4 @@
-//! Where a page session applies the policy: the three calls `PageSession` makes at its choke
+//! Where a page session applies the policy (crate::calls::policy) to its prepared calls: the three calls `PageSession` makes at its choke
 //! points (preparing a call, running it and reading its result, relaying a call from another
 //! node), the `redact` rules on what the page sends while the call runs ([`EventRedaction`]),
 //! with the audit of every decision.
@@ -11,9 +11,9 @@ use client_tools_core::protocol::{
 };
 use serde_json::{Map, Value};
 
-use super::redact::Redaction;
-use super::{audit, mark, Acted, InputVerdict, Policy};
 use crate::calls::agent_tools::AgentTools;
+use crate::calls::policy::redact::Redaction;
+use crate::calls::policy::{audit, mark, Acted, InputVerdict, Policy};
 use crate::calls::prepared_call::{listed_original, PreparedCall};
 
 /// Every route's call, once prepared (`PageSession::prepare`): `block` refuses it (with an audit
