@@ -150,7 +150,7 @@ impl EventRedaction {
     }
 }
 
-/// A call about to go to the page (`PageSession::call_prepared_with`): its `limit` rules are
+/// A call about to go to the page (`PageSession::call_tool`): its `limit` rules are
 /// counted here unless another node holds the page's socket (`linked`: that node counts it, as
 /// every call to the page passes it); its `confirm` and `log` decisions are audited once, now that
 /// it runs. `Err`: the result to answer instead.

@@ -124,9 +124,10 @@ fn field<'a>(block: &'a Map<String, Value>, path: &[&str]) -> Option<&'a Value> 
 }
 
 /// Hands `visit` every string of `block` an agent may read as text: all but its `type` and the
-/// binary fields of its kind ([`BLOCKS`]), however deep (`annotations`, `_meta` included; keys
-/// excluded). A block of a kind the table does not know has every string visited, its `type`
-/// too: what it carries is unknown, so it is all text (fail closed). Returns the sum of what
+/// binary fields of its kind ([`BLOCKS`]), however deep (`annotations`, `_meta` included; object
+/// keys too, [`visit_strings`]). A binary field that is not base64 is text (a page may write
+/// anything there: fail closed), and a block of a kind the table does not know has every string
+/// visited, its `type` too: what it carries is unknown, so it is all text. Returns the sum of what
 /// `visit` returned.
 pub fn visit_text_mut(
     block: &mut Map<String, Value>,
@@ -138,7 +139,13 @@ pub fn visit_text_mut(
         .and_then(block_kind);
     match kind {
         Some(kind) => {
-            let mut skip: Vec<&[&str]> = kind.binary.to_vec();
+            let mut skip: Vec<&[&str]> = Vec::new();
+            for path in kind.binary {
+                let data = field(block, path).and_then(Value::as_str);
+                if data.is_some_and(|data| is_base64(Some(data))) {
+                    skip.push(path);
+                }
+            }
             skip.push(&["type"]);
             visit_object_except(block, &skip, visit)
         }
@@ -166,17 +173,45 @@ fn visit_object_except(
             other => visit_strings(other, visit),
         };
     }
-    count
+    count + visit_keys(object, visit)
 }
 
-/// Hands `visit` every string inside `value`, however deep (object keys excluded).
+/// Hands `visit` every string inside `value`, however deep: values and object keys (a key an
+/// agent reads is as much text as a value; a key `visit` changes is renamed, its value kept).
 pub fn visit_strings(value: &mut Value, visit: &mut dyn FnMut(&mut String) -> usize) -> usize {
     match value {
         Value::String(text) => visit(text),
         Value::Array(items) => items.iter_mut().map(|v| visit_strings(v, visit)).sum(),
-        Value::Object(object) => object.values_mut().map(|v| visit_strings(v, visit)).sum(),
+        Value::Object(object) => {
+            let values: usize = object.values_mut().map(|v| visit_strings(v, visit)).sum();
+            values + visit_keys(object, visit)
+        }
         _ => 0,
     }
+}
+
+/// Hands `visit` each key of `object`; a key it changes is renamed (when two keys become one,
+/// the last value stays).
+fn visit_keys(
+    object: &mut Map<String, Value>,
+    visit: &mut dyn FnMut(&mut String) -> usize,
+) -> usize {
+    let mut count = 0;
+    let mut renamed = Vec::new();
+    for key in object.keys() {
+        let mut new_key = key.clone();
+        let changed = visit(&mut new_key);
+        if changed > 0 {
+            count += changed;
+            renamed.push((key.clone(), new_key));
+        }
+    }
+    for (old, new) in renamed {
+        if let Some(value) = object.remove(&old) {
+            object.insert(new, value);
+        }
+    }
+    count
 }
 
 /// One content block, checked: `text`; `image` and `audio` with base64 `data` and a `mimeType`;
@@ -319,15 +354,19 @@ mod tests {
         }
     }
 
-    /// Every string of a block but its `type` and binary fields is text; of a kind the table
-    /// does not know, every string.
+    /// Every string of a block but its `type` and base64 binary fields is text, keys included; a
+    /// binary field that is not base64 is text; of a kind the table does not know, every string.
     #[test]
     fn the_table_says_which_strings_are_text() {
         assert_eq!(
             BLOCKS[0].kind, "text",
             "Content::as_text reads the first row"
         );
+        // Marks every string it is handed that starts with `p` (as a redaction would replace it).
         let mark = &mut |text: &mut String| {
+            if !text.starts_with('p') {
+                return 0;
+            }
             text.insert(0, '!');
             1
         };
@@ -338,28 +377,34 @@ mod tests {
             let count = visit_text_mut(&mut block, mark);
             (count, Value::Object(block))
         };
-        let (count, image) = visited(
-            json!({"type": "image", "data": "QUJD", "mimeType": "image/png",
-            "annotations": {"audience": ["user"]}, "_meta": {"note": "n"}}),
-        );
-        assert_eq!(count, 3, "{image}");
-        assert_eq!(image["data"], "QUJD");
+        let (count, image) = visited(json!({"type": "image", "data": "cGlp", "mimeType": "png",
+            "annotations": {"audience": ["pa"]}, "_meta": {"pk": "pn"}}));
+        assert_eq!(count, 4, "{image}");
+        assert_eq!(image["data"], "cGlp", "base64 is binary: left alone");
         assert_eq!(image["type"], "image");
-        assert_eq!(image["mimeType"], "!image/png");
-        assert_eq!(image["_meta"]["note"], "!n");
+        assert_eq!(image["mimeType"], "!png");
+        assert_eq!(image["annotations"]["audience"], json!(["!pa"]));
+        assert_eq!(image["_meta"], json!({"!pk": "!pn"}), "keys are text too");
+        let (count, image) = visited(json!({"type": "image", "data": "pii@example.com",
+            "mimeType": "image/png"}));
+        assert_eq!(count, 1, "{image}");
+        assert_eq!(image["data"], "!pii@example.com", "not base64: text");
         let (count, resource) = visited(json!({"type": "resource",
-            "resource": {"uri": "u", "blob": "AAEC", "text": "t"}}));
+            "resource": {"uri": "pu", "blob": "AAEC", "text": "pt"}}));
         assert_eq!(count, 2, "{resource}");
         assert_eq!(
             resource["resource"],
-            json!({"uri": "!u", "blob": "AAEC", "text": "!t"})
+            json!({"uri": "!pu", "blob": "AAEC", "text": "!pt"})
         );
-        let (count, unknown) = visited(json!({"type": "video", "data": "QUJD",
-            "transcript": {"lines": ["a", 1]}}));
+        let (count, unknown) = visited(json!({"type": "pvideo", "data": "pdata",
+            "transcript": {"lines": ["pa", 1]}}));
         assert_eq!(count, 3, "{unknown}");
-        assert_eq!(unknown["type"], "!video");
-        assert_eq!(unknown["data"], "!QUJD");
-        assert_eq!(unknown["transcript"]["lines"], json!(["!a", 1]));
+        assert_eq!(unknown["type"], "!pvideo");
+        assert_eq!(
+            unknown["data"], "!pdata",
+            "an unknown kind has no binary fields"
+        );
+        assert_eq!(unknown["transcript"]["lines"], json!(["!pa", 1]));
     }
 
     #[test]

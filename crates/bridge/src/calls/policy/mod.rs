@@ -5,7 +5,7 @@
 //!   route's call passes): `block` ends it, `confirm` makes it need the person's approval, `log`
 //!   is noted; matching `limit` rules are counted when the call runs ([`Policy::admit`], on the node
 //!   that holds the page's socket);
-//! - while it runs, the `redact` rules that apply to it (`gate::EventRedaction`, decided when it
+//! - while it runs, the `redact` rules that apply to it (`crate::calls::policy_gate::EventRedaction`, decided when it
 //!   starts) replace in everything the page sends about it as it passes to the caller — its log
 //!   and progress messages, its rounds — on every route (the session's waiter holds them);
 //! - once the page answered, [`Policy::check_result`] (from `PageSession::call_tool`, which every
