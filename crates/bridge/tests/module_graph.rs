@@ -1,6 +1,7 @@
-//! The structure lib.rs promises, checked on the sources: in the bridge each layer imports only
-//! the layers below it (routes → bridge → cluster → agent → sessions → calls → page; `config` and
-//! `limits` are settings every layer may use), and neither the bridge nor the SDK (`src/`) has
+//! The structure the docs promise (the bridge's lib.rs, docs/architecture.md), checked on the
+//! sources: in the bridge and in the SDK (`src/`) each layer imports only the layers below it
+//! (the bridge: routes → bridge → cluster → agent → sessions → calls → page, with `config`,
+//! `limits` and `ids` as settings every layer may use), and neither they nor the core have
 //! modules importing each other in a circle.
 //!
 //! A module here is a file or a folder directly under its layer (`agent::rounds`,
@@ -14,6 +15,21 @@ use std::path::{Path, PathBuf};
 /// The bridge's layers, from the top.
 const BRIDGE_LAYERS: [&str; 7] = [
     "routes", "bridge", "cluster", "agent", "sessions", "calls", "page",
+];
+
+/// The SDK's layers, from the top (docs/architecture.md, *Imports read top-down*): the classes
+/// JavaScript constructs; the driver of the page's outputs; what it drives (the person, the
+/// socket, WebMCP); the session kept in `sessionStorage`; the page engine's loop; what the page
+/// keeps and emits; the dialog and declarations; the JavaScript glue.
+const SDK_LAYERS: [&[&str]; 8] = [
+    &["api", "validator"],
+    &["driver"],
+    &["ask", "transport", "webmcp"],
+    &["session"],
+    &["page"],
+    &["events", "options", "webmcp_state", "typescript"],
+    &["ui", "declaration", "errors"],
+    &["js", "oneshot"],
 ];
 
 /// Every `.rs` file under `dir`, with its module path (`agent/rounds.rs` → `["agent", "rounds"]`).
@@ -64,6 +80,13 @@ fn code_of(path: &Path) -> Option<String> {
         })
         .collect::<Vec<_>>()
         .join("\n");
+    // `super::super::…` would reach across modules without naming them, out of this reading:
+    // every import across modules names its path from `crate::`.
+    assert!(
+        !code.contains("super::super"),
+        "{}: name imports from another module by crate::, not super::super::",
+        path.display()
+    );
     Some(code)
 }
 
@@ -137,12 +160,13 @@ fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-#[test]
-fn each_bridge_layer_imports_only_the_layers_below_it() {
-    let graph = imports(&repo().join("crates/bridge/src"), 1);
-    let rank = |module: &str| BRIDGE_LAYERS.iter().position(|layer| *layer == module);
+/// Each import from a module of one layer to a module of a layer above it.
+fn upward_imports(
+    graph: &BTreeMap<String, BTreeSet<String>>,
+    rank: impl Fn(&str) -> Option<usize>,
+) -> Vec<String> {
     let mut upward = Vec::new();
-    for (from, targets) in &graph {
+    for (from, targets) in graph {
         let Some(from_rank) = rank(from) else {
             continue;
         };
@@ -152,6 +176,39 @@ fn each_bridge_layer_imports_only_the_layers_below_it() {
             }
         }
     }
+    upward
+}
+
+#[test]
+fn each_sdk_layer_imports_only_the_layers_below_it() {
+    let graph = imports(&repo().join("src"), 1);
+    let rank = |module: &str| SDK_LAYERS.iter().position(|layer| layer.contains(&module));
+    let unplaced: Vec<&String> = graph
+        .keys()
+        .filter(|module| *module != "lib" && rank(module).is_none())
+        .collect();
+    assert!(
+        unplaced.is_empty(),
+        "modules of src/ in no layer of SDK_LAYERS: {unplaced:?}"
+    );
+    let upward = upward_imports(&graph, rank);
+    assert!(upward.is_empty(), "{upward:#?}");
+}
+
+#[test]
+fn each_bridge_layer_imports_only_the_layers_below_it() {
+    let graph = imports(&repo().join("crates/bridge/src"), 1);
+    let rank = |module: &str| BRIDGE_LAYERS.iter().position(|layer| *layer == module);
+    let settings = ["lib", "main", "config", "limits", "ids"];
+    let unplaced: Vec<&String> = graph
+        .keys()
+        .filter(|module| !settings.contains(&module.as_str()) && rank(module).is_none())
+        .collect();
+    assert!(
+        unplaced.is_empty(),
+        "modules of the bridge in no layer: {unplaced:?}"
+    );
+    let upward = upward_imports(&graph, rank);
     assert!(upward.is_empty(), "{upward:#?}");
     // The check sees the imports it judges: every layer below the routes is imported by one above.
     for layer in &BRIDGE_LAYERS[1..] {
