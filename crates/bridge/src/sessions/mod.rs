@@ -10,3 +10,5 @@ pub mod page_session;
 #[cfg(test)]
 mod policy_tests;
 pub(crate) mod table;
+#[cfg(test)]
+pub(crate) mod trace_capture;

@@ -5,7 +5,7 @@
 //! (over a link) is blocked before the link and its result redacted for its caller; a call with
 //! rounds (crate::agent::rounds) is admitted once and its final result redacted.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use client_tools_core::protocol::{self, Message, ProgressParams, RequestId, Tool};
@@ -21,6 +21,7 @@ use crate::calls::policy::{Policy, ACTED_META};
 use crate::sessions::call_options::CallOptions;
 use crate::sessions::fake_page::{session, FakePage};
 use crate::sessions::page_session::{PageSession, RelayRefused};
+use crate::sessions::trace_capture::capture_trace;
 
 const RULES: &str = r#"
 [[rule]]
@@ -246,29 +247,7 @@ async fn a_call_relayed_between_nodes_is_blocked_before_the_link_and_redacted_fo
 
 #[tokio::test]
 async fn every_decision_is_one_audit_event_without_the_payload() {
-    #[derive(Clone, Default)]
-    struct Buffer(Arc<Mutex<Vec<u8>>>);
-    impl std::io::Write for Buffer {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(bytes);
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let buffer = Buffer::default();
-    let writer = buffer.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .with_max_level(tracing::Level::DEBUG)
-        .finish();
-    // As in page_session's trace test: a second dispatcher, alive for good, makes every callsite
-    // ask this thread's subscriber (another test's thread may meet the callsite first).
-    static SECOND: std::sync::OnceLock<tracing::Dispatch> = std::sync::OnceLock::new();
-    SECOND.get_or_init(|| tracing::Dispatch::new(tracing::subscriber::NoSubscriber::default()));
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (buffer, _guard) = capture_trace();
     let session = guarded();
     tools(&session);
     let _page = FakePage::connect(&session);
@@ -279,7 +258,7 @@ async fn every_decision_is_one_audit_event_without_the_payload() {
         )
         .await
         .into_result();
-    let logged = String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap();
+    let logged = buffer.text();
     let events: Vec<&str> = logged
         .lines()
         .filter(|l| l.contains("policy rule acted"))

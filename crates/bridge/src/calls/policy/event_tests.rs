@@ -6,7 +6,7 @@
 //! rule decided on the result acts on the result alone; a rule that replaced something only while
 //! the call ran is listed in the result's `_meta` and audited once.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use client_tools_core::protocol::{self, method, Message, ProgressParams, RequestId, Tool};
 use serde_json::{json, Value};
@@ -16,6 +16,7 @@ use crate::calls::policy::{Policy, ACTED_META};
 use crate::sessions::call_options::CallEvent;
 use crate::sessions::fake_page::{session, FakePage};
 use crate::sessions::page_session::PageSession;
+use crate::sessions::trace_capture::capture_trace;
 
 const RULES: &str = r#"
 [[rule]]
@@ -337,28 +338,7 @@ async fn a_call_relayed_between_nodes_is_redacted_on_the_node_of_its_caller() {
 
 #[tokio::test]
 async fn a_rule_acting_while_the_call_runs_is_audited_once() {
-    #[derive(Clone, Default)]
-    struct Buffer(Arc<Mutex<Vec<u8>>>);
-    impl std::io::Write for Buffer {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(bytes);
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let buffer = Buffer::default();
-    let writer = buffer.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .with_max_level(tracing::Level::DEBUG)
-        .finish();
-    // As in policy_session_tests: a second dispatcher makes every callsite ask this thread's.
-    static SECOND: std::sync::OnceLock<tracing::Dispatch> = std::sync::OnceLock::new();
-    SECOND.get_or_init(|| tracing::Dispatch::new(tracing::subscriber::NoSubscriber::default()));
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (buffer, _guard) = capture_trace();
 
     let session = guarded();
     let mut page = FakePage::connect(&session);
@@ -370,7 +350,7 @@ async fn a_rule_acting_while_the_call_runs_is_audited_once() {
     }
     page.answer_call(&id, EMAIL);
     running.outcome.await.unwrap();
-    let logged = String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap();
+    let logged = buffer.text();
     let events: Vec<&str> = logged
         .lines()
         .filter(|l| l.contains("policy rule acted"))

@@ -1,5 +1,3 @@
-use std::io::Write;
-
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,6 +12,7 @@ use crate::limits::{Limits, MAX_OPEN_ROUNDS_PER_SESSION, MAX_REQUESTS_PER_ROUND}
 use crate::page::connection_queue::Outgoing;
 use crate::sessions::call_options::{CallEvent, CallOptions, CallOutcome};
 use crate::sessions::fake_page::{session, FakePage};
+use crate::sessions::trace_capture::capture_trace;
 
 const TIMEOUT: Duration = Duration::from_secs(1);
 
@@ -466,30 +465,7 @@ async fn open_rounds_are_bounded_per_session() {
 
 /// The trace of one call: what `tracing` wrote while `log_payloads` was as given.
 async fn trace_of_one_call(log_payloads: bool) -> String {
-    #[derive(Clone, Default)]
-    struct Captured(Arc<Mutex<Vec<u8>>>);
-    impl Write for Captured {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(bytes);
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
-        .with_max_level(tracing::Level::DEBUG)
-        .with_ansi(false)
-        .finish();
-    // With a single dispatcher registered, `tracing` asks only the current thread's: a test on
-    // another thread meeting a callsite first would disable it for this one too. A second one,
-    // alive for good, makes every callsite ask this thread's subscriber.
-    static SECOND: std::sync::OnceLock<tracing::Dispatch> = std::sync::OnceLock::new();
-    SECOND.get_or_init(|| tracing::Dispatch::new(tracing::subscriber::NoSubscriber::default()));
-    let _trace = tracing::subscriber::set_default(subscriber);
+    let (captured, _trace) = capture_trace();
 
     let session = Arc::new(PageSession::new(
         "s1".into(),
@@ -512,8 +488,7 @@ async fn trace_of_one_call(log_payloads: bool) -> String {
     sleep(Duration::from_millis(40)).await;
     page.answer_call(&id, "the account balance");
     assert!(!call.await.unwrap().is_error);
-    let trace = captured.0.lock().unwrap().clone();
-    String::from_utf8(trace).unwrap()
+    captured.text()
 }
 
 #[tokio::test(start_paused = true)]
