@@ -21,6 +21,8 @@
 //!   runtime's `tools/call` frame and its reading of answers too);
 //! - [`connect`]: the page's first frame (credentials and session resumption, outside the URL);
 //! - [`connection`]: the page's connection, sans-IO: handshake, reconnects with backoff;
+//! - [`tabs`]: a user's tabs: which of a person's pages a call goes to (the one most recently in
+//!   front);
 //! - [`schema_field`]: which form field a schema becomes (the confirmation dialog, the result form);
 //! - [`form_tool`]: a `<form toolname>`'s controls as a tool's input schema, and its filling;
 //! - [`codes`]: the stable error and warning codes, with their TypeScript unions;
@@ -41,6 +43,7 @@ pub mod plain_object;
 pub mod protocol;
 pub mod registry;
 pub mod schema_field;
+pub mod tabs;
 pub mod tape;
 pub mod time;
 pub mod validate;
