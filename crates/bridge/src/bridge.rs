@@ -14,6 +14,7 @@ use crate::agent::tasks::{self, TaskHostOf, TaskOp, Tasks};
 use crate::cluster::{Cluster, ClusterOptions};
 use crate::config::BridgeConfig;
 use crate::sessions::page_session::{PageSession, SessionInfo};
+use crate::sessions::scope::AgentScope;
 use crate::sessions::table::{Claimed, Refused, SessionTable};
 use client_tools_core::connect::ConnectParams;
 use serde_json::Value;
@@ -134,11 +135,16 @@ impl Bridge {
         self.inner.cluster.get()
     }
 
-    /// A page's connect (crate::sessions::table; in a cluster, crate::cluster).
-    pub(crate) async fn claim(&self, params: &ConnectParams) -> Result<Claimed, Refused> {
+    /// A page's connect (crate::sessions::table; in a cluster, crate::cluster), by `user` when its
+    /// signed token named one.
+    pub(crate) async fn claim(
+        &self,
+        params: &ConnectParams,
+        user: Option<&str>,
+    ) -> Result<Claimed, Refused> {
         match self.cluster() {
-            Some(cluster) => cluster.claim(params).await,
-            None => self.table().claim(params, false).await,
+            Some(cluster) => cluster.claim(params, user).await,
+            None => self.table().claim(params, user, false).await,
         }
     }
 
@@ -156,6 +162,51 @@ impl Bridge {
         match self.cluster() {
             Some(cluster) => cluster.newest(),
             None => self.table().newest(),
+        }
+    }
+
+    /// The session `id` if an agent of `scope` reaches it; another user's is unknown (SPEC §13).
+    pub fn session_for(&self, scope: &AgentScope, id: &str) -> Option<Arc<PageSession>> {
+        self.session(id).filter(|session| scope.reaches(session))
+    }
+
+    /// The most recently connected live page an agent of `scope` reaches.
+    pub fn newest_session_for(&self, scope: &AgentScope) -> Option<Arc<PageSession>> {
+        match scope.user() {
+            None => self.newest_session(),
+            Some(user) => self
+                .user_pages(user)
+                .into_iter()
+                .filter_map(|page| Some((page.connected_at()?, page)))
+                .max_by_key(|(at, _)| *at)
+                .map(|(_, page)| page),
+        }
+    }
+
+    /// The connected pages of `user` (SPEC §13: a user's tabs), on every node.
+    pub fn user_pages(&self, user: &str) -> Vec<Arc<PageSession>> {
+        match self.cluster() {
+            Some(cluster) => cluster.user_pages(user),
+            None => {
+                let mut pages = self.table().of_user(user);
+                pages.retain(|page| page.is_connected());
+                pages
+            }
+        }
+    }
+
+    /// What `GET /api/sessions` lists to an agent of `scope`.
+    pub fn session_infos_for(&self, scope: &AgentScope) -> Vec<SessionInfo> {
+        let mut infos = self.session_infos();
+        infos.retain(|info| scope.reaches_user(info.user.as_deref()));
+        infos
+    }
+
+    /// Fetches the signed tokens' key set again from `--token-jwks-url` (at most once a minute,
+    /// crate::tokens): a token named a key the bridge does not have.
+    pub(crate) async fn refetch_token_keys(&self) {
+        if let Some(keys) = &self.config().token_keys {
+            keys.refetch_if_due().await;
         }
     }
 

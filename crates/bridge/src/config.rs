@@ -10,6 +10,7 @@ use client_tools_core::limits::{call_timeout, DEFAULT_TIMEOUT_MS};
 use crate::calls::agent_tools::AgentTools;
 use crate::calls::policy::Policy;
 use crate::limits::{whole_ms, Limits};
+use crate::tokens::TokenKeys;
 
 /// Who is asked to confirm a call that needs it (SPEC §7, `--confirm-via`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -35,6 +36,9 @@ pub struct BridgeConfig {
     pub agent_token: Option<String>,
     /// Required from pages (in their first frame, `clienttools/connect`) when set.
     pub page_token: Option<String>,
+    /// Signed tokens (SPEC §13, `--token-keys`, `--token-jwks-url`): pages and agents present JWTs
+    /// naming their user; `None`: no signed tokens, the static tokens alone.
+    pub token_keys: Option<Arc<TokenKeys>>,
     /// Extra `Host` names HTTP requests may carry (beyond loopback names, IP addresses and the listen
     /// address): the names the bridge is reached by behind a proxy or TLS terminator.
     pub allowed_hosts: Vec<String>,
@@ -65,6 +69,7 @@ impl Default for BridgeConfig {
             pkg_dir: PathBuf::from("pkg"),
             agent_token: None,
             page_token: None,
+            token_keys: None,
             allowed_hosts: Vec::new(),
             allowed_origins: Vec::new(),
             allow: Vec::new(),
@@ -87,6 +92,7 @@ impl std::fmt::Debug for BridgeConfig {
             .field("pkg_dir", &self.pkg_dir)
             .field("agent_token", &redacted(&self.agent_token))
             .field("page_token", &redacted(&self.page_token))
+            .field("token_keys", &self.token_keys)
             .field("allowed_hosts", &self.allowed_hosts)
             .field("allowed_origins", &self.allowed_origins)
             .field("allow", &self.allow)

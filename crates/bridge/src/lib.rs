@@ -35,8 +35,8 @@
 //!    `relay_routes` (where its answers to relayed requests go back).
 //!
 //! Settings and helpers, used by every layer: [`config`] (the command-line flags as a struct),
-//! [`limits`] (every bound of the bridge, with its default, docs/security.md) and `ids` (hex,
-//! random hex and unix milliseconds).
+//! [`limits`] (every bound of the bridge, with its default, docs/security.md), [`tokens`] (signed
+//! page and agent tokens, SPEC §13) and `ids` (hex, random hex and unix milliseconds).
 
 mod agent;
 mod bridge;
@@ -48,6 +48,7 @@ pub mod limits;
 mod page;
 mod routes;
 mod sessions;
+pub mod tokens;
 
 pub use bridge::Bridge;
 pub use calls::agent_tools::AgentTools;
@@ -60,3 +61,4 @@ pub use limits::Limits;
 pub use routes::mcp::McpAgent;
 pub use sessions::call_options::{CallEnd, CallEvent, CallOptions, InputRound, ToolCall};
 pub use sessions::page_session::{PageSession, SessionInfo};
+pub use sessions::scope::AgentScope;

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Parser;
+use client_tools_bridge::tokens::TokenKeys;
 use client_tools_bridge::McpAgent;
 use client_tools_bridge::{
     AgentTools, Bridge, BridgeConfig, ClusterOptions, ConfirmVia, Limits, Policy,
@@ -34,6 +35,24 @@ struct Cli {
     /// Token pages must send in their first frame (the SDK's `token` option; never in a URL).
     #[arg(long, env = "CLIENT_TOOLS_PAGE_TOKEN", hide_env_values = true)]
     page_token: Option<String>,
+    /// Signed tokens (SPEC §13): a JWK Set file of the keys page and agent tokens may be signed
+    /// with (EdDSA/Ed25519, ES256, RS256, HS256, each with a `kid`). Refuses --page-token.
+    #[arg(long, env = "CLIENT_TOOLS_TOKEN_KEYS")]
+    token_keys: Option<PathBuf>,
+    /// Signed tokens: a JWK Set URL (http or https), fetched at start and again for an unknown
+    /// `kid` (at most once a minute).
+    #[arg(long, env = "CLIENT_TOOLS_TOKEN_JWKS_URL")]
+    token_jwks_url: Option<String>,
+    /// Signed tokens: the `aud` they must carry.
+    #[arg(
+        long,
+        env = "CLIENT_TOOLS_TOKEN_AUDIENCE",
+        default_value = "client-tools"
+    )]
+    token_audience: String,
+    /// Signed tokens: the `iss` they must carry (not checked when unset).
+    #[arg(long, env = "CLIENT_TOOLS_TOKEN_ISSUER")]
+    token_issuer: Option<String>,
     /// A host name the bridge is reached by (repeatable; loopback names and IP addresses always
     /// work): other `Host` headers are refused (DNS rebinding).
     #[arg(long = "allowed-host")]
@@ -52,8 +71,12 @@ struct Cli {
     #[arg(long)]
     stdio: bool,
     /// With --stdio: bind the MCP session to this page session (default: the newest page).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "user")]
     session: Option<String>,
+    /// With --stdio: bind the MCP session to all the connected pages of this user (the `sub` of
+    /// their signed page tokens, SPEC §13): one tool list over the user's tabs.
+    #[arg(long, requires = "stdio")]
+    user: Option<String>,
     /// Page connections open at once.
     #[arg(long, default_value_t = defaults().limits.max_connections)]
     max_connections: usize,
@@ -135,6 +158,22 @@ fn default_timeout_ms() -> u64 {
     u64::try_from(defaults().timeout.as_millis()).unwrap_or(u64::MAX)
 }
 
+/// The signed tokens' keys of `--token-keys` and `--token-jwks-url` (fetched now), if any.
+async fn token_keys(cli: &Cli) -> Result<Option<TokenKeys>, String> {
+    let (audience, issuer) = (cli.token_audience.clone(), cli.token_issuer.clone());
+    let keys = match &cli.token_keys {
+        Some(path) => TokenKeys::from_file(path, audience, issuer)?,
+        None if cli.token_jwks_url.is_some() => TokenKeys::none(audience, issuer),
+        None => return Ok(None),
+    };
+    let keys = match &cli.token_jwks_url {
+        Some(url) => keys.with_jwks_url(url).await?,
+        None => keys,
+    };
+    tracing::info!(?keys, "signed tokens on");
+    Ok(Some(keys))
+}
+
 /// `--timeout-ms`' help, with the maximum every route applies (the core's `MAX_TIMEOUT_MS`).
 fn timeout_help() -> String {
     format!("Default per-call timeout in milliseconds (max {MAX_TIMEOUT_MS})")
@@ -158,14 +197,30 @@ async fn main() -> std::io::Result<()> {
                 .unwrap_or_else(|_| "client_tools_bridge=info".into()),
         )
         .init();
-    if !cli.listen.ip().is_loopback() && (cli.agent_token.is_none() || cli.page_token.is_none()) {
+    let signed = cli.token_keys.is_some() || cli.token_jwks_url.is_some();
+    if signed && cli.page_token.is_some() {
+        eprintln!(
+            "client-tools-bridge: --page-token is refused with signed tokens (--token-keys, \
+             --token-jwks-url): pages present their signed token instead (docs/security.md)"
+        );
+        std::process::exit(2);
+    }
+    let pages_closed = cli.page_token.is_some() || signed;
+    if !cli.listen.ip().is_loopback() && (cli.agent_token.is_none() || !pages_closed) {
         eprintln!(
             "client-tools-bridge: listening on {} reaches beyond this machine: set --agent-token \
-             and --page-token (docs/security.md)",
+             and --page-token or signed tokens (docs/security.md)",
             cli.listen
         );
         std::process::exit(2);
     }
+    let token_keys = match token_keys(&cli).await {
+        Ok(keys) => keys.map(std::sync::Arc::new),
+        Err(error) => {
+            eprintln!("client-tools-bridge: {error}");
+            std::process::exit(2);
+        }
+    };
     let tools = match cli.tools.as_deref().map(AgentTools::load).transpose() {
         Ok(tools) => tools.unwrap_or_default(),
         Err(error) => {
@@ -191,6 +246,7 @@ async fn main() -> std::io::Result<()> {
         pkg_dir: cli.pkg,
         agent_token: cli.agent_token,
         page_token: cli.page_token,
+        token_keys,
         allowed_hosts: cli.allowed_hosts,
         allowed_origins: cli.allowed_origins,
         allow: cli.allow,
@@ -240,7 +296,10 @@ async fn main() -> std::io::Result<()> {
     }
     let serving = bridge.clone();
     tokio::spawn(async move { serving.serve(listener).await });
-    let agent = McpAgent::new(bridge, cli.session);
+    let agent = match cli.user {
+        Some(user) => McpAgent::for_user(bridge, user),
+        None => McpAgent::new(bridge, cli.session),
+    };
     let running = agent
         .serve(rmcp::transport::stdio())
         .await

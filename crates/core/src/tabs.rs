@@ -82,7 +82,10 @@ pub fn most_recently_in_front<T>(
 ) -> Option<T> {
     let mut best: Option<(T, TabActivity)> = None;
     for (candidate, activity) in candidates {
-        if best.as_ref().is_none_or(|(_, b)| activity.rank() > b.rank()) {
+        if best
+            .as_ref()
+            .is_none_or(|(_, b)| activity.rank() > b.rank())
+        {
             best = Some((candidate, activity));
         }
     }

@@ -392,6 +392,17 @@ pub(crate) fn holder(state: &str) -> Option<String> {
     (!claims.o.is_empty()).then_some(claims.o)
 }
 
+/// Which of `sessions` a `requestState` was issued for (read, not verified: [`Rounds::take`]
+/// checks it again): an agent over a user's tabs resumes the round on the tab that asked it.
+pub(crate) fn page_session_of<'a>(state: &str, sessions: &[&'a str]) -> Option<&'a str> {
+    let payload = unsealed_payload(STATE_DOMAIN, state)?;
+    let claims: Claims = serde_json::from_slice(&payload).ok()?;
+    sessions
+        .iter()
+        .find(|session| short_hash(session) == claims.p)
+        .copied()
+}
+
 /// The caller's side of a page call while [`drive`] relays it: what the caller declared it can
 /// answer, and where the page's progress and log messages go.
 pub(crate) trait AgentSide: Send + Sync {

@@ -251,7 +251,8 @@ pub(crate) fn prepare(
     let mut requested = requested;
     let mut caller_asks = false;
     for (key, value) in caller_meta.into_iter().flatten() {
-        if !key.starts_with("clienttools/") {
+        // The page session of a call over a user's tabs is the route's to read (SPEC §13).
+        if !key.starts_with("clienttools/") || key == meta::SESSION {
             continue;
         }
         if key == meta::CONFIRMED_BY {

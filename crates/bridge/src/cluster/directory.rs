@@ -134,10 +134,24 @@ impl Directory {
 
     /// Whether a node with this node's access settings has announced this session (connected or
     /// not) and it is not forgotten.
+    #[cfg(test)]
     pub(crate) fn knows(&self, session: &str) -> bool {
         self.sessions
             .get(session)
             .is_some_and(|by_node| by_node.keys().any(|node| self.trusted(node)))
+    }
+
+    /// The user of a session a trusted node announced (`Some(None)`: known, and it serves nobody
+    /// in particular); `None` when no trusted node knows it. A user's session is made here only as
+    /// its own user's, so an agent scoped to another user never reaches it through a link.
+    pub(crate) fn user_of(&self, session: &str) -> Option<Option<String>> {
+        self.sessions
+            .get(session)?
+            .iter()
+            .filter(|(node, _)| self.trusted(node))
+            .map(|(_, known)| &known.entry)
+            .max_by_key(|entry| (entry.connected_at_ms, entry.generation))
+            .map(|entry| entry.user.clone())
     }
 
     /// Heard from, with this node's access settings (alive or not).
@@ -216,6 +230,10 @@ mod tests {
             connected_at_ms: Some(at),
             tools_listed: true,
             tools: Vec::new(),
+            user: None,
+            visible: false,
+            focused: false,
+            in_front_at_ms: None,
         }
     }
 

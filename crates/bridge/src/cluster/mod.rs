@@ -24,6 +24,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use client_tools_core::connect::ConnectParams;
+use client_tools_core::tabs::TabActivity;
 use futures_util::StreamExt;
 use sha2::{Digest, Sha256};
 use tokio::sync::mpsc;
@@ -326,6 +327,7 @@ impl Cluster {
 
     /// Tells the cluster where this node's session stands (connected here or not, its tools).
     pub(crate) fn announce(&self, session: &PageSession) {
+        let activity = session.activity();
         let entry = Entry {
             node: self.node.clone(),
             session: session.id().to_owned(),
@@ -335,6 +337,10 @@ impl Cluster {
             connected_at_ms: session.connected_at().map(unix_ms),
             tools_listed: session.has_listed_tools(),
             tools: session.page_tools().to_vec(),
+            user: session.user().map(str::to_owned),
+            visible: activity.visible,
+            focused: activity.focused,
+            in_front_at_ms: activity.in_front_at,
         };
         self.publisher
             .send(Outbound::json(wire::DIRECTORY_SUBJECT, &entry));
@@ -407,6 +413,12 @@ impl Cluster {
             }
         }
         drop(links);
+        session.set_activity(TabActivity {
+            visible: entry.visible,
+            focused: entry.focused,
+            in_front_at: entry.in_front_at_ms,
+            connected_at: entry.connected_at_ms,
+        });
         if entry.tools_listed && session.page_tools()[..] != entry.tools[..] {
             session.set_tools(entry.tools);
         }
@@ -537,12 +549,35 @@ impl Cluster {
             }
             return Some(session);
         }
-        if !self.directory().knows(id) {
-            return None;
-        }
-        let session = self.sessions.linked(id).ok()?;
+        let user = self.directory().user_of(id)?;
+        let session = self.sessions.linked(id, user.as_deref()).ok()?;
         self.reconcile(&session);
         Some(session)
+    }
+
+    /// The connected pages of `user` anywhere in the cluster (this node's, and a linked session
+    /// for each other node's).
+    pub(crate) fn user_pages(&self, user: &str) -> Vec<Arc<PageSession>> {
+        let mut pages: Vec<Arc<PageSession>> = self.sessions.of_user(user);
+        let remote: Vec<String> = {
+            let directory = self.directory();
+            directory
+                .entries(Instant::now())
+                .into_iter()
+                .filter(|entry| entry.connected && entry.user.as_deref() == Some(user))
+                .map(|entry| entry.session)
+                .collect()
+        };
+        for id in remote {
+            if pages.iter().any(|page| page.id() == id) {
+                continue;
+            }
+            if let Some(session) = self.session(&id) {
+                pages.push(session);
+            }
+        }
+        pages.retain(|page| page.is_connected());
+        pages
     }
 
     /// The most recently connected page anywhere in the cluster.
@@ -588,6 +623,7 @@ impl Cluster {
                     .filter(|_| entry.connected)
                     .map(u128::from),
                 tools: visible_tools(&self.config.allow, &self.config.tools, &entry.tools),
+                user: entry.user,
                 node: entry.connected.then_some(entry.node),
             });
         }
@@ -603,13 +639,17 @@ impl Cluster {
     /// presents its secret is always told `resumed`: it keeps its call ledger, so whatever node
     /// resends its calls, none runs twice (a session nobody had is new anyway, and resuming costs
     /// it nothing).
-    pub(crate) async fn claim(&self, params: &ConnectParams) -> Result<Claimed, Refused> {
+    pub(crate) async fn claim(
+        &self,
+        params: &ConnectParams,
+        user: Option<&str>,
+    ) -> Result<Claimed, Refused> {
         let Some(id) = params
             .resume_secret
             .as_deref()
-            .and_then(table::id_of_secret)
+            .and_then(|secret| table::id_of_secret(secret, user))
         else {
-            return self.sessions.claim(params, false).await;
+            return self.sessions.claim(params, user, false).await;
         };
         let on_socket_here = self
             .sessions
@@ -627,10 +667,13 @@ impl Cluster {
             };
             if !take_over {
                 tracing::info!(session = %id, "resume claim on a session live elsewhere, or nobody to ask: new session");
-                return self.sessions.claim(&ConnectParams::default(), false).await;
+                return self
+                    .sessions
+                    .claim(&ConnectParams::default(), user, false)
+                    .await;
             }
         }
-        self.sessions.claim(params, true).await
+        self.sessions.claim(params, user, true).await
     }
 
     /// Starts serving a page whose socket this node just accepted (see [`owner`]).
@@ -666,7 +709,8 @@ async fn publish(client: async_nats::Client, mut outbound: mpsc::Receiver<Outbou
 }
 
 /// A digest of what must be the same on every node for access control to hold cluster-wide: the
-/// agent and page tokens, the allowed origins, the allow-list, the guardrails' rules (`--policy`).
+/// agent and page tokens, the signed tokens' keys, the allowed origins, the allow-list, the
+/// guardrails' rules (`--policy`).
 fn policy_of(config: &BridgeConfig) -> String {
     let mut hash = Sha256::new();
     hash.update(b"client-tools cluster policy\0");
@@ -685,6 +729,10 @@ fn policy_of(config: &BridgeConfig) -> String {
     }
     // The guardrails too: a node with other rules would let through what this one blocks.
     hash.update(config.policy.digest().as_bytes());
+    // And the signed tokens' keys, audience and issuer (SPEC §13): a node that accepts other
+    // tokens would let another user's agent reach this node's pages.
+    let tokens = config.token_keys.as_ref().map(|keys| keys.digest());
+    hash.update(tokens.as_deref().unwrap_or("\u{0}none").as_bytes());
     hex(&hash.finalize()[..16])
 }
 

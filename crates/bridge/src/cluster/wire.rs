@@ -197,6 +197,16 @@ pub(crate) struct Entry {
     pub tools_listed: bool,
     /// The page's own tools, as it listed them.
     pub tools: Vec<Tool>,
+    /// The person the page serves (its signed token's `sub`, SPEC §13).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
+    /// What the page reported of its visibility and focus (client_tools_core::tabs).
+    #[serde(default)]
+    pub visible: bool,
+    #[serde(default)]
+    pub focused: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_front_at_ms: Option<u64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -20,6 +20,7 @@ mod cluster;
 mod page;
 mod policy;
 mod tasks;
+mod tokens;
 
 pub use agent::*;
 pub use calls::*;
@@ -27,6 +28,7 @@ pub use cluster::*;
 pub use page::*;
 pub use policy::*;
 pub use tasks::*;
+pub use tokens::*;
 
 /// The operator's bounds: on connections, sessions, queues and timers.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,6 +1,10 @@
 //! The JSON API of the demo console and scripts (SPEC §9), behind the same access control as `/mcp`:
 //! `GET /api/sessions` and `POST /api/sessions/{id}/call {name, arguments, timeoutMs?, _meta?,
-//! capabilities?, inputResponses?, requestState?}`. `_meta` is checked as on `/mcp`
+//! capabilities?, inputResponses?, requestState?}`; a user's tabs (SPEC §13): `GET /api/users/
+//! {sub}/sessions` and `POST /api/users/{sub}/call` (the same body; the tab is the one its
+//! `_meta["clienttools/session"]` names, else the one offering the tool most recently in front).
+//! An agent with a signed agent token reaches its own user's sessions only: any other answers as
+//! unknown. `_meta` is checked as on `/mcp`
 //! (crate::calls::prepared_call): a refused key is an error result.
 //!
 //! A caller that declares `capabilities` (`elicitation`, `sampling`, `roots`) answers the page's
@@ -25,11 +29,14 @@
 
 use std::time::Duration;
 
+use std::sync::Arc;
+
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use axum::Extension;
 use axum::Json;
-use client_tools_core::protocol::{code, CallToolResult, ProgressParams};
+use client_tools_core::protocol::{code, meta, CallToolResult, ProgressParams};
 use futures_util::future::BoxFuture;
 use rmcp::model::{ClientCapabilities, InputResponses};
 use serde::Deserialize;
@@ -43,10 +50,38 @@ use crate::agent::tasks::TaskOp;
 use crate::bridge::Bridge;
 use crate::sessions::call_options::describe_page_error;
 use crate::sessions::call_options::CallOptions;
-use crate::sessions::page_session::SessionInfo;
+use crate::sessions::page_session::{PageSession, SessionInfo};
+use crate::sessions::scope::AgentScope;
+use crate::sessions::user_tabs;
 
-pub async fn list_sessions(State(bridge): State<Bridge>) -> Json<Vec<SessionInfo>> {
-    Json(bridge.session_infos())
+/// `GET /api/sessions`: the sessions the agent reaches (every one for the operator; a signed agent
+/// token's user's only), each with its user.
+pub async fn list_sessions(
+    State(bridge): State<Bridge>,
+    scope: Option<Extension<AgentScope>>,
+) -> Json<Vec<SessionInfo>> {
+    Json(bridge.session_infos_for(&scope_of(scope)))
+}
+
+/// `GET /api/users/{sub}/sessions`: that user's sessions (connected or not), when the agent reaches
+/// the user; another user's answer as one with no sessions (nothing says the user exists).
+pub async fn list_user_sessions(
+    State(bridge): State<Bridge>,
+    Path(user): Path<String>,
+    scope: Option<Extension<AgentScope>>,
+) -> Json<Vec<SessionInfo>> {
+    let scope = scope_of(scope);
+    let mut infos = Vec::new();
+    if scope.reaches_user(Some(&user)) {
+        infos = bridge.session_infos_for(&AgentScope::User(user));
+    }
+    Json(infos)
+}
+
+/// The scope the agent route's check decided (crate::routes::auth); a router an embedding runtime
+/// mounts without that check reaches everyone, as before SPEC §13.
+fn scope_of(scope: Option<Extension<AgentScope>>) -> AgentScope {
+    scope.map_or(AgentScope::Everyone, |Extension(scope)| scope)
 }
 
 #[derive(Debug, Deserialize)]
@@ -122,27 +157,38 @@ fn refused(why: String) -> Response {
     (StatusCode::BAD_REQUEST, Json(body)).into_response()
 }
 
+type CallBody = Result<Json<CallRequest>, axum::extract::rejection::JsonRejection>;
+
+/// The request's body, or the answer to a malformed one.
+fn call_body(request: CallBody) -> Result<CallRequest, Response> {
+    request.map(|Json(request)| request).map_err(|rejection| {
+        let message = format!(
+            "{}: the body must be {{\"name\": string, \"arguments\"?: object, \"timeoutMs\"?: \
+             number, \"_meta\"?: object, \"capabilities\"?: object, \"inputResponses\"?: \
+             object, \"requestState\"?: string}}",
+            rejection.body_text()
+        );
+        (rejection.status(), message).into_response()
+    })
+}
+
+/// `POST /api/sessions/{id}/call`: a call on page session `id` (`newest`: the newest live page the
+/// agent reaches).
 pub async fn call_tool(
     State(bridge): State<Bridge>,
     Path(id): Path<String>,
-    request: Result<Json<CallRequest>, axum::extract::rejection::JsonRejection>,
+    scope: Option<Extension<AgentScope>>,
+    request: CallBody,
 ) -> Response {
-    let Json(request) = match request {
+    let request = match call_body(request) {
         Ok(request) => request,
-        Err(rejection) => {
-            let message = format!(
-                "{}: the body must be {{\"name\": string, \"arguments\"?: object, \"timeoutMs\"?: \
-                 number, \"_meta\"?: object, \"capabilities\"?: object, \"inputResponses\"?: \
-                 object, \"requestState\"?: string}}",
-                rejection.body_text()
-            );
-            return (rejection.status(), message).into_response();
-        }
+        Err(answer) => return answer,
     };
+    let scope = scope_of(scope);
     let session = if id == "newest" {
-        bridge.newest_session()
+        bridge.newest_session_for(&scope)
     } else {
-        bridge.session(&id)
+        bridge.session_for(&scope, &id)
     };
     let Some(session) = session else {
         let message = if id == "newest" {
@@ -152,6 +198,59 @@ pub async fn call_tool(
         };
         return (StatusCode::OK, Json(CallToolResult::error(message))).into_response();
     };
+    call_on(&bridge, session, request).await
+}
+
+/// `POST /api/users/{sub}/call`: a call on one of the user's tabs (SPEC §13) — the one its
+/// `_meta["clienttools/session"]` names, else the one offering the tool that was most recently in
+/// front; a retry goes to the tab its round came from.
+pub async fn call_user_tool(
+    State(bridge): State<Bridge>,
+    Path(user): Path<String>,
+    scope: Option<Extension<AgentScope>>,
+    request: CallBody,
+) -> Response {
+    let request = match call_body(request) {
+        Ok(request) => request,
+        Err(answer) => return answer,
+    };
+    let pages = match scope_of(scope).reaches_user(Some(&user)) {
+        true => bridge.user_pages(&user),
+        false => Vec::new(),
+    };
+    let chosen = match request.request_state.as_deref() {
+        Some(state) => {
+            let ids: Vec<&str> = pages.iter().map(|page| page.id()).collect();
+            let asked = rounds::page_session_of(state, &ids).map(str::to_owned);
+            match asked {
+                Some(id) => pages.iter().find(|page| page.id() == id).cloned(),
+                None => user_tabs::front_most(&pages),
+            }
+            .ok_or_else(|| format!("no open tab of user '{user}'"))
+        }
+        None => {
+            let asked = request
+                .meta
+                .as_ref()
+                .and_then(|meta| meta.get(meta::SESSION));
+            match asked {
+                None => user_tabs::route(&pages, &request.name, None),
+                Some(Value::String(id)) => user_tabs::route(&pages, &request.name, Some(id)),
+                Some(other) => Err(format!(
+                    "_meta '{}' must be a page session id (a string), not {other}",
+                    meta::SESSION
+                )),
+            }
+        }
+    };
+    match chosen {
+        Ok(session) => call_on(&bridge, session, request).await,
+        Err(message) => Json(CallToolResult::error(message)).into_response(),
+    }
+}
+
+/// A call on `session`, as the body asks (rounds, tasks, a retry).
+async fn call_on(bridge: &Bridge, session: Arc<PageSession>, request: CallRequest) -> Response {
     let capabilities = ApiSide(request.capabilities.unwrap_or_default());
     let declares_tasks = capabilities.0.supports_tasks();
     if let Some(error) = task_refusal(&session, &request.name, declares_tasks) {
@@ -233,8 +332,9 @@ pub struct TaskUpdate {
 pub async fn get_task(
     State(bridge): State<Bridge>,
     Path((id, task_id)): Path<(String, String)>,
+    scope: Option<Extension<AgentScope>>,
 ) -> Response {
-    task(&bridge, &id, TaskOp::Get { task_id }).await
+    task(&bridge, &scope_of(scope), &id, TaskOp::Get { task_id }).await
 }
 
 /// `POST /api/sessions/{id}/tasks/{task}/update {inputResponses}`: answers for the round the task
@@ -242,6 +342,7 @@ pub async fn get_task(
 pub async fn update_task(
     State(bridge): State<Bridge>,
     Path((id, task_id)): Path<(String, String)>,
+    scope: Option<Extension<AgentScope>>,
     body: Result<Json<TaskUpdate>, axum::extract::rejection::JsonRejection>,
 ) -> Response {
     let Json(body) = match body {
@@ -258,23 +359,25 @@ pub async fn update_task(
         task_id,
         input_responses: body.input_responses,
     };
-    task(&bridge, &id, op).await
+    task(&bridge, &scope_of(scope), &id, op).await
 }
 
 /// `POST /api/sessions/{id}/tasks/{task}/cancel` (as `tasks/cancel`).
 pub async fn cancel_task(
     State(bridge): State<Bridge>,
     Path((id, task_id)): Path<(String, String)>,
+    scope: Option<Extension<AgentScope>>,
 ) -> Response {
-    task(&bridge, &id, TaskOp::Cancel { task_id }).await
+    task(&bridge, &scope_of(scope), &id, TaskOp::Cancel { task_id }).await
 }
 
-/// A task request of a caller bound to page session `id` (`newest`: the newest live page), on
-/// whichever node keeps the task: `200` with the MCP result, `400` with the JSON-RPC error.
-async fn task(bridge: &Bridge, id: &str, op: TaskOp) -> Response {
+/// A task request of a caller bound to page session `id` (`newest`: the newest live page it
+/// reaches), on whichever node keeps the task: `200` with the MCP result, `400` with the JSON-RPC
+/// error. A session the caller does not reach has no tasks it can name (unknown task).
+async fn task(bridge: &Bridge, scope: &AgentScope, id: &str, op: TaskOp) -> Response {
     let session = match id {
-        "newest" => bridge.newest_session().map(|s| s.id().to_owned()),
-        id => Some(id.to_owned()),
+        "newest" => bridge.newest_session_for(scope).map(|s| s.id().to_owned()),
+        id => bridge.session_for(scope, id).map(|s| s.id().to_owned()),
     };
     match bridge.task(op, &session.unwrap_or_default()).await {
         Ok(mut result) => {

@@ -7,8 +7,9 @@
 //! - `Origin` on agent routes (`/mcp`, `/api`): a browser request must come from the bridge's own
 //!   origin (the demo console); any other site gets `403`. Non-browser clients send no `Origin`.
 //! - `Origin` on `/ws`: the page origins of `--allowed-origin` (loopback origins by default).
-//! - Agents present `Authorization: Bearer <agent token>`; pages present the page token in their
-//!   first frame (`clienttools/connect`), never in the URL.
+//! - Agents present `Authorization: Bearer <agent token>`: the operator's, or (SPEC §13) a signed
+//!   agent token, which decides whose pages the agent reaches ([`require_agent`]); pages present
+//!   the page token in their first frame (`clienttools/connect`), never in the URL.
 
 use axum::extract::Request;
 use axum::http::{header, HeaderMap, StatusCode};
@@ -17,6 +18,10 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use crate::bridge::Bridge;
+use crate::ids::now_unix_ms;
+use crate::routes::route_check::Checked;
+use crate::sessions::scope::AgentScope;
+use crate::tokens::{Role, Unverified};
 
 /// Whether `presented` is `expected`, in time independent of where they differ (and of the
 /// expected length: both are hashed to 32 bytes first).
@@ -26,55 +31,133 @@ pub fn secrets_match(presented: &str, expected: &str) -> bool {
     presented.ct_eq(&expected).into()
 }
 
-/// For every route: the `Host` header must name this bridge (`Some`: the refusal).
-pub(crate) fn require_known_host(bridge: &Bridge, request: &Request) -> Option<Response> {
+/// For every route: the `Host` header must name this bridge.
+pub(crate) fn require_known_host(bridge: &Bridge, request: &mut Request) -> Checked {
     let host = request
         .headers()
         .get(header::HOST)
         .and_then(|v| v.to_str().ok())
         .or_else(|| request.uri().authority().map(|a| a.as_str()));
     match host {
-        Some(host) if host_allowed(host, &bridge.config().allowed_hosts) => None,
-        Some(host) => Some(refuse(
+        Some(host) if host_allowed(host, &bridge.config().allowed_hosts) => Checked::Pass,
+        Some(host) => Checked::Refuse(refuse(
             StatusCode::FORBIDDEN,
             format!(
                 "unknown Host '{host}': the bridge answers to loopback names, IP addresses and \
                  the names given with --allowed-host"
             ),
         )),
-        None => Some(refuse(
+        None => Checked::Refuse(refuse(
             StatusCode::FORBIDDEN,
             "a Host header is required".into(),
         )),
     }
 }
 
-/// For agent routes (`/mcp`, `/api`): same-origin browsers only, and the agent token (`Some`: the
-/// refusal).
-pub(crate) fn require_agent(bridge: &Bridge, request: &Request) -> Option<Response> {
+/// For agent routes (`/mcp`, `/api`): same-origin browsers only, and the agent's credential,
+/// which decides whose pages it reaches ([`AgentScope`], put in the request's extensions):
+/// - the operator's `--agent-token` reaches everyone; so does any agent when the bridge has no agent
+///   token and verifies no signed tokens (one developer on one machine, as before SPEC §13);
+/// - with signed tokens (`--token-keys`, `--token-jwks-url`), a JWT with `role: "agent"` reaches the
+///   pages of its `sub` only; a request with neither credential is refused.
+pub(crate) fn require_agent(bridge: &Bridge, request: &mut Request) -> Checked {
+    if let Some(refusal) = credential_in_url(request.uri()) {
+        return Checked::Refuse(refusal);
+    }
     if let Some(origin) = foreign_origin(request.headers()) {
-        return Some(refuse(
+        return Checked::Refuse(refuse(
             StatusCode::FORBIDDEN,
             format!("requests from the web origin {origin} may not act as an agent"),
         ));
     }
-    let Some(expected) = &bridge.config().agent_token else {
-        return None;
-    };
+    let config = bridge.config();
     let presented = request
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(bearer_token);
-    match presented {
-        Some(token) if secrets_match(token, expected) => None,
-        _ => Some((
-            StatusCode::UNAUTHORIZED,
-            [(header::WWW_AUTHENTICATE, "Bearer")],
-            "missing or wrong agent token: send Authorization: Bearer <the bridge's --agent-token>",
-        )
-            .into_response()),
-    }
+    let operator = match (&config.agent_token, presented) {
+        (Some(expected), Some(token)) => secrets_match(token, expected),
+        (None, _) => config.token_keys.is_none(),
+        (Some(_), None) => false,
+    };
+    let scope =
+        if operator {
+            AgentScope::Everyone
+        } else {
+            match (&config.token_keys, presented) {
+                (Some(keys), Some(token)) => {
+                    match keys.verify_cached(token, Role::Agent, now_unix_ms()) {
+                        Ok(verified) => AgentScope::User(verified.sub),
+                        Err(Unverified::UnknownKid) => return Checked::AfterKeyRefetch,
+                        Err(Unverified::Refused(why)) => {
+                            tracing::info!(reason = %why, "agent token refused");
+                            return Checked::Refuse(unauthorized(format!(
+                                "agent token refused: {why}"
+                            )));
+                        }
+                    }
+                }
+                (Some(_), None) => return Checked::Refuse(unauthorized(
+                    "missing agent token: send Authorization: Bearer <the bridge's --agent-token, \
+                     or a signed agent token (role \"agent\")>"
+                        .to_owned(),
+                )),
+                (None, _) => {
+                    return Checked::Refuse(unauthorized(
+                        "missing or wrong agent token: send Authorization: Bearer <the bridge's \
+                     --agent-token>"
+                            .to_owned(),
+                    ))
+                }
+            }
+        };
+    request.extensions_mut().insert(scope);
+    Checked::Pass
+}
+
+/// The query parameters that name a credential: none may travel in a URL (logs, history,
+/// `Referer`), on any route.
+const CREDENTIAL_PARAMETERS: [&str; 5] = [
+    "token",
+    "access_token",
+    "jwt",
+    "resumeSecret",
+    "resume_secret",
+];
+
+/// The refusal of a request whose URL carries a credential (`?token=…`): it is refused rather
+/// than ignored, so a site that put it there learns at once.
+pub(crate) fn credential_in_url(uri: &axum::http::Uri) -> Option<Response> {
+    let query = uri.query()?;
+    let named = query.split('&').find_map(|pair| {
+        let key = pair.split('=').next().unwrap_or_default();
+        CREDENTIAL_PARAMETERS
+            .iter()
+            .find(|name| key.eq_ignore_ascii_case(name))
+    })?;
+    Some(refuse(
+        StatusCode::BAD_REQUEST,
+        format!(
+            "the URL carries a credential ('{named}'): credentials never travel in a URL — pages \
+             send their token in their first frame (clienttools/connect), agents in an \
+             Authorization: Bearer header"
+        ),
+    ))
+}
+
+/// A signed token whose key is not in the key set even after fetching it again.
+pub(crate) fn unknown_key() -> Response {
+    unauthorized("agent token refused: its key (kid) is not one the bridge knows".to_owned())
+}
+
+fn unauthorized(message: String) -> Response {
+    (
+        StatusCode::UNAUTHORIZED,
+        [(header::WWW_AUTHENTICATE, "Bearer")],
+        message,
+    )
+        .into_response()
 }
 
 /// The token of an `Authorization: Bearer <token>` value (the scheme is case-insensitive).

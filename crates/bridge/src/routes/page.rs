@@ -13,32 +13,41 @@ use std::time::Duration;
 
 use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use client_tools_core::connect::{self, ConnectParams};
 use client_tools_core::protocol::{
     self, code, encode_error, encode_result, method, Implementation, InitializeParams,
     Message as Rpc, RequestId, RpcError, ToolsListResult, PROTOCOL_VERSION,
 };
+use client_tools_core::tabs::{self, ActivityParams};
 use futures_util::stream::{SplitSink, SplitStream};
 use futures_util::{SinkExt, StreamExt};
 use serde_json::json;
-use tokio::sync::Notify;
+use tokio::sync::{watch, Notify};
 use tokio::time::Instant;
 
 use crate::bridge::Bridge;
 use crate::limits::{
     CLOSING_WRITER_GRACE, MAX_CLOSE_REASON_BYTES, MAX_MESSAGE_BYTES, PAGE_HANDSHAKE_TIMEOUT,
-    PAGE_READ_BUFFER_BYTES,
+    PAGE_READ_BUFFER_BYTES, TOKEN_LEEWAY,
 };
 use crate::page::connection_queue::{self, Outgoing, OutgoingSender};
-use crate::routes::auth::{page_origin_allowed, secrets_match};
+use crate::routes::auth::{credential_in_url, page_origin_allowed, secrets_match};
 use crate::sessions::page_session::PageSession;
 use crate::sessions::table::{Claimed, ConnectionSlot};
+use crate::tokens::{Role, Verified};
 
-/// Close codes (RFC 6455): policy violation (refused connect), going away (silent page).
+/// Close codes (RFC 6455): policy violation (refused connect), going away (silent page); and of
+/// the private range (SPEC §13): the page token lapsed unrefreshed (the page fetches a new one
+/// and reconnects), a refreshed token named another user.
 const CLOSE_POLICY: u16 = 1008;
 const CLOSE_IDLE: u16 = 1001;
+const CLOSE_TOKEN_EXPIRED: u16 = 4001;
+const CLOSE_OTHER_USER: u16 = 4003;
+
+/// The page's request for a fresh signed token on its open connection (docs/protocol.md).
+const TOKEN_REFRESH: &str = "clienttools/token";
 
 type Sink = SplitSink<WebSocket, Message>;
 type Stream = SplitStream<WebSocket>;
@@ -46,8 +55,12 @@ type Stream = SplitStream<WebSocket>;
 pub async fn upgrade(
     State(bridge): State<Bridge>,
     headers: HeaderMap,
+    uri: Uri,
     upgrade: WebSocketUpgrade,
 ) -> Response {
+    if let Some(refusal) = credential_in_url(&uri) {
+        return refusal;
+    }
     let origin = headers.get("origin").and_then(|o| o.to_str().ok());
     if !page_origin_allowed(origin, &bridge.config().allowed_origins) {
         let origin = origin.unwrap_or("(none)");
@@ -76,12 +89,18 @@ pub async fn upgrade(
 
 async fn serve_page(bridge: Bridge, _slot: ConnectionSlot, socket: WebSocket) {
     let (mut sink, mut stream) = socket.split();
-    let Some(Claimed { session, answer }) = accept(&bridge, &mut sink, &mut stream).await else {
+    let Some((Claimed { session, answer }, signed)) = accept(&bridge, &mut sink, &mut stream).await
+    else {
         return;
     };
     let limits = &bridge.config().limits;
-    tracing::info!(session = %answer.session_id, resumed = answer.resumed, "page connected");
-    let welcome = encode_result(&RequestId::String(connect::CONNECT_ID.into()), &answer);
+    tracing::info!(session = %answer.session_id, user = session.user().unwrap_or(""), resumed = answer.resumed, "page connected");
+    let mut welcome = serde_json::to_value(&answer).unwrap_or_default();
+    if let Some(signed) = &signed {
+        welcome["user"] = signed.sub.clone().into();
+        welcome["tokenExpiresAtMs"] = signed.expires_at_ms.into();
+    }
+    let welcome = encode_result(&RequestId::String(connect::CONNECT_ID.into()), &welcome);
     if sink.send(Message::Text(welcome.into())).await.is_err() {
         return;
     }
@@ -104,10 +123,21 @@ async fn serve_page(bridge: Bridge, _slot: ConnectionSlot, socket: WebSocket) {
     let idle_timeout = limits.idle_timeout;
     let mut last_heard = Instant::now();
     let mut writer_ended = false;
+    // A signed token's expiry (SPEC §13): the page sends a fresh one before it (`clienttools/
+    // token`); a connection whose token lapses unrefreshed ends.
+    let (expiry_tx, mut expiry) = watch::channel(signed.as_ref().map(|s| s.expires_at_ms));
+    let expiry_tx = Arc::new(expiry_tx);
     loop {
+        let lapse = lapse_at(*expiry.borrow_and_update());
         let message = tokio::select! {
             message = stream.next() => message,
             _ = kill.notified() => None,
+            _ = expiry.changed() => continue,
+            () = sleep_until_some(lapse) => {
+                tracing::info!(session = %session.id(), user = session.user().unwrap_or(""), "page token expired unrefreshed: connection closed");
+                outgoing_tx.close(CLOSE_TOKEN_EXPIRED, "the page token expired and was not refreshed".to_owned());
+                None
+            }
             // The page stopped reading (or the socket broke on the way out): the connection ends.
             _ = &mut writer => {
                 writer_ended = true;
@@ -121,7 +151,18 @@ async fn serve_page(bridge: Bridge, _slot: ConnectionSlot, socket: WebSocket) {
         let Some(Ok(message)) = message else { break };
         last_heard = Instant::now();
         match message {
-            Message::Text(text) => handle_frame(&session, &outgoing_tx, &refresh, text.as_str()),
+            Message::Text(text) => {
+                let asked = handle_frame(&session, &outgoing_tx, &refresh, text.as_str());
+                if let Some((id, params)) = asked {
+                    let token_refresh = TokenRefresh {
+                        bridge: bridge.clone(),
+                        session: session.clone(),
+                        reply: outgoing_tx.clone(),
+                        expiry: expiry_tx.clone(),
+                    };
+                    tokio::spawn(token_refresh.answer(id, params));
+                }
+            }
             Message::Binary(_) => {
                 let error = RpcError::new(
                     code::INVALID_REQUEST,
@@ -150,8 +191,13 @@ async fn serve_page(bridge: Bridge, _slot: ConnectionSlot, socket: WebSocket) {
 }
 
 /// Reads the page's `clienttools/connect` and resolves it to a session; refuses (and closes) a
-/// missing or malformed first frame, a wrong page token, or a full bridge.
-async fn accept(bridge: &Bridge, sink: &mut Sink, stream: &mut Stream) -> Option<Claimed> {
+/// missing or malformed first frame, a wrong page token, or a full bridge. With signed tokens
+/// (SPEC §13), the session is the token's user's, and its verified claims come back too.
+async fn accept(
+    bridge: &Bridge,
+    sink: &mut Sink,
+    stream: &mut Stream,
+) -> Option<(Claimed, Option<Verified>)> {
     let timeout = bridge.config().limits.connect_timeout;
     let first = tokio::time::timeout(timeout, first_text(stream)).await;
     let params = match first {
@@ -163,33 +209,130 @@ async fn accept(bridge: &Bridge, sink: &mut Sink, stream: &mut Stream) -> Option
         Ok(Some(text)) => parse_connect(&text),
     };
     let refusal = match params {
-        Err(message) => Some((connect::code::BAD_HANDSHAKE, message)),
-        Ok(params) if !page_token_ok(bridge, &params) => Some((
-            connect::code::UNAUTHORIZED,
-            "missing or wrong page token (the bridge's --page-token, sent as `token` in \
-             clienttools/connect)"
-                .to_owned(),
-        )),
-        Ok(params) => match bridge.claim(&params).await {
-            Ok(claimed) => return Some(claimed),
-            Err(refused) => Some((connect::code::OVERLOADED, refused.to_string())),
+        Err(message) => (connect::code::BAD_HANDSHAKE, message),
+        Ok(params) => match page_credential(bridge, &params).await {
+            Err(message) => (connect::code::UNAUTHORIZED, message),
+            Ok(signed) => {
+                let user = signed.as_ref().map(|s| s.sub.as_str());
+                match bridge.claim(&params, user).await {
+                    Ok(claimed) => return Some((claimed, signed)),
+                    Err(refused) => (connect::code::OVERLOADED, refused.to_string()),
+                }
+            }
         },
     };
-    if let Some((code, message)) = refusal {
-        tracing::info!(code, ?message, "page connect refused");
-        let _ = sink
-            .send(Message::Text(
-                connect::encode_refusal(code, &message).into(),
-            ))
-            .await;
-        let _ = sink
-            .send(Message::Close(Some(CloseFrame {
-                code: CLOSE_POLICY,
-                reason: Utf8Bytes::from(truncate_reason(&message)),
-            })))
-            .await;
-    }
+    let (code, message) = refusal;
+    tracing::info!(code, ?message, "page connect refused");
+    let _ = sink
+        .send(Message::Text(
+            connect::encode_refusal(code, &message).into(),
+        ))
+        .await;
+    let _ = sink
+        .send(Message::Close(Some(CloseFrame {
+            code: CLOSE_POLICY,
+            reason: Utf8Bytes::from(truncate_reason(&message)),
+        })))
+        .await;
     None
+}
+
+/// The page's credential: the static `--page-token` (`Ok(None)`), or with signed tokens a page JWT
+/// (`Ok(Some)`: its user and expiry). `Err`: why it was refused, as the page is told.
+async fn page_credential(
+    bridge: &Bridge,
+    params: &ConnectParams,
+) -> Result<Option<Verified>, String> {
+    let config = bridge.config();
+    if let Some(keys) = &config.token_keys {
+        let Some(token) = params.token.as_deref() else {
+            return Err(
+                "missing page token: send the signed page token (role \"page\") your site's \
+                 backend minted as `token` in clienttools/connect"
+                    .to_owned(),
+            );
+        };
+        return match keys.verify(token, Role::Page).await {
+            Ok(verified) => Ok(Some(verified)),
+            Err(why) => {
+                tracing::info!(reason = %why, "page token refused");
+                Err(format!("page token refused: {why}"))
+            }
+        };
+    }
+    match &config.page_token {
+        None => Ok(None),
+        Some(expected) => match params.token.as_deref() {
+            Some(token) if secrets_match(token, expected) => Ok(None),
+            _ => Err(
+                "missing or wrong page token (the bridge's --page-token, sent as `token` in \
+                 clienttools/connect)"
+                    .to_owned(),
+            ),
+        },
+    }
+}
+
+/// A page's `clienttools/token` (SPEC §13): a fresh signed token for the open connection.
+struct TokenRefresh {
+    bridge: Bridge,
+    session: Arc<PageSession>,
+    reply: OutgoingSender,
+    expiry: Arc<watch::Sender<Option<u64>>>,
+}
+
+impl TokenRefresh {
+    /// Verifies it and answers: the new expiry, or why not (the connection keeps its old expiry).
+    /// A token of another user ends the connection: a session never changes hands.
+    async fn answer(self, id: RequestId, params: serde_json::Value) {
+        let token = params.get("token").and_then(|t| t.as_str());
+        let verified = match (&self.bridge.config().token_keys, token) {
+            (None, _) => Err("this bridge verifies no signed tokens".to_owned()),
+            (Some(_), None) => Err("clienttools/token needs {\"token\": string}".to_owned()),
+            (Some(keys), Some(token)) => keys
+                .verify(token, Role::Page)
+                .await
+                .map_err(|why| format!("page token refused: {why}")),
+        };
+        let answer = match verified {
+            Ok(verified) if Some(verified.sub.as_str()) != self.session.user() => {
+                tracing::info!(session = %self.session.id(), "refreshed page token names another user: connection closed");
+                let why = "the refreshed page token names another user";
+                send_reply(
+                    &self.reply,
+                    encode_error(Some(&id), &RpcError::new(connect::code::UNAUTHORIZED, why)),
+                );
+                self.reply.close(CLOSE_OTHER_USER, why.to_owned());
+                return;
+            }
+            Ok(verified) => {
+                self.expiry.send_replace(Some(verified.expires_at_ms));
+                encode_result(&id, &json!({"tokenExpiresAtMs": verified.expires_at_ms}))
+            }
+            Err(why) => {
+                tracing::info!(session = %self.session.id(), reason = %why, "page token refresh refused");
+                encode_error(Some(&id), &RpcError::new(connect::code::UNAUTHORIZED, why))
+            }
+        };
+        send_reply(&self.reply, answer);
+    }
+}
+
+/// When a token expiring at `expires_at_ms` (unix ms) lapses, on tokio's clock: its expiry plus the
+/// leeway verification allows ([`TOKEN_LEEWAY`]), so a token accepted at connect is not cut short.
+fn lapse_at(expires_at_ms: Option<u64>) -> Option<Instant> {
+    let expires_at_ms = expires_at_ms?;
+    let now_ms = crate::ids::now_unix_ms();
+    let left = Duration::from_millis(expires_at_ms.saturating_sub(now_ms)) + TOKEN_LEEWAY;
+    Some(Instant::now() + left)
+}
+
+/// Sleeps until `at`; forever when `None`.
+async fn sleep_until_some(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
 }
 
 /// The first text frame (pings and pongs skipped); `None` when the socket ends first.
@@ -215,16 +358,6 @@ fn parse_connect(text: &str) -> Result<ConnectParams, String> {
         }
         Ok(_) => Err(expected.to_owned()),
         Err(error) => Err(format!("{expected}: {}", error.error.message)),
-    }
-}
-
-fn page_token_ok(bridge: &Bridge, params: &ConnectParams) -> bool {
-    match &bridge.config().page_token {
-        None => true,
-        Some(expected) => params
-            .token
-            .as_deref()
-            .is_some_and(|token| secrets_match(token, expected)),
     }
 }
 
@@ -341,25 +474,37 @@ async fn refresh_tools(session: &PageSession) {
 }
 
 /// One frame from the page. Errors are answered only for requests (never for a response).
+/// A `clienttools/token` request comes back (its id and params): its answer needs an `await`.
 pub(crate) fn handle_frame(
     session: &Arc<PageSession>,
     reply: &OutgoingSender,
     refresh: &Notify,
     text: &str,
-) {
+) -> Option<(RequestId, serde_json::Value)> {
     let message = match session.deliver_answer(text) {
-        None => return,
+        None => return None,
         Some(Err(error)) => {
             if let Some(answer) = error.to_frame() {
                 send_reply(reply, answer);
             }
-            return;
+            return None;
         }
         Some(Ok(message)) => message,
     };
     match message {
         Rpc::Notification { method, .. } if method == method::TOOLS_LIST_CHANGED => {
             refresh.notify_one();
+        }
+        Rpc::Notification { method, params } if method == tabs::ACTIVITY => {
+            match serde_json::from_value::<ActivityParams>(params) {
+                Ok(activity) => session.report_activity(activity.visible, activity.focused),
+                Err(error) => {
+                    tracing::info!(session = %session.id(), %error, "malformed clienttools/activity")
+                }
+            }
+        }
+        Rpc::Request { id, method, params } if method == TOKEN_REFRESH => {
+            return Some((id, params));
         }
         Rpc::Notification { method, params } if method == method::MESSAGE => {
             if !session.relay_call_event(&params, text) {
@@ -369,7 +514,7 @@ pub(crate) fn handle_frame(
         Rpc::Response { .. } | Rpc::Notification { .. } => {}
         Rpc::Request { id, method, params } if method == method::INPUT => {
             if session.relay_call_event(&params, text) {
-                return;
+                return None;
             }
             if let Some(error) = session.page_input(id.clone(), params) {
                 send_reply(reply, encode_error(Some(&id), &error));
@@ -379,6 +524,7 @@ pub(crate) fn handle_frame(
             send_reply(reply, protocol::answer_plain_request(&id, &method));
         }
     }
+    None
 }
 
 /// Answers the page, unless the answer would break its limits (a huge id or method name echoed

@@ -31,6 +31,8 @@ impl Bridge {
             .nest_service("/mcp", agent::mcp_route(self))
             .route("/api/sessions", get(api::list_sessions))
             .route("/api/sessions/{id}/call", post(api::call_tool))
+            .route("/api/users/{sub}/sessions", get(api::list_user_sessions))
+            .route("/api/users/{sub}/call", post(api::call_user_tool))
             .route("/api/sessions/{id}/tasks/{task}", get(api::get_task))
             .route(
                 "/api/sessions/{id}/tasks/{task}/update",

@@ -7,7 +7,7 @@
 //! do not hold the secret of. A claim on a session whose connection still answers is not a
 //! takeover: the newcomer (a duplicated tab, with `sessionStorage` copied) gets a new session.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -42,7 +42,24 @@ pub struct SessionTable {
 
 struct Table {
     by_id: HashMap<String, Arc<PageSession>>,
+    /// The ids of each user's sessions (SPEC §13): a user's tabs without a scan of every session.
+    by_user: HashMap<String, HashSet<String>>,
     last_sweep: Instant,
+}
+
+impl Table {
+    fn remove(&mut self, id: &str) -> Option<Arc<PageSession>> {
+        let session = self.by_id.remove(id)?;
+        if let Some(user) = session.user() {
+            if let Some(ids) = self.by_user.get_mut(user) {
+                ids.remove(id);
+                if ids.is_empty() {
+                    self.by_user.remove(user);
+                }
+            }
+        }
+        Some(session)
+    }
 }
 
 /// What a page's connect claim resolved to.
@@ -85,6 +102,7 @@ impl SessionTable {
         Self {
             table: Mutex::new(Table {
                 by_id: HashMap::new(),
+                by_user: HashMap::new(),
                 last_sweep: tokio::time::Instant::now().into_std(),
             }),
             connections: AtomicUsize::new(0),
@@ -140,28 +158,37 @@ impl SessionTable {
     }
 
     /// Resolves a page's connect: its own session back (with the secret), or a new one.
+    /// `user`: the `sub` of the page's signed token (SPEC §13), which owns the session with the
+    /// secret: the same secret with another user's token names another session.
     /// `known_elsewhere`: another cluster node had the session (its page's calls go on: resumed).
     pub async fn claim(
         &self,
         params: &ConnectParams,
+        user: Option<&str>,
         known_elsewhere: bool,
     ) -> Result<Claimed, Refused> {
         let Some(secret) = params.resume_secret.as_deref().filter(|s| valid_secret(s)) else {
-            return self.create(new_secret());
+            return self.create(new_secret(), user);
         };
-        let id = session_id_of(secret);
+        let id = session_id_of(secret, user);
         let Some(existing) = self.get(&id) else {
             // Unknown here (expired, or the bridge restarted): the secret still owns its id.
-            let mut claimed = self.create(secret.to_owned())?;
+            let mut claimed = self.create(secret.to_owned(), user)?;
             claimed.answer.resumed = known_elsewhere;
             return Ok(claimed);
         };
+        if existing.user() != user {
+            // Never another user's session (the id includes the user: only a session linked
+            // from a directory entry that named none could get here).
+            tracing::info!(session = %id, "resume claim by another user: new session");
+            return self.create(new_secret(), user);
+        }
         // A session linked to another node: that node was asked already (crate::cluster).
         if existing.via() == Some(Via::Socket) {
             if existing.is_answering(self.limits.takeover_probe).await {
                 // Its page is alive: this is another tab with a copy of its storage.
                 tracing::info!(session = %id, "resume claim on a live session: new session");
-                return self.create(new_secret());
+                return self.create(new_secret(), user);
             }
             existing.close_connection(
                 CLOSE_REPLACED,
@@ -178,9 +205,9 @@ impl SessionTable {
         })
     }
 
-    fn create(&self, secret: String) -> Result<Claimed, Refused> {
-        let id = session_id_of(&secret);
-        let session = self.insert(&id)?;
+    fn create(&self, secret: String, user: Option<&str>) -> Result<Claimed, Refused> {
+        let id = session_id_of(&secret, user);
+        let session = self.insert(&id, user)?;
         Ok(Claimed {
             session,
             answer: ConnectResult {
@@ -192,13 +219,14 @@ impl SessionTable {
     }
 
     /// The session `id` of a page on another cluster node, made here to reach it (crate::cluster).
-    pub(crate) fn linked(&self, id: &str) -> Result<Arc<PageSession>, Refused> {
-        self.insert(id)
+    /// `user`: the person that node's page serves, as its directory entry says.
+    pub(crate) fn linked(&self, id: &str, user: Option<&str>) -> Result<Arc<PageSession>, Refused> {
+        self.insert(id, user)
     }
 
     /// The session `id`, made if it is not in the table; refused when the table is full of live
     /// sessions (else the one disconnected longest makes room).
-    fn insert(&self, id: &str) -> Result<Arc<PageSession>, Refused> {
+    fn insert(&self, id: &str, user: Option<&str>) -> Result<Arc<PageSession>, Refused> {
         let id = id.to_owned();
         let mut table = self.lock();
         self.sweep(&mut table, true);
@@ -222,7 +250,7 @@ impl SessionTable {
             };
             match longest_gone.map(|(_, gone)| gone).or_else(linked) {
                 Some(gone) => {
-                    if let Some(forgotten) = table.by_id.remove(&gone) {
+                    if let Some(forgotten) = table.remove(&gone) {
                         if matches!(forgotten.via(), Some(Via::Node(_))) {
                             forgotten.drop_link();
                         }
@@ -230,6 +258,10 @@ impl SessionTable {
                 }
                 None => return Err(Refused::TooManySessions(self.limits.max_sessions)),
             }
+        }
+        if let Some(user) = user {
+            let ids = table.by_user.entry(user.to_owned()).or_default();
+            ids.insert(id.clone());
         }
         let session = table
             .by_id
@@ -245,7 +277,8 @@ impl SessionTable {
                     .with_agent_tools(self.agent_tools.clone(), self.default_timeout)
                     .with_policy(self.policy.clone())
                     .with_relay_replies(self.relay_replies.get().cloned())
-                    .with_table_changes(self.changes.clone()),
+                    .with_table_changes(self.changes.clone())
+                    .with_user(user.map(str::to_owned)),
                 )
             })
             .clone();
@@ -284,6 +317,20 @@ impl SessionTable {
             .map(|(_, session)| session.clone())
     }
 
+    /// The sessions of `user` on this node (connected or not, not expired).
+    pub fn of_user(&self, user: &str) -> Vec<Arc<PageSession>> {
+        let mut table = self.lock();
+        self.sweep(&mut table, false);
+        let Some(ids) = table.by_user.get(user) else {
+            return Vec::new();
+        };
+        ids.iter()
+            .filter_map(|id| table.by_id.get(id))
+            .filter(|session| session.user() == Some(user))
+            .cloned()
+            .collect()
+    }
+
     /// Every session: connected ones first, most recently connected first.
     pub fn list(&self) -> Vec<Arc<PageSession>> {
         let mut all: Vec<_> = {
@@ -304,11 +351,19 @@ impl SessionTable {
         }
         table.last_sweep = now;
         let ttl = self.limits.session_ttl;
-        table.by_id.retain(|_, session| {
-            session
-                .disconnected_for(now)
-                .is_none_or(|gone| gone < ttl || session.pending_calls() > 0)
-        });
+        let expired: Vec<String> = table
+            .by_id
+            .iter()
+            .filter(|(_, session)| {
+                session
+                    .disconnected_for(now)
+                    .is_some_and(|gone| gone >= ttl && session.pending_calls() == 0)
+            })
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in expired {
+            table.remove(&id);
+        }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Table> {
@@ -321,9 +376,10 @@ fn new_secret() -> String {
     random_hex(32)
 }
 
-/// The session id a resume secret owns, if it is one the bridge could have issued.
-pub(crate) fn id_of_secret(secret: &str) -> Option<String> {
-    valid_secret(secret).then(|| session_id_of(secret))
+/// The session id a resume secret owns (with `user`'s token), if it is one the bridge could have
+/// issued.
+pub(crate) fn id_of_secret(secret: &str, user: Option<&str>) -> Option<String> {
+    valid_secret(secret).then(|| session_id_of(secret, user))
 }
 
 /// What the bridge issues: 64 hex digits.
@@ -331,11 +387,17 @@ fn valid_secret(secret: &str) -> bool {
     secret.len() == 64 && secret.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
-/// The public id of the session a secret owns: 128 bits of its hash, hex.
-fn session_id_of(secret: &str) -> String {
+/// The public id of the session a secret owns: 128 bits of its hash, hex. With a user (a signed
+/// page token's `sub`), the hash covers the user too: resuming needs the secret *and* a token of the
+/// same user (SPEC §13), and no user's secret names another user's session.
+fn session_id_of(secret: &str, user: Option<&str>) -> String {
     let mut hasher = Sha256::new();
     hasher.update(b"client-tools session id\0");
     hasher.update(secret.to_ascii_lowercase().as_bytes());
+    if let Some(user) = user {
+        hasher.update(b"\0");
+        hasher.update(user.as_bytes());
+    }
     hex(&hasher.finalize()[..16])
 }
 
@@ -351,7 +413,7 @@ mod tests {
     async fn a_secret_owns_its_id_and_nothing_else_does() {
         let sessions = sessions(Limits::default());
         let first = sessions
-            .claim(&ConnectParams::default(), false)
+            .claim(&ConnectParams::default(), None, false)
             .await
             .unwrap();
         assert!(!first.answer.resumed);
@@ -361,7 +423,7 @@ mod tests {
             token: None,
             resume_secret: Some(first.answer.resume_secret.clone()),
         };
-        let again = sessions.claim(&resume, false).await.unwrap();
+        let again = sessions.claim(&resume, None, false).await.unwrap();
         assert!(again.answer.resumed);
         assert_eq!(again.answer.session_id, first.answer.session_id);
         assert!(Arc::ptr_eq(&again.session, &first.session));
@@ -370,13 +432,13 @@ mod tests {
             token: None,
             resume_secret: Some("0".repeat(64)),
         };
-        let guessed = sessions.claim(&guess, false).await.unwrap();
+        let guessed = sessions.claim(&guess, None, false).await.unwrap();
         assert_ne!(guessed.answer.session_id, first.answer.session_id);
         let malformed = ConnectParams {
             token: None,
             resume_secret: Some(first.answer.session_id.clone()),
         };
-        let fresh = sessions.claim(&malformed, false).await.unwrap();
+        let fresh = sessions.claim(&malformed, None, false).await.unwrap();
         assert_ne!(fresh.answer.resume_secret, first.answer.session_id);
         assert!(!fresh.answer.resumed);
     }
@@ -388,15 +450,15 @@ mod tests {
             ..Limits::default()
         });
         let a = sessions
-            .claim(&ConnectParams::default(), false)
+            .claim(&ConnectParams::default(), None, false)
             .await
             .unwrap();
         let b = sessions
-            .claim(&ConnectParams::default(), false)
+            .claim(&ConnectParams::default(), None, false)
             .await
             .unwrap();
         let c = sessions
-            .claim(&ConnectParams::default(), false)
+            .claim(&ConnectParams::default(), None, false)
             .await
             .unwrap();
         // Never-connected sessions count as gone since they were made: `a` went first.
@@ -411,14 +473,14 @@ mod tests {
             max_sessions: 1,
             ..Limits::default()
         });
-        let linked = sessions.linked(&"a".repeat(32)).unwrap();
+        let linked = sessions.linked(&"a".repeat(32), None).unwrap();
         let (sender, _queue) = crate::page::connection_queue::channel(8, 1 << 16);
         let kill = Arc::new(tokio::sync::Notify::new());
         let node = "b".repeat(16);
         let at = std::time::SystemTime::now();
         assert!(linked.attach_link(sender, kill.clone(), node, at).is_some());
         let page = sessions
-            .claim(&ConnectParams::default(), false)
+            .claim(&ConnectParams::default(), None, false)
             .await
             .unwrap();
         assert!(sessions.get(linked.id()).is_none());
@@ -429,7 +491,7 @@ mod tests {
         let (sender, _queue) = crate::page::connection_queue::channel(8, 1 << 16);
         page.session
             .attach(sender, Arc::new(tokio::sync::Notify::new()));
-        let refused = sessions.claim(&ConnectParams::default(), false).await;
+        let refused = sessions.claim(&ConnectParams::default(), None, false).await;
         assert!(matches!(refused, Err(Refused::TooManySessions(1))));
     }
 
@@ -438,9 +500,13 @@ mod tests {
         let secret = new_secret();
         assert_ne!(secret, new_secret());
         assert_eq!(
-            session_id_of(&secret),
-            session_id_of(&secret.to_uppercase())
+            session_id_of(&secret, None),
+            session_id_of(&secret.to_uppercase(), None)
         );
-        assert!(!session_id_of(&secret).contains(&secret[..8]));
+        assert!(!session_id_of(&secret, None).contains(&secret[..8]));
+        // A user's secret names that user's session only.
+        let alice = session_id_of(&secret, Some("alice"));
+        assert_ne!(alice, session_id_of(&secret, None));
+        assert_ne!(alice, session_id_of(&secret, Some("bob")));
     }
 }

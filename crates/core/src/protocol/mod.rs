@@ -52,6 +52,12 @@ pub mod meta {
     /// In the `_meta` of a request of the page's round (`clienttools/input`): `true` asks it of the
     /// agent before the call becomes an MCP task (multi round-trip on `tools/call`, then the task).
     pub const BEFORE_TASK: &str = "clienttools/beforeTask";
+    /// On an agent's `tools/call` over a user's tabs (SPEC §13): the page session to run it on
+    /// (read by the runtime, never sent to the page).
+    pub const SESSION: &str = "clienttools/session";
+    /// On a tool listed over a user's tabs: the page sessions offering it, most recently in front
+    /// first.
+    pub const SESSIONS: &str = "clienttools/sessions";
 }
 
 /// JSON-RPC method names used on the page connection.

@@ -15,6 +15,9 @@ impl McpAgent {
     /// woken by the page's changes (or, while no page is bound yet, any page's) and by the agent's
     /// transport closing ([`Peer::closed`]), never by a timer.
     pub(super) async fn announce_changes(self, peer: Peer<RoleServer>) {
+        if self.user_pages(None).is_some() {
+            return self.announce_user_changes(peer).await;
+        }
         // What the agent could have listed so far: nothing, if no page was there yet.
         let mut listed = self.page(None).map(|p| p.tools()).unwrap_or_default();
         let mut pages = self.bridge.watch_pages();
@@ -40,6 +43,28 @@ impl McpAgent {
             tokio::select! {
                 changed = changes.changed() => if changed.is_err() { return },
                 () = peer.closed() => return,
+            }
+        }
+    }
+}
+
+impl McpAgent {
+    /// Over a user's tabs: `list_changed` whenever the union changes — a tab opens, closes or
+    /// changes its tools, or another tab comes to front with another definition of a name.
+    async fn announce_user_changes(self, peer: Peer<RoleServer>) {
+        let mut changes = self.bridge.watch_pages();
+        let mut listed = self.tools_now();
+        loop {
+            tokio::select! {
+                changed = changes.changed() => if changed.is_err() { return },
+                () = peer.closed() => return,
+            }
+            let now = self.tools_now();
+            if now != listed {
+                listed = now;
+                if peer.notify_tool_list_changed().await.is_err() {
+                    return;
+                }
             }
         }
     }

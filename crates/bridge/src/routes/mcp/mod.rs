@@ -31,6 +31,8 @@ use crate::agent::tasks::TaskOp;
 use crate::bridge::Bridge;
 use crate::limits::FIRST_PAGE_WAIT;
 use crate::sessions::page_session::PageSession;
+use crate::sessions::scope::AgentScope;
+use crate::sessions::user_tabs;
 
 mod announce;
 mod call_side;
@@ -39,12 +41,26 @@ mod confirmation;
 use call_side::{level_name, task_error, McpSide};
 use confirmation::Confirmation;
 
-/// One agent's MCP session: which page session it is bound to.
+/// What an MCP session is bound to, fixed on its first request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Bound {
+    /// One page session: `?session=<id>`, else the newest page then.
+    Session(String),
+    /// All the connected pages of one user (SPEC §13): `?user=SUB`, or an agent token signed for
+    /// one person (its `sub`).
+    User(String),
+}
+
+/// One agent's MCP session: whose pages it reaches, and which it is bound to.
 #[derive(Clone)]
 pub struct McpAgent {
     bridge: Bridge,
-    /// The page session id, fixed on first use: `?session=<id>`, else the newest page then.
-    bound: Arc<Mutex<Option<String>>>,
+    /// Fixed on first use: `?session=<id>` or `?user=SUB`, else the agent's own user (a signed
+    /// agent token), else the newest page then.
+    bound: Arc<Mutex<Option<Bound>>>,
+    /// Whose pages it reaches, fixed by its first request's credential (crate::routes::auth): a
+    /// later request on the same MCP session with another credential is refused.
+    scope: Arc<Mutex<Option<AgentScope>>>,
     /// The level the agent set with `logging/setLevel` (2025-11-25); `None`: every level.
     log_level: Arc<Mutex<Option<LoggingLevel>>>,
     /// The tasks this MCP session's calls became (2025-11-25: their status notifications go to it).
@@ -56,27 +72,135 @@ impl McpAgent {
     pub fn new(bridge: Bridge, session: Option<String>) -> Self {
         Self {
             bridge,
-            bound: Arc::new(Mutex::new(session)),
+            bound: Arc::new(Mutex::new(session.map(Bound::Session))),
+            scope: Arc::default(),
             log_level: Arc::default(),
             tasks: Arc::default(),
         }
     }
 
-    /// The page session id of this agent; binds it on first use (to `?session=<id>`, else to the
-    /// newest connected page). Never another session's page.
-    fn bound_id(&self, context: Option<&RequestContext<RoleServer>>) -> Option<String> {
-        let mut bound = self.bound.lock().unwrap_or_else(|p| p.into_inner());
-        if bound.is_none() {
-            *bound = context
-                .and_then(requested_session)
-                .or_else(|| self.bridge.newest_session().map(|s| s.id().to_owned()));
-        }
-        bound.clone()
+    /// An agent over all the connected pages of `user` (SPEC §13; `--stdio --user SUB`).
+    pub fn for_user(bridge: Bridge, user: String) -> Self {
+        let agent = Self::new(bridge, None);
+        *lock(&agent.bound) = Some(Bound::User(user));
+        agent
     }
 
-    /// The page session of this agent, if it is bound and the session exists.
+    /// Whose pages this agent reaches: its first request's credential (none, on stdio: the
+    /// operator's process). `Err` for a request carrying another credential than the first.
+    fn scope(&self, context: Option<&RequestContext<RoleServer>>) -> Result<AgentScope, String> {
+        let asked = context.and_then(request_scope);
+        let mut fixed = lock(&self.scope);
+        match (fixed.as_ref(), asked) {
+            (None, asked) => Ok(fixed.insert(asked.unwrap_or(AgentScope::Everyone)).clone()),
+            (Some(fixed), Some(asked)) if *fixed != asked => Err(
+                "this MCP session was opened with another agent credential: open your own"
+                    .to_owned(),
+            ),
+            (Some(fixed), _) => Ok(fixed.clone()),
+        }
+    }
+
+    /// The agent's scope and binding; binds it on first use (to `?session=<id>` or `?user=SUB`,
+    /// else to the agent's own user, else to the newest connected page). Never another user's
+    /// page: every lookup below filters by the scope.
+    fn bound(
+        &self,
+        context: Option<&RequestContext<RoleServer>>,
+    ) -> Result<(AgentScope, Option<Bound>), String> {
+        let scope = self.scope(context)?;
+        let mut bound = lock(&self.bound);
+        if bound.is_none() {
+            *bound = context
+                .and_then(requested_binding)
+                .or_else(|| match &scope {
+                    AgentScope::User(user) => Some(Bound::User(user.clone())),
+                    AgentScope::Everyone => self
+                        .bridge
+                        .newest_session()
+                        .map(|s| Bound::Session(s.id().to_owned())),
+                });
+        }
+        Ok((scope, bound.clone()))
+    }
+
+    /// The page session id of an agent bound to one (`None` over a user's tabs, or unbound).
+    fn bound_id(&self, context: Option<&RequestContext<RoleServer>>) -> Option<String> {
+        match self.bound(context).ok()?.1? {
+            Bound::Session(id) => Some(id),
+            Bound::User(_) => None,
+        }
+    }
+
+    /// The page session of an agent bound to one, if it exists and the agent reaches it.
     fn page(&self, context: Option<&RequestContext<RoleServer>>) -> Option<Arc<PageSession>> {
-        self.bridge.session(&self.bound_id(context)?)
+        match self.bound(context).ok()? {
+            (scope, Some(Bound::Session(id))) => self.bridge.session_for(&scope, &id),
+            _ => None,
+        }
+    }
+
+    /// The connected pages of the user an agent over a user's tabs is bound to (`None`: bound to
+    /// one session); none when its scope does not reach that user (`?user=` of another person).
+    fn user_pages(
+        &self,
+        context: Option<&RequestContext<RoleServer>>,
+    ) -> Option<Vec<Arc<PageSession>>> {
+        match self.bound(context).ok()? {
+            (scope, Some(Bound::User(user))) => Some(match scope.reaches_user(Some(&user)) {
+                true => self.bridge.user_pages(&user),
+                false => Vec::new(),
+            }),
+            _ => None,
+        }
+    }
+
+    /// The page session ids a task request of this agent may name: its page's, or every session
+    /// of its user on this node and every connected one elsewhere (a tab closed since keeps its
+    /// tasks readable while its session lives).
+    fn task_sessions(&self, context: &RequestContext<RoleServer>) -> Result<Vec<String>, McpError> {
+        let (scope, bound) = self
+            .bound(Some(context))
+            .map_err(|why| McpError::invalid_request(why, None))?;
+        Ok(match bound {
+            Some(Bound::Session(id)) => match self.bridge.session_for(&scope, &id) {
+                Some(_) => vec![id],
+                None => vec![String::new()],
+            },
+            Some(Bound::User(user)) if scope.reaches_user(Some(&user)) => {
+                let mut ids: Vec<String> = (self.bridge.user_pages(&user).iter())
+                    .map(|page| page.id().to_owned())
+                    .collect();
+                for session in self.bridge.table().of_user(&user) {
+                    if !ids.iter().any(|id| id == session.id()) {
+                        ids.push(session.id().to_owned());
+                    }
+                }
+                ids
+            }
+            _ => vec![String::new()],
+        })
+    }
+
+    /// A task request on whichever of the agent's sessions keeps the task (over a user's tabs,
+    /// each is asked until one knows it; the others answer "unknown").
+    async fn task_op(
+        &self,
+        op: TaskOp,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Value, McpError> {
+        let sessions = self.task_sessions(context)?;
+        let mut last = None;
+        for session in sessions {
+            match self.bridge.task(op.clone(), &session).await {
+                Ok(answer) => return Ok(answer),
+                Err(refusal) => last = Some(refusal),
+            }
+        }
+        Err(last.map_or_else(
+            || McpError::invalid_params("unknown task", None),
+            task_error,
+        ))
     }
 
     /// The page, waiting up to [`FIRST_PAGE_WAIT`] for one to connect when there is none yet (an
@@ -98,6 +222,7 @@ impl McpAgent {
                     return Ok(page);
                 }
             } else if tokio::time::Instant::now() >= deadline {
+                self.bound(context)?;
                 return Err(match self.bound_id(context) {
                     Some(id) => format!(
                         "no page session '{id}' on this bridge (it never connected, or expired)"
@@ -108,17 +233,131 @@ impl McpAgent {
                     }
                 });
             }
-            // Woken by a page session's tools or connection changing (on any node), or the deadline.
-            tokio::select! {
-                changed = changes.changed() => {
-                    if changed.is_err() {
-                        tokio::time::sleep_until(deadline).await;
-                    }
-                }
-                () = tokio::time::sleep_until(deadline) => {}
-            }
+            wait_for_change(&mut changes, deadline).await;
         }
     }
+
+    /// Over a user's tabs: the user's connected pages, waiting up to [`FIRST_PAGE_WAIT`] for one
+    /// that listed its tools when there is none yet (none after the wait: an empty list, not an
+    /// error — a person with no tab open is no fault).
+    async fn user_pages_or_wait(
+        &self,
+        context: Option<&RequestContext<RoleServer>>,
+    ) -> Vec<Arc<PageSession>> {
+        let deadline = tokio::time::Instant::now() + FIRST_PAGE_WAIT;
+        let mut changes = self.bridge.watch_pages();
+        loop {
+            let pages = self.user_pages(context).unwrap_or_default();
+            let ready = pages.iter().any(|page| page.has_listed_tools());
+            if ready || tokio::time::Instant::now() >= deadline {
+                return pages;
+            }
+            wait_for_change(&mut changes, deadline).await;
+        }
+    }
+
+    /// The page a `tools/call` runs on: the bound one, or over a user's tabs the one the call
+    /// names or the one in front that offers the tool (a retry: the tab its round came from).
+    async fn call_target(
+        &self,
+        request: &CallToolRequestParams,
+        context: &RequestContext<RoleServer>,
+        state: Option<&str>,
+    ) -> Result<Arc<PageSession>, String> {
+        if !matches!(self.bound(Some(context))?.1, Some(Bound::User(_))) {
+            return self.page_or_wait(Some(context)).await;
+        }
+        let pages = self.user_pages_or_wait(Some(context)).await;
+        if let Some(state) = state {
+            let ids: Vec<&str> = pages.iter().map(|page| page.id()).collect();
+            let asked = rounds::page_session_of(state, &ids).map(str::to_owned);
+            // A state of no tab of this user's: the front-most tab refuses it as another page's.
+            let page = match asked {
+                Some(id) => pages.iter().find(|page| page.id() == id).cloned(),
+                None => user_tabs::front_most(&pages),
+            };
+            return page.ok_or_else(|| "no open tab of this user: open the page again".to_owned());
+        }
+        let asked = context.meta.0.get(protocol::meta::SESSION);
+        let asked = match asked {
+            None => None,
+            Some(Value::String(id)) => Some(id.as_str()),
+            Some(other) => {
+                return Err(format!(
+                    "_meta '{}' must be a page session id (a string), not {other}",
+                    protocol::meta::SESSION
+                ))
+            }
+        };
+        user_tabs::route(&pages, &request.name, asked)
+    }
+
+    /// The tools the agent lists: its page's, or the union of its user's tabs'.
+    async fn tools_or_wait(
+        &self,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<Vec<Tool>, String> {
+        match self.bound(Some(context))?.1 {
+            Some(Bound::User(_)) => {
+                let pages = self.user_pages_or_wait(Some(context)).await;
+                Ok(Self::union_tools(&pages))
+            }
+            _ => Ok(Self::listed_tools(
+                &*self.page_or_wait(Some(context)).await?,
+            )),
+        }
+    }
+
+    /// The tools listed now, without waiting (for `list_changed`).
+    fn tools_now(&self) -> Option<Vec<Tool>> {
+        if let Some(pages) = self.user_pages(None) {
+            return Some(Self::union_tools(&pages));
+        }
+        self.page(None).map(|page| Self::listed_tools(&page))
+    }
+
+    /// Over a user's tabs: the union, each tool with the tabs offering it in its `_meta`.
+    fn union_tools(pages: &[Arc<PageSession>]) -> Vec<Tool> {
+        let titles = pages.first().map(|page| page.clone());
+        user_tabs::union(pages)
+            .iter()
+            .filter_map(|listed| {
+                let mut tool = to_mcp_tool(&listed.tool)?;
+                if let (Some(page), true) = (&titles, is_handler(&listed.tool)) {
+                    if let Some(file) = page.agent_tools().get(&listed.tool.name) {
+                        tool.title = file.title.clone();
+                    }
+                }
+                tool.meta = Some(MetaObject(user_tabs::listed_meta(listed)));
+                Some(tool)
+            })
+            .collect()
+    }
+}
+
+/// Waits for a page session change (on any node) or the deadline.
+async fn wait_for_change(
+    changes: &mut tokio::sync::watch::Receiver<u64>,
+    deadline: tokio::time::Instant,
+) {
+    tokio::select! {
+        changed = changes.changed() => {
+            if changed.is_err() {
+                tokio::time::sleep_until(deadline).await;
+            }
+        }
+        () = tokio::time::sleep_until(deadline) => {}
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The scope the agent route's check put on the HTTP request that carried this MCP message.
+fn request_scope(context: &RequestContext<RoleServer>) -> Option<AgentScope> {
+    let parts = context.extensions.get::<http::request::Parts>()?;
+    parts.extensions.get::<AgentScope>().cloned()
 }
 
 impl McpAgent {
@@ -154,13 +393,27 @@ fn mcp_session_id(context: &RequestContext<RoleServer>) -> Option<String> {
     value.to_str().ok().map(str::to_owned)
 }
 
-/// `?session=<id>` of the HTTP request that carried this MCP message.
-fn requested_session(context: &RequestContext<RoleServer>) -> Option<String> {
+/// `?session=<id>` or `?user=SUB` of the HTTP request that carried this MCP message.
+fn requested_binding(context: &RequestContext<RoleServer>) -> Option<Bound> {
     let parts = context.extensions.get::<http::request::Parts>()?;
     parts.uri.query()?.split('&').find_map(|pair| {
-        let value = pair.strip_prefix("session=")?;
-        (!value.is_empty()).then(|| value.to_owned())
+        let (key, value) = pair.split_once('=')?;
+        let value = percent_decoded(value).filter(|v| !v.is_empty())?;
+        match key {
+            "session" => Some(Bound::Session(value)),
+            "user" => Some(Bound::User(value)),
+            _ => None,
+        }
     })
+}
+
+/// A query value, `%XX` and `+` decoded (a user id may hold any character); `None` if malformed.
+fn percent_decoded(value: &str) -> Option<String> {
+    let value = value.replace('+', " ");
+    let decoded = percent_encoding::percent_decode_str(&value)
+        .decode_utf8()
+        .ok()?;
+    Some(decoded.into_owned())
 }
 
 fn to_mcp_tool(tool: &protocol::Tool) -> Option<Tool> {
@@ -221,7 +474,8 @@ impl ServerHandler for McpAgent {
         request: InitializeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, McpError> {
-        let _ = self.page(Some(&context));
+        self.bound(Some(&context))
+            .map_err(|why| McpError::invalid_request(why, None))?;
         context.peer.set_peer_info(request.clone());
         let mut result = self.negotiate_initialize(&request)?;
         // Logging is a capability of the handshake revisions (2026-07-28 removed
@@ -309,18 +563,15 @@ impl ServerHandler for McpAgent {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let page = self
-            .page_or_wait(Some(&context))
+        let tools = self
+            .tools_or_wait(&context)
             .await
             .map_err(|message| McpError::invalid_params(message, None))?;
-        Ok(ListToolsResult::with_all_items(Self::listed_tools(&page)))
+        Ok(ListToolsResult::with_all_items(tools))
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        let page = self.page(None)?;
-        Self::listed_tools(&page)
-            .into_iter()
-            .find(|t| t.name == name)
+        self.tools_now()?.into_iter().find(|t| t.name == name)
     }
 
     async fn call_tool(
@@ -328,14 +579,14 @@ impl ServerHandler for McpAgent {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let page = match self.page_or_wait(Some(&context)).await {
-            Ok(page) => page,
-            Err(text) => return Ok(CallToolResult::error(vec![ContentBlock::text(text)]).into()),
-        };
         let round_state = request
             .request_state
             .as_deref()
             .filter(|state| state.starts_with(&format!("{STATE_DOMAIN}.")));
+        let page = match self.call_target(&request, &context, round_state).await {
+            Ok(page) => page,
+            Err(text) => return Ok(CallToolResult::error(vec![ContentBlock::text(text)]).into()),
+        };
         if let Some(state) = round_state {
             return self.resume(&page, state, &request, &context).await;
         }
@@ -410,11 +661,10 @@ impl ServerHandler for McpAgent {
         request: GetTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, McpError> {
-        let session = self.bound_id(Some(&context)).unwrap_or_default();
         let op = TaskOp::Get {
             task_id: request.task_id,
         };
-        let task = self.bridge.task(op, &session).await.map_err(task_error)?;
+        let task = self.task_op(op, &context).await?;
         serde_json::from_value::<DetailedTask>(task)
             .map(GetTaskResult::new)
             .map_err(|error| McpError::internal_error(format!("task: {error}"), None))
@@ -425,12 +675,11 @@ impl ServerHandler for McpAgent {
         request: UpdateTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        let session = self.bound_id(Some(&context)).unwrap_or_default();
         let op = TaskOp::Update {
             task_id: request.task_id,
             input_responses: request.input_responses,
         };
-        self.bridge.task(op, &session).await.map_err(task_error)?;
+        self.task_op(op, &context).await?;
         Ok(())
     }
 
@@ -439,11 +688,10 @@ impl ServerHandler for McpAgent {
         request: CancelTaskParams,
         context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        let session = self.bound_id(Some(&context)).unwrap_or_default();
         let op = TaskOp::Cancel {
             task_id: request.task_id,
         };
-        self.bridge.task(op, &session).await.map_err(task_error)?;
+        self.task_op(op, &context).await?;
         Ok(())
     }
 
@@ -456,6 +704,31 @@ impl ServerHandler for McpAgent {
     }
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
+        // Bound by this request (2026-07-28 has an agent per request): its query and credential.
+        self.bound(Some(context.request_context()))
+            .map_err(|why| McpError::invalid_request(why, None))?;
+        if self.user_pages(None).is_some() {
+            // Over a user's tabs: any page's change may change the union.
+            let mut changes = self.bridge.watch_pages();
+            let mut listed = self.tools_now();
+            loop {
+                tokio::select! {
+                    _ = context.cancelled() => return Ok(()),
+                    changed = changes.changed() => {
+                        if changed.is_err() {
+                            return Ok(());
+                        }
+                        let now = self.tools_now();
+                        if now != listed {
+                            listed = now;
+                            if context.sink().notify_tool_list_changed().await.is_err() {
+                                return Ok(());
+                            }
+                        }
+                    }
+                }
+            }
+        }
         let Some(page) = self.page(None) else {
             context.cancelled().await;
             return Ok(());

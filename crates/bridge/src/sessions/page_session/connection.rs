@@ -63,6 +63,9 @@ impl PageSession {
         }
         state.generations += 1;
         let generation = state.generations;
+        // A new connection reports its activity afresh (the page sends it after each connect).
+        let at = crate::ids::unix_ms(attached_at);
+        state.activity = client_tools_core::tabs::TabActivity::connected(at);
         state.connection = Some(Connection {
             generation,
             outgoing,

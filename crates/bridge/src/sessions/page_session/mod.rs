@@ -18,6 +18,7 @@ use std::time::{Duration, Instant, SystemTime};
 use client_tools_core::limits::DEFAULT_TIMEOUT_MS;
 use client_tools_core::protocol::{CallToolResult, ProgressParams, Tool};
 use client_tools_core::registry::is_allowed;
+use client_tools_core::tabs::TabActivity;
 use tokio::sync::{mpsc, oneshot, watch, Notify};
 
 use crate::calls::agent_tools::AgentTools;
@@ -101,6 +102,10 @@ struct State {
     armed: Option<Instant>,
     /// The timer task runs (it starts with the session's first request).
     timer_started: bool,
+    /// What the page reported of its visibility and focus (`clienttools/activity`; for a session
+    /// linked to another node's page, what that node announced): which of a user's tabs a call
+    /// goes to (client_tools_core::tabs).
+    activity: TabActivity,
 }
 
 /// A caller waiting on a request: where its outcome and the page's progress go.
@@ -163,6 +168,9 @@ impl State {
 
 pub struct PageSession {
     id: String,
+    /// The person the page serves: the `sub` of its signed page token (SPEC §13), fixed for the
+    /// session's life (`None` without signed tokens). Agents scoped to another user never see it.
+    user: Option<String>,
     /// Shared with the session's timer task, which holds it weakly (it ends with the session).
     state: Arc<Mutex<State>>,
     /// Wakes the timer task: an earlier deadline than the one it sleeps until, or the session's end.
@@ -198,6 +206,9 @@ pub struct SessionInfo {
     pub connected: bool,
     pub connected_at_ms: Option<u128>,
     pub tools: Vec<Tool>,
+    /// The person the page serves (its signed token's `sub`), when the bridge verifies tokens.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
     /// In a cluster: the node holding the page's socket (its id), while it is connected.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub node: Option<String>,
@@ -207,6 +218,7 @@ impl PageSession {
     pub(crate) fn new(id: String, allow: Vec<String>, limits: Limits, log_payloads: bool) -> Self {
         Self {
             id,
+            user: None,
             state: Arc::new(Mutex::new(State {
                 connection: None,
                 engine: RequestEngine::new(limits.max_pending_per_session, now()),
@@ -218,6 +230,7 @@ impl PageSession {
                 rounds: HashMap::new(),
                 armed: None,
                 timer_started: false,
+                activity: TabActivity::default(),
             })),
             timer: Arc::new(Notify::new()),
             instance: random_hex(6),
@@ -232,6 +245,12 @@ impl PageSession {
             relay_replies: None,
             policy: Arc::default(),
         }
+    }
+
+    /// The person the page serves (crate::sessions::table makes a user's sessions with it).
+    pub(crate) fn with_user(mut self, user: Option<String>) -> Self {
+        self.user = user;
+        self
     }
 
     /// Its tools or connection changing also bumps `table_changes` (crate::sessions::table).
@@ -276,6 +295,34 @@ impl PageSession {
 
     pub fn id(&self) -> &str {
         &self.id
+    }
+
+    /// The person the page serves (its signed token's `sub`); `None` without signed tokens.
+    pub fn user(&self) -> Option<&str> {
+        self.user.as_deref()
+    }
+
+    /// What the page last reported of its visibility and focus, and when it connected.
+    pub fn activity(&self) -> TabActivity {
+        self.lock().activity
+    }
+
+    /// The page's `clienttools/activity` report.
+    pub(crate) fn report_activity(&self, visible: bool, focused: bool) {
+        let now = crate::ids::unix_ms(SystemTime::now());
+        self.lock().activity.report(visible, focused, now);
+        self.changed();
+    }
+
+    /// The activity another node announced for its page (crate::cluster).
+    pub(crate) fn set_activity(&self, activity: TabActivity) {
+        let mut state = self.lock();
+        let changed = state.activity != activity;
+        state.activity = activity;
+        drop(state);
+        if changed {
+            self.changed();
+        }
     }
 
     /// Whether a page has ever connected to this session.
@@ -332,6 +379,7 @@ impl PageSession {
             connected: connected_at.is_some(),
             connected_at_ms,
             tools: self.tools(),
+            user: self.user.clone(),
             node: None,
         }
     }
