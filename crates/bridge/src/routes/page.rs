@@ -11,6 +11,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use axum::extract::ws::rejection::WebSocketUpgradeRejection;
 use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, Uri};
@@ -56,11 +57,16 @@ pub async fn upgrade(
     State(bridge): State<Bridge>,
     headers: HeaderMap,
     uri: Uri,
-    upgrade: WebSocketUpgrade,
+    upgrade: Result<WebSocketUpgrade, WebSocketUpgradeRejection>,
 ) -> Response {
+    // First: a credential in the URL is refused whatever else the request is.
     if let Some(refusal) = credential_in_url(&uri) {
         return refusal;
     }
+    let upgrade = match upgrade {
+        Ok(upgrade) => upgrade,
+        Err(rejection) => return rejection.into_response(),
+    };
     let origin = headers.get("origin").and_then(|o| o.to_str().ok());
     if !page_origin_allowed(origin, &bridge.config().allowed_origins) {
         let origin = origin.unwrap_or("(none)");
@@ -321,10 +327,9 @@ impl TokenRefresh {
 /// When a token expiring at `expires_at_ms` (unix ms) lapses, on tokio's clock: its expiry plus the
 /// leeway verification allows ([`TOKEN_LEEWAY`]), so a token accepted at connect is not cut short.
 fn lapse_at(expires_at_ms: Option<u64>) -> Option<Instant> {
-    let expires_at_ms = expires_at_ms?;
-    let now_ms = crate::ids::now_unix_ms();
-    let left = Duration::from_millis(expires_at_ms.saturating_sub(now_ms)) + TOKEN_LEEWAY;
-    Some(Instant::now() + left)
+    let lapses_at_ms = expires_at_ms? + TOKEN_LEEWAY.as_millis() as u64;
+    let left = lapses_at_ms.saturating_sub(crate::ids::now_unix_ms());
+    Some(Instant::now() + Duration::from_millis(left))
 }
 
 /// Sleeps until `at`; forever when `None`.

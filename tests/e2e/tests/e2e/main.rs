@@ -26,4 +26,5 @@ mod runtimes;
 mod soak;
 mod tasks;
 mod trust;
+mod users;
 mod webmcp;

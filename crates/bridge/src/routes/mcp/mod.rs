@@ -88,10 +88,13 @@ impl McpAgent {
 
     /// Whose pages this agent reaches: its first request's credential (none, on stdio: the
     /// operator's process). `Err` for a request carrying another credential than the first.
+    /// Without a request (`get_tool`, which rmcp asks before a call's first request reaches the
+    /// agent on 2026-07-28) nothing is fixed: an agent is bound by its own requests only.
     fn scope(&self, context: Option<&RequestContext<RoleServer>>) -> Result<AgentScope, String> {
         let asked = context.and_then(request_scope);
         let mut fixed = lock(&self.scope);
         match (fixed.as_ref(), asked) {
+            (None, _) if context.is_none() => Err("no request has bound this agent yet".to_owned()),
             (None, asked) => Ok(fixed.insert(asked.unwrap_or(AgentScope::Everyone)).clone()),
             (Some(fixed), Some(asked)) if *fixed != asked => Err(
                 "this MCP session was opened with another agent credential: open your own"
