@@ -160,6 +160,7 @@ fn refused(why: String) -> Response {
 type CallBody = Result<Json<CallRequest>, axum::extract::rejection::JsonRejection>;
 
 /// The request's body, or the answer to a malformed one.
+#[allow(clippy::result_large_err)] // the answer is returned at once, never carried
 fn call_body(request: CallBody) -> Result<CallRequest, Response> {
     request.map(|Json(request)| request).map_err(|rejection| {
         let message = format!(

@@ -146,11 +146,6 @@ pub(crate) fn credential_in_url(uri: &axum::http::Uri) -> Option<Response> {
     ))
 }
 
-/// A signed token whose key is not in the key set even after fetching it again.
-pub(crate) fn unknown_key() -> Response {
-    unauthorized("agent token refused: its key (kid) is not one the bridge knows".to_owned())
-}
-
 fn unauthorized(message: String) -> Response {
     (
         StatusCode::UNAUTHORIZED,

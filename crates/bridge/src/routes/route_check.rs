@@ -10,7 +10,7 @@
 use std::task::{Context, Poll};
 
 use axum::extract::Request;
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use futures_util::future::{ready, BoxFuture, Either, Ready};
 use tower_layer::Layer;
 use tower_service::Service;
@@ -96,7 +96,12 @@ where
                     match check(&bridge, &mut request) {
                         Checked::Pass => inner.call(request).await,
                         Checked::Refuse(refusal) => Ok(refusal),
-                        Checked::AfterKeyRefetch => Ok(crate::routes::auth::unknown_key()),
+                        // Another request's refetch is under way: this token's key is unknown.
+                        Checked::AfterKeyRefetch => Ok((
+                            axum::http::StatusCode::UNAUTHORIZED,
+                            "token refused: its key (kid) is not one the bridge has",
+                        )
+                            .into_response()),
                     }
                 })))
             }

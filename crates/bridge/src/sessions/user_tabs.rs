@@ -28,7 +28,7 @@ fn by_activity(pages: &[Arc<PageSession>]) -> Vec<(Arc<PageSession>, Vec<Tool>)>
         .iter()
         .map(|page| (page.activity().rank(), page.clone()))
         .collect();
-    ranked.sort_by(|a, b| b.0.cmp(&a.0));
+    ranked.sort_by_key(|(rank, _)| std::cmp::Reverse(*rank));
     ranked
         .into_iter()
         .map(|(_, page)| {

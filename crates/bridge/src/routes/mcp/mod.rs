@@ -321,7 +321,7 @@ impl McpAgent {
 
     /// Over a user's tabs: the union, each tool with the tabs offering it in its `_meta`.
     fn union_tools(pages: &[Arc<PageSession>]) -> Vec<Tool> {
-        let titles = pages.first().map(|page| page.clone());
+        let titles = pages.first().cloned();
         user_tabs::union(pages)
             .iter()
             .filter_map(|listed| {
