@@ -24,3 +24,6 @@ pub const JWKS_REFETCH_EVERY: Duration = Duration::from_secs(60);
 
 /// The shortest HS256 key accepted (RFC 7518 §3.2: a key at least as long as the hash).
 pub const MIN_HMAC_KEY_BYTES: usize = 32;
+
+/// The smallest RSA modulus accepted, in bits (NIST SP 800-57: 2048 bits through 2030).
+pub const MIN_RSA_BITS: usize = 2048;

@@ -5,6 +5,8 @@
 //! same algorithm: an HS256 token "signed" with an RSA public key's bytes is refused.
 
 use std::collections::HashMap;
+
+use base64::Engine;
 use std::sync::Arc;
 
 use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, Jwk, JwkSet, KeyAlgorithm};
@@ -12,7 +14,7 @@ use jsonwebtoken::{Algorithm, DecodingKey};
 use sha2::{Digest, Sha256};
 
 use crate::ids::hex;
-use crate::limits::MIN_HMAC_KEY_BYTES;
+use crate::limits::{MIN_HMAC_KEY_BYTES, MIN_RSA_BITS};
 
 /// One usable key.
 #[derive(Clone)]
@@ -115,13 +117,39 @@ fn read(jwk: &Jwk) -> Result<Key, String> {
             ))
         }
     };
-    if let AlgorithmParameters::OctetKeyPair(okp) = &jwk.algorithm {
-        if format!("{:?}", okp.curve) != "Ed25519" {
-            return Err(format!(
-                "curve {:?} is not accepted (Ed25519 is)",
-                okp.curve
-            ));
+    // The parts' sizes, checked here: the library reads a key's numbers only when a token comes.
+    let bytes = |part: &str, value: &str| {
+        base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(value.trim_end_matches('='))
+            .map_err(|_| format!("its \"{part}\" is not base64url"))
+    };
+    match &jwk.algorithm {
+        AlgorithmParameters::OctetKeyPair(okp) => {
+            if format!("{:?}", okp.curve) != "Ed25519" {
+                return Err(format!(
+                    "curve {:?} is not accepted (Ed25519 is)",
+                    okp.curve
+                ));
+            }
+            if bytes("x", &okp.x)?.len() != 32 {
+                return Err("an Ed25519 key's \"x\" is 32 bytes".to_owned());
+            }
         }
+        AlgorithmParameters::EllipticCurve(ec) => {
+            if bytes("x", &ec.x)?.len() != 32 || bytes("y", &ec.y)?.len() != 32 {
+                return Err("a P-256 key's \"x\" and \"y\" are 32 bytes each".to_owned());
+            }
+        }
+        AlgorithmParameters::RSA(rsa) => {
+            let modulus = bytes("n", &rsa.n)?;
+            let significant = modulus.iter().skip_while(|b| **b == 0).count();
+            if significant * 8 < MIN_RSA_BITS || bytes("e", &rsa.e)?.is_empty() {
+                return Err(format!(
+                    "an RSA key needs a modulus of at least {MIN_RSA_BITS} bits and an exponent"
+                ));
+            }
+        }
+        _ => {}
     }
     let decoding = DecodingKey::from_jwk(jwk).map_err(|e| format!("unreadable: {e}"))?;
     if algorithm == Algorithm::HS256 {

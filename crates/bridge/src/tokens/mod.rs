@@ -137,9 +137,15 @@ impl TokenKeys {
     /// at hand are kept, and a warning says so.
     pub async fn refetch_if_due(&self) {
         let Some(jwks) = &self.jwks else { return };
-        if !jwks.start_refetch(now_unix_ms()) {
-            return;
+        if jwks.start_refetch(now_unix_ms()) {
+            self.refetch_now().await;
         }
+    }
+
+    /// Fetches the JWKS URL again now, whenever it was last fetched (an embedding runtime told of
+    /// a key rotation); on failure the keys at hand are kept, and a warning says so.
+    pub async fn refetch_now(&self) {
+        let Some(jwks) = &self.jwks else { return };
         match jwks.fetch().await {
             Ok(fetched) => match self.file_keys.merged(&fetched) {
                 Ok(merged) => {
