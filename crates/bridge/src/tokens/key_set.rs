@@ -135,10 +135,10 @@ fn read(jwk: &Jwk) -> Result<Key, String> {
                 return Err("an Ed25519 key's \"x\" is 32 bytes".to_owned());
             }
         }
-        AlgorithmParameters::EllipticCurve(ec) => {
-            if bytes("x", &ec.x)?.len() != 32 || bytes("y", &ec.y)?.len() != 32 {
-                return Err("a P-256 key's \"x\" and \"y\" are 32 bytes each".to_owned());
-            }
+        AlgorithmParameters::EllipticCurve(ec)
+            if bytes("x", &ec.x)?.len() != 32 || bytes("y", &ec.y)?.len() != 32 =>
+        {
+            return Err("a P-256 key's \"x\" and \"y\" are 32 bytes each".to_owned());
         }
         AlgorithmParameters::RSA(rsa) => {
             let modulus = bytes("n", &rsa.n)?;

@@ -204,6 +204,14 @@ fn a_bad_key_file_names_the_key() {
             json!({"keys": [{"kty": "RSA", "kid": "r", "alg": "HS256", "n": "AQAB", "e": "AQAB"}]}),
             "key 'r': \"alg\": HS256 is not accepted",
         ),
+        (
+            json!({"keys": [{"kty": "RSA", "kid": "small", "n": "AQAB", "e": "AQAB"}]}),
+            "key 'small': an RSA key needs a modulus of at least 2048 bits",
+        ),
+        (
+            json!({"keys": [{"kty": "EC", "kid": "ec", "crv": "P-256", "x": "AA", "y": "AA"}]}),
+            "key 'ec': a P-256 key's",
+        ),
         (json!({"keys": []}), "no keys"),
         (json!({"nokeys": 1}), "not a JWK Set"),
     ];
