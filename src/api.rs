@@ -42,7 +42,10 @@ impl ClientTools {
         let engine = PageEngine::new(options.engine_config(), timeout_ms, interrupted);
         let seed = (js_sys::Math::random() * u64::MAX as f64) as u64;
         let endpoint = options.endpoint.clone();
-        let connection = Connection::new(endpoint, options.token.clone(), resume_secret, seed);
+        let mut connection = Connection::new(endpoint, options.token.clone(), resume_secret, seed);
+        if options.token_function.is_some() {
+            connection = connection.with_token_function();
+        }
         let drivers = Drivers {
             perform: driver::perform,
             connection: websocket::feed,

@@ -114,3 +114,14 @@ export function errorMessage(thrown) {
   try { text = JSON.stringify(thrown); } catch {}
   return typeof text === "string" ? `the handler threw ${text}` : `the handler threw a ${typeName(thrown)}`;
 }
+// Which of a person's tabs is in front (SPEC §13): the runtime sends an agent's call there.
+export function watchActivity(changed) {
+  if (typeof document === "undefined") return;
+  document.addEventListener("visibilitychange", changed);
+  addEventListener("focus", changed);
+  addEventListener("blur", changed);
+}
+export function activityNow() {
+  if (typeof document === "undefined") return 3;
+  return (document.visibilityState === "visible" ? 1 : 0) | (document.hasFocus() ? 2 : 0);
+}

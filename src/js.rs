@@ -56,6 +56,15 @@ extern "C" {
     /// `typeof`, with `null` named.
     #[wasm_bindgen(js_name = typeName)]
     pub fn js_type_name(value: &JsValue) -> String;
+
+    /// Calls `changed` at every `visibilitychange` of the document and `focus` / `blur` of the
+    /// window (nothing outside a window).
+    #[wasm_bindgen(js_name = watchActivity)]
+    pub fn watch_activity(changed: &js_sys::Function);
+
+    /// Now: 1 when `document.visibilityState === "visible"`, plus 2 when `document.hasFocus()`.
+    #[wasm_bindgen(js_name = activityNow)]
+    pub fn activity_now() -> u32;
 }
 
 /// A JS value as JSON text; the error says why it is not JSON (cycles, BigInt, functions, symbols).

@@ -19,6 +19,9 @@ pub struct Options {
     pub page: PageOptions,
     /// A custom confirmation instead of the built-in dialog.
     pub confirm: Option<js_sys::Function>,
+    /// `token` as a function: it gives the signed page token before each connect and before the
+    /// token expires (SPEC §13; a string `token` is in [`PageOptions`]).
+    pub token_function: Option<js_sys::Function>,
     pub strings: Rc<Strings>,
 }
 
@@ -60,10 +63,19 @@ impl Options {
                 CoreError::InvalidOptions(format!("'confirm' must be a function, got {got}"))
             })?),
         };
+        let token = js::get(&copy, "token");
+        let token_function = match token.dyn_into::<js_sys::Function>() {
+            Ok(function) => {
+                let _ = js_sys::Reflect::delete_property(&copy, &JsValue::from_str("token"));
+                Some(function)
+            }
+            Err(_) => None, // a string (or a wrong type) is the core's to read and name
+        };
         let text = js::plain_json_text(&copy).map_err(CoreError::InvalidOptions)?;
         Ok(Self {
             page: PageOptions::read(&text)?,
             confirm,
+            token_function,
             strings: Rc::new(strings),
         })
     }

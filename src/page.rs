@@ -36,6 +36,8 @@ pub struct Link {
     pub custom: Option<js_sys::Function>,
     /// The page itself while its connection is wanted (see `transport::websocket`).
     pub keepalive: Option<Rc<Page>>,
+    /// The page's visibility and focus are watched (reported to the runtime: SPEC §13).
+    pub watching_activity: bool,
 }
 
 /// A WebSocket with the handlers that feed its events back (removed before it is dropped).

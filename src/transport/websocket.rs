@@ -10,10 +10,13 @@
 use std::rc::{Rc, Weak};
 
 use crate::oneshot;
-use client_tools_core::connection::{ConnInput, ConnOutput};
+use client_tools_core::connect;
+use client_tools_core::connection::{ConnInput, ConnOutput, ConnectionState};
 use client_tools_core::page_api::event;
 use client_tools_core::page_engine::Input;
+use client_tools_core::protocol::encode_notification;
 use client_tools_core::protocol::{code, encode_error, RpcError};
+use client_tools_core::tabs::{self, ActivityParams};
 use client_tools_core::{CoreError, WarningCode};
 use wasm_bindgen::prelude::*;
 
@@ -70,7 +73,10 @@ fn perform(page: &Rc<Page>, output: ConnOutput) {
             page.feed(Input::SessionBegun {
                 resumed: session.resumed,
             });
+            // Which of a user's tabs is in front (SPEC §13): now, and at every change.
+            report_activity(page);
         }
+        ConnOutput::FetchToken => fetch_token(page),
         ConnOutput::Settled(outcome) => {
             let waiting = std::mem::take(&mut page.link.borrow_mut().connecting);
             for settled in waiting {
@@ -78,6 +84,57 @@ fn perform(page: &Rc<Page>, output: ConnOutput) {
             }
         }
         ConnOutput::Warn(message) => page.events.warn(WarningCode::ConnectFailed, &message, None),
+    }
+}
+
+/// Calls the page's token function (SPEC §13) and feeds what it gave back: a non-empty string,
+/// or why not (it threw, rejected, or gave something else).
+fn fetch_token(page: &Rc<Page>) {
+    let Some(function) = page.options.token_function.clone() else {
+        return feed(page, ConnInput::Token(Err("no token function".into())));
+    };
+    let weak = Rc::downgrade(page);
+    wasm_bindgen_futures::spawn_local(async move {
+        let given = crate::js::call_and_settle(&function, &js_sys::Array::new()).await;
+        let token = given.and_then(|value| match value.as_string() {
+            Some(token) if !token.is_empty() => Ok(token),
+            Some(_) => Err("it gave an empty string".to_owned()),
+            None => Err(format!(
+                "it gave {}, not a string",
+                crate::js::js_type_name(&value)
+            )),
+        });
+        if let Some(page) = weak.upgrade() {
+            feed(&page, ConnInput::Token(token));
+        }
+    });
+}
+
+/// Tells the runtime whether the page is visible and focused (`clienttools/activity`), while it
+/// is connected by its socket; the first call also starts watching for changes.
+fn report_activity(page: &Rc<Page>) {
+    if !page.link.borrow().watching_activity {
+        page.link.borrow_mut().watching_activity = true;
+        let weak = Rc::downgrade(page);
+        // Holds the page weakly: it ends with the page (one closure per instance, kept by the
+        // listeners of the document and window).
+        let on_change = Closure::<dyn FnMut()>::new(move || {
+            if let Some(page) = weak.upgrade() {
+                report_activity(&page);
+            }
+        });
+        crate::js::watch_activity(on_change.as_ref().unchecked_ref());
+        on_change.forget();
+    }
+    let connected = page.connection.borrow().state() == ConnectionState::Connected;
+    let socket = page.link.borrow().socket.as_ref().map(|s| s.socket.clone());
+    if let (true, Some(socket)) = (connected, socket) {
+        let now = crate::js::activity_now();
+        let params = ActivityParams {
+            visible: now & 1 != 0,
+            focused: now & 2 != 0,
+        };
+        let _ = socket.send_with_str(&encode_notification(tabs::ACTIVITY, &params));
     }
 }
 
@@ -106,13 +163,21 @@ fn open(page: &Rc<Page>) {
         let handshake = page.connection.borrow().awaits_answer();
         if handshake {
             feed(&page, ConnInput::Answer(&text));
+        } else if connect::is_token_answer(&text) {
+            feed(&page, ConnInput::TokenAnswer(&text));
         } else {
             page.feed(Input::Frame(&text));
         }
     });
-    let on_closed = handler(&weak, |page, _| {
+    let on_closed = handler(&weak, |page, event| {
         drop_socket(&page);
-        feed(&page, ConnInput::Closed);
+        // The runtime ended the connection because the signed token lapsed: a fresh one, now.
+        let code = crate::js::get(&event, "code").as_f64();
+        if code == Some(f64::from(connect::CLOSE_TOKEN_EXPIRED)) {
+            feed(&page, ConnInput::TokenLapsed);
+        } else {
+            feed(&page, ConnInput::Closed);
+        }
     });
     let handlers = [on_open, on_message, on_closed];
     listen(&socket, &handlers, true);

@@ -54,6 +54,62 @@ pub struct ConnectResult {
     /// Whether an existing session was resumed (`false`: a new session; state the page kept for an
     /// earlier session, such as interrupted call ids, no longer applies).
     pub resumed: bool,
+    /// With a signed page token (SPEC §13): the user it names (`sub`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
+    /// With a signed page token: how long it is valid from now, in ms (the page refreshes it
+    /// before: [`refresh_after`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_expires_in_ms: Option<u64>,
+}
+
+/// Close code of a connection whose signed page token lapsed unrefreshed (RFC 6455's private
+/// range): the page fetches a new token and reconnects at once.
+pub const CLOSE_TOKEN_EXPIRED: u16 = 4001;
+/// Close code of a connection whose refreshed token named another user.
+pub const CLOSE_OTHER_USER: u16 = 4003;
+
+/// The page's request for a fresh signed token on its open connection: `{token}` →
+/// `{tokenExpiresInMs}`, or an error ([`code::UNAUTHORIZED`]).
+pub const TOKEN_REFRESH: &str = "clienttools/token";
+/// Its ids: `clienttools-token-<n>`.
+const TOKEN_ID_PREFIX: &str = "clienttools-token-";
+/// A refresh that failed (or got no answer) is tried again this much later.
+pub const TOKEN_RETRY_MS: u64 = 10_000;
+/// A token is refreshed at least this long before it expires (or at half its life, if shorter).
+pub const TOKEN_REFRESH_MARGIN_MS: u64 = 30_000;
+
+/// The page's `clienttools/token` request number `n`.
+pub fn encode_token_refresh(n: u64, token: &str) -> String {
+    let id = RequestId::String(format!("{TOKEN_ID_PREFIX}{n}"));
+    encode_request(&id, TOKEN_REFRESH, &serde_json::json!({ "token": token }))
+}
+
+/// Whether a frame is the runtime's answer to a `clienttools/token` (no other frame carries the
+/// id's prefix: the page's requests' ids are its own).
+pub fn is_token_answer(text: &str) -> bool {
+    text.contains(TOKEN_ID_PREFIX) && !text.contains("\"method\"")
+}
+
+/// The fresh token's lifetime in ms, or the runtime's refusal (its message).
+pub fn read_token_answer(text: &str) -> Result<u64, String> {
+    let value: Value = serde_json::from_str(text).map_err(|_| "a malformed answer".to_owned())?;
+    if let Some(message) = value["error"]["message"].as_str() {
+        return Err(format!(
+            "the bridge refused the refreshed page token: {message}"
+        ));
+    }
+    value["result"]["tokenExpiresInMs"]
+        .as_u64()
+        .ok_or_else(|| "the bridge's answer to clienttools/token names no tokenExpiresInMs".into())
+}
+
+/// When to refresh a token valid for `expires_in_ms`: at four fifths of its life, but at least
+/// [`TOKEN_REFRESH_MARGIN_MS`] before it expires — and never before half its life.
+pub fn refresh_after(expires_in_ms: u64) -> Option<u64> {
+    let four_fifths = expires_in_ms / 5 * 4;
+    let early = expires_in_ms.saturating_sub(TOKEN_REFRESH_MARGIN_MS);
+    Some(four_fifths.min(early).max(expires_in_ms / 2))
 }
 
 impl std::fmt::Debug for ConnectParams {
@@ -76,6 +132,8 @@ impl ConnectResult {
             session_id: result.required("sessionId", "a string", string)?,
             resume_secret: result.required("resumeSecret", "a string", string)?,
             resumed: result.required("resumed", "a boolean", |resumed| resumed.as_bool())?,
+            user: result.optional("user", "a string", string)?,
+            token_expires_in_ms: result.optional("tokenExpiresInMs", "a number", |v| v.as_u64())?,
         })
     }
 }
@@ -86,6 +144,8 @@ impl std::fmt::Debug for ConnectResult {
             .field("session_id", &self.session_id)
             .field("resume_secret", &"<redacted>")
             .field("resumed", &self.resumed)
+            .field("user", &self.user)
+            .field("token_expires_in_ms", &self.token_expires_in_ms)
             .finish()
     }
 }

@@ -51,8 +51,16 @@ pub enum ConnInput<'a> {
     Answer(&'a str),
     /// The socket closed or failed.
     Closed,
+    /// The runtime closed the socket because the page's signed token lapsed unrefreshed (close
+    /// code [`connect::CLOSE_TOKEN_EXPIRED`]): reconnect at once, with a fresh token.
+    TokenLapsed,
     /// The time [`Connection::poll_timeout`] named has come.
     Timeout,
+    /// What the page's token function gave ([`ConnOutput::FetchToken`]): a token, or why not.
+    Token(Result<String, String>),
+    /// The runtime's answer to the page's `clienttools/token` (a frame whose id
+    /// [`connect::is_token_answer`] recognizes).
+    TokenAnswer(&'a str),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -71,11 +79,18 @@ pub enum ConnOutput {
     Settled(Result<(), CoreError>),
     /// Tell the page (a refusal while reconnecting: it will not pass by itself).
     Warn(String),
+    /// Call the page's token function; feed its outcome back as [`ConnInput::Token`].
+    FetchToken,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Phase {
     Idle,
+    /// The page's token function was called (before opening a socket); it counts as failed at
+    /// `until`.
+    FetchingToken {
+        until: Millis,
+    },
     /// A socket is opening (`until`: it counts as failed then).
     Opening {
         until: Millis,
@@ -99,6 +114,15 @@ pub struct Connection {
     /// A page transport carries the frames (`attachTransport`).
     attached: bool,
     token: Option<String>,
+    /// The token comes from the page's function: fetched before each connect, and again before it
+    /// expires (SPEC §13).
+    token_from_function: bool,
+    /// While open: when to fetch a fresh token and send it (`clienttools/token`).
+    refresh_at: Option<Millis>,
+    /// A fresh token is being fetched for the open connection.
+    refreshing: bool,
+    /// The requests `clienttools/token` sent (their ids' numbers).
+    token_requests: u64,
     resume_secret: Option<String>,
     state: ConnectionState,
     phase: Phase,
@@ -126,6 +150,10 @@ impl Connection {
             session_id: None,
             attached: false,
             token,
+            token_from_function: false,
+            refresh_at: None,
+            refreshing: false,
+            token_requests: 0,
             resume_secret,
             state: ConnectionState::Disconnected,
             phase: Phase::Idle,
@@ -135,6 +163,12 @@ impl Connection {
             backlog: VecDeque::new(),
             outputs: VecDeque::new(),
         }
+    }
+
+    /// The token comes from the page's function ([`ConnOutput::FetchToken`]), not a fixed string.
+    pub fn with_token_function(mut self) -> Self {
+        self.token_from_function = true;
+        self
     }
 
     pub fn state(&self) -> ConnectionState {
@@ -176,8 +210,11 @@ impl Connection {
 
     pub fn poll_timeout(&self) -> Option<Millis> {
         match self.phase {
-            Phase::Opening { until } | Phase::Handshaking { until } => Some(until),
+            Phase::FetchingToken { until }
+            | Phase::Opening { until }
+            | Phase::Handshaking { until } => Some(until),
             Phase::Waiting { at } => Some(at),
+            Phase::Open if !self.refreshing => self.refresh_at,
             Phase::Idle | Phase::Open => None,
         }
     }
@@ -239,7 +276,7 @@ impl Connection {
                     return;
                 }
                 match connect::read_answer(text) {
-                    Ok(session) => self.accepted(session),
+                    Ok(session) => self.accepted(now, session),
                     Err(failure) => {
                         self.close(1000, "connect refused");
                         let message = failure.message(self.token.as_deref());
@@ -248,7 +285,17 @@ impl Connection {
                     }
                 }
             }
+            ConnInput::TokenLapsed => {
+                self.handle(now, ConnInput::Closed);
+                if matches!(self.phase, Phase::Waiting { .. }) {
+                    // Not a failure of the runtime: the page owes a fresh token, now.
+                    self.open(now);
+                }
+            }
+            ConnInput::Token(outcome) => self.token_fetched(now, outcome),
+            ConnInput::TokenAnswer(text) => self.token_answered(now, text),
             ConnInput::Closed => match self.phase {
+                Phase::FetchingToken { .. } => {}
                 Phase::Opening { .. } => {
                     self.failed(now, "the connection was refused or closed".into(), false)
                 }
@@ -264,6 +311,14 @@ impl Connection {
                 Phase::Idle | Phase::Waiting { .. } => {}
             },
             ConnInput::Timeout => match self.phase {
+                Phase::FetchingToken { until } if until <= now => {
+                    let message = format!("the token function gave no token within {CONNECT_TIMEOUT_MS} ms");
+                    self.failed(now, message, false);
+                }
+                Phase::Open if self.refresh_at.is_some_and(|at| at <= now) && !self.refreshing => {
+                    self.refreshing = true;
+                    self.outputs.push_back(ConnOutput::FetchToken);
+                }
                 Phase::Opening { until } if until <= now => {
                     self.close(1000, "no answer");
                     let message = format!("no answer within {CONNECT_TIMEOUT_MS} ms");
@@ -287,18 +342,88 @@ impl Connection {
         self.outputs.push_back(ConnOutput::Settled(Err(error)));
     }
 
+    /// A connect attempt: the token first when a function gives it, then the socket.
     fn open(&mut self, now: Millis) {
+        self.refresh_at = None;
+        self.refreshing = false;
+        if self.token_from_function {
+            self.outputs.push_back(ConnOutput::FetchToken);
+            self.phase = Phase::FetchingToken {
+                until: now.after(CONNECT_TIMEOUT_MS),
+            };
+            return;
+        }
+        self.open_socket(now);
+    }
+
+    fn open_socket(&mut self, now: Millis) {
         self.outputs.push_back(ConnOutput::Open);
         self.phase = Phase::Opening {
             until: now.after(CONNECT_TIMEOUT_MS),
         };
     }
 
+    /// The token function's outcome: for a connect, the socket opens with it (or the attempt
+    /// failed); for the open connection, it is sent as `clienttools/token` (or tried again later).
+    fn token_fetched(&mut self, now: Millis, outcome: Result<String, String>) {
+        match (self.phase, outcome) {
+            (Phase::FetchingToken { .. }, Ok(token)) => {
+                self.token = Some(token);
+                self.open_socket(now);
+            }
+            (Phase::FetchingToken { .. }, Err(why)) => {
+                self.failed(now, format!("the token function failed: {why}"), true)
+            }
+            (Phase::Open, outcome) if self.refreshing => {
+                self.refreshing = false;
+                match outcome {
+                    Ok(token) => {
+                        self.token_requests += 1;
+                        let frame = connect::encode_token_refresh(self.token_requests, &token);
+                        self.token = Some(token);
+                        self.outputs.push_back(ConnOutput::Send(frame));
+                        // Until its answer re-arms it: a retry if none comes.
+                        self.refresh_at = Some(now.after(connect::TOKEN_RETRY_MS));
+                    }
+                    Err(why) => {
+                        self.outputs.push_back(ConnOutput::Warn(format!(
+                            "the token function failed while refreshing the page token: {why}"
+                        )));
+                        self.refresh_at = Some(now.after(connect::TOKEN_RETRY_MS));
+                    }
+                }
+            }
+            _ => {} // late: the attempt it was for has ended
+        }
+    }
+
+    /// The runtime's answer to `clienttools/token`: the fresh token's lifetime arms the next
+    /// refresh; a refusal is told to the page (the refresh is tried again until the old lapses).
+    fn token_answered(&mut self, now: Millis, text: &str) {
+        if self.phase != Phase::Open {
+            return;
+        }
+        match connect::read_token_answer(text) {
+            Ok(expires_in_ms) => {
+                self.refresh_at = connect::refresh_after(expires_in_ms).map(|ms| now.after(ms))
+            }
+            Err(message) => {
+                let message = connect::redact(message, self.token.as_deref());
+                self.outputs.push_back(ConnOutput::Warn(message));
+            }
+        }
+    }
+
     fn close(&mut self, code: u16, reason: &'static str) {
         self.outputs.push_back(ConnOutput::Close { code, reason });
     }
 
-    fn accepted(&mut self, session: ConnectResult) {
+    fn accepted(&mut self, now: Millis, session: ConnectResult) {
+        // A token from a function is refreshed before it expires (a fixed one cannot be).
+        self.refresh_at = match (self.token_from_function, session.token_expires_in_ms) {
+            (true, Some(ms)) => connect::refresh_after(ms).map(|after| now.after(after)),
+            _ => None,
+        };
         self.resume_secret = Some(session.resume_secret.clone());
         self.session_id = Some(session.session_id.clone());
         self.phase = Phase::Open;

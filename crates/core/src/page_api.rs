@@ -38,7 +38,7 @@ crate::typescript_interface! {
     /// Every option key (checked by hand, so that the error names the key as the page wrote it).
     KNOWN_OPTIONS, OPTIONS_TS = "ClientToolsOptions" {
         "endpoint" "?": "string", "Agent runtime WebSocket URL (ws:// or wss://); omit for page-only use.";
-        "token" "?": "string", "The page token (the bridge's `--page-token`): sent in the first frame on the socket, never in the URL.";
+        "token" "?": "string | (() => string | Promise<string>)", "The page token: the bridge's `--page-token`, or a function giving the signed token the site's backend minted for its user (called before each connect and before the token expires, SPEC §13). Sent in the first frame on the socket, never in the URL.";
         "allow" "?": "string[]", "Allow-list of ORIGINAL tool names agents may call; empty = all.";
         "defaultTimeoutMs" "?": "number", "Handler timeout when a tool sets none (default 30000, max 300000).";
         "confirm" "?": "(call: ConfirmRequest) => Promise<ConfirmDecision> | ConfirmDecision", "Custom confirmation instead of the built-in dialog (the result form stays built in).";

@@ -281,3 +281,150 @@ fn frames_wait_for_the_reconnect_unless_the_session_is_new() {
         "after the session"
     );
 }
+
+/// A page whose token comes from a function (SPEC §13).
+fn with_token_function() -> Socket {
+    let mut socket = Socket::new(None);
+    socket.connection =
+        Connection::new(Some("ws://h/ws".into()), None, None, 7).with_token_function();
+    socket
+}
+
+fn accepted_for(expires_in_ms: u64) -> String {
+    json!({"jsonrpc": "2.0", "id": connect::CONNECT_ID,
+           "result": {"sessionId": "s1", "resumeSecret": "secret-1", "resumed": false,
+                      "user": "alice", "tokenExpiresInMs": expires_in_ms}})
+    .to_string()
+}
+
+#[test]
+fn a_token_function_is_asked_before_each_connect_and_its_token_goes_in_the_first_frame() {
+    let mut socket = with_token_function();
+    let outputs = socket.input(ConnInput::Connect);
+    assert_eq!(
+        outputs,
+        [
+            ConnOutput::State(ConnectionState::Connecting),
+            ConnOutput::FetchToken
+        ]
+    );
+    assert_eq!(
+        socket.input(ConnInput::Token(Ok("jwt-1".into()))),
+        [ConnOutput::Open]
+    );
+    let frame = first_frame(&socket.input(ConnInput::Opened));
+    assert_eq!(frame["params"], json!({"token": "jwt-1"}));
+    let outputs = socket.input(ConnInput::Answer(&accepted_for(600_000)));
+    assert!(matches!(&outputs[0], ConnOutput::Session(s) if s.user.as_deref() == Some("alice")));
+    // The connection drops: the reconnect asks the function again, for a fresh token.
+    socket.input(ConnInput::Closed);
+    assert_eq!(socket.wake(), [ConnOutput::FetchToken]);
+    assert_eq!(
+        socket.input(ConnInput::Token(Ok("jwt-2".into()))),
+        [ConnOutput::Open]
+    );
+    let frame = first_frame(&socket.input(ConnInput::Opened));
+    assert_eq!(frame["params"]["token"], "jwt-2");
+}
+
+#[test]
+fn a_token_function_that_fails_fails_the_connect_with_its_reason() {
+    let mut socket = with_token_function();
+    socket.input(ConnInput::Connect);
+    let outputs = socket.input(ConnInput::Token(Err("login expired".into())));
+    let Some(ConnOutput::Settled(Err(error))) = outputs.last() else {
+        panic!("{outputs:?}");
+    };
+    assert!(
+        error
+            .to_string()
+            .contains("the token function failed: login expired"),
+        "{error}"
+    );
+    // One that never answers fails the attempt at the connect timeout.
+    let mut socket = with_token_function();
+    socket.input(ConnInput::Connect);
+    assert_eq!(
+        socket.connection.poll_timeout(),
+        Some(Millis(CONNECT_TIMEOUT_MS as f64))
+    );
+    let outputs = socket.wake();
+    assert!(
+        matches!(outputs.last(), Some(ConnOutput::Settled(Err(_)))),
+        "{outputs:?}"
+    );
+    // A late token changes nothing.
+    assert!(socket.input(ConnInput::Token(Ok("late".into()))).is_empty());
+}
+
+#[test]
+fn the_token_is_refreshed_before_it_expires_on_the_open_connection() {
+    let mut socket = with_token_function();
+    socket.input(ConnInput::Connect);
+    socket.input(ConnInput::Token(Ok("jwt-1".into())));
+    socket.input(ConnInput::Opened);
+    socket.input(ConnInput::Answer(&accepted_for(600_000)));
+    // At four fifths of its ten minutes.
+    assert_eq!(socket.connection.poll_timeout(), Some(Millis(480_000.0)));
+    assert_eq!(socket.wake(), [ConnOutput::FetchToken]);
+    assert_eq!(
+        socket.connection.poll_timeout(),
+        None,
+        "one fetch at a time"
+    );
+    let outputs = socket.input(ConnInput::Token(Ok("jwt-2".into())));
+    let frame = first_frame(&outputs);
+    assert_eq!(frame["method"], connect::TOKEN_REFRESH);
+    assert_eq!(frame["params"], json!({"token": "jwt-2"}));
+    let id = frame["id"].as_str().unwrap().to_owned();
+    let answer =
+        json!({"jsonrpc": "2.0", "id": id, "result": {"tokenExpiresInMs": 600_000}}).to_string();
+    assert!(connect::is_token_answer(&answer));
+    assert!(socket.input(ConnInput::TokenAnswer(&answer)).is_empty());
+    assert_eq!(socket.connection.poll_timeout(), Some(Millis(960_000.0)));
+    // A refused refresh is told to the page and tried again.
+    socket.wake();
+    let frame = first_frame(&socket.input(ConnInput::Token(Ok("jwt-3".into()))));
+    let refused = json!({"jsonrpc": "2.0", "id": frame["id"],
+        "error": {"code": code::UNAUTHORIZED, "message": "page token refused: bad signature jwt-3"}})
+    .to_string();
+    let outputs = socket.input(ConnInput::TokenAnswer(&refused));
+    let Some(ConnOutput::Warn(message)) = outputs.first() else {
+        panic!("{outputs:?}")
+    };
+    assert!(message.contains("bad signature"), "{message}");
+    assert!(
+        !message.contains("jwt-3"),
+        "the token is never shown: {message}"
+    );
+    assert!(socket.connection.poll_timeout().is_some());
+}
+
+#[test]
+fn a_lapsed_token_reconnects_at_once_and_a_fixed_token_is_never_refreshed() {
+    let mut socket = with_token_function();
+    socket.input(ConnInput::Connect);
+    socket.input(ConnInput::Token(Ok("jwt-1".into())));
+    socket.input(ConnInput::Opened);
+    socket.input(ConnInput::Answer(&accepted_for(600_000)));
+    let outputs = socket.input(ConnInput::TokenLapsed);
+    assert!(outputs.contains(&ConnOutput::FetchToken), "{outputs:?}");
+    assert_eq!(socket.connection.state(), ConnectionState::Reconnecting);
+    // A fixed token: the connect goes as before, and no refresh is armed.
+    let mut fixed = Socket::new(Some("t0k"));
+    fixed.input(ConnInput::Connect);
+    fixed.input(ConnInput::Opened);
+    fixed.input(ConnInput::Answer(&accepted_for(600_000)));
+    assert_eq!(fixed.connection.poll_timeout(), None);
+}
+
+#[test]
+fn refreshes_come_before_expiry_whatever_the_lifetime() {
+    assert_eq!(connect::refresh_after(600_000), Some(480_000));
+    assert_eq!(connect::refresh_after(40_000), Some(20_000));
+    assert_eq!(connect::refresh_after(10_000), Some(5_000));
+    for life in [1_000, 30_000, 60_000, 3_600_000] {
+        let at = connect::refresh_after(life).unwrap();
+        assert!(at < life && at >= life / 2, "{life}: {at}");
+    }
+}

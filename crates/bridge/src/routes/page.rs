@@ -16,7 +16,9 @@ use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, WebSocketUpgr
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
-use client_tools_core::connect::{self, ConnectParams};
+use client_tools_core::connect::{
+    self, ConnectParams, CLOSE_OTHER_USER, CLOSE_TOKEN_EXPIRED, TOKEN_REFRESH,
+};
 use client_tools_core::protocol::{
     self, code, encode_error, encode_result, method, Implementation, InitializeParams,
     Message as Rpc, RequestId, RpcError, ToolsListResult, PROTOCOL_VERSION,
@@ -39,16 +41,10 @@ use crate::sessions::page_session::PageSession;
 use crate::sessions::table::{Claimed, ConnectionSlot};
 use crate::tokens::{Role, Verified};
 
-/// Close codes (RFC 6455): policy violation (refused connect), going away (silent page); and of
-/// the private range (SPEC §13): the page token lapsed unrefreshed (the page fetches a new one
-/// and reconnects), a refreshed token named another user.
+/// Close codes (RFC 6455): policy violation (refused connect), going away (silent page). Those of
+/// signed tokens (SPEC §13) are the core's (`connect::CLOSE_TOKEN_EXPIRED`, `CLOSE_OTHER_USER`).
 const CLOSE_POLICY: u16 = 1008;
 const CLOSE_IDLE: u16 = 1001;
-const CLOSE_TOKEN_EXPIRED: u16 = 4001;
-const CLOSE_OTHER_USER: u16 = 4003;
-
-/// The page's request for a fresh signed token on its open connection (docs/protocol.md).
-const TOKEN_REFRESH: &str = "clienttools/token";
 
 type Sink = SplitSink<WebSocket, Message>;
 type Stream = SplitStream<WebSocket>;
@@ -101,12 +97,9 @@ async fn serve_page(bridge: Bridge, _slot: ConnectionSlot, socket: WebSocket) {
     };
     let limits = &bridge.config().limits;
     tracing::info!(session = %answer.session_id, user = session.user().unwrap_or(""), resumed = answer.resumed, "page connected");
-    let mut welcome = serde_json::to_value(&answer).unwrap_or_default();
-    if let Some(signed) = &signed {
-        welcome["user"] = signed.sub.clone().into();
-        welcome["tokenExpiresAtMs"] = signed.expires_at_ms.into();
-    }
-    let welcome = encode_result(&RequestId::String(connect::CONNECT_ID.into()), &welcome);
+    let mut answer = answer;
+    answer.token_expires_in_ms = signed.as_ref().map(|s| expires_in_ms(s.expires_at_ms));
+    let welcome = encode_result(&RequestId::String(connect::CONNECT_ID.into()), &answer);
     if sink.send(Message::Text(welcome.into())).await.is_err() {
         return;
     }
@@ -313,7 +306,8 @@ impl TokenRefresh {
             }
             Ok(verified) => {
                 self.expiry.send_replace(Some(verified.expires_at_ms));
-                encode_result(&id, &json!({"tokenExpiresAtMs": verified.expires_at_ms}))
+                let expires_in_ms = expires_in_ms(verified.expires_at_ms);
+                encode_result(&id, &json!({ "tokenExpiresInMs": expires_in_ms }))
             }
             Err(why) => {
                 tracing::info!(session = %self.session.id(), reason = %why, "page token refresh refused");
@@ -330,6 +324,11 @@ fn lapse_at(expires_at_ms: Option<u64>) -> Option<Instant> {
     let lapses_at_ms = expires_at_ms? + TOKEN_LEEWAY.as_millis() as u64;
     let left = lapses_at_ms.saturating_sub(crate::ids::now_unix_ms());
     Some(Instant::now() + Duration::from_millis(left))
+}
+
+/// How long from now a token expiring at `expires_at_ms` (unix ms) is valid.
+fn expires_in_ms(expires_at_ms: u64) -> u64 {
+    expires_at_ms.saturating_sub(crate::ids::now_unix_ms())
 }
 
 /// Sleeps until `at`; forever when `None`.

@@ -201,6 +201,8 @@ impl SessionTable {
                 session_id: id,
                 resume_secret: secret.to_owned(),
                 resumed: true,
+                user: user.map(str::to_owned),
+                token_expires_in_ms: None,
             },
         })
     }
@@ -214,6 +216,8 @@ impl SessionTable {
                 session_id: id,
                 resume_secret: secret,
                 resumed: false,
+                user: user.map(str::to_owned),
+                token_expires_in_ms: None,
             },
         })
     }
