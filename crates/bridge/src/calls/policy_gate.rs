@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 
 use crate::calls::agent_tools::AgentTools;
 use crate::calls::policy::redact::Redaction;
-use crate::calls::policy::{audit, mark, Acted, InputVerdict, Policy};
+use crate::calls::policy::{audit, mark, Acted, InputVerdict, Policy, Who};
 use crate::calls::prepared_call::{listed_original, PreparedCall};
 
 /// Every route's call, once prepared (`PageSession::prepare`): `block` refuses it (with an audit
@@ -28,7 +28,7 @@ pub(crate) fn prepared(
         return Ok(call);
     }
     let tool = call.original_name().to_owned();
-    match policy.check_input(&tool, call.session(), call.arguments()) {
+    match policy.check_input(&tool, call.who(), call.arguments()) {
         Ok(verdict) => {
             if verdict.confirm {
                 call.require_confirmation_by_policy();
@@ -39,7 +39,7 @@ pub(crate) fn prepared(
         Err(refusal) => {
             let (acted, result) = *refusal;
             let payload = log_payloads.then_some(call.arguments());
-            audit(&acted, &tool, call.session(), &call_id(), payload);
+            audit(&acted, &tool, call.who(), &call_id(), payload);
             Err(result)
         }
     }
@@ -74,6 +74,7 @@ pub(crate) struct EventRedaction {
     acted: Mutex<Vec<bool>>,
     tool: String,
     session: String,
+    user: Option<String>,
     call: String,
     log_payloads: bool,
 }
@@ -127,13 +128,11 @@ impl EventRedaction {
             };
             if first {
                 let payload = self.log_payloads.then(|| payload(target));
-                audit(
-                    &acted,
-                    &self.tool,
-                    &self.session,
-                    &self.call,
-                    payload.as_ref(),
-                );
+                let who = Who {
+                    session: &self.session,
+                    user: self.user.as_deref(),
+                };
+                audit(&acted, &self.tool, who, &self.call, payload.as_ref());
             }
         }
     }
@@ -169,21 +168,21 @@ pub(crate) fn running(
     let tool = call.original_name();
     let payload = log_payloads.then_some(call.arguments());
     if !linked {
-        if let Err(refusal) = policy.admit(&verdict, tool, call.session(), now) {
+        if let Err(refusal) = policy.admit(&verdict, tool, call.who(), now) {
             let (acted, result) = *refusal;
-            audit(&acted, tool, call.session(), call_id, payload);
+            audit(&acted, tool, call.who(), call_id, payload);
             return Err(result);
         }
     }
     for acted in &verdict.acted {
-        audit(acted, tool, call.session(), call_id, payload);
+        audit(acted, tool, call.who(), call_id, payload);
     }
     let input = match verdict.has_result_rules {
         true => call.arguments().clone(),
         false => Value::Null,
     };
     let events = match verdict.has_result_rules {
-        true => policy.event_redactions(tool, call.session(), call.arguments()),
+        true => policy.event_redactions(tool, call.who(), call.arguments()),
         false => Vec::new(),
     };
     let events = (!events.is_empty()).then(|| {
@@ -193,6 +192,7 @@ pub(crate) fn running(
             rules: events,
             tool: tool.to_owned(),
             session: call.session().to_owned(),
+            user: call.who().user.map(str::to_owned),
             call: call_id.to_owned(),
             log_payloads,
         })
@@ -211,13 +211,13 @@ pub(crate) fn running(
 pub(crate) fn answered(
     policy: &Policy,
     running: &Running,
-    session: &str,
+    who: Who<'_>,
     call_id: &str,
     result: &mut CallToolResult,
     log_payloads: bool,
 ) {
     let acted = if running.verdict.has_result_rules {
-        policy.check_result(&running.tool, session, &running.input, result)
+        policy.check_result(&running.tool, who, &running.input, result)
     } else {
         Vec::new()
     };
@@ -231,7 +231,7 @@ pub(crate) fn answered(
     if !unaudited.is_empty() {
         let payload = log_payloads.then(|| serde_json::to_value(&*result).unwrap_or_default());
         for one in unaudited {
-            audit(one, &running.tool, session, call_id, payload.as_ref());
+            audit(one, &running.tool, who, call_id, payload.as_ref());
         }
     }
     let mut listed: Vec<Acted> = on_events
@@ -263,7 +263,7 @@ pub(crate) fn failed(running: &Running, error: &mut RpcError) {
 pub(crate) fn relayed(
     policy: &Policy,
     frame: &str,
-    session: &str,
+    who: Who<'_>,
     agent_tools: &AgentTools,
     page_tools: &Arc<[Tool]>,
     now: Instant,
@@ -288,11 +288,11 @@ pub(crate) fn relayed(
         .unwrap_or_default();
     let input = params.get("arguments").cloned().unwrap_or(Value::Null);
     let tool = listed_original(name, agent_tools, page_tools);
-    match policy.admit_relayed(&tool, session, &input, now) {
+    match policy.admit_relayed(&tool, who, &input, now) {
         Ok(()) => Ok(()),
         Err(refusal) => {
             let (acted, result) = *refusal;
-            audit(&acted, &tool, session, &request_text(&id), None);
+            audit(&acted, &tool, who, &request_text(&id), None);
             Err(result)
         }
     }

@@ -21,7 +21,7 @@ use client_tools_core::validate::{self, CompiledSchema};
 use serde_json::{Map, Value};
 
 use crate::calls::agent_tools::{annotations_ask, AgentTool, AgentTools, FALLBACK_FORM};
-use crate::calls::policy::InputVerdict;
+use crate::calls::policy::{InputVerdict, Who};
 use crate::limits::{whole_ms, MAX_QUOTED_VALUE_CHARS};
 
 /// The `_meta` keys a caller may set on a call (for tools it defines itself, SPEC §3).
@@ -53,6 +53,8 @@ const CALLER_KEYS: [&str; 5] = [
 #[derive(Debug)]
 pub struct PreparedCall {
     session: String,
+    /// The user the session serves (SPEC §13), for the operator's policy.
+    user: Option<String>,
     name: String,
     /// The original name the allow-list matched (the listed entry's `clienttools/originalName`).
     original_name: String,
@@ -70,6 +72,14 @@ impl PreparedCall {
     /// The page session the call was prepared for (only that session runs it).
     pub fn session(&self) -> &str {
         &self.session
+    }
+
+    /// Whose call it is, as the operator's policy sees it: the session and its user.
+    pub(crate) fn who(&self) -> Who<'_> {
+        Who {
+            session: &self.session,
+            user: self.user.as_deref(),
+        }
     }
 
     /// The tool's name as listed (a call by its original name is sent under this one).
@@ -154,6 +164,7 @@ impl PreparedCall {
     pub(crate) fn for_test(name: &str, arguments: Value, meta: Map<String, Value>) -> Self {
         Self {
             session: "s1".into(),
+            user: None,
             name: name.into(),
             original_name: name.into(),
             arguments,
@@ -186,6 +197,7 @@ pub(crate) struct RequestedTimeout {
 /// What [`prepare`] needs from the session, copied out of its lock.
 pub(crate) struct Context<'a> {
     pub session: &'a str,
+    pub user: Option<&'a str>,
     pub allow: &'a [String],
     pub default_timeout: Duration,
     pub agent_tools: &'a AgentTools,
@@ -329,6 +341,7 @@ pub(crate) fn prepare(
     };
     Ok(PreparedCall {
         session: context.session.to_owned(),
+        user: context.user.map(str::to_owned),
         name: canonical,
         original_name,
         arguments,
@@ -516,6 +529,7 @@ mod tests {
         let page = page();
         let context = Context {
             session: "s1",
+            user: None,
             allow,
             default_timeout: DEFAULT,
             agent_tools: tools,

@@ -186,7 +186,7 @@ async fn serve_page(bridge: Bridge, _slot: ConnectionSlot, socket: WebSocket) {
         writer.abort();
         let _ = writer.await; // the socket is dropped before the connection slot is released
     }
-    tracing::info!(session = %session.id(), "page disconnected");
+    tracing::info!(session = %session.id(), user = session.user().unwrap_or(""), "page disconnected");
 }
 
 /// Reads the page's `clienttools/connect` and resolves it to a session; refuses (and closes) a
@@ -295,7 +295,7 @@ impl TokenRefresh {
         };
         let answer = match verified {
             Ok(verified) if Some(verified.sub.as_str()) != self.session.user() => {
-                tracing::info!(session = %self.session.id(), "refreshed page token names another user: connection closed");
+                tracing::info!(session = %self.session.id(), user = self.session.user().unwrap_or(""), "refreshed page token names another user: connection closed");
                 let why = "the refreshed page token names another user";
                 send_reply(
                     &self.reply,
@@ -310,7 +310,7 @@ impl TokenRefresh {
                 encode_result(&id, &json!({ "tokenExpiresInMs": expires_in_ms }))
             }
             Err(why) => {
-                tracing::info!(session = %self.session.id(), reason = %why, "page token refresh refused");
+                tracing::info!(session = %self.session.id(), user = self.session.user().unwrap_or(""), reason = %why, "page token refresh refused");
                 encode_error(Some(&id), &RpcError::new(connect::code::UNAUTHORIZED, why))
             }
         };

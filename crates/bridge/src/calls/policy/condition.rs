@@ -1,4 +1,5 @@
-//! A rule's condition: a CEL expression (cel-rust) over `input`, `result`, `tool` and `session`,
+//! A rule's condition: a CEL expression (cel-rust) over `input`, `result`, `tool`, `session` and
+//! `user` (the session's user, SPEC §13: `""` without one),
 //! with the detectors of personal data as functions, compiled once when the policy loads and
 //! evaluated within bounds.
 //!
@@ -32,7 +33,7 @@ use crate::limits::{
 };
 
 /// The variables a condition may read.
-pub const VARIABLES: [&str; 4] = ["input", "result", "tool", "session"];
+pub const VARIABLES: [&str; 5] = ["input", "result", "tool", "session", "user"];
 
 /// A compiled condition.
 pub struct Condition {
@@ -54,6 +55,8 @@ impl std::fmt::Debug for Condition {
 pub struct Facts<'a> {
     pub tool: &'a str,
     pub session: &'a str,
+    /// The session's user (SPEC §13); `""` without one.
+    pub user: &'a str,
     pub input: &'a Json,
     /// The call's result as MCP writes it (`content`, `structuredContent`, `isError`); `None`
     /// before the call ran.
@@ -128,6 +131,7 @@ impl Condition {
             result: into_val(result)?,
             tool: into_val(Value::String(Arc::new(facts.tool.to_owned())))?,
             session: into_val(Value::String(Arc::new(facts.session.to_owned())))?,
+            user: into_val(Value::String(Arc::new(facts.user.to_owned())))?,
             deadline,
             overran: AtomicBool::new(false),
         };
@@ -159,6 +163,7 @@ struct Variables {
     result: Box<dyn cel::common::value::Val>,
     tool: Box<dyn cel::common::value::Val>,
     session: Box<dyn cel::common::value::Val>,
+    user: Box<dyn cel::common::value::Val>,
     deadline: Instant,
     overran: AtomicBool,
 }
@@ -174,6 +179,7 @@ impl VariableResolver for Variables {
             "result" => &self.result,
             "tool" => &self.tool,
             "session" => &self.session,
+            "user" => &self.user,
             _ => return None,
         };
         Some(CowVal::Borrowed(value.as_ref()))

@@ -53,6 +53,21 @@ pub struct RuleText {
     /// `limit`: the window, in seconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub window_seconds: Option<u64>,
+    /// `limit`: what is counted together — `"session"` (default: each page session) or `"user"`
+    /// (all the tabs of the session's user, SPEC §13).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per: Option<Per>,
+}
+
+/// What a `limit` rule counts calls by.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Per {
+    /// Each page session alone.
+    #[default]
+    Session,
+    /// All the sessions of one user (a session without a user counts alone).
+    User,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
@@ -80,10 +95,16 @@ impl ActionName {
 /// What a rule does when its condition holds.
 #[derive(Debug)]
 pub enum Action {
-    Block { message: String },
+    Block {
+        message: String,
+    },
     Confirm,
     Redact(Redaction),
-    Limit { window: Window, message: String },
+    Limit {
+        window: Window,
+        message: String,
+        per: Per,
+    },
     Log,
 }
 
@@ -218,6 +239,7 @@ fn compile_rule(text: &RuleText) -> Result<Rule, String> {
     belongs("replacement", text.replacement.is_some(), &[Redact])?;
     belongs("calls", text.calls.is_some(), &[Limit])?;
     belongs("window_seconds", text.window_seconds.is_some(), &[Limit])?;
+    belongs("per", text.per.is_some(), &[Limit])?;
     if let Some(message) = &text.message {
         if message.is_empty() || message.len() > MAX_RULE_TEXT_BYTES {
             return Err(format!(
@@ -260,10 +282,14 @@ fn compile_rule(text: &RuleText) -> Result<Rule, String> {
                     "'window_seconds' must be 1 to {MAX_LIMIT_WINDOW_SECONDS}"
                 ));
             }
+            let per = text.per.unwrap_or_default();
+            let counted = match per {
+                Per::Session => "page session",
+                Per::User => "user",
+            };
             let message = text.message.clone().unwrap_or_else(|| {
                 format!(
-                    "rate limit of rule '{id}': at most {calls} calls in {seconds} s per page \
-                     session"
+                    "rate limit of rule '{id}': at most {calls} calls in {seconds} s per {counted}"
                 )
             });
             Action::Limit {
@@ -272,6 +298,7 @@ fn compile_rule(text: &RuleText) -> Result<Rule, String> {
                     window_ms: seconds * 1000,
                 },
                 message,
+                per,
             }
         }
     };

@@ -33,7 +33,7 @@ use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 
 use condition::{Evaluator, Facts};
-use file::{Action, ActionName, Rule};
+use file::{Action, ActionName, Per, Rule};
 use limiter::{Limiter, Refused};
 
 /// The result's `_meta` key listing the rules that acted on the call: `[{"rule", "action"}]`.
@@ -151,16 +151,18 @@ impl Policy {
 
     /// The input rules for a call of `tool` (its original name) in `session`: `Err` with the
     /// blocking rule and its result when one blocks (or cannot be decided).
-    pub fn check_input(
+    pub fn check_input<'a>(
         &self,
         tool: &str,
-        session: &str,
+        who: impl Into<Who<'a>>,
         input: &Value,
     ) -> Result<InputVerdict, Refusal> {
+        let who = who.into();
         let mut verdict = InputVerdict::default();
         let facts = Facts {
             tool,
-            session,
+            session: who.session,
+            user: who.user.unwrap_or(""),
             input,
             result: None,
         };
@@ -199,13 +201,14 @@ impl Policy {
 
     /// Counts a call against the `limit` rules `verdict` found, at `now`: the first full window
     /// refuses it (nothing is counted then), with the rule and the error result naming the limit.
-    pub fn admit(
+    pub fn admit<'a>(
         &self,
         verdict: &InputVerdict,
         tool: &str,
-        session: &str,
+        who: impl Into<Who<'a>>,
         now: Instant,
     ) -> Result<(), Refusal> {
+        let who = who.into();
         if verdict.limits.is_empty() {
             return Ok(());
         }
@@ -215,12 +218,16 @@ impl Policy {
         let limits = verdict.limits.iter().filter_map(|&at| {
             let rule = &self.rules[at];
             match &rule.action {
-                Action::Limit { window, message } => Some((rule, *window, message)),
+                Action::Limit {
+                    window,
+                    message,
+                    per,
+                } => Some((rule, *window, message, who.limit_key(*per))),
                 _ => None,
             }
         });
-        for (rule, window, message) in limits.clone() {
-            if let Err(refused) = limiter.check(session, &rule.id, tool, window, now_ms) {
+        for (rule, window, message, key) in limits.clone() {
+            if let Err(refused) = limiter.check(&key, &rule.id, tool, window, now_ms) {
                 let acted = acted(rule, "limit");
                 let text = match refused {
                     Refused::Over { retry_in_ms } => format!(
@@ -234,8 +241,8 @@ impl Policy {
                 return Err(Box::new((acted.clone(), blocked(&[acted], &text))));
             }
         }
-        for (rule, _, _) in limits {
-            limiter.record(session, &rule.id, tool, now_ms);
+        for (rule, _, _, key) in limits {
+            limiter.record(&key, &rule.id, tool, now_ms);
         }
         Ok(())
     }
@@ -243,26 +250,28 @@ impl Policy {
     /// The input rules of a call relayed from another cluster node (its `tools/call` params),
     /// counted against the limits here, where the page's socket is: `Err` with the result to
     /// answer instead of the page.
-    pub fn admit_relayed(
+    pub fn admit_relayed<'a>(
         &self,
         tool: &str,
-        session: &str,
+        who: impl Into<Who<'a>>,
         input: &Value,
         now: Instant,
     ) -> Result<(), Refusal> {
-        let verdict = self.check_input(tool, session, input)?;
-        self.admit(&verdict, tool, session, now)
+        let who = who.into();
+        let verdict = self.check_input(tool, who, input)?;
+        self.admit(&verdict, tool, who, now)
     }
 
     /// The result rules for a call's `result`, in file order: `redact` replaces, `block`
     /// withholds it (an error result instead), `log` notes. Returns the rules that acted.
-    pub fn check_result(
+    pub fn check_result<'a>(
         &self,
         tool: &str,
-        session: &str,
+        who: impl Into<Who<'a>>,
         input: &Value,
         result: &mut CallToolResult,
     ) -> Vec<Acted> {
+        let who = who.into();
         let mut acted_on = Vec::new();
         let mut as_json: Option<Value> = None;
         for rule in self.rules.iter().filter(|r| r.on_result && r.covers(tool)) {
@@ -272,7 +281,8 @@ impl Policy {
                 }
                 let facts = Facts {
                     tool,
-                    session,
+                    session: who.session,
+                    user: who.user.unwrap_or(""),
                     input,
                     result: as_json.as_ref(),
                 };
@@ -318,10 +328,17 @@ impl Policy {
     /// progress messages, its rounds: crate::calls::policy_gate::EventRedaction), in file order: those
     /// covering the tool whose condition holds on the call. The result does not exist yet, so a
     /// rule whose condition reads it, or one that cannot be decided, applies (fail closed).
-    pub(crate) fn event_redactions(&self, tool: &str, session: &str, input: &Value) -> Vec<usize> {
+    pub(crate) fn event_redactions<'a>(
+        &self,
+        tool: &str,
+        who: impl Into<Who<'a>>,
+        input: &Value,
+    ) -> Vec<usize> {
+        let who = who.into();
         let facts = Facts {
             tool,
-            session,
+            session: who.session,
+            user: who.user.unwrap_or(""),
             input,
             result: None,
         };
@@ -398,13 +415,21 @@ pub fn mark(result: &mut CallToolResult, acted: &[Acted]) {
 /// One structured log event per decision other than "allowed" (`info`): the rule, the action, the
 /// tool, the page session and the call. The payload (the input, or the result once rules acted on
 /// it) only with `--log-payloads`, in a second event at `debug`, as the call trace does.
-pub fn audit(acted: &Acted, tool: &str, session: &str, call: &str, payload: Option<&Value>) {
+pub fn audit<'a>(
+    acted: &Acted,
+    tool: &str,
+    who: impl Into<Who<'a>>,
+    call: &str,
+    payload: Option<&Value>,
+) {
+    let who = who.into();
     tracing::info!(
         target: "client_tools_bridge::policy",
         rule = %acted.rule,
         action = acted.action,
         tool,
-        session,
+        session = who.session,
+        user = who.user.unwrap_or(""),
         call,
         "policy rule acted"
     );
@@ -416,6 +441,34 @@ pub fn audit(acted: &Acted, tool: &str, session: &str, call: &str, payload: Opti
             %payload,
             "policy rule acted on"
         );
+    }
+}
+
+/// Whose call a rule decides on: the page session, and the user it serves (SPEC §13: `user` in
+/// conditions, `per = "user"` limits). A bare session id is a session with no user.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Who<'a> {
+    pub session: &'a str,
+    pub user: Option<&'a str>,
+}
+
+impl<'a> From<&'a str> for Who<'a> {
+    fn from(session: &'a str) -> Self {
+        Who {
+            session,
+            user: None,
+        }
+    }
+}
+
+impl<'a> Who<'a> {
+    /// What a `limit` rule counts by: the session, or with `per = "user"` the user (a session
+    /// without one counts alone, as its own user).
+    fn limit_key(&self, per: Per) -> std::borrow::Cow<'a, str> {
+        match (per, self.user) {
+            (Per::User, Some(user)) => format!("user\0{user}").into(),
+            _ => self.session.into(),
+        }
     }
 }
 

@@ -568,3 +568,84 @@ fn cost_per_call() {
         let _ = p.admit(&verdict, "search", "s1", start);
     });
 }
+
+/// Alice's two tabs and Bob's one (SPEC §13).
+fn tab<'a>(session: &'a str, user: &'a str) -> Who<'a> {
+    Who {
+        session,
+        user: Some(user),
+    }
+}
+
+#[test]
+fn user_in_a_condition_is_the_sessions_user_and_empty_without_one() {
+    let p = policy(
+        r#"
+[[rule]]
+id = "not-for-alice"
+tools = ["*"]
+when = 'user == "alice"'
+action = "block"
+
+[[rule]]
+id = "signed-in-only"
+tools = ["pay"]
+when = 'user == ""'
+action = "block"
+"#,
+    );
+    let input = json!({});
+    let (acted, _) = *p
+        .check_input("read", tab("a1", "alice"), &input)
+        .unwrap_err();
+    assert_eq!(acted, acted_rule("not-for-alice", "block"));
+    assert!(p.check_input("read", tab("b1", "bob"), &input).is_ok());
+    // `session` is still the session id: a user named like a session changes nothing.
+    assert!(p.check_input("read", tab("alice", "bob"), &input).is_ok());
+    let (acted, _) = *p.check_input("pay", "s-without-user", &input).unwrap_err();
+    assert_eq!(acted, acted_rule("signed-in-only", "block"));
+    assert!(p.check_input("pay", tab("b1", "bob"), &input).is_ok());
+}
+
+#[test]
+fn a_per_user_limit_counts_a_users_tabs_together_and_others_apart() {
+    let p = policy(
+        r#"
+[[rule]]
+id = "orders"
+tools = ["order"]
+action = "limit"
+calls = 2
+window_seconds = 60
+per = "user"
+"#,
+    );
+    let start = Instant::now();
+    let call = |who: Who<'_>| {
+        let verdict = p.check_input("order", who, &json!({})).unwrap();
+        p.admit(&verdict, "order", who, start)
+    };
+    call(tab("a1", "alice")).unwrap();
+    call(tab("a2", "alice")).unwrap();
+    // Alice's third order, from either tab: refused, naming the user.
+    let (_, result) = *call(tab("a1", "alice")).unwrap_err();
+    assert!(result.text().contains("per user"), "{}", result.text());
+    assert!(call(tab("a3", "alice")).is_err());
+    // Bob has his own count; a session without a user counts alone.
+    call(tab("b1", "bob")).unwrap();
+    call("lone".into()).unwrap();
+    call("lone".into()).unwrap();
+    call("other".into()).unwrap();
+    // `per` belongs to limit rules only.
+    let error = Policy::parse(
+        r#"
+[[rule]]
+id = "x"
+tools = ["*"]
+action = "block"
+per = "user"
+"#,
+    )
+    .unwrap_err();
+    assert!(error.contains("per"), "{error}");
+}

@@ -16,6 +16,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::rounds::take_call_id;
 use super::{now, run_timer, PageSession, State, Via, Waiter};
+use crate::calls::policy::Who;
 use crate::calls::policy_gate;
 use crate::calls::prepared_call::{self, PreparedCall, RequestedTimeout};
 pub use crate::calls::request_engine::RequestFailure;
@@ -113,6 +114,7 @@ impl PageSession {
         let page_tools = self.lock().tools.clone();
         let context = prepared_call::Context {
             session: &self.id,
+            user: self.user.as_deref(),
             allow: &self.allow,
             default_timeout: self.default_timeout,
             agent_tools: &self.agent_tools,
@@ -128,7 +130,7 @@ impl PageSession {
                 )
             });
         prepared.inspect_err(|result| {
-            tracing::info_span!("tool_call", session = %self.id, tool = ?name, outcome = "refused")
+            tracing::info_span!("tool_call", session = %self.id, user = self.user.as_deref().unwrap_or(""), tool = ?name, outcome = "refused")
                 .in_scope(|| tracing::info!(reason = %result.text(), "tool call refused"));
         })
     }
@@ -167,7 +169,7 @@ impl PageSession {
         let cancel = options.take_cancel();
         let (progress, events) = (options.progress, options.events);
         if let Err(refused) = self.may_run(&call) {
-            tracing::info_span!("tool_call", session = %self.id, tool = ?call.name(), outcome = "refused")
+            tracing::info_span!("tool_call", session = %self.id, user = self.user.as_deref().unwrap_or(""), tool = ?call.name(), outcome = "refused")
                 .in_scope(|| tracing::info!(reason = %refused.text(), "tool call refused"));
             return CallEnd::Result(refused);
         }
@@ -191,7 +193,10 @@ impl PageSession {
             (Some(policed), CallEnd::Result(result)) => policy_gate::answered(
                 &self.policy,
                 policed,
-                &self.id,
+                Who {
+                    session: &self.id,
+                    user: self.user.as_deref(),
+                },
                 &id,
                 result,
                 self.log_payloads,
@@ -205,6 +210,7 @@ impl PageSession {
         let span = tracing::info_span!(
             "tool_call",
             session = %self.id,
+            user = self.user.as_deref().unwrap_or(""),
             tool = ?name,
             call = %id,
             outcome,
@@ -233,7 +239,7 @@ impl PageSession {
         let name = name.as_str();
         if self.log_payloads {
             // In a span like the call's (whose own span is made when it ends).
-            tracing::info_span!("tool_call", session = %self.id, tool = ?name, call = %id)
+            tracing::info_span!("tool_call", session = %self.id, user = self.user.as_deref().unwrap_or(""), tool = ?name, call = %id)
                 .in_scope(|| tracing::debug!(%arguments, "tool call arguments"));
         }
         let frame =

@@ -10,6 +10,7 @@ use client_tools_core::protocol::{
 use tokio::sync::Notify;
 
 use super::{now, Connection, PageSession, RelayRefused, State, Via, CLOSE_REPLACED};
+use crate::calls::policy::Who;
 use crate::calls::policy_gate;
 pub use crate::calls::request_engine::RequestFailure;
 use crate::calls::request_engine::{Answer, RequestEngine};
@@ -236,7 +237,10 @@ impl PageSession {
         policy_gate::relayed(
             &self.policy,
             &frame,
-            &self.id,
+            Who {
+                session: &self.id,
+                user: self.user.as_deref(),
+            },
             &self.agent_tools,
             &tools,
             now(),
