@@ -23,8 +23,9 @@ use client_tools_core::protocol::{self, RequestId};
 pub enum ToolCall {
     /// A tool of the page (or of `--tools`) by its listed or its original name.
     Named { name: String, arguments: Value },
-    /// A call its session prepared: its timeout and `_meta` were decided then.
-    Prepared(PreparedCall),
+    /// A call its session prepared: its timeout and `_meta` were decided then (boxed: it is the
+    /// larger by far).
+    Prepared(Box<PreparedCall>),
 }
 
 impl ToolCall {
@@ -38,7 +39,7 @@ impl ToolCall {
 
 impl From<PreparedCall> for ToolCall {
     fn from(call: PreparedCall) -> Self {
-        Self::Prepared(call)
+        Self::Prepared(Box::new(call))
     }
 }
 

@@ -163,7 +163,7 @@ impl PageSession {
                          leave them unset in the options of call_tool",
                     ));
                 }
-                call
+                *call
             }
         };
         let cancel = options.take_cancel();
