@@ -33,6 +33,7 @@ const STACK_SUITES: &[&str] = &[
     "mcp_interop",
     "soak",
     "trust",
+    "users",
 ];
 
 /// End-to-end tests run at once. Each test has its own bridge on a free port, its own browser with

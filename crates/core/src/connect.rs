@@ -105,12 +105,22 @@ pub fn read_token_answer(text: &str) -> Result<u64, String> {
 }
 
 /// When to refresh a token valid for `expires_in_ms`: at four fifths of its life, but at least
-/// [`TOKEN_REFRESH_MARGIN_MS`] before it expires — and never before half its life.
+/// [`TOKEN_REFRESH_MARGIN_MS`] before it expires — never before half its life, nor sooner than
+/// [`TOKEN_REFRESH_MIN_MS`] (a backend handing out tokens about to expire is not asked in a loop;
+/// the runtime's leeway covers the rest).
 pub fn refresh_after(expires_in_ms: u64) -> Option<u64> {
     let four_fifths = expires_in_ms / 5 * 4;
     let early = expires_in_ms.saturating_sub(TOKEN_REFRESH_MARGIN_MS);
-    Some(four_fifths.min(early).max(expires_in_ms / 2))
+    Some(
+        four_fifths
+            .min(early)
+            .max(expires_in_ms / 2)
+            .max(TOKEN_REFRESH_MIN_MS),
+    )
 }
+
+/// The soonest a token is refreshed after the last one came.
+pub const TOKEN_REFRESH_MIN_MS: u64 = 1_000;
 
 impl std::fmt::Debug for ConnectParams {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

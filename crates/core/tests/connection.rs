@@ -423,8 +423,13 @@ fn refreshes_come_before_expiry_whatever_the_lifetime() {
     assert_eq!(connect::refresh_after(600_000), Some(480_000));
     assert_eq!(connect::refresh_after(40_000), Some(20_000));
     assert_eq!(connect::refresh_after(10_000), Some(5_000));
-    for life in [1_000, 30_000, 60_000, 3_600_000] {
+    for life in [2_001, 30_000, 60_000, 3_600_000] {
         let at = connect::refresh_after(life).unwrap();
         assert!(at < life && at >= life / 2, "{life}: {at}");
     }
+    // A token about to expire (or past its exp, within the runtime's leeway): not in a loop.
+    assert_eq!(
+        connect::refresh_after(0),
+        Some(connect::TOKEN_REFRESH_MIN_MS)
+    );
 }

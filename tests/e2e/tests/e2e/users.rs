@@ -542,3 +542,87 @@ async fn a_thousand_bad_signatures_are_refused_while_good_pages_connect() {
     assert_eq!(attack.await.unwrap(), 1000);
     assert!(good > 0);
 }
+
+/// The site backend's token endpoint, as a test's: `GET /token` mints alice's page token with the
+/// lifetime set in `lifetime_s`, counting the requests.
+struct TokenEndpoint {
+    url: String,
+    hits: Arc<std::sync::atomic::AtomicUsize>,
+    lifetime_s: Arc<std::sync::atomic::AtomicI64>,
+}
+
+async fn token_endpoint() -> TokenEndpoint {
+    use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
+    let hits = Arc::new(AtomicUsize::new(0));
+    let lifetime_s = Arc::new(AtomicI64::new(600));
+    let (h, l) = (hits.clone(), lifetime_s.clone());
+    let app = axum::Router::new().route(
+        "/token",
+        axum::routing::get(move || {
+            let (h, l) = (h.clone(), l.clone());
+            async move {
+                h.fetch_add(1, Ordering::SeqCst);
+                let token = mint("page", "alice", l.load(Ordering::SeqCst));
+                ([("access-control-allow-origin", "*")], token)
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/token", listener.local_addr().unwrap());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    TokenEndpoint {
+        url,
+        hits,
+        lifetime_s,
+    }
+}
+
+#[tokio::test]
+async fn a_page_asks_its_token_function_at_connect_reconnect_and_before_expiry_and_reports_its_activity(
+) {
+    use std::sync::atomic::Ordering;
+    let tokens = token_endpoint().await;
+    let keys = TokenKeys::from_file(key_file(), "client-tools".into(), None).unwrap();
+    let config = BridgeConfig {
+        agent_token: Some(OPERATOR.into()),
+        token_keys: Some(Arc::new(keys)),
+        ..BridgeConfig::default()
+    };
+    let page = format!("users.html?tokens={}", tokens.url);
+    let stack = client_tools_e2e::Stack::start(&page, config).await;
+    // Connected with the function's token: the session is alice's.
+    assert_eq!(stack.page.user(), Some("alice"));
+    assert_eq!(tokens.hits.load(Ordering::SeqCst), 1);
+    // It reported its visibility (a headless page is visible).
+    eventually("the page's activity reported", || {
+        stack.page.activity().visible
+    })
+    .await;
+    // A reconnect asks the function again, and resumes alice's session.
+    stack.page.drop_connection();
+    eventually("a reconnect with a fresh token", || {
+        tokens.hits.load(Ordering::SeqCst) == 2 && stack.page.is_connected()
+    })
+    .await;
+    assert_eq!(stack.page.user(), Some("alice"));
+    // A token about to expire is refreshed on the open connection, without a reconnect.
+    tokens.lifetime_s.store(-55, Ordering::SeqCst);
+    stack.page.drop_connection();
+    eventually("a reconnect with a token about to expire", || {
+        tokens.hits.load(Ordering::SeqCst) == 3 && stack.page.is_connected()
+    })
+    .await;
+    tokens.lifetime_s.store(600, Ordering::SeqCst);
+    let generation = stack.page.generation_for_test();
+    eventually("the token refreshed", || {
+        tokens.hits.load(Ordering::SeqCst) >= 4
+    })
+    .await;
+    let answer = stack
+        .page
+        .call_tool(("whoami", json!({})), Default::default())
+        .await
+        .into_result();
+    assert!(!answer.is_error, "{answer:?}");
+    assert_eq!(stack.page.generation_for_test(), generation, "no reconnect");
+}

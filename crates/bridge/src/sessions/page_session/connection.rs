@@ -261,6 +261,13 @@ impl PageSession {
         Ok(())
     }
 
+    /// The current connection's generation (a new connection of the page is the next one): for
+    /// tests that check a page did not reconnect.
+    #[cfg(any(test, feature = "testing"))]
+    pub fn generation_for_test(&self) -> Option<u64> {
+        self.generation()
+    }
+
     /// Closes the page's connection from the bridge side, as a network failure would (the page
     /// reconnects by itself).
     #[cfg(any(test, feature = "testing"))]
