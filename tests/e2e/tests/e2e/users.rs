@@ -78,13 +78,13 @@ fn tool(name: &str, description: &str) -> Value {
 /// itself in front when `in_front`. It runs until the test ends; what is sent on the sender goes to
 /// the bridge (the tab's activity reports).
 async fn tab(
-    bridge: &BridgeOnly,
+    ws_url: &str,
     user: &str,
     label: &str,
     tools: Value,
     in_front: bool,
 ) -> (String, mpsc::Sender<Value>) {
-    let mut page = RawPage::connect_with_tools(&bridge.ws_url, &page_params(user), tools).await;
+    let mut page = RawPage::connect_with_tools(ws_url, &page_params(user), tools).await;
     let id = page.id().to_owned();
     page.send_json(&activity(in_front)).await;
     let label = label.to_owned();
@@ -129,11 +129,25 @@ struct Tabs {
 async fn alice_and_bob(bridge: &BridgeOnly) -> Tabs {
     let board = tool("read_board", "The board");
     let note = tool("note", "Adds a note");
-    let (alice_board, s1) = tab(bridge, "alice", "alice-board", json!([board, note]), true).await;
+    let (alice_board, s1) = tab(
+        &bridge.ws_url,
+        "alice",
+        "alice-board",
+        json!([board, note]),
+        true,
+    )
+    .await;
     let cart = tool("read_cart", "The cart");
-    let (alice_cart, s2) = tab(bridge, "alice", "alice-cart", json!([cart, note]), false).await;
+    let (alice_cart, s2) = tab(
+        &bridge.ws_url,
+        "alice",
+        "alice-cart",
+        json!([cart, note]),
+        false,
+    )
+    .await;
     let secret = tool("bobs_secret", "Bob's own");
-    let (bob, s3) = tab(bridge, "bob", "bob", json!([secret]), true).await;
+    let (bob, s3) = tab(&bridge.ws_url, "bob", "bob", json!([secret]), true).await;
     // Listed, and the tabs in front seen in front (a report of "behind" changes nothing).
     eventually("three tabs listed", || {
         [(&alice_board, true), (&alice_cart, false), (&bob, true)]
@@ -625,4 +639,87 @@ async fn a_page_asks_its_token_function_at_connect_reconnect_and_before_expiry_a
         .into_result();
     assert!(!answer.is_error, "{answer:?}");
     assert_eq!(stack.page.generation_for_test(), generation, "no reconnect");
+}
+
+#[tokio::test]
+async fn across_a_cluster_a_users_tabs_on_two_nodes_are_one_mcp_session_and_other_users_unknown() {
+    use client_tools_e2e::cluster::{Nats, Node};
+    let nats = Nats::start("users-nats-token").await;
+    let keys = key_file().to_str().unwrap().to_owned();
+    let args = ["--agent-token", OPERATOR, "--token-keys", &keys];
+    let (one, two) = (
+        Node::start(&nats, &args).await,
+        Node::start(&nats, &args).await,
+    );
+    let ws = |node: &Node| format!("ws://{}/ws", node.address);
+    let board = tool("read_board", "The board");
+    let cart = tool("read_cart", "The cart");
+    let (_alice_one, _s1) = tab(&ws(&one), "alice", "alice-on-1", json!([board]), true).await;
+    let (_alice_two, _s2) = tab(&ws(&two), "alice", "alice-on-2", json!([cart]), false).await;
+    let (bob, _s3) = tab(
+        &ws(&two),
+        "bob",
+        "bob-on-2",
+        json!([tool("bobs_secret", "")]),
+        true,
+    )
+    .await;
+    // Node 1 finds alice's tab on node 2 through the directory.
+    let url = format!("{}/api/users/alice/sessions", one.base_url);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let listed: Value = reqwest::Client::new()
+            .get(&url)
+            .bearer_auth(OPERATOR)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let connected = listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|s| s["connected"] == true)
+            .count();
+        if connected == 2 {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{listed}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    // The official SDK on node 1, as the operator over alice's tabs and with alice's own token.
+    let steps = json!([{"list": true}, {"call": "read_board"}, {"call": "read_cart"}, {"call": "bobs_secret"}]);
+    let alice = mint("agent", "alice", 600);
+    for (url, token) in [
+        (format!("{}/mcp?user=alice", one.base_url), OPERATOR),
+        (format!("{}/mcp", one.base_url), alice.as_str()),
+    ] {
+        let out = python_steps::run(&url, token, "2025-11-25", None, &steps).await;
+        assert_eq!(
+            listed_names(&out[0]),
+            ["read_board", "read_cart"],
+            "{out:?}"
+        );
+        assert_eq!(out[1]["text"], "alice-on-1: read_board", "{out:?}");
+        assert_eq!(out[2]["text"], "alice-on-2: read_cart", "{out:?}");
+        assert_eq!(out[3]["isError"], true, "{out:?}");
+    }
+    // Bob's session, held by node 2, is unknown to alice's agent on node 1.
+    let answer: Value = reqwest::Client::new()
+        .post(format!("{}/api/sessions/{bob}/call", one.base_url))
+        .bearer_auth(&alice)
+        .json(&json!({"name": "bobs_secret"}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let text = answer["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.contains(&format!("no page session '{bob}'")),
+        "{answer}"
+    );
 }
