@@ -1,6 +1,7 @@
 // The task-board assistant demo: a small board whose tools an agent can call through the bridge.
 import init, { ClientTools } from "/pkg/client_tools.js";
 import { startConsole } from "./console.js";
+import { pageOptions } from "./demo_user.js";
 
 const STATUSES = ["todo", "in-progress", "done"];
 const board = {
@@ -38,7 +39,7 @@ function renderBoard(highlightId) {
 }
 
 await init();
-const tools = new ClientTools({ endpoint: `${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/ws` });
+const tools = new ClientTools(pageOptions(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/ws`));
 
 tools.defineFunction({
   name: "read_board_tasks",

@@ -3,6 +3,7 @@
 // `event.respondWith` let it answer an agent with data instead of a rendered page.
 import init, { ClientTools } from "/pkg/client_tools.js";
 import { startConsole } from "./console.js";
+import { pageOptions } from "./demo_user.js";
 
 const CARS = [
   { id: "tesla-3", make: "Tesla", model: "Model 3", fuel: "electric", pricePerDay: 89, seats: 5 },
@@ -77,5 +78,5 @@ $("#search [name=dropoff]").value = new Date(today.getTime() + 4 * DAY_MS).toISO
 showResults(search($("#search")));
 
 await init();
-const tools = new ClientTools({ endpoint: `${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/ws` });
+const tools = new ClientTools(pageOptions(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/ws`));
 await startConsole(tools, "search_cars");

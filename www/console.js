@@ -7,6 +7,8 @@
 // the console polls, answers and can cancel (docs/api.md, *Long calls as tasks*).
 // Shared by the demo pages; each gives its ClientTools and the tool to preselect.
 
+import { demoToken, demoUser } from "./demo_user.js";
+
 const $ = (selector) => document.querySelector(selector);
 
 export async function startConsole(tools, preselect) {
@@ -27,7 +29,14 @@ export async function startConsole(tools, preselect) {
     if (given) sessionStorage.setItem(AGENT_TOKEN_KEY, given);
     return given || undefined;
   }
-  const agentToken = takeAgentToken();
+  // Opened as a user (`?user=alice`), the console acts for that user only: its agent token comes
+  // from the demo's site backend (role "agent"), and the bridge shows it that user's tabs alone.
+  const operatorToken = takeAgentToken();
+  let agentToken = operatorToken;
+  async function freshAgentToken() {
+    if (demoUser) agentToken = await demoToken("agent");
+    return agentToken;
+  }
 
   const MISSING_TOKEN =
     "The bridge wants its agent token (401). Open the link `cargo xtask demo` printed " +
@@ -36,7 +45,8 @@ export async function startConsole(tools, preselect) {
   /** A `/api` request as an agent; resolves to the parsed JSON, or throws a readable Error. */
   async function api(path, init = {}) {
     const headers = new Headers(init.headers);
-    if (agentToken) headers.set("authorization", `Bearer ${agentToken}`);
+    const token = await freshAgentToken();
+    if (token) headers.set("authorization", `Bearer ${token}`);
     const response = await fetch(path, { ...init, headers });
     if (response.status === 401) {
       throw new Error(agentToken ? `the bridge refused the agent token (401): ${await response.text()}` : MISSING_TOKEN);
@@ -78,9 +88,12 @@ export async function startConsole(tools, preselect) {
   }
 
   function showAgentToken() {
+    if (demoUser) $("#call-target-label").hidden = false;
     const status = $("#agent-token");
-    status.dataset.state = agentToken ? "present" : "missing";
-    status.textContent = agentToken
+    status.dataset.state = agentToken || demoUser ? "present" : "missing";
+    status.textContent = demoUser
+      ? `Acting for ${demoUser}: an agent token the demo's site backend signed for ${demoUser} (it sees ${demoUser}'s tabs only).`
+      : agentToken
       ? "Agent token: from the demo link (kept in this tab only)."
       : "Agent token: missing. If the bridge has one, open the link `cargo xtask demo` printed (…/#agent-token=…).";
   }
@@ -118,6 +131,10 @@ export async function startConsole(tools, preselect) {
     const mine = tools.sessionId && sessions.find((s) => s.id === tools.sessionId);
     list.replaceChildren();
     select.replaceChildren();
+    if (demoUser) {
+      const tabs = sessions.filter((s) => s.connected);
+      $("#user-tabs").textContent = `${demoUser}'s open tabs the bridge shows this console: ${tabs.length}`;
+    }
     if (!mine) {
       list.append(muted("the bridge does not know this page yet"));
       return;
@@ -156,7 +173,12 @@ export async function startConsole(tools, preselect) {
       logEntry("error", "not connected", "this page has no session with the bridge yet");
       return;
     }
-    const path = `/api/sessions/${encodeURIComponent(sessionId)}/call`;
+    // As a user, "the tab in front" runs the call on whichever of the user's tabs offers the tool
+    // and was in front last (SPEC §13): try it with two tabs open.
+    const anyTab = demoUser && $("#call-target")?.value === "user";
+    const path = anyTab
+      ? `/api/users/${encodeURIComponent(demoUser)}/call`
+      : `/api/sessions/${encodeURIComponent(sessionId)}/call`;
     let body = { name, arguments: args, capabilities: CAPABILITIES };
     try {
       for (;;) {
