@@ -32,7 +32,17 @@ pub struct CallLoad {
     pub error_samples: Vec<String>,
 }
 
-/// Calls `echo` on `sessions` (the ids the bridge gave the pages), round-robin, for `duration`.
+/// The call URL of a target: a session id (`/api/sessions/{id}/call`), or a path under `/api/`
+/// (`sessions/{id}`, `users/{sub}`: a user's tab, SPEC §13).
+fn target_url(base_url: &str, target: &str) -> String {
+    match target.contains('/') {
+        true => format!("{base_url}/api/{target}/call"),
+        false => format!("{base_url}/api/sessions/{target}/call"),
+    }
+}
+
+/// Calls `echo` on `sessions` (the ids the bridge gave the pages, or `users/{sub}`), round-robin,
+/// for `duration`.
 pub async fn drive(
     http: &reqwest::Client,
     base_url: &str,
@@ -62,7 +72,7 @@ pub async fn drive(
             while Instant::now() < deadline {
                 let n = next.fetch_add(1, Ordering::Relaxed);
                 let session = &sessions[n % sessions.len()];
-                let url = format!("{base_url}/api/sessions/{session}/call");
+                let url = target_url(&base_url, session);
                 let arguments = arguments(n, payload_bytes);
                 let sent = Instant::now();
                 let outcome = call(&http, &url, &arguments).await;

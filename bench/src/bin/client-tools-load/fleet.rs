@@ -41,12 +41,33 @@ impl Fleet {
         parallel: usize,
         handshake_timeout: Duration,
     ) -> Self {
+        let tokens = vec![page_token.map(str::to_owned); count];
+        Self::open_each(ws_url, tokens, parallel, handshake_timeout)
+    }
+
+    /// [`Self::open`] with one token per page (signed tokens: each page its user's).
+    pub fn open_with_tokens(
+        ws_url: &str,
+        tokens: Vec<String>,
+        parallel: usize,
+        handshake_timeout: Duration,
+    ) -> Self {
+        let tokens = tokens.into_iter().map(Some).collect();
+        Self::open_each(ws_url, tokens, parallel, handshake_timeout)
+    }
+
+    fn open_each(
+        ws_url: &str,
+        tokens: Vec<Option<String>>,
+        parallel: usize,
+        handshake_timeout: Duration,
+    ) -> Self {
+        let count = tokens.len();
         let (events_tx, events) = mpsc::unbounded_channel();
         let pacing = Arc::new(Semaphore::new(parallel.max(1)));
         let mut pages = JoinSet::new();
-        for index in 0..count {
+        for (index, page_token) in tokens.into_iter().enumerate() {
             let url = ws_url.to_owned();
-            let page_token = page_token.map(str::to_owned);
             let pacing = pacing.clone();
             let events = events_tx.clone();
             pages.spawn(async move {

@@ -15,6 +15,7 @@ mod fleet;
 mod process_metrics;
 mod simulated_page;
 mod stats;
+mod token_load;
 
 use std::collections::HashSet;
 use std::path::PathBuf;
@@ -90,6 +91,11 @@ pub(crate) struct Cli {
     /// measure what its rules cost per call. The calls must still return the echo.
     #[arg(long)]
     policy: Option<PathBuf>,
+    /// Instead of the runs above: what signed tokens cost (token_load.rs) — this many connects
+    /// with the static page token, with EdDSA and RS256 JWTs, a flood of as many bad signatures
+    /// while good pages connect, and calls by session and by user over half as many users.
+    #[arg(long)]
+    token_bench: Option<usize>,
 }
 
 impl Cli {
@@ -145,7 +151,11 @@ async fn main() -> ExitCode {
         }
     }
     let mut headers = reqwest::header::HeaderMap::new();
-    if let Some(token) = &cli.token {
+    let token = match cli.token_bench {
+        Some(_) => Some(token_load::OPERATOR.to_owned()),
+        None => cli.token.clone(),
+    };
+    if let Some(token) = &token {
         let Ok(mut bearer) = reqwest::header::HeaderValue::from_str(&format!("Bearer {token}"))
         else {
             return fail("--token must be printable ASCII");
@@ -165,6 +175,18 @@ async fn main() -> ExitCode {
     };
 
     let started = Instant::now();
+    if let Some(count) = cli.token_bench {
+        return match token_load::run(&cli, count, call_time, &http).await {
+            Ok(results) => {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&results).unwrap_or_default()
+                );
+                report(&cli, fd_limit, results, 0, None)
+            }
+            Err(error) => report(&cli, fd_limit, json!([]), 0, Some(error)),
+        };
+    }
     if cli.nodes > 1 {
         return cluster::main(&cli, call_time, &http, fd_limit).await;
     }
