@@ -5,7 +5,7 @@
 //! `structuredContent` and of its `_meta`, however deep; and as the page sends them while the call
 //! runs, its log messages (every string but the level), its progress messages and the requests of
 //! its rounds (elicitation messages and schemas, sampling prompts: every string but the binary
-//! data of a message's content blocks). Object keys and numbers are left alone.
+//! data of a message's content blocks). Object keys are text too; numbers are left alone.
 
 use std::borrow::Cow;
 use std::ops::Range;
@@ -39,10 +39,12 @@ impl Redaction {
             count += self.replace_in_value(structured);
         }
         if let Some(meta) = &mut result.meta {
-            count += meta
-                .values_mut()
-                .map(|v| self.replace_in_value(v))
-                .sum::<usize>();
+            // As a whole object: its keys are text an agent reads too.
+            let mut whole = serde_json::Value::Object(std::mem::take(meta));
+            count += self.replace_in_value(&mut whole);
+            if let serde_json::Value::Object(redacted) = whole {
+                *meta = redacted;
+            }
         }
         count
     }
@@ -228,6 +230,19 @@ mod tests {
         );
         // Numbers are data, not text: left alone (a condition can block on them).
         assert_eq!(text["structuredContent"]["count"], 4111111111111111u64);
+    }
+
+    /// The result's `_meta` keys are text an agent reads, as its values are.
+    #[test]
+    fn keys_of_the_results_meta_are_redacted() {
+        let mut result: CallToolResult = serde_json::from_value(json!({
+            "content": [],
+            "_meta": {"ada@example.com": 3, "seen": {"bob@example.org": true}},
+        }))
+        .unwrap();
+        assert_eq!(all().apply(&mut result), 2);
+        let meta = serde_json::to_value(&result).unwrap()["_meta"].clone();
+        assert_eq!(meta, json!({"[x]": 3, "seen": {"[x]": true}}));
     }
 
     /// A block of a kind the core's table does not know is all text (fail closed); the result's
