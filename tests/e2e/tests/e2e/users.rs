@@ -723,3 +723,100 @@ async fn across_a_cluster_a_users_tabs_on_two_nodes_are_one_mcp_session_and_othe
         "{answer}"
     );
 }
+
+#[tokio::test]
+async fn a_round_of_another_users_tab_cannot_be_answered_with_its_request_state() {
+    let bridge = bridge().await;
+    let Tabs { board, .. } = alice_and_bob(&bridge).await;
+    // Bob's tab asks the agent mid-call (`ctx.elicit`), and waits for the answer.
+    let ask = json!([tool("ask", "Asks who")]);
+    let mut bobs = RawPage::connect_with_tools(&bridge.ws_url, &page_params("bob"), ask).await;
+    let bob = bobs.id().to_owned();
+    tokio::spawn(async move {
+        let mut call = Value::Null;
+        loop {
+            let Some(frame) = bobs.next_json().await else {
+                continue;
+            };
+            if frame["id"] == "bob-round-1" && frame.get("result").is_some() {
+                // The round answered: the call ends with whom it was told.
+                let who = frame["result"]["inputResponses"]["who"]["content"]["name"].clone();
+                let result =
+                    json!({"content": [{"type": "text", "text": format!("asked: {who}")}]});
+                bobs.reply(&call, result).await;
+            } else if frame["method"] == "tools/call" {
+                call = frame.clone();
+                let call_id = frame["id"].as_str().unwrap_or_default().to_owned();
+                let round = json!({"jsonrpc": "2.0", "id": "bob-round-1", "method": "clienttools/input",
+                    "params": {"inputRequests": {"who": {"method": "elicitation/create",
+                        "params": {"message": "Who?", "requestedSchema": {"type": "object",
+                            "properties": {"name": {"type": "string"}}}}}},
+                        "_meta": {"clienttools/callId": call_id}}});
+                bobs.send_json(&round).await;
+            } else if frame["method"] == "ping" {
+                bobs.reply(&frame, json!({})).await;
+            }
+        }
+    });
+    eventually("bob's tab listed", || {
+        bridge
+            .bridge
+            .session(&bob)
+            .is_some_and(|s| s.has_listed_tools())
+    })
+    .await;
+    // The operator's call of Bob's tool gets the round and its requestState.
+    let body = json!({"name": "ask", "capabilities": {"elicitation": {}}});
+    let (status, asked) = http(
+        &bridge,
+        &format!("/api/sessions/{bob}/call"),
+        OPERATOR,
+        Some(body),
+    )
+    .await;
+    assert_eq!(status, 200, "{asked}");
+    assert_eq!(asked["resultType"], "input_required", "{asked}");
+    let state = asked["requestState"].as_str().unwrap().to_owned();
+    let retry = json!({"name": "ask", "capabilities": {"elicitation": {}}, "requestState": state,
+        "inputResponses": {"who": {"action": "accept", "content": {"name": "mallory"}}}});
+    // Alice's agent presents it: on her own tab, and over her tabs, it is another session's.
+    let alice = mint("agent", "alice", 600);
+    for path in [
+        format!("/api/sessions/{board}/call"),
+        "/api/users/alice/call".to_owned(),
+    ] {
+        let (status, refused) = http(&bridge, &path, &alice, Some(retry.clone())).await;
+        assert_eq!(status, 400, "{path}: {refused}");
+        let message = refused["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains("another page session"),
+            "{path}: {refused}"
+        );
+    }
+    // On Bob's session by id, the session is unknown to her.
+    let (_, unknown) = http(
+        &bridge,
+        &format!("/api/sessions/{bob}/call"),
+        &alice,
+        Some(retry.clone()),
+    )
+    .await;
+    let text = unknown["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(
+        text.contains(&format!("no page session '{bob}'")),
+        "{unknown}"
+    );
+    // The state still works for the operator, on Bob's session: nothing above spent it.
+    let (status, resumed) = http(
+        &bridge,
+        &format!("/api/sessions/{bob}/call"),
+        OPERATOR,
+        Some(retry),
+    )
+    .await;
+    assert_eq!(status, 200, "{resumed}");
+    assert_eq!(
+        resumed["content"][0]["text"], "asked: \"mallory\"",
+        "{resumed}"
+    );
+}
