@@ -38,6 +38,7 @@ use crate::limits::{LOG_BUFFER, MAX_SUSPENDED_CALLS, REQUEST_STATE_TTL_MS, TASK_
 use crate::sessions::call_options::CallOptions;
 use crate::sessions::call_options::{CallEvent, CallOutcome, InputRound};
 use crate::sessions::page_session::{missing_capability_error, PageSession};
+use crate::sessions::user_tabs;
 
 /// The prefix of a round's `requestState` (a confirmation's is `v1`).
 pub(crate) const STATE_DOMAIN: &str = "r1";
@@ -401,6 +402,35 @@ pub(crate) fn page_session_of<'a>(state: &str, sessions: &[&'a str]) -> Option<&
         .iter()
         .find(|session| short_hash(session) == claims.p)
         .copied()
+}
+
+/// Which of a user's tabs (`pages`, SPEC §13) a call of `tool` runs on: a retry (with `state`)
+/// on the tab whose round it answers — a state of none of these tabs goes to the front-most one,
+/// which refuses it as another page session's —, else the tab `meta`'s `clienttools/session`
+/// names, else the one offering the tool that was most recently in front (`user_tabs::route`).
+pub(crate) fn user_tab(
+    pages: &[Arc<PageSession>],
+    tool: &str,
+    state: Option<&str>,
+    meta: Option<&Map<String, Value>>,
+) -> Result<Arc<PageSession>, String> {
+    if let Some(state) = state {
+        let ids: Vec<&str> = pages.iter().map(|page| page.id()).collect();
+        let asked = page_session_of(state, &ids).map(str::to_owned);
+        let page = match asked {
+            Some(id) => pages.iter().find(|page| page.id() == id).cloned(),
+            None => user_tabs::front_most(pages),
+        };
+        return page.ok_or_else(|| "no open tab of this user: open the page again".to_owned());
+    }
+    match meta.and_then(|meta| meta.get(protocol::meta::SESSION)) {
+        None => user_tabs::route(pages, tool, None),
+        Some(Value::String(id)) => user_tabs::route(pages, tool, Some(id)),
+        Some(other) => Err(format!(
+            "_meta '{}' must be a page session id (a string), not {other}",
+            protocol::meta::SESSION
+        )),
+    }
 }
 
 /// The caller's side of a page call while [`drive`] relays it: what the caller declared it can

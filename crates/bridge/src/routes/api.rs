@@ -36,7 +36,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::Extension;
 use axum::Json;
-use client_tools_core::protocol::{code, meta, CallToolResult, ProgressParams};
+use client_tools_core::protocol::{code, CallToolResult, ProgressParams};
 use futures_util::future::BoxFuture;
 use rmcp::model::{ClientCapabilities, InputResponses};
 use serde::Deserialize;
@@ -52,7 +52,6 @@ use crate::sessions::call_options::describe_page_error;
 use crate::sessions::call_options::CallOptions;
 use crate::sessions::page_session::{PageSession, SessionInfo};
 use crate::sessions::scope::AgentScope;
-use crate::sessions::user_tabs;
 
 /// `GET /api/sessions`: the sessions the agent reaches (every one for the operator; a signed agent
 /// token's user's only), each with its user.
@@ -219,31 +218,8 @@ pub async fn call_user_tool(
         true => bridge.user_pages(&user),
         false => Vec::new(),
     };
-    let chosen = match request.request_state.as_deref() {
-        Some(state) => {
-            let ids: Vec<&str> = pages.iter().map(|page| page.id()).collect();
-            let asked = rounds::page_session_of(state, &ids).map(str::to_owned);
-            match asked {
-                Some(id) => pages.iter().find(|page| page.id() == id).cloned(),
-                None => user_tabs::front_most(&pages),
-            }
-            .ok_or_else(|| format!("no open tab of user '{user}'"))
-        }
-        None => {
-            let asked = request
-                .meta
-                .as_ref()
-                .and_then(|meta| meta.get(meta::SESSION));
-            match asked {
-                None => user_tabs::route(&pages, &request.name, None),
-                Some(Value::String(id)) => user_tabs::route(&pages, &request.name, Some(id)),
-                Some(other) => Err(format!(
-                    "_meta '{}' must be a page session id (a string), not {other}",
-                    meta::SESSION
-                )),
-            }
-        }
-    };
+    let state = request.request_state.as_deref();
+    let chosen = rounds::user_tab(&pages, &request.name, state, request.meta.as_ref());
     match chosen {
         Ok(session) => call_on(&bridge, session, request).await,
         Err(message) => Json(CallToolResult::error(message)).into_response(),

@@ -271,28 +271,7 @@ impl McpAgent {
             return self.page_or_wait(Some(context)).await;
         }
         let pages = self.user_pages_or_wait(Some(context)).await;
-        if let Some(state) = state {
-            let ids: Vec<&str> = pages.iter().map(|page| page.id()).collect();
-            let asked = rounds::page_session_of(state, &ids).map(str::to_owned);
-            // A state of no tab of this user's: the front-most tab refuses it as another page's.
-            let page = match asked {
-                Some(id) => pages.iter().find(|page| page.id() == id).cloned(),
-                None => user_tabs::front_most(&pages),
-            };
-            return page.ok_or_else(|| "no open tab of this user: open the page again".to_owned());
-        }
-        let asked = context.meta.0.get(protocol::meta::SESSION);
-        let asked = match asked {
-            None => None,
-            Some(Value::String(id)) => Some(id.as_str()),
-            Some(other) => {
-                return Err(format!(
-                    "_meta '{}' must be a page session id (a string), not {other}",
-                    protocol::meta::SESSION
-                ))
-            }
-        };
-        user_tabs::route(&pages, &request.name, asked)
+        rounds::user_tab(&pages, &request.name, state, Some(&context.meta.0))
     }
 
     /// The tools the agent lists: its page's, or the union of its user's tabs'.
@@ -710,34 +689,16 @@ impl ServerHandler for McpAgent {
         // Bound by this request (2026-07-28 has an agent per request): its query and credential.
         self.bound(Some(context.request_context()))
             .map_err(|why| McpError::invalid_request(why, None))?;
-        if self.user_pages(None).is_some() {
-            // Over a user's tabs: any page's change may change the union.
-            let mut changes = self.bridge.watch_pages();
-            let mut listed = self.tools_now();
-            loop {
-                tokio::select! {
-                    _ = context.cancelled() => return Ok(()),
-                    changed = changes.changed() => {
-                        if changed.is_err() {
-                            return Ok(());
-                        }
-                        let now = self.tools_now();
-                        if now != listed {
-                            listed = now;
-                            if context.sink().notify_tool_list_changed().await.is_err() {
-                                return Ok(());
-                            }
-                        }
-                    }
-                }
+        // Over a user's tabs any page's change may change the union; else the bound page's.
+        let mut changes = match (self.user_pages(None), self.page(None)) {
+            (Some(_), _) => self.bridge.watch_pages(),
+            (None, Some(page)) => page.subscribe(),
+            (None, None) => {
+                context.cancelled().await;
+                return Ok(());
             }
-        }
-        let Some(page) = self.page(None) else {
-            context.cancelled().await;
-            return Ok(());
         };
-        let mut changes = page.subscribe();
-        let mut listed = page.tools();
+        let mut listed = self.tools_now();
         loop {
             tokio::select! {
                 _ = context.cancelled() => return Ok(()),
@@ -745,7 +706,7 @@ impl ServerHandler for McpAgent {
                     if changed.is_err() {
                         return Ok(());
                     }
-                    let now = page.tools();
+                    let now = self.tools_now();
                     if now != listed {
                         listed = now;
                         if context.sink().notify_tool_list_changed().await.is_err() {
