@@ -26,7 +26,15 @@ where
             .await
             .ok()??;
         if let Ok(Message::Text(text)) = message {
-            return serde_json::from_str(text.as_str()).ok();
+            let frame: Option<Value> = serde_json::from_str(text.as_str()).ok();
+            // The page's report of its visibility (SPEC §13) comes unasked, after the connect.
+            if frame
+                .as_ref()
+                .is_some_and(|f| f["method"] == "clienttools/activity")
+            {
+                continue;
+            }
+            return frame;
         }
     }
 }

@@ -552,8 +552,17 @@ impl ServerHandler for McpAgent {
         Ok(ListToolsResult::with_all_items(tools))
     }
 
+    // rmcp asks this (to check a request's standard headers against the tool's schema) before the
+    // request reaches the agent: an agent not bound yet looks at the newest page without binding.
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        self.tools_now()?.into_iter().find(|t| t.name == name)
+        let tools = match self.tools_now() {
+            Some(tools) => tools,
+            None if lock(&self.scope).is_none() => {
+                Self::listed_tools(&*self.bridge.newest_session()?)
+            }
+            None => return None,
+        };
+        tools.into_iter().find(|t| t.name == name)
     }
 
     async fn call_tool(
