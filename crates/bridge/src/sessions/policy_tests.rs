@@ -3,7 +3,9 @@
 //! caller, a limit counted by the session holding the page's socket for the calls other cluster
 //! nodes relay to it, and the audit events. A call made on a node without the page's socket
 //! (over a link) is blocked before the link and its result redacted for its caller; a call with
-//! rounds (crate::agent::rounds) is admitted once and its final result redacted.
+//! rounds (crate::agent::rounds) is admitted once and its final result redacted. The session's
+//! user (SPEC §13): `user` in conditions on the input and on the result (on a linked node too),
+//! `per = "user"` limits over a user's tabs (local and relayed calls), and the user in audit events.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -401,4 +403,247 @@ async fn a_multi_round_call_is_admitted_once_and_its_final_result_is_redacted() 
         page.has_nothing_queued(),
         "the page got a call over the limit"
     );
+}
+
+/// One tab (page session) of `user` on this node, under the node's one `policy` (the session table
+/// gives every session the same: crate::sessions::table).
+fn tab(id: &str, user: Option<&str>, policy: &Arc<Policy>) -> Arc<PageSession> {
+    let session = PageSession::new(id.into(), Vec::new(), Default::default(), false)
+        .with_policy(policy.clone())
+        .with_user(user.map(str::to_owned));
+    let session = Arc::new(session);
+    tools(&session);
+    session
+}
+
+/// A call the page answers with `text`: what the caller gets (a call the policy refuses instead
+/// fails the test at once).
+async fn answered_call(
+    session: &Arc<PageSession>,
+    page: &mut FakePage,
+    tool: &str,
+    text: &str,
+) -> String {
+    let mut caller = {
+        let (session, tool) = (session.clone(), tool.to_owned());
+        tokio::spawn(async move {
+            session
+                .call_tool(
+                    (tool.as_str(), json!({})),
+                    CallOptions::new().timeout(Duration::from_secs(5)),
+                )
+                .await
+                .into_result()
+        })
+    };
+    let (id, _) = tokio::select! {
+        sent = page.request(protocol::method::TOOLS_CALL) => sent,
+        ended = &mut caller => panic!("the call never reached the page: {}", ended.unwrap().text()),
+    };
+    page.answer_call(&id, text);
+    caller.await.unwrap().text().to_owned()
+}
+
+/// A call the policy answers in the page's stead (a page that got it would leave it unanswered:
+/// the call would time out, and the page's queue would hold it).
+async fn refused_call(session: &Arc<PageSession>, page: &mut FakePage, tool: &str) -> String {
+    let result = session
+        .call_tool(
+            (tool, json!({})),
+            CallOptions::new().timeout(Duration::from_secs(5)),
+        )
+        .await
+        .into_result();
+    assert!(result.is_error, "{}", result.text());
+    assert!(page.has_nothing_queued(), "the page got a refused call");
+    result.text().to_owned()
+}
+
+const USER_RULES: &str = r#"
+[[rule]]
+id = "not-for-alice"
+tools = ["sql"]
+when = 'user == "alice"'
+action = "block"
+
+[[rule]]
+id = "alice-sees-no-profile"
+tools = ["profile"]
+when = 'user == "alice" && size(result.content) > 0'
+action = "block"
+"#;
+
+#[tokio::test]
+async fn a_rule_on_the_user_blocks_alices_calls_and_not_bobs_on_every_node() {
+    let policy = Arc::new(Policy::parse(USER_RULES).unwrap());
+    let alice = tab("a1", Some("alice"), &policy);
+    let bob = tab("b1", Some("bob"), &policy);
+    // A session without a user, whose id is "alice": `session` is not `user`.
+    let nobody = tab("alice", None, &policy);
+    let (mut alice_page, mut bob_page, mut nobody_page) = (
+        FakePage::connect(&alice),
+        FakePage::connect(&bob),
+        FakePage::connect(&nobody),
+    );
+
+    let text = refused_call(&alice, &mut alice_page, "sql").await;
+    assert!(text.contains("not-for-alice"), "{text}");
+    assert_eq!(
+        answered_call(&bob, &mut bob_page, "sql", "rows").await,
+        "rows"
+    );
+    assert_eq!(
+        answered_call(&nobody, &mut nobody_page, "sql", "rows").await,
+        "rows"
+    );
+    // On the result: the page ran alice's call, the caller gets the block instead.
+    let text = answered_call(&alice, &mut alice_page, "profile", "Alice A.").await;
+    assert!(text.contains("alice-sees-no-profile"), "{text}");
+    assert_eq!(
+        answered_call(&bob, &mut bob_page, "profile", "Bob B.").await,
+        "Bob B."
+    );
+
+    // Alice's tab seen from a node without its socket (linked with the user its directory entry
+    // names, crate::cluster): blocked there, before the link.
+    let linked = tab("a1", Some("alice"), &policy);
+    let (sender, mut link) = crate::page::connection_queue::channel(64, 1 << 20);
+    let kill = Arc::new(tokio::sync::Notify::new());
+    let attached = linked.attach_link(sender, kill, "node-b".into(), std::time::SystemTime::now());
+    assert!(attached.is_some());
+    let blocked = linked
+        .call_tool(
+            ("sql", json!({})),
+            CallOptions::new().timeout(Duration::from_secs(5)),
+        )
+        .await
+        .into_result();
+    assert!(
+        blocked.text().contains("not-for-alice"),
+        "{}",
+        blocked.text()
+    );
+    assert!(
+        futures_util::FutureExt::now_or_never(link.recv()).is_none(),
+        "a blocked call went over the link"
+    );
+}
+
+const PER_USER_RULES: &str = r#"
+[[rule]]
+id = "user-rate"
+tools = ["search"]
+action = "limit"
+calls = 2
+window_seconds = 60
+per = "user"
+"#;
+
+#[tokio::test]
+async fn a_per_user_limit_counts_a_users_tabs_together_and_other_users_and_sessions_apart() {
+    let (buffer, _guard) = capture_trace();
+    let policy = Arc::new(Policy::parse(PER_USER_RULES).unwrap());
+    let (a1, a2) = (
+        tab("a1", Some("alice"), &policy),
+        tab("a2", Some("alice"), &policy),
+    );
+    let b1 = tab("b1", Some("bob"), &policy);
+    let (n1, n2) = (tab("n1", None, &policy), tab("n2", None, &policy));
+    let mut a1_page = FakePage::connect(&a1);
+    let mut a2_page = FakePage::connect(&a2);
+    let mut b1_page = FakePage::connect(&b1);
+    let mut n1_page = FakePage::connect(&n1);
+    let mut n2_page = FakePage::connect(&n2);
+
+    // One call on each of alice's tabs: one of them relayed from another node, counted here.
+    assert_eq!(
+        answered_call(&a1, &mut a1_page, "search", "one").await,
+        "one"
+    );
+    assert_eq!(
+        a2.relay_to_page(
+            relayed_call("other-node-1", "search"),
+            Some("r1".into()),
+            "reply"
+        ),
+        Ok(())
+    );
+    a2_page.request(protocol::method::TOOLS_CALL).await;
+    // Her third, on either tab, locally or relayed: over the limit.
+    let text = refused_call(&a1, &mut a1_page, "search").await;
+    assert!(
+        text.starts_with("rate limit of rule 'user-rate': at most 2 calls in 60 s per user"),
+        "{text}"
+    );
+    refused_call(&a2, &mut a2_page, "search").await;
+    let over = a2.relay_to_page(
+        relayed_call("other-node-2", "search"),
+        Some("r2".into()),
+        "reply",
+    );
+    assert!(
+        matches!(over, Err(RelayRefused::Answered(_))),
+        "expected the limit's answer, got {over:?}"
+    );
+    assert!(a2_page.has_nothing_queued());
+
+    // Bob has his own count.
+    for n in 0..2 {
+        assert_eq!(
+            answered_call(&b1, &mut b1_page, "search", &format!("bob {n}")).await,
+            format!("bob {n}")
+        );
+    }
+    // Sessions without a user count each alone, never together.
+    for (session, page) in [(&n1, &mut n1_page), (&n2, &mut n2_page)] {
+        for n in 0..2 {
+            assert_eq!(
+                answered_call(session, page, "search", &format!("n {n}")).await,
+                format!("n {n}")
+            );
+        }
+        refused_call(session, page, "search").await;
+    }
+
+    // The limit's audit events name the user; a session without one names none.
+    let logged = buffer.text();
+    let events: Vec<&str> = logged
+        .lines()
+        .filter(|l| l.contains("policy rule acted"))
+        .collect();
+    assert_eq!(events.len(), 5, "{logged}");
+    for event in &events[..3] {
+        assert!(event.contains("user=\"alice\""), "{event}");
+        assert!(event.contains("rule=user-rate"), "{event}");
+    }
+    assert!(events[3].contains("session=\"n1\"") && events[3].contains("user=\"\""));
+    assert!(events[4].contains("session=\"n2\"") && events[4].contains("user=\"\""));
+}
+
+#[tokio::test]
+async fn the_audit_event_names_the_sessions_user() {
+    let (buffer, _guard) = capture_trace();
+    let policy = Arc::new(Policy::parse(USER_RULES).unwrap());
+    let alice = tab("a1", Some("alice"), &policy);
+    let mut page = FakePage::connect(&alice);
+    refused_call(&alice, &mut page, "sql").await;
+    answered_call(&alice, &mut page, "profile", "Alice A.").await;
+    let logged = buffer.text();
+    let events: Vec<&str> = logged
+        .lines()
+        .filter(|l| l.contains("policy rule acted"))
+        .collect();
+    assert_eq!(events.len(), 2, "{logged}");
+    for (event, rule) in events
+        .iter()
+        .zip(["not-for-alice", "alice-sees-no-profile"])
+    {
+        for field in [
+            format!("rule={rule}"),
+            "session=\"a1\"".into(),
+            "user=\"alice\"".into(),
+        ] {
+            assert!(event.contains(&field), "{field} missing: {event}");
+        }
+    }
 }
