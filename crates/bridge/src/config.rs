@@ -61,6 +61,12 @@ pub struct BridgeConfig {
     pub policy: Arc<Policy>,
 }
 
+impl BridgeConfig {
+    /// The `aud` signed tokens must carry unless told otherwise (`--token-audience`; the audience
+    /// is held by [`TokenKeys`], made with it).
+    pub const DEFAULT_TOKEN_AUDIENCE: &'static str = "client-tools";
+}
+
 impl Default for BridgeConfig {
     fn default() -> Self {
         Self {

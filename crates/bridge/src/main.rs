@@ -15,8 +15,9 @@ use client_tools_core::limits::MAX_TIMEOUT_MS;
 use rmcp::ServiceExt;
 
 /// Relays tool calls between AI agents and the client tools of web pages.
-// Every default below is read from `BridgeConfig::default()` (`defaults`): the flags and the Rust
-// API agree.
+// Every default below is read from `BridgeConfig::default()` (`defaults`), or from a constant of
+// `BridgeConfig` for what it holds inside another value (the token audience, in `TokenKeys`): the
+// flags and the Rust API agree.
 #[derive(Parser)]
 #[command(name = "client-tools-bridge", version)]
 struct Cli {
@@ -47,7 +48,7 @@ struct Cli {
     #[arg(
         long,
         env = "CLIENT_TOOLS_TOKEN_AUDIENCE",
-        default_value = "client-tools"
+        default_value = BridgeConfig::DEFAULT_TOKEN_AUDIENCE
     )]
     token_audience: String,
     /// Signed tokens: the `iss` they must carry (not checked when unset).
