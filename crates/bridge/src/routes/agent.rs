@@ -11,13 +11,16 @@ use axum::routing::{any_service, MethodRouter};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 
-use super::mcp::McpAgent;
+use super::mcp::{with_request_seen, McpAgent};
 use crate::bridge::Bridge;
 
 /// `/mcp` as the bridge serves it: [`mcp_service`], with a session's `DELETE` answered 200
-/// ([`terminated_is_ok`]).
+/// ([`terminated_is_ok`]), and the HTTP request's scope readable while rmcp handles it
+/// ([`with_request_seen`]: rmcp's header checks look up tools before the agent has the request).
 pub fn mcp_route(bridge: &Bridge) -> MethodRouter {
-    any_service(mcp_service(bridge)).layer(middleware::from_fn(terminated_is_ok))
+    any_service(mcp_service(bridge))
+        .layer(middleware::from_fn(terminated_is_ok))
+        .layer(middleware::from_fn(with_request_seen))
 }
 
 pub fn mcp_service(bridge: &Bridge) -> StreamableHttpService<McpAgent, LocalSessionManager> {

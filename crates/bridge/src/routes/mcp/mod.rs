@@ -37,9 +37,12 @@ use crate::sessions::user_tabs;
 mod announce;
 mod call_side;
 mod confirmation;
+mod http_request;
 
 use call_side::{level_name, task_error, McpSide};
 use confirmation::Confirmation;
+pub(crate) use http_request::with_request_seen;
+use http_request::RequestSeen;
 
 /// What an MCP session is bound to, fixed on its first request.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -116,15 +119,31 @@ impl McpAgent {
         if bound.is_none() {
             *bound = context
                 .and_then(requested_binding)
-                .or_else(|| match &scope {
-                    AgentScope::User(user) => Some(Bound::User(user.clone())),
-                    AgentScope::Everyone => self
-                        .bridge
-                        .newest_session()
-                        .map(|s| Bound::Session(s.id().to_owned())),
-                });
+                .or_else(|| self.default_binding(&scope));
         }
         Ok((scope, bound.clone()))
+    }
+
+    /// What an agent of `scope` that names nothing is bound to: its own user's tabs (a signed agent
+    /// token), else the newest connected page.
+    fn default_binding(&self, scope: &AgentScope) -> Option<Bound> {
+        match scope {
+            AgentScope::User(user) => Some(Bound::User(user.clone())),
+            AgentScope::Everyone => (self.bridge.newest_session())
+                .map(|session| Bound::Session(session.id().to_owned())),
+        }
+    }
+
+    /// The tools an agent of `scope` asking for `requested` would be listed now, without binding
+    /// it; `None` when that is no page (another user's session answers as one that does not exist).
+    fn tools_seen_by(&self, scope: &AgentScope, requested: Option<Bound>) -> Option<Vec<Tool>> {
+        match requested.or_else(|| self.default_binding(scope))? {
+            Bound::Session(id) => Some(Self::listed_tools(&*self.bridge.session_for(scope, &id)?)),
+            Bound::User(user) => Some(match scope.reaches_user(Some(&user)) {
+                true => Self::union_tools(&self.bridge.user_pages(&user)),
+                false => Vec::new(),
+            }),
+        }
     }
 
     /// The page session id of an agent bound to one (`None` over a user's tabs, or unbound).
@@ -378,24 +397,7 @@ fn mcp_session_id(context: &RequestContext<RoleServer>) -> Option<String> {
 /// `?session=<id>` or `?user=SUB` of the HTTP request that carried this MCP message.
 fn requested_binding(context: &RequestContext<RoleServer>) -> Option<Bound> {
     let parts = context.extensions.get::<http::request::Parts>()?;
-    parts.uri.query()?.split('&').find_map(|pair| {
-        let (key, value) = pair.split_once('=')?;
-        let value = percent_decoded(value).filter(|v| !v.is_empty())?;
-        match key {
-            "session" => Some(Bound::Session(value)),
-            "user" => Some(Bound::User(value)),
-            _ => None,
-        }
-    })
-}
-
-/// A query value, `%XX` and `+` decoded (a user id may hold any character); `None` if malformed.
-fn percent_decoded(value: &str) -> Option<String> {
-    let value = value.replace('+', " ");
-    let decoded = percent_encoding::percent_decode_str(&value)
-        .decode_utf8()
-        .ok()?;
-    Some(decoded.into_owned())
+    http_request::binding_in(&parts.uri)
 }
 
 fn to_mcp_tool(tool: &protocol::Tool) -> Option<Tool> {
@@ -553,12 +555,15 @@ impl ServerHandler for McpAgent {
     }
 
     // rmcp asks this (to check a request's standard headers against the tool's schema) before the
-    // request reaches the agent: an agent not bound yet looks at the newest page without binding.
+    // request reaches the agent, of an agent no request has bound: it looks, without binding, at
+    // what the HTTP request being handled reaches and asks for (http_request) — never at a page
+    // of another user. Outside an HTTP request (stdio) an unbound agent knows no tool yet.
     fn get_tool(&self, name: &str) -> Option<Tool> {
         let tools = match self.tools_now() {
             Some(tools) => tools,
             None if lock(&self.scope).is_none() => {
-                Self::listed_tools(&*self.bridge.newest_session()?)
+                let seen = RequestSeen::current()?;
+                self.tools_seen_by(&seen.scope, seen.binding)?
             }
             None => return None,
         };
