@@ -202,11 +202,11 @@ impl Bridge {
         infos
     }
 
-    /// Fetches the signed tokens' key set again from `--token-jwks-url` (at most once a minute,
-    /// crate::tokens): a token named a key the bridge does not have.
+    /// Fetches the signed tokens' key set again from `--token-jwks-url` (if due: at most once a
+    /// minute, crate::tokens): a token named a key the bridge does not have.
     pub(crate) async fn refetch_token_keys(&self) {
         if let Some(keys) = &self.config().token_keys {
-            keys.refetch_if_due().await;
+            keys.refetch_if_due(crate::ids::now_unix_ms()).await;
         }
     }
 

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Parser;
+use client_tools_bridge::limits::JWKS_REFETCH_EVERY;
 use client_tools_bridge::tokens::TokenKeys;
 use client_tools_bridge::McpAgent;
 use client_tools_bridge::{
@@ -168,7 +169,7 @@ async fn token_keys(cli: &Cli) -> Result<Option<TokenKeys>, String> {
         None => return Ok(None),
     };
     let keys = match &cli.token_jwks_url {
-        Some(url) => keys.with_jwks_url(url).await?,
+        Some(url) => keys.with_jwks_url(url, JWKS_REFETCH_EVERY).await?,
         None => keys,
     };
     tracing::info!(?keys, "signed tokens on");

@@ -251,7 +251,10 @@ async fn page_credential(
                     .to_owned(),
             );
         };
-        return match keys.verify(token, Role::Page).await {
+        return match keys
+            .verify(token, Role::Page, crate::ids::now_unix_ms())
+            .await
+        {
             Ok(verified) => Ok(Some(verified)),
             Err(why) => {
                 tracing::info!(reason = %why, "page token refused");
@@ -289,7 +292,7 @@ impl TokenRefresh {
             (None, _) => Err("this bridge verifies no signed tokens".to_owned()),
             (Some(_), None) => Err("clienttools/token needs {\"token\": string}".to_owned()),
             (Some(keys), Some(token)) => keys
-                .verify(token, Role::Page)
+                .verify(token, Role::Page, crate::ids::now_unix_ms())
                 .await
                 .map_err(|why| format!("page token refused: {why}")),
         };

@@ -1,22 +1,29 @@
 //! `--token-jwks-url`: the key set fetched from the site's identity provider — with a timeout, its
 //! body read in chunks and refused past a bound (a 10 MB answer is never kept whole), junk refused;
-//! fetched again for a token naming an unknown `kid`, at most once a minute. A failed fetch keeps
-//! the keys at hand (crate::tokens).
+//! fetched again for a token naming an unknown `kid`, at most once in its interval
+//! ([`JWKS_REFETCH_EVERY`](crate::limits::JWKS_REFETCH_EVERY): a minute). A failed fetch keeps
+//! the keys at hand (crate::tokens). Whether a fetch is due is decided on the time it is given
+//! (unix ms), never a clock of its own.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::key_set::KeySet;
-use crate::limits::{JWKS_FETCH_TIMEOUT, JWKS_REFETCH_EVERY, MAX_JWKS_BYTES};
+use std::time::Duration;
+
+use crate::limits::{JWKS_FETCH_TIMEOUT, MAX_JWKS_BYTES};
 
 pub(super) struct JwksUrl {
     url: String,
     client: reqwest::Client,
+    /// The shortest time between two fetches, in ms.
+    refetch_every_ms: u64,
     /// When the last fetch started (unix ms; 0: never).
     last_try_ms: AtomicU64,
 }
 
 impl JwksUrl {
-    pub(super) fn new(url: &str) -> Result<Self, String> {
+    /// `refetch_every`: the shortest time between two fetches.
+    pub(super) fn new(url: &str, refetch_every: Duration) -> Result<Self, String> {
         let parsed: reqwest::Url = url
             .parse()
             .map_err(|e| format!("--token-jwks-url {url}: not a URL: {e}"))?;
@@ -33,6 +40,7 @@ impl JwksUrl {
         Ok(Self {
             url: url.to_owned(),
             client,
+            refetch_every_ms: u64::try_from(refetch_every.as_millis()).unwrap_or(u64::MAX),
             last_try_ms: AtomicU64::new(0),
         })
     }
@@ -41,16 +49,17 @@ impl JwksUrl {
         &self.url
     }
 
-    /// Whether a refetch would start now (a minute since the last try).
+    /// Whether a refetch would start at `now_ms` (its interval since the last try).
     pub(super) fn refetch_due(&self, now_ms: u64) -> bool {
         let last = self.last_try_ms.load(Ordering::Relaxed);
-        now_ms.saturating_sub(last) >= JWKS_REFETCH_EVERY.as_millis() as u64
+        now_ms.saturating_sub(last) >= self.refetch_every_ms
     }
 
-    /// Claims the next refetch: `false` when one started less than a minute ago.
+    /// Claims the refetch at `now_ms`: `false` when one started less than its interval before
+    /// (or another caller claimed it first).
     pub(super) fn start_refetch(&self, now_ms: u64) -> bool {
         let last = self.last_try_ms.load(Ordering::Relaxed);
-        if now_ms.saturating_sub(last) < JWKS_REFETCH_EVERY.as_millis() as u64 {
+        if now_ms.saturating_sub(last) < self.refetch_every_ms {
             return false;
         }
         self.last_try_ms
@@ -58,10 +67,10 @@ impl JwksUrl {
             .is_ok()
     }
 
-    /// One fetch: the whole answer within the timeout, at most [`MAX_JWKS_BYTES`], a JWK Set.
-    pub(super) async fn fetch(&self) -> Result<KeySet, String> {
-        self.last_try_ms
-            .fetch_max(crate::ids::now_unix_ms(), Ordering::Relaxed);
+    /// One fetch, started at `now_ms` (the next is due an interval later): the whole answer
+    /// within the timeout, at most [`MAX_JWKS_BYTES`], a JWK Set.
+    pub(super) async fn fetch(&self, now_ms: u64) -> Result<KeySet, String> {
+        self.last_try_ms.fetch_max(now_ms, Ordering::Relaxed);
         let fetched = tokio::time::timeout(JWKS_FETCH_TIMEOUT, self.fetch_body()).await;
         let body = fetched
             .map_err(|_| format!("no whole answer within {} s", JWKS_FETCH_TIMEOUT.as_secs()))??;

@@ -17,6 +17,7 @@ mod verify;
 
 use std::path::Path;
 use std::sync::Mutex;
+use std::time::Duration;
 
 pub use key_set::KeySet;
 pub use verify::{Role, TokenRefusal, Unverified, Verified};
@@ -84,11 +85,17 @@ impl TokenKeys {
     }
 
     /// Adds the keys of a JWK Set URL, fetched now: a failure at start is an error (the bridge
-    /// does not start without the keys it was told to use).
-    pub async fn with_jwks_url(mut self, url: &str) -> Result<Self, String> {
-        let jwks = jwks_url::JwksUrl::new(url)?;
+    /// does not start without the keys it was told to use). Fetched again for a token naming a
+    /// key the bridge does not have, at most once in `refetch_every` (the bridge's:
+    /// [`crate::limits::JWKS_REFETCH_EVERY`], a minute).
+    pub async fn with_jwks_url(
+        mut self,
+        url: &str,
+        refetch_every: Duration,
+    ) -> Result<Self, String> {
+        let jwks = jwks_url::JwksUrl::new(url, refetch_every)?;
         let fetched = jwks
-            .fetch()
+            .fetch(now_unix_ms())
             .await
             .map_err(|e| format!("--token-jwks-url {url}: {e}"))?;
         let merged = self.file_keys.merged(&fetched)?;
@@ -98,7 +105,8 @@ impl TokenKeys {
     }
 
     /// Checks `token` for `role` with the keys at hand (no `await`: the agent routes' check is a
-    /// plain function). [`Unverified::UnknownKid`] only when a refetch of the JWKS URL is due.
+    /// plain function). [`Unverified::UnknownKid`] only when a refetch of the JWKS URL is due at
+    /// `now_ms` (unix ms; `exp` and `nbf` are checked on the clock).
     pub fn verify_cached(
         &self,
         token: &str,
@@ -116,15 +124,20 @@ impl TokenKeys {
         }
     }
 
-    /// [`Self::verify_cached`], fetching the JWKS URL again (at most once a minute) when the token
-    /// names a key the bridge does not have, then checking once more.
-    pub async fn verify(&self, token: &str, role: Role) -> Result<Verified, TokenRefusal> {
-        match self.verify_cached(token, role, now_unix_ms()) {
+    /// [`Self::verify_cached`], fetching the JWKS URL again (if due at `now_ms`: at most once in
+    /// its interval) when the token names a key the bridge does not have, then checking once more.
+    pub async fn verify(
+        &self,
+        token: &str,
+        role: Role,
+        now_ms: u64,
+    ) -> Result<Verified, TokenRefusal> {
+        match self.verify_cached(token, role, now_ms) {
             Ok(verified) => Ok(verified),
             Err(Unverified::Refused(why)) => Err(why),
             Err(Unverified::UnknownKid) => {
-                self.refetch_if_due().await;
-                match self.verify_cached(token, role, now_unix_ms()) {
+                self.refetch_if_due(now_ms).await;
+                match self.verify_cached(token, role, now_ms) {
                     Ok(verified) => Ok(verified),
                     Err(Unverified::Refused(why)) => Err(why),
                     Err(Unverified::UnknownKid) => Err(TokenRefusal::unknown_kid()),
@@ -133,12 +146,12 @@ impl TokenKeys {
         }
     }
 
-    /// Fetches the JWKS URL again if it is due (a minute since the last try); on failure the keys
-    /// at hand are kept, and a warning says so.
-    pub async fn refetch_if_due(&self) {
+    /// Fetches the JWKS URL again if it is due at `now_ms` (unix ms: its interval since the last
+    /// try); on failure the keys at hand are kept, and a warning says so.
+    pub async fn refetch_if_due(&self, now_ms: u64) {
         let Some(jwks) = &self.jwks else { return };
-        if jwks.start_refetch(now_unix_ms()) {
-            self.refetch_now().await;
+        if jwks.start_refetch(now_ms) {
+            self.refetch(jwks, now_ms).await;
         }
     }
 
@@ -146,7 +159,11 @@ impl TokenKeys {
     /// a key rotation); on failure the keys at hand are kept, and a warning says so.
     pub async fn refetch_now(&self) {
         let Some(jwks) = &self.jwks else { return };
-        match jwks.fetch().await {
+        self.refetch(jwks, now_unix_ms()).await;
+    }
+
+    async fn refetch(&self, jwks: &jwks_url::JwksUrl, now_ms: u64) {
+        match jwks.fetch(now_ms).await {
             Ok(fetched) => match self.file_keys.merged(&fetched) {
                 Ok(merged) => {
                     tracing::info!(kids = ?merged.kids(), "token key set fetched again");
