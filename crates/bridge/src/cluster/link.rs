@@ -27,7 +27,7 @@ pub(super) fn attach(cluster: &Cluster, session: &Arc<PageSession>, entry: &Entr
     let connected_at =
         UNIX_EPOCH + std::time::Duration::from_millis(entry.connected_at_ms.unwrap_or_default());
     let generation = session.attach_link(sender, kill.clone(), entry.node.clone(), connected_at)?;
-    tracing::info!(session = %session.id(), node = %entry.node, "linked to the page's node");
+    tracing::info!(session = %session.id(), user = session.user().unwrap_or(""), node = %entry.node, "linked to the page's node");
     let link = Link {
         client: cluster.client.clone(),
         subject: wire::serve_frames(&entry.node, session.id()),
@@ -101,7 +101,7 @@ impl Link {
                 .publish_with_reply(self.subject.clone(), reply.subject(), frame.into())
                 .await;
             if let Err(error) = sent {
-                tracing::warn!(session = %session.id(), %error, "frame for a page on another node not sent");
+                tracing::warn!(session = %session.id(), user = session.user().unwrap_or(""), %error, "frame for a page on another node not sent");
             }
         }
     }

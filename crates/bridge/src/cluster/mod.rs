@@ -440,7 +440,7 @@ impl Cluster {
         };
         let here = (Some(unix_ms(here)), self.node.as_str());
         if here < (elsewhere.connected_at_ms, elsewhere.node.as_str()) {
-            tracing::warn!(session = %session.id(), node = %elsewhere.node, "this page session is connected to another node too: the older connection, here, is closed");
+            tracing::warn!(session = %session.id(), user = session.user().unwrap_or(""), node = %elsewhere.node, "this page session is connected to another node too: the older connection, here, is closed");
             session.close_generation(
                 generation,
                 CLOSE_REPLACED,
@@ -475,7 +475,7 @@ impl Cluster {
         link.generation = None;
         link.refused_at = Some(Instant::now());
         drop(links);
-        tracing::info!(session = %reply.session, "the page's node does not serve it now");
+        tracing::info!(session = %reply.session, user = session.user().unwrap_or(""), "the page's node does not serve it now");
         if let Some(request) = &reply.request {
             session.not_delivered(request);
         }
@@ -666,7 +666,7 @@ impl Cluster {
                 Err(_) => false,
             };
             if !take_over {
-                tracing::info!(session = %id, "resume claim on a session live elsewhere, or nobody to ask: new session");
+                tracing::info!(session = %id, user = user.unwrap_or(""), "resume claim on a session live elsewhere, or nobody to ask: new session");
                 return self
                     .sessions
                     .claim(&ConnectParams::default(), user, false)

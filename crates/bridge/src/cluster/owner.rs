@@ -30,7 +30,7 @@ pub(super) async fn serve(
     let mut claims = match claims {
         Ok(claims) => claims,
         Err(error) => {
-            tracing::error!(session = %id, %error, "cannot serve this page to the cluster");
+            tracing::error!(session = %id, user = session.user().unwrap_or(""), %error, "cannot serve this page to the cluster");
             return;
         }
     };
@@ -119,7 +119,9 @@ async fn relay(cluster: &Cluster, message: async_nats::Message) {
         return;
     };
     if reply.session != id || !cluster.directory().trusted(&reply.node) {
-        tracing::warn!(session = %id, node = %reply.node, "frame from an unknown or untrusted node ignored");
+        let session = cluster.sessions.get(id);
+        let user = session.as_deref().and_then(PageSession::user).unwrap_or("");
+        tracing::warn!(session = %id, user, node = %reply.node, "frame from an unknown or untrusted node ignored");
         return;
     }
     let Ok(frame) = String::from_utf8(message.payload.to_vec()) else {

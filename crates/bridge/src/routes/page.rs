@@ -474,7 +474,7 @@ async fn refresh_tools(session: &PageSession) {
         match serde_json::from_str::<ToolsListResult>(result.get()) {
             Ok(list) => session.set_tools(list.tools),
             Err(error) => {
-                tracing::warn!(session = %session.id(), ?error, "malformed tools/list answer")
+                tracing::warn!(session = %session.id(), user = session.user().unwrap_or(""), ?error, "malformed tools/list answer")
             }
         }
     }
@@ -506,7 +506,7 @@ pub(crate) fn handle_frame(
             match serde_json::from_value::<ActivityParams>(params) {
                 Ok(activity) => session.report_activity(activity.visible, activity.focused),
                 Err(error) => {
-                    tracing::info!(session = %session.id(), %error, "malformed clienttools/activity")
+                    tracing::info!(session = %session.id(), user = session.user().unwrap_or(""), %error, "malformed clienttools/activity")
                 }
             }
         }

@@ -180,14 +180,14 @@ impl SessionTable {
         if existing.user() != user {
             // Never another user's session (the id includes the user: only a session linked
             // from a directory entry that named none could get here).
-            tracing::info!(session = %id, "resume claim by another user: new session");
+            tracing::info!(session = %id, user = existing.user().unwrap_or(""), claimant = user.unwrap_or(""), "resume claim by another user: new session");
             return self.create(new_secret(), user);
         }
         // A session linked to another node: that node was asked already (crate::cluster).
         if existing.via() == Some(Via::Socket) {
             if existing.is_answering(self.limits.takeover_probe).await {
                 // Its page is alive: this is another tab with a copy of its storage.
-                tracing::info!(session = %id, "resume claim on a live session: new session");
+                tracing::info!(session = %id, user = user.unwrap_or(""), "resume claim on a live session: new session");
                 return self.create(new_secret(), user);
             }
             existing.close_connection(
@@ -407,7 +407,12 @@ fn session_id_of(secret: &str, user: Option<&str>) -> String {
 
 #[cfg(test)]
 mod tests {
+    use client_tools_core::protocol::method;
+    use serde_json::json;
+
     use super::*;
+    use crate::sessions::fake_page::FakePage;
+    use crate::sessions::trace_capture::capture_trace;
 
     fn sessions(limits: Limits) -> SessionTable {
         SessionTable::new(limits, Vec::new(), false)
@@ -497,6 +502,52 @@ mod tests {
             .attach(sender, Arc::new(tokio::sync::Notify::new()));
         let refused = sessions.claim(&ConnectParams::default(), None, false).await;
         assert!(matches!(refused, Err(Refused::TooManySessions(1))));
+    }
+
+    /// A resume claim's events name the session's user (SPEC §13: every event of a session does):
+    /// a live session's own user, and a session of no user claimed with another user's token.
+    #[tokio::test]
+    async fn resume_claims_log_the_sessions_user() {
+        let (captured, _trace) = capture_trace();
+        let sessions = sessions(Limits::default());
+        let first = sessions
+            .claim(&ConnectParams::default(), Some("alice"), false)
+            .await
+            .unwrap();
+        let mut page = FakePage::connect(&first.session);
+        let again = ConnectParams {
+            token: None,
+            resume_secret: Some(first.answer.resume_secret.clone()),
+        };
+        let (claimed, ()) = tokio::join!(sessions.claim(&again, Some("alice"), false), async {
+            let (id, _) = page.request(method::PING).await;
+            page.answer(&id, json!({}));
+        });
+        assert_ne!(claimed.unwrap().answer.session_id, first.answer.session_id);
+        // A session linked from a directory entry that named no user, claimed with bob's token.
+        let secret = new_secret();
+        let linked = sessions.linked(&session_id_of(&secret, Some("bob")), None);
+        let bobs = ConnectParams {
+            token: None,
+            resume_secret: Some(secret),
+        };
+        sessions.claim(&bobs, Some("bob"), false).await.unwrap();
+
+        let logged = captured.text();
+        let event = |message: &str| {
+            let found = logged.lines().find(|line| line.contains(message));
+            found.unwrap_or_else(|| panic!("no {message:?} in {logged}"))
+        };
+        let live = event("resume claim on a live session");
+        let session = format!("session={}", first.answer.session_id);
+        assert!(
+            live.contains(&session) && live.contains("user=\"alice\""),
+            "{live}"
+        );
+        let other = event("resume claim by another user");
+        let session = format!("session={}", linked.unwrap().id());
+        assert!(other.contains(&session), "{other}");
+        assert!(other.contains("user=\"\" claimant=\"bob\""), "{other}");
     }
 
     #[test]
