@@ -161,9 +161,10 @@ fn open(page: &Rc<Page>) {
             return page.transmit(encode_error(None, &error));
         };
         let handshake = page.connection.borrow().awaits_answer();
+        let token_answer = !handshake && page.connection.borrow().is_token_answer(&text);
         if handshake {
             feed(&page, ConnInput::Answer(&text));
-        } else if connect::is_token_answer(&text) {
+        } else if token_answer {
             feed(&page, ConnInput::TokenAnswer(&text));
         } else {
             page.feed(Input::Frame(&text));

@@ -14,6 +14,7 @@ use serde_json::Value;
 
 use crate::protocol::wire_object::{string, WireObject};
 use crate::protocol::{self, encode_error, encode_request, Message, RequestId, RpcError};
+use crate::tape::Tape;
 
 /// The method of the page's first frame.
 pub const CONNECT: &str = "clienttools/connect";
@@ -79,16 +80,32 @@ pub const TOKEN_RETRY_MS: u64 = 10_000;
 /// A token is refreshed at least this long before it expires (or at half its life, if shorter).
 pub const TOKEN_REFRESH_MARGIN_MS: u64 = 30_000;
 
+/// The id of the page's `clienttools/token` request number `n`.
+fn token_request_id(n: u64) -> String {
+    format!("{TOKEN_ID_PREFIX}{n}")
+}
+
 /// The page's `clienttools/token` request number `n`.
 pub fn encode_token_refresh(n: u64, token: &str) -> String {
-    let id = RequestId::String(format!("{TOKEN_ID_PREFIX}{n}"));
+    let id = RequestId::String(token_request_id(n));
     encode_request(&id, TOKEN_REFRESH, &serde_json::json!({ "token": token }))
 }
 
-/// Whether a frame is the runtime's answer to a `clienttools/token` (no other frame carries the
-/// id's prefix: the page's requests' ids are its own).
-pub fn is_token_answer(text: &str) -> bool {
-    text.contains(TOKEN_ID_PREFIX) && !text.contains("\"method\"")
+/// Whether a frame is the runtime's answer to the page's `clienttools/token` request number `n`
+/// (from 1): a response (no `method`) whose `id` is exactly that request's. Decided on the parsed
+/// frame, never on its text: an answer to another of the page's requests (an agent's answer to an
+/// elicitation) may hold any text, this id's included.
+pub fn is_token_answer(text: &str, n: u64) -> bool {
+    // Most frames do not hold the id's prefix anywhere: they are spared the parse.
+    if n == 0 || !text.contains(TOKEN_ID_PREFIX) {
+        return false;
+    }
+    let Ok(tape) = Tape::parse(text) else {
+        return false;
+    };
+    let frame = tape.root();
+    let id = frame.member("id").and_then(|id| id.string());
+    frame.member("method").is_none() && id.is_some_and(|id| id == token_request_id(n))
 }
 
 /// The fresh token's lifetime in ms, or the runtime's refusal (its message).

@@ -58,8 +58,8 @@ pub enum ConnInput<'a> {
     Timeout,
     /// What the page's token function gave ([`ConnOutput::FetchToken`]): a token, or why not.
     Token(Result<String, String>),
-    /// The runtime's answer to the page's `clienttools/token` (a frame whose id
-    /// [`connect::is_token_answer`] recognizes).
+    /// The runtime's answer to the page's `clienttools/token` (a frame
+    /// [`Connection::is_token_answer`] recognizes by its id).
     TokenAnswer(&'a str),
 }
 
@@ -187,6 +187,14 @@ impl Connection {
     /// Whether an arriving frame is the answer to the connect frame (else it is MCP).
     pub fn awaits_answer(&self) -> bool {
         matches!(self.phase, Phase::Handshaking { .. })
+    }
+
+    /// Whether an arriving frame is the runtime's answer to the page's latest `clienttools/token`
+    /// ([`ConnInput::TokenAnswer`]): its `id` is that request's ([`connect::is_token_answer`]).
+    /// Any other frame is MCP, whatever text it holds (a late answer to an earlier refresh too:
+    /// the page engine ignores an answer to no request of its own).
+    pub fn is_token_answer(&self, text: &str) -> bool {
+        connect::is_token_answer(text, self.token_requests)
     }
 
     /// A frame for the runtime: `Some` to send now; else it waits for the reconnect (or is

@@ -379,7 +379,7 @@ fn the_token_is_refreshed_before_it_expires_on_the_open_connection() {
     let id = frame["id"].as_str().unwrap().to_owned();
     let answer =
         json!({"jsonrpc": "2.0", "id": id, "result": {"tokenExpiresInMs": 600_000}}).to_string();
-    assert!(connect::is_token_answer(&answer));
+    assert!(socket.connection.is_token_answer(&answer));
     assert!(socket.input(ConnInput::TokenAnswer(&answer)).is_empty());
     assert_eq!(socket.connection.poll_timeout(), Some(Millis(960_000.0)));
     // A refused refresh is told to the page and tried again.
@@ -398,6 +398,40 @@ fn the_token_is_refreshed_before_it_expires_on_the_open_connection() {
         "the token is never shown: {message}"
     );
     assert!(socket.connection.poll_timeout().is_some());
+}
+
+#[test]
+fn only_the_answer_to_the_token_request_is_taken_for_it_never_a_frame_holding_its_id() {
+    let mut socket = with_token_function();
+    socket.input(ConnInput::Connect);
+    socket.input(ConnInput::Token(Ok("jwt-1".into())));
+    socket.input(ConnInput::Opened);
+    socket.input(ConnInput::Answer(&accepted_for(600_000)));
+    let answer_to = |id: &str| {
+        json!({"jsonrpc": "2.0", "id": id, "result": {"tokenExpiresInMs": 600_000}}).to_string()
+    };
+    // No refresh asked yet: nothing is its answer.
+    let unasked = answer_to("clienttools-token-1");
+    assert!(!socket.connection.is_token_answer(&unasked));
+    socket.wake();
+    let frame = first_frame(&socket.input(ConnInput::Token(Ok("jwt-2".into()))));
+    let id = frame["id"].as_str().unwrap().to_owned();
+    // An agent's answer to the page's elicitation that holds the id's text (as a value, as a
+    // member name), a request naming it, answers to other ids: MCP, for the page engine.
+    for frame in [
+        json!({"jsonrpc": "2.0", "id": "p-3", "result": {"content": {"note": id}}}).to_string(),
+        format!(
+            r#"{{"jsonrpc":"2.0","id":7,"result":{{"content":{{"{id}":"tokenExpiresInMs"}}}}}}"#
+        ),
+        json!({"jsonrpc": "2.0", "id": id, "method": "ping"}).to_string(),
+        answer_to(&format!("{id}0")),
+        answer_to(&format!("x{id}")),
+        answer_to("clienttools-token-0"),
+        format!("not a frame: {}", answer_to(&id)),
+    ] {
+        assert!(!socket.connection.is_token_answer(&frame), "{frame}");
+    }
+    assert!(socket.connection.is_token_answer(&answer_to(&id)));
 }
 
 #[test]
