@@ -111,6 +111,7 @@ async fn serve_page(bridge: Bridge, _slot: ConnectionSlot, socket: WebSocket) {
         cluster.serve(session.clone(), generation);
     }
     let mut writer = tokio::spawn(write(
+        session.clone(),
         sink,
         outgoing_rx,
         limits.ping_interval,
@@ -301,6 +302,7 @@ impl TokenRefresh {
                 tracing::info!(session = %self.session.id(), user = self.session.user().unwrap_or(""), "refreshed page token names another user: connection closed");
                 let why = "the refreshed page token names another user";
                 send_reply(
+                    &self.session,
                     &self.reply,
                     encode_error(Some(&id), &RpcError::new(connect::code::UNAUTHORIZED, why)),
                 );
@@ -317,7 +319,7 @@ impl TokenRefresh {
                 encode_error(Some(&id), &RpcError::new(connect::code::UNAUTHORIZED, why))
             }
         };
-        send_reply(&self.reply, answer);
+        send_reply(&self.session, &self.reply, answer);
     }
 }
 
@@ -380,6 +382,7 @@ fn truncate_reason(message: &str) -> String {
 /// Sends what the session queues, and a ping every `ping_interval`; a queued close ends it, and so
 /// does a page that takes `idle_timeout` to take what is queued (it is not reading).
 async fn write(
+    session: Arc<PageSession>,
     mut sink: Sink,
     mut outgoing: connection_queue::OutgoingReceiver,
     ping_interval: Duration,
@@ -404,7 +407,11 @@ async fn write(
             Ok(Ok(true)) => {}
             Ok(Ok(false)) | Ok(Err(_)) => return,
             Err(_) => {
-                tracing::info!("page connection closed: it has not read for {idle_timeout:?}");
+                tracing::info!(
+                    session = %session.id(),
+                    user = session.user().unwrap_or(""),
+                    "page connection closed: it has not read for {idle_timeout:?}"
+                );
                 return;
             }
         }
@@ -492,7 +499,7 @@ pub(crate) fn handle_frame(
         None => return None,
         Some(Err(error)) => {
             if let Some(answer) = error.to_frame() {
-                send_reply(reply, answer);
+                send_reply(session, reply, answer);
             }
             return None;
         }
@@ -524,11 +531,11 @@ pub(crate) fn handle_frame(
                 return None;
             }
             if let Some(error) = session.page_input(id.clone(), params) {
-                send_reply(reply, encode_error(Some(&id), &error));
+                send_reply(session, reply, encode_error(Some(&id), &error));
             }
         }
         Rpc::Request { id, method, .. } => {
-            send_reply(reply, protocol::answer_plain_request(&id, &method));
+            send_reply(session, reply, protocol::answer_plain_request(&id, &method));
         }
     }
     None
@@ -536,11 +543,16 @@ pub(crate) fn handle_frame(
 
 /// Answers the page, unless the answer would break its limits (a huge id or method name echoed
 /// back): the bridge never sends what the page would refuse.
-fn send_reply(reply: &OutgoingSender, frame: String) {
+fn send_reply(session: &PageSession, reply: &OutgoingSender, frame: String) {
     match protocol::check_outgoing(&frame) {
         Ok(()) => {
             let _ = reply.try_send(frame);
         }
-        Err(limit) => tracing::info!(%limit, "answer to the page not sent"),
+        Err(limit) => tracing::info!(
+            session = %session.id(),
+            user = session.user().unwrap_or(""),
+            %limit,
+            "answer to the page not sent"
+        ),
     }
 }

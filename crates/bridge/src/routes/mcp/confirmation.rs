@@ -59,6 +59,8 @@ impl McpAgent {
         let question = wanted.then(|| agent_confirmation::question(call)).flatten();
         if wanted && question.is_none() {
             tracing::info!(
+                session = %page.id(),
+                user = page.user().unwrap_or(""),
                 tool = call.name(),
                 "arguments too long to show whole at the agent: the page confirms this call"
             );
