@@ -9,8 +9,10 @@
 //! missing, gone or silent yields a text error result, never a failed request or a hang.
 //! Who may connect, and every bound, is in docs/security.md.
 //!
-//! The map: the layers a request crosses, from the routes down to the page. Each layer imports
-//! only the layers below it (and the settings at the bottom); no two files import each other.
+//! The map: the layers a request crosses, from the routes down to the page, then what every layer
+//! may read (tokens, bounds, ids). Each layer imports only the layers below it, and no two modules
+//! import each other in a circle, but `cluster/mod.rs` and the files it starts (`link`, `owner`,
+//! `rounds`, `tasks`, which work on its `Cluster`): tests/module_graph.rs checks both.
 //!
 //! 1. `routes/`: where agents and pages come in. `server` (the HTTP server around a [`Bridge`]),
 //!    `route_check` (the credential, `Host` and `Origin` checks in front of each route, with `auth`),
@@ -27,16 +29,17 @@
 //! 5. `sessions/`: page sessions. [`page_session`](sessions::page_session) (one page: its tools,
 //!    connection, calls and rounds), `table` (the node's sessions: ownership by secret, limits,
 //!    expiry, newest), `call_options` (the one way to call: [`PageSession::call_tool`]).
-//! 6. `calls/`: what a call carries and the rules it follows on its way: `prepared_call` (`_meta`,
+//! 6. [`config`]: the command-line flags as a struct, with the operator's policy and tools it
+//!    loaded (so above `calls`); the bridge, the cluster and the routes read it.
+//! 7. `calls/`: what a call carries and the rules it follows on its way: `prepared_call` (`_meta`,
 //!    timeout, confirmation, checked once), `policy/` (the operator's guardrails), `agent_tools`
 //!    (the operator's `--tools FILE` tools), `request_engine` (the rules of the requests waiting on
 //!    one page, sans-IO).
-//! 7. `page/`: the page's connection: `connection_queue` (the bounded queue of frames to it),
+//! 8. `page/`: the page's connection: `connection_queue` (the bounded queue of frames to it),
 //!    `relay_routes` (where its answers to relayed requests go back).
-//!
-//! Settings and helpers, used by every layer: [`config`] (the command-line flags as a struct),
-//! [`limits`] (every bound of the bridge, with its default, docs/security.md), [`tokens`] (signed
-//! page and agent tokens, SPEC §13) and `ids` (hex, random hex and unix milliseconds).
+//! 9. [`tokens`]: signed page and agent tokens (SPEC §13).
+//! 10. [`limits`] (every bound of the bridge, with its default, docs/security.md) and `ids` (hex,
+//!     random hex and unix milliseconds), which import nothing of the bridge.
 
 mod agent;
 mod bridge;
