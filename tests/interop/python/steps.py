@@ -6,6 +6,7 @@ Steps (a JSON array in --steps):
   {"list": true}                                   -> {"tools": [tools/list entries as the SDK read them]}
   {"call": NAME, "arguments"?: {...}, "meta"?: {...}, "progress"?: true}
                                                    -> {"isError", "text", "structured"} (input rounds driven by the SDK)
+                                                      (+ "meta": the result's _meta, when it has one)
                                                       (+ "progress": [{progress, total, message}] when asked)
   {"mrtr": NAME, "arguments"?: {...}}              -> drives the 2026-07-28 rounds by hand (see mrtr())
 With --answer, the client declares elicitation and answers every question so:
@@ -16,6 +17,8 @@ DIR/asked when asked, and answers only once DIR/answer exists (the test decides 
 With --observe, the client opts in to every log level (logging/setLevel on 2025-11-25, the
 per-request logLevel on 2026-07-28) and prints each log message its logging callback gets as
 {"logged": params}, and each question in full as {"asked": params}: everything the agent reads.
+It also declares sampling: each sampling/createMessage request is printed in full as
+{"asked": params} and answered with the text SAMPLED (model "interop-python-steps").
 The server is --url (Streamable HTTP), or --command with its --arg list (stdio: the client
 launches it).
 """
@@ -48,9 +51,15 @@ def text_of(r: types.CallToolResult) -> str:
     return "\n".join(c.text for c in r.content if isinstance(c, types.TextContent))
 
 
+SAMPLED = "a contact who pays by card"
+
+
 def outcome(r: Any) -> dict[str, Any]:
     if isinstance(r, types.CallToolResult):
-        return {"isError": bool(r.is_error), "text": text_of(r), "structured": r.structured_content}
+        out = {"isError": bool(r.is_error), "text": text_of(r), "structured": r.structured_content}
+        if r.meta is not None:
+            out["meta"] = r.model_dump(mode="json", by_alias=True, exclude_none=True).get("_meta")
+        return out
     return {"other": r.model_dump(mode="json", by_alias=True, exclude_none=True)}
 
 
@@ -123,9 +132,15 @@ async def main(a: argparse.Namespace) -> None:
             return answer_for(a.answer)
 
     logged = None
+    sampled = None
     if a.observe:
         async def logged(params: types.LoggingMessageNotificationParams) -> None:
             emit({"logged": params.model_dump(mode="json", by_alias=True, exclude_none=True)})
+
+        async def sampled(_ctx: Any, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+            emit({"asked": params.model_dump(mode="json", by_alias=True, exclude_none=True)})
+            return types.CreateMessageResult(role="assistant", content=types.TextContent(type="text", text=SAMPLED),
+                                             model="interop-python-steps", stop_reason="endTurn")
 
     async with AsyncExitStack() as stack:
         if a.command:
@@ -140,6 +155,7 @@ async def main(a: argparse.Namespace) -> None:
             server,
             mode=mode,
             elicitation_callback=callback,
+            sampling_callback=sampled,
             logging_callback=logged,
             log_level="debug" if a.observe else None,
             read_timeout_seconds=60,

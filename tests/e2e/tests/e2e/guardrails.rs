@@ -5,11 +5,13 @@
 //! personal data in the page's result reaches no agent, in the text or the structured content.
 //! Limit: one window per page session and tool, whatever the route or the node. Confirm: the page's
 //! dialog asks, though the tool itself opts out of confirmation. Redact covers everything an agent
-//! reads from a call, not only its result: the page's log messages, its progress message, its
-//! question to the agent and a task's status, each collected as an agent gets it — by the official
-//! MCP Python SDK's logging, progress and elicitation callbacks on `/mcp` (both revisions), on
-//! `--stdio` and through the node of a cluster that does not hold the page; by a plain HTTP client
-//! on `/api`, its rounds and its tasks.
+//! reads from a call, not only its result: the page's log messages (keys of nested objects too),
+//! its progress message, its question to the agent, its sampling request (system prompt, messages,
+//! metadata), the `_meta` it set on its result (keys too) and a task's status, round and result,
+//! each collected as an agent gets it — by the official MCP Python SDK's logging, progress,
+//! elicitation and sampling callbacks on `/mcp` and `--stdio` (both revisions each) and through the
+//! node of a cluster that does not hold the page; by a plain HTTP client on `/api` (its rounds and
+//! its tasks) and for tasks on `/mcp` (both revisions: `tasks/get`, `tasks/update`).
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -45,7 +47,7 @@ redact = ["email", "card"]
 
 [[rule]]
 id = "mask-chatter"
-tools = ["chatty"]
+tools = ["chatty", "summarize"]
 action = "redact"
 redact = ["email", "card"]
 
@@ -231,12 +233,11 @@ async fn mcp_post(
         .bearer_auth(AGENT_TOKEN)
         .json(body);
     if revision == "2026-07-28" {
+        let params = &body["params"];
+        let name = params.get("name").or_else(|| params.get("taskId"));
         request = request
             .header("mcp-method", body["method"].as_str().unwrap_or_default())
-            .header(
-                "mcp-name",
-                body["params"]["name"].as_str().unwrap_or_default(),
-            );
+            .header("mcp-name", name.and_then(Value::as_str).unwrap_or_default());
     }
     if let Some(id) = mcp_session {
         request = request.header("mcp-session-id", id);
@@ -589,9 +590,12 @@ async fn the_policy_holds_on_stdio() {
     tab.close().await;
 }
 
-/// What `chatty` (www/guardrails.html) puts in everything it sends: none of it may reach an agent.
+/// What `chatty` and `summarize` (www/guardrails.html) put in everything they send: none of it may
+/// reach an agent.
 const PERSONAL: [&str; 3] = ["dee@example.com", "4111 1111 1111 1111", "4111111111111111"];
 const TASKS: &str = "io.modelcontextprotocol/tasks";
+/// What the Python client's model answers a sampling request (steps.py `SAMPLED`).
+const SAMPLED: &str = "a contact who pays by card";
 
 /// Every string inside `value` (object keys too), one a line.
 fn strings(value: &Value) -> String {
@@ -614,14 +618,63 @@ fn assert_nothing_personal(what: &str, received: &Value) {
     }
 }
 
-/// One call of `chatty` with a question, through the official MCP Python SDK against `server`,
-/// its logging, progress and elicitation callbacks noting everything the agent reads.
+/// One call of `chatty` with a question, then one of `summarize` (a sampling request), through
+/// the official MCP Python SDK against `server`, its logging, progress, elicitation and sampling
+/// callbacks noting everything the agent reads.
 async fn chatty_through_python(server: Server<'_>, revision: &str) -> Vec<Value> {
-    let steps = json!([{"call": "chatty", "arguments": {"ask": true}, "progress": true}]);
+    let steps = json!([
+        {"call": "chatty", "arguments": {"ask": true}, "progress": true},
+        {"call": "summarize"},
+    ]);
     python_steps::run_observing(server, revision, Some("accept"), &steps).await
 }
 
-/// The agent got the page's log messages, progress message, question and result, each redacted.
+/// The `_meta` of `chatty`'s result as the agent got it: the page's e-mail address replaced in a
+/// value and in two keys (one nested), its card number in a value; the rule named.
+fn assert_result_meta_redacted(what: &str, meta: &Value) {
+    assert_eq!(
+        meta["guardrails/contact"],
+        json!({"[redacted]": "card [redacted]"}),
+        "{what}: {meta}"
+    );
+    assert_eq!(meta["guardrails/[redacted]"], true, "{what}: {meta}");
+    assert_eq!(
+        meta["clienttools/policy"],
+        json!([{"rule": "mask-chatter", "action": "redact"}]),
+        "{what}: {meta}"
+    );
+}
+
+/// The params of `summarize`'s `sampling/createMessage` as the agent got them: the system prompt,
+/// every message (single block and array content) and the metadata (a key too), redacted.
+fn assert_sampling_redacted(what: &str, params: &Value) {
+    assert_eq!(
+        params["systemPrompt"], "You summarize the contact [redacted]",
+        "{what}: {params}"
+    );
+    let messages = &params["messages"];
+    assert_eq!(
+        messages[0]["content"]["text"], "Who pays with the card [redacted]?",
+        "{what}: {params}"
+    );
+    assert_eq!(
+        messages[1]["content"]["text"], "The owner of [redacted].",
+        "{what}: {params}"
+    );
+    assert_eq!(
+        messages[2]["content"][0]["text"], "Summarize [redacted] in a line.",
+        "{what}: {params}"
+    );
+    assert_eq!(
+        params["metadata"],
+        json!({"contact": {"[redacted]": "[redacted]"}}),
+        "{what}: {params}"
+    );
+    assert_eq!(params["maxTokens"], 50, "{what}: {params}");
+}
+
+/// The agent got the page's log messages, progress message, question, sampling request and
+/// results, each redacted.
 fn assert_chatty_redacted(what: &str, lines: &[Value]) {
     let all = Value::Array(lines.to_vec());
     assert_nothing_personal(what, &all);
@@ -641,6 +694,14 @@ fn assert_chatty_redacted(what: &str, lines: &[Value]) {
         info["data"]["found"][0]["card"], "[redacted]",
         "{what}: {all}"
     );
+    // An address as a key of a nested object, and in the logger's name.
+    let notice = logged("notice");
+    assert_eq!(
+        notice["data"],
+        json!({"seen": {"[redacted]": {"cards": ["[redacted]"]}}}),
+        "{what}: {all}"
+    );
+    assert_eq!(notice["logger"], "contacts of [redacted]", "{what}: {all}");
     assert_eq!(
         logged("warning")["data"],
         "done with [redacted]",
@@ -648,24 +709,33 @@ fn assert_chatty_redacted(what: &str, lines: &[Value]) {
     );
     let elicited: Vec<&Value> = lines.iter().filter_map(|l| l.get("elicited")).collect();
     assert_eq!(elicited, [&json!("Is [redacted] yours?")], "{what}: {all}");
-    let asked = lines
-        .iter()
-        .find_map(|l| l.get("asked"))
-        .unwrap_or_else(|| panic!("{what}: the question reaches the agent: {all}"));
+    let asked = |field: &str| {
+        lines
+            .iter()
+            .filter_map(|l| l.get("asked"))
+            .find(|params| params.get(field).is_some())
+            .unwrap_or_else(|| panic!("{what}: a request with {field} reaches the agent: {all}"))
+    };
     assert_eq!(
-        asked["requestedSchema"]["properties"]["approve"]["description"], "card [redacted]",
+        asked("requestedSchema")["requestedSchema"]["properties"]["approve"]["description"],
+        "card [redacted]",
         "{what}: {all}"
     );
-    let outcome = lines
+    assert_sampling_redacted(what, asked("messages"));
+    let outcomes: Vec<&Value> = lines
         .iter()
-        .find(|l| l.get("isError").is_some())
-        .unwrap_or_else(|| panic!("{what}: the call ends: {all}"));
+        .filter(|l| l.get("isError").is_some())
+        .collect();
+    let [outcome, summarized] = outcomes[..] else {
+        panic!("{what}: both calls end: {all}");
+    };
     assert_eq!(outcome["isError"], false, "{what}: {all}");
     assert_eq!(
         outcome["structured"]["contact"], "[redacted]",
         "{what}: {all}"
     );
     assert_eq!(outcome["structured"]["answered"], "accept", "{what}: {all}");
+    assert_result_meta_redacted(what, &outcome["meta"]);
     let messages: Vec<&Value> = outcome["progress"]
         .as_array()
         .map(|reports| reports.iter().map(|r| &r["message"]).collect())
@@ -673,6 +743,12 @@ fn assert_chatty_redacted(what: &str, lines: &[Value]) {
     assert!(
         messages.contains(&&json!("card [redacted] found for [redacted]")),
         "{what}: the progress message reaches the agent: {all}"
+    );
+    // The agent's model answered the redacted request; the page got the answer.
+    assert_eq!(summarized["isError"], false, "{what}: {all}");
+    assert_eq!(
+        summarized["structured"]["summary"], SAMPLED,
+        "{what}: {all}"
     );
 }
 
@@ -712,6 +788,78 @@ async fn task_until(base_url: &str, session: &str, task: &str, status: &str) -> 
             "task {task} not {status} in 30 s: {read:?}"
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// An agent on `/mcp` that declares elicitation and the tasks extension: on 2025-11-25 in its
+/// MCP session's `initialize`, on 2026-07-28 in each request's `_meta`.
+struct TaskAgent {
+    url: String,
+    revision: &'static str,
+    mcp_session: Option<String>,
+}
+
+impl TaskAgent {
+    async fn start(url: &str, revision: &'static str) -> TaskAgent {
+        let mcp_session = if revision == "2025-11-25" {
+            let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                "protocolVersion": revision,
+                "capabilities": {"elicitation": {}, "extensions": {TASKS: {}}},
+                "clientInfo": {"name": "guardrails-e2e", "version": "1"}}});
+            let (id, answer) = mcp_post(url, revision, None, &init).await;
+            assert!(answer.get("result").is_some(), "initialize: {answer}");
+            let id = id.expect("an MCP session id");
+            let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+            mcp_post(url, revision, Some(&id), &initialized).await;
+            Some(id)
+        } else {
+            None
+        };
+        TaskAgent {
+            url: url.to_owned(),
+            revision,
+            mcp_session,
+        }
+    }
+
+    /// One request: its JSON-RPC result (an error fails the test).
+    async fn request(&self, method: &str, mut params: Value) -> Value {
+        if self.revision == "2026-07-28" {
+            params["_meta"] = json!({
+                "io.modelcontextprotocol/protocolVersion": self.revision,
+                "io.modelcontextprotocol/clientCapabilities":
+                    {"elicitation": {}, "extensions": {TASKS: {}}},
+            });
+        }
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+        let session = self.mcp_session.as_deref();
+        let (_, answer) = mcp_post(&self.url, self.revision, session, &body).await;
+        assert!(
+            answer.get("result").is_some(),
+            "{method} on {}: {answer}",
+            self.revision
+        );
+        answer["result"].clone()
+    }
+
+    /// `tasks/get` until the task's status is `status` (30 s at most): every answer read.
+    async fn task_until(&self, task: &str, status: &str) -> Vec<Value> {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let mut read = Vec::new();
+        loop {
+            let got = self.request("tasks/get", json!({"taskId": task})).await;
+            let done = got["status"] == status;
+            read.push(got);
+            if done {
+                return read;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "task {task} not {status} in 30 s on {}: {read:?}",
+                self.revision
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
     }
 }
 
@@ -776,7 +924,24 @@ async fn redact_covers_log_progress_rounds_and_tasks_on_mcp_and_api() {
     let done = api(base, &session, "call", Some(retry)).await;
     assert_eq!(done["structuredContent"]["contact"], "[redacted]", "{done}");
     assert_eq!(done["structuredContent"]["answered"], "accept", "{done}");
+    assert_result_meta_redacted("/api", &done["_meta"]);
     assert_nothing_personal("/api", &json!([asked, done]));
+
+    // /api, a sampling round: its caller gets the request redacted; the page gets the answer.
+    let capabilities = json!({"sampling": {}});
+    let first = json!({"name": "summarize", "arguments": {}, "capabilities": capabilities});
+    let asked = api(base, &session, "call", Some(first)).await;
+    assert_eq!(asked["resultType"], "input_required", "{asked}");
+    let (key, request) = only_request(&asked);
+    assert_eq!(request["method"], "sampling/createMessage", "{asked}");
+    assert_sampling_redacted("/api", &request["params"]);
+    let answer = json!({key: {"role": "assistant", "model": "guardrails-e2e",
+        "content": {"type": "text", "text": SAMPLED}}});
+    let retry = json!({"name": "summarize", "arguments": {}, "capabilities": capabilities,
+        "requestState": asked["requestState"], "inputResponses": answer});
+    let done = api(base, &session, "call", Some(retry)).await;
+    assert_eq!(done["structuredContent"]["summary"], SAMPLED, "{done}");
+    assert_nothing_personal("/api, sampling", &json!([asked, done]));
 
     // A task (an /api caller declaring the extension): its status message is the page's progress
     // message, its round waits in it, its result ends it.
@@ -808,11 +973,52 @@ async fn redact_covers_log_progress_rounds_and_tasks_on_mcp_and_api() {
     let result = &completed["result"]["structuredContent"];
     assert_eq!(result["contact"], "[redacted]", "{completed}");
     assert_eq!(result["answered"], "accept", "{completed}");
+    assert_result_meta_redacted("a task", &completed["result"]["_meta"]);
     assert_nothing_personal("a task", &json!([created, read]));
+
+    // A task on /mcp (both revisions), read with tasks/get: its status message, the round it
+    // waits on and, once answered with tasks/update, its result.
+    for revision in ["2025-11-25", "2026-07-28"] {
+        let what = format!("a task on /mcp {revision}");
+        let agent = TaskAgent::start(&url, revision).await;
+        let call = json!({"name": "chatty", "arguments": {"ask": true, "waitMs": 700}});
+        let created = agent.request("tools/call", call).await;
+        assert_eq!(created["resultType"], "task", "{what}: {created}");
+        let task = created["taskId"].as_str().unwrap().to_owned();
+        let mut read = agent.task_until(&task, "input_required").await;
+        let waiting = read.last().unwrap().clone();
+        assert_eq!(
+            waiting["statusMessage"], "card [redacted] found for [redacted]",
+            "{what}: {waiting}"
+        );
+        let (key, request) = only_request(&waiting);
+        assert_question_redacted(&what, &request);
+        let answer = json!({key: {"action": "accept", "content": {"approve": true}}});
+        let update = json!({"taskId": task, "inputResponses": answer});
+        agent.request("tasks/update", update).await;
+        read.extend(agent.task_until(&task, "completed").await);
+        let completed = read.last().unwrap();
+        let result = &completed["result"];
+        assert_eq!(result["isError"], false, "{what}: {completed}");
+        assert_eq!(
+            result["structuredContent"]["contact"], "[redacted]",
+            "{what}: {completed}"
+        );
+        assert_eq!(
+            result["structuredContent"]["answered"], "accept",
+            "{what}: {completed}"
+        );
+        assert!(
+            text(result).contains(r#""contact":"[redacted]""#),
+            "{what}: {completed}"
+        );
+        assert_result_meta_redacted(&what, &result["_meta"]);
+        assert_nothing_personal(&what, &json!([created, read]));
+    }
 
     assert_eq!(
         runs(base, &session).await,
-        json!({"chatty": 4}),
+        json!({"chatty": 6, "summarize": 3}),
         "every call ran once (a round is not a call)"
     );
     tab.close().await;
@@ -821,31 +1027,34 @@ async fn redact_covers_log_progress_rounds_and_tasks_on_mcp_and_api() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redact_covers_log_progress_and_rounds_on_stdio() {
     // The Python client launches the bridge (`--stdio`, with the policy); the page, served by
-    // another bridge process, connects to the launched one's /ws.
+    // another bridge process, connects to the launched one's /ws. One launch per revision, each
+    // on its own port with its own tab.
     let web = BridgeProcess::start(&[]).await;
-    let port = free_port();
-    let mut tab = Tab::open(&format!(
-        "{}/guardrails.html?endpoint=ws://127.0.0.1:{port}/ws",
-        web.base_url
-    ));
     let policy = PolicyFile::new();
     let binary = std::env::var_os("CLIENT_TOOLS_BRIDGE_BIN")
         .map(PathBuf::from)
         .expect("CLIENT_TOOLS_BRIDGE_BIN is not set: run these through `cargo xtask test`");
-    let args: Vec<String> = vec![
-        "--stdio".into(),
-        format!("--listen=127.0.0.1:{port}"),
-        format!("--www={}", e2e_dir().join("www").display()),
-        format!("--pkg={}", pkg_dir().display()),
-        format!("--policy={}", policy.arg()),
-    ];
-    let server = Server::Stdio {
-        command: &binary,
-        args: &args,
-    };
-    let lines = chatty_through_python(server, "2025-11-25").await;
-    assert_chatty_redacted("stdio", &lines);
-    tab.close().await;
+    for revision in ["2025-11-25", "2026-07-28"] {
+        let port = free_port();
+        let mut tab = Tab::open(&format!(
+            "{}/guardrails.html?endpoint=ws://127.0.0.1:{port}/ws",
+            web.base_url
+        ));
+        let args: Vec<String> = vec![
+            "--stdio".into(),
+            format!("--listen=127.0.0.1:{port}"),
+            format!("--www={}", e2e_dir().join("www").display()),
+            format!("--pkg={}", pkg_dir().display()),
+            format!("--policy={}", policy.arg()),
+        ];
+        let server = Server::Stdio {
+            command: &binary,
+            args: &args,
+        };
+        let lines = chatty_through_python(server, revision).await;
+        assert_chatty_redacted(&format!("stdio {revision}"), &lines);
+        tab.close().await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
