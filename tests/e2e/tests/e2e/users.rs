@@ -1,11 +1,12 @@
 //! Whose page it is (SPEC §13): signed page and agent tokens, users and their tabs. Pages are raw
 //! WebSocket clients here (every frame and close code visible: `raw_page`); agents are the official
-//! MCP Python SDK (`python_steps`) and plain HTTP. The tokens are minted as a site's backend
-//! would, with a JOSE library (`jsonwebtoken`), from a key set written to a file the bridge loads
-//! with `--token-keys` (`BridgeConfig::token_keys`).
+//! MCP Python SDK (`python_steps`), plain HTTP (MCP by hand where the test must see each message:
+//! tasks, the streams `list_changed` travels on) and the real bridge binary's `--stdio` session.
+//! The tokens are minted as a site's backend would, with a JOSE library (`jsonwebtoken`), from a
+//! key set written to a file the bridge loads with `--token-keys` (`BridgeConfig::token_keys`).
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use client_tools_bridge::tokens::TokenKeys;
@@ -13,9 +14,11 @@ use client_tools_bridge::BridgeConfig;
 use client_tools_core::connect::ConnectParams;
 use client_tools_e2e::raw_page::{ConnectOutcome, RawPage};
 use client_tools_e2e::{eventually, python_steps, BridgeOnly};
+use futures_util::StreamExt;
 use jsonwebtoken::{encode, EncodingKey, Header};
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
+use tokio_tungstenite::tungstenite::Message;
 
 const OPERATOR: &str = "operator-token";
 const KID: &str = "site-hs256";
@@ -127,30 +130,10 @@ struct Tabs {
 /// Alice's two tabs (the board in front, the cart behind) and Bob's one; once all three listed
 /// their tools and reported their activity.
 async fn alice_and_bob(bridge: &BridgeOnly) -> Tabs {
-    let board = tool("read_board", "The board");
-    let note = tool("note", "Adds a note");
-    let (alice_board, s1) = tab(
-        &bridge.ws_url,
-        "alice",
-        "alice-board",
-        json!([board, note]),
-        true,
-    )
-    .await;
-    let cart = tool("read_cart", "The cart");
-    let (alice_cart, s2) = tab(
-        &bridge.ws_url,
-        "alice",
-        "alice-cart",
-        json!([cart, note]),
-        false,
-    )
-    .await;
-    let secret = tool("bobs_secret", "Bob's own");
-    let (bob, s3) = tab(&bridge.ws_url, "bob", "bob", json!([secret]), true).await;
+    let tabs = open_alice_and_bob(&bridge.ws_url).await;
     // Listed, and the tabs in front seen in front (a report of "behind" changes nothing).
     eventually("three tabs listed", || {
-        [(&alice_board, true), (&alice_cart, false), (&bob, true)]
+        [(&tabs.board, true), (&tabs.cart, false), (&tabs.bob, true)]
             .iter()
             .all(|(id, in_front)| {
                 bridge
@@ -160,6 +143,19 @@ async fn alice_and_bob(bridge: &BridgeOnly) -> Tabs {
             })
     })
     .await;
+    tabs
+}
+
+/// [`alice_and_bob`]'s tabs on the bridge at `ws_url`, not waiting for the bridge to have taken
+/// them in (a bridge in another process is asked by its own routes).
+async fn open_alice_and_bob(ws_url: &str) -> Tabs {
+    let board = tool("read_board", "The board");
+    let note = tool("note", "Adds a note");
+    let (alice_board, s1) = tab(ws_url, "alice", "alice-board", json!([board, note]), true).await;
+    let cart = tool("read_cart", "The cart");
+    let (alice_cart, s2) = tab(ws_url, "alice", "alice-cart", json!([cart, note]), false).await;
+    let secret = tool("bobs_secret", "Bob's own");
+    let (bob, s3) = tab(ws_url, "bob", "bob", json!([secret]), true).await;
     Tabs {
         board: alice_board,
         cart: alice_cart,
@@ -283,7 +279,12 @@ async fn the_tab_in_front_takes_the_call_and_switching_tabs_moves_it() {
 
 /// `GET` or `POST` of `path` with `token`: the status and the JSON body (or `Null`).
 async fn http(bridge: &BridgeOnly, path: &str, token: &str, body: Option<Value>) -> (u16, Value) {
-    let url = format!("{}{path}", bridge.base_url);
+    http_at(&bridge.base_url, path, token, body).await
+}
+
+/// [`http`] to the bridge at `base_url`.
+async fn http_at(base_url: &str, path: &str, token: &str, body: Option<Value>) -> (u16, Value) {
+    let url = format!("{base_url}{path}");
     let client = reqwest::Client::new();
     let request = match body {
         Some(body) => client.post(url).json(&body),
@@ -303,7 +304,7 @@ async fn a_scoped_agent_meets_another_users_sessions_as_unknown_on_every_route()
     let bridge = bridge().await;
     let Tabs { bob, .. } = alice_and_bob(&bridge).await;
     let alice = mint("agent", "alice", 600);
-    // /api: the list, a call by id, a task of Bob's session.
+    // /api: the list, a call by id (a task of Bob's: the test after this one).
     let (status, listed) = http(&bridge, "/api/sessions", &alice, None).await;
     assert_eq!(status, 200);
     assert!(listed
@@ -341,14 +342,6 @@ async fn a_scoped_agent_meets_another_users_sessions_as_unknown_on_every_route()
         .unwrap()
         .replace(&"f".repeat(32), &bob);
     assert_eq!(answer["content"][0]["text"], never);
-    let (status, task) = http(
-        &bridge,
-        &format!("/api/sessions/{bob}/tasks/x"),
-        &alice,
-        None,
-    )
-    .await;
-    assert_eq!(status, 400, "{task}");
     // A user's routes for Bob: an empty list, no tab.
     let (_, bobs) = http(&bridge, "/api/users/bob/sessions", &alice, None).await;
     assert_eq!(bobs, json!([]));
@@ -384,6 +377,118 @@ async fn a_scoped_agent_meets_another_users_sessions_as_unknown_on_every_route()
     )
     .await;
     assert_eq!(answer["content"][0]["text"], "bob: bobs_secret", "{answer}");
+}
+
+const TASKS: &str = "io.modelcontextprotocol/tasks";
+
+/// One stateless MCP request (revision 2026-07-28) to `/mcp{query}` with `token`, the agent
+/// declaring the tasks extension: the JSON-RPC answer.
+async fn mcp_2026(base_url: &str, query: &str, token: &str, method: &str, params: Value) -> Value {
+    let mut params = params;
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"extensions": {TASKS: {}}},
+    });
+    let name = params.get("name").or_else(|| params.get("taskId"));
+    let name = name.and_then(Value::as_str).map(str::to_owned);
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    let mut request = reqwest::Client::new()
+        .post(format!("{base_url}/mcp{query}"))
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", method)
+        .bearer_auth(token)
+        .json(&body);
+    if let Some(name) = name {
+        request = request.header("mcp-name", name);
+    }
+    let text = request.send().await.unwrap().text().await.unwrap();
+    text.lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .chain(std::iter::once(text.as_str()))
+        .filter_map(|data| serde_json::from_str::<Value>(data.trim()).ok())
+        .find(|message| message.get("id").is_some())
+        .unwrap_or_else(|| panic!("no answer to {method} in {text}"))
+}
+
+/// Bob's real task — his tab holds the call, so it stays `working` — is unknown to Alice's agent
+/// by its id, in exactly the words of an id that never existed (nothing says it exists), over
+/// `/api` and over MCP `tasks/get` (naming Bob's session, and over her own tabs); the operator
+/// still reads it afterwards, by the same routes.
+#[tokio::test]
+async fn a_scoped_agent_meets_another_users_task_as_one_that_never_existed() {
+    let bridge = bridge().await;
+    let _tabs = alice_and_bob(&bridge).await;
+    let long_job = json!({"name": "long_job", "description": "Takes a while",
+        "inputSchema": {"type": "object"}, "execution": {"taskSupport": "optional"}});
+    let bobs = LiveTab::open(
+        &bridge.ws_url,
+        "bob",
+        "bob-jobs",
+        json!([long_job]),
+        &["long_job"],
+    )
+    .await;
+    let bob = bobs.id.clone();
+    eventually("bob's jobs tab listed", || {
+        (bridge.bridge.session(&bob)).is_some_and(|s| s.has_listed_tools())
+    })
+    .await;
+    let call = json!({"name": "long_job", "capabilities": {"extensions": {TASKS: {}}}});
+    let (status, created) = http(
+        &bridge,
+        &format!("/api/sessions/{bob}/call"),
+        OPERATOR,
+        Some(call),
+    )
+    .await;
+    assert_eq!(status, 200, "{created}");
+    assert_eq!(created["resultType"], "task", "{created}");
+    let task = created["taskId"].as_str().unwrap().to_owned();
+    eventually("the task's call reached bob's tab", || {
+        bobs.calls().len() == 1
+    })
+    .await;
+    // An id of the same shape that no task ever had.
+    let never: String = task.chars().rev().collect();
+    assert_ne!(never, task);
+    let alice = mint("agent", "alice", 600);
+
+    // /api: the same status and body, but for the id each names.
+    let api = |id: &str| format!("/api/sessions/{bob}/tasks/{id}");
+    let (status, refused) = http(&bridge, &api(&task), &alice, None).await;
+    let (never_status, never_refused) = http(&bridge, &api(&never), &alice, None).await;
+    assert_eq!(status, 400, "{refused}");
+    assert_eq!(status, never_status);
+    let as_if_never = refused.to_string().replace(&task, &never);
+    assert_eq!(as_if_never, never_refused.to_string());
+    assert!(!refused.to_string().contains("working"), "{refused}");
+
+    // MCP tasks/get, naming Bob's session and over her own tabs: the same error.
+    for query in [format!("?session={bob}"), String::new()] {
+        let get = |id: &str| json!({"taskId": id});
+        let refused = mcp_2026(&bridge.base_url, &query, &alice, "tasks/get", get(&task)).await;
+        let never_refused =
+            mcp_2026(&bridge.base_url, &query, &alice, "tasks/get", get(&never)).await;
+        assert!(refused.get("result").is_none(), "/mcp{query}: {refused}");
+        assert_eq!(refused["error"]["code"], -32602, "/mcp{query}: {refused}");
+        let as_if_never = refused["error"].to_string().replace(&task, &never);
+        assert_eq!(
+            as_if_never,
+            never_refused["error"].to_string(),
+            "/mcp{query}"
+        );
+    }
+
+    // The operator still reads it, working, by both routes: nothing above touched it.
+    let (status, working) = http(&bridge, &api(&task), OPERATOR, None).await;
+    assert_eq!(status, 200, "{working}");
+    assert_eq!(working["status"], "working", "{working}");
+    let query = format!("?session={bob}");
+    let got = json!({"taskId": task});
+    let working = mcp_2026(&bridge.base_url, &query, OPERATOR, "tasks/get", got).await;
+    assert_eq!(working["result"]["status"], "working", "{working}");
+    assert_eq!(bobs.calls().len(), 1, "the call ran once");
 }
 
 #[tokio::test]
@@ -819,4 +924,486 @@ async fn a_round_of_another_users_tab_cannot_be_answered_with_its_request_state(
         resumed["content"][0]["text"], "asked: \"mallory\"",
         "{resumed}"
     );
+}
+
+/// What a test makes a [`LiveTab`] do.
+enum TabAction {
+    /// Send this frame to the bridge.
+    Send(Value),
+    /// Offer these tools from now on: the tab says its list changed and answers the bridge's
+    /// `tools/list` with them.
+    ChangeTools(Value),
+    /// Close the socket, as a closing tab does, leaving its held calls unanswered.
+    Close,
+}
+
+/// A tab of a user that keeps every frame the bridge sent it (so a test counts what reached it,
+/// not only what it asked for), answers each call with `"<label>: <tool>"` — except calls of the
+/// tools it holds, never answered (a long job; a call the tab closes on) — and does what the test
+/// tells it ([`TabAction`]).
+struct LiveTab {
+    id: String,
+    received: Arc<Mutex<Vec<Value>>>,
+    actions: mpsc::Sender<TabAction>,
+}
+
+impl LiveTab {
+    async fn open(ws_url: &str, user: &str, label: &str, tools: Value, holds: &[&str]) -> LiveTab {
+        let mut page = RawPage::connect_with_tools(ws_url, &page_params(user), tools.clone()).await;
+        let id = page.id().to_owned();
+        let received = Arc::new(Mutex::new(Vec::new()));
+        let (actions, mut to_do) = mpsc::channel::<TabAction>(8);
+        let (label, holds) = (label.to_owned(), holds.iter().map(|h| h.to_string()));
+        let holds: Vec<String> = holds.collect();
+        let kept = received.clone();
+        tokio::spawn(async move {
+            let mut tools = tools;
+            loop {
+                let message = tokio::select! {
+                    message = page.socket.next() => message,
+                    Some(action) = to_do.recv() => {
+                        match action {
+                            TabAction::Send(frame) => page.send_json(&frame).await,
+                            TabAction::ChangeTools(now) => {
+                                tools = now;
+                                let changed = json!({"jsonrpc": "2.0",
+                                    "method": "notifications/tools/list_changed"});
+                                page.send_json(&changed).await;
+                            }
+                            TabAction::Close => {
+                                let _ = page.socket.close(None).await;
+                                return;
+                            }
+                        }
+                        continue;
+                    }
+                };
+                let frame: Value = match message {
+                    Some(Ok(Message::Text(text))) => match serde_json::from_str(text.as_str()) {
+                        Ok(frame) => frame,
+                        Err(_) => continue,
+                    },
+                    Some(Ok(_)) => continue,
+                    Some(Err(_)) | None => return,
+                };
+                kept.lock().unwrap().push(frame.clone());
+                match frame["method"].as_str() {
+                    Some("tools/list") => page.reply(&frame, json!({"tools": tools})).await,
+                    Some("ping") => page.reply(&frame, json!({})).await,
+                    Some("tools/call") => {
+                        let name = frame["params"]["name"].as_str().unwrap_or_default();
+                        if !holds.iter().any(|held| held == name) {
+                            let text = format!("{label}: {name}");
+                            let result = json!({"content": [{"type": "text", "text": text}]});
+                            page.reply(&frame, result).await;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        });
+        LiveTab {
+            id,
+            received,
+            actions,
+        }
+    }
+
+    /// Every `tools/call` that reached this tab, whoever made it.
+    fn calls(&self) -> Vec<Value> {
+        let received = self.received.lock().unwrap();
+        let calls = received.iter().filter(|f| f["method"] == "tools/call");
+        calls.cloned().collect()
+    }
+
+    async fn act(&self, action: TabAction) {
+        self.actions.send(action).await.expect("the tab is open");
+    }
+}
+
+/// Every JSON-RPC message of an SSE response, kept as it arrives until the stream ends (what an
+/// MCP agent hears unasked).
+struct Heard(Arc<Mutex<Vec<Value>>>);
+
+impl Heard {
+    fn keep(mut response: reqwest::Response) -> Heard {
+        let heard = Arc::new(Mutex::new(Vec::new()));
+        let into = heard.clone();
+        tokio::spawn(async move {
+            let mut pending: Vec<u8> = Vec::new();
+            while let Ok(Some(chunk)) = response.chunk().await {
+                pending.extend_from_slice(&chunk);
+                // An SSE event ends with a blank line; its `data:` lines are the message.
+                while let Some(end) = pending.windows(2).position(|w| w == b"\n\n") {
+                    let event: Vec<u8> = pending.drain(..end + 2).collect();
+                    let event = String::from_utf8_lossy(&event);
+                    for data in event.lines().filter_map(|l| l.strip_prefix("data:")) {
+                        if let Ok(message) = serde_json::from_str(data.trim()) {
+                            into.lock().unwrap().push(message);
+                        }
+                    }
+                }
+            }
+        });
+        Heard(heard)
+    }
+
+    fn count(&self, method: &str) -> usize {
+        let heard = self.0.lock().unwrap();
+        heard.iter().filter(|m| m["method"] == method).count()
+    }
+
+    fn list_changes(&self) -> usize {
+        self.count("notifications/tools/list_changed")
+    }
+}
+
+/// An MCP session (revision 2025-11-25) at `url` with `token`, initialized, and its GET stream,
+/// open when this returns: what the bridge announces from then on.
+async fn listen_2025(url: &str, token: &str) -> Heard {
+    let client = reqwest::Client::new();
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "users-e2e", "version": "1"}}});
+    let response = (client.post(url))
+        .header("accept", "application/json, text/event-stream")
+        .bearer_auth(token)
+        .json(&initialize)
+        .send()
+        .await
+        .unwrap();
+    let session = response.headers()["mcp-session-id"].to_str().unwrap();
+    let session = session.to_owned();
+    let answer = response.text().await.unwrap();
+    assert!(answer.contains("\"result\""), "{answer}");
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let response = (client.post(url))
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-session-id", &session)
+        .header("mcp-protocol-version", "2025-11-25")
+        .bearer_auth(token)
+        .json(&initialized)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status().as_u16(), 202);
+    let stream = (client.get(url))
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &session)
+        .header("mcp-protocol-version", "2025-11-25")
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stream.status().as_u16(), 200);
+    Heard::keep(stream)
+}
+
+/// A `subscriptions/listen` stream (revision 2026-07-28) at `url` with `token`, asking for
+/// `tools/list_changed`; acknowledged when this returns.
+async fn listen_2026(url: &str, token: &str) -> Heard {
+    let listen = json!({"jsonrpc": "2.0", "id": "listen-1", "method": "subscriptions/listen",
+        "params": {"notifications": {"toolsListChanged": true}, "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {}}}});
+    let stream = reqwest::Client::new()
+        .post(url)
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "subscriptions/listen")
+        .bearer_auth(token)
+        .json(&listen)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stream.status().as_u16(), 200);
+    let heard = Heard::keep(stream);
+    eventually("the subscription acknowledged", || {
+        heard.count("notifications/subscriptions/acknowledged") == 1
+    })
+    .await;
+    heard
+}
+
+/// An agent over Alice's tabs (`/mcp?user=alice`, the operator) hears `list_changed` once for each
+/// change of her tabs' union — a tab opens, changes its tools, closes — on both revisions' streams,
+/// and never for Bob's tab doing the same in between. Each of Bob's changes is in the bridge before
+/// Alice's next one starts, and each stream carries the bridge's announcements in order, so one of
+/// Bob's would arrive before the one the test waits for and make the count one too many.
+#[tokio::test]
+async fn an_agent_over_a_users_tabs_hears_list_changed_for_her_tabs_and_not_for_another_users() {
+    let bridge = bridge().await;
+    let _tabs = alice_and_bob(&bridge).await;
+    let url = format!("{}/mcp?user=alice", bridge.base_url);
+    let streams = [
+        ("2025-11-25", listen_2025(&url, OPERATOR).await),
+        ("2026-07-28", listen_2026(&url, OPERATOR).await),
+    ];
+    let heard_exactly = |n: usize, what: &'static str| {
+        let streams = &streams;
+        async move {
+            eventually(what, || streams.iter().all(|(_, h)| h.list_changes() >= n)).await;
+            for (revision, heard) in streams {
+                assert_eq!(heard.list_changes(), n, "{revision}, {what}");
+            }
+        }
+    };
+    let in_bridge = |id: &str, tools: usize| {
+        let session = bridge.bridge.session(id);
+        session.is_some_and(|s| s.has_listed_tools() && s.tools().len() == tools)
+    };
+    // Bob opens a tab.
+    let bobs = LiveTab::open(
+        &bridge.ws_url,
+        "bob",
+        "bob-2",
+        json!([tool("bobs_plan", "")]),
+        &[],
+    )
+    .await;
+    eventually("bob's tab listed", || in_bridge(&bobs.id, 1)).await;
+    // Alice opens a tab.
+    let calendar = tool("read_calendar", "The calendar");
+    let alices = LiveTab::open(&bridge.ws_url, "alice", "alice-3", json!([calendar]), &[]).await;
+    heard_exactly(1, "alice's tab opened").await;
+    // Bob's tab, then Alice's, changes its tools.
+    let plans = json!([tool("bobs_plan", ""), tool("bobs_plan_b", "")]);
+    bobs.act(TabAction::ChangeTools(plans)).await;
+    eventually("bob's tab's tools changed", || in_bridge(&bobs.id, 2)).await;
+    let events = json!([calendar, tool("add_event", "Adds an event")]);
+    alices.act(TabAction::ChangeTools(events)).await;
+    heard_exactly(2, "alice's tab changed its tools").await;
+    // Bob's tab, then Alice's, closes.
+    bobs.act(TabAction::Close).await;
+    let bob_session = bridge.bridge.session(&bobs.id).unwrap();
+    eventually("bob's tab closed", || !bob_session.is_connected()).await;
+    alices.act(TabAction::Close).await;
+    heard_exactly(3, "alice's tab closed").await;
+    // What the last one announced: her two first tabs again.
+    let listed = mcp_2026(
+        &bridge.base_url,
+        "?user=alice",
+        OPERATOR,
+        "tools/list",
+        json!({}),
+    )
+    .await;
+    assert_eq!(
+        listed_names(&listed["result"]),
+        ["note", "read_board", "read_cart"]
+    );
+}
+
+/// The call runs on Alice's tab in front, which closes its socket without answering: the call
+/// fails ("disconnected"), over `/api` and over MCP, and her other tab offering the same tool never
+/// receives it. That tab is open and takes the tool's calls: the next call, with no tab in front,
+/// is the first `tools/call` it ever receives.
+#[tokio::test]
+async fn a_tab_that_closes_mid_call_fails_the_call_and_it_never_runs_on_another_tab() {
+    let bridge = bridge().await;
+    let note = json!([tool("note", "Adds a note")]);
+    let behind = LiveTab::open(&bridge.ws_url, "alice", "alice-behind", note.clone(), &[]).await;
+    eventually("the tab behind listed", || {
+        (bridge.bridge.session(&behind.id)).is_some_and(|s| s.has_listed_tools())
+    })
+    .await;
+    for route in ["/api/users/alice/call", "/mcp?user=alice"] {
+        let front = LiveTab::open(
+            &bridge.ws_url,
+            "alice",
+            "alice-front",
+            note.clone(),
+            &["note"],
+        )
+        .await;
+        front.act(TabAction::Send(activity(true))).await;
+        let session = bridge.bridge.session(&front.id).unwrap();
+        eventually("the tab in front listed and in front", || {
+            session.has_listed_tools() && session.activity().in_front()
+        })
+        .await;
+        let base_url = bridge.base_url.clone();
+        let call = tokio::spawn(async move {
+            if route.starts_with("/api") {
+                let body = Some(json!({"name": "note"}));
+                http_at(&base_url, route, OPERATOR, body).await.1
+            } else {
+                let params = json!({"name": "note", "arguments": {}});
+                let answer =
+                    mcp_2026(&base_url, "?user=alice", OPERATOR, "tools/call", params).await;
+                answer["result"].clone()
+            }
+        });
+        eventually("the call reached the tab in front", || {
+            front.calls().len() == 1
+        })
+        .await;
+        front.act(TabAction::Close).await;
+        let result = call.await.unwrap();
+        assert_eq!(result["isError"], true, "{route}: {result}");
+        let text = result["content"][0]["text"].as_str().unwrap_or_default();
+        assert!(text.contains("disconnected"), "{route}: {result}");
+        assert_eq!(behind.calls(), Vec::<Value>::new(), "{route}");
+    }
+    let (_, answer) = http(
+        &bridge,
+        "/api/users/alice/call",
+        OPERATOR,
+        Some(json!({"name": "note"})),
+    )
+    .await;
+    assert_eq!(
+        answer["content"][0]["text"], "alice-behind: note",
+        "{answer}"
+    );
+    assert_eq!(behind.calls().len(), 1);
+}
+
+/// A `client-tools-bridge --stdio` process (`CLIENT_TOOLS_BRIDGE_BIN`) with the site's key set:
+/// its one MCP session on stdin and stdout, pages on its `/ws` (a free port it names on stderr).
+struct StdioBridge {
+    _child: tokio::process::Child,
+    stdin: tokio::process::ChildStdin,
+    stdout: tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+    ws_url: String,
+    base_url: String,
+    log: Arc<Mutex<Vec<String>>>,
+}
+
+impl StdioBridge {
+    async fn start(args: &[&str]) -> StdioBridge {
+        use tokio::io::AsyncBufReadExt;
+        let binary = std::env::var_os("CLIENT_TOOLS_BRIDGE_BIN")
+            .map(PathBuf::from)
+            .expect("CLIENT_TOOLS_BRIDGE_BIN is not set: run these through `cargo xtask test`");
+        let mut child = tokio::process::Command::new(binary)
+            .args(["--stdio", "--listen", "127.0.0.1:0", "--token-keys"])
+            .arg(key_file())
+            .args(args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start client-tools-bridge");
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let (address, mut told) = mpsc::channel::<String>(1);
+        let mut lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
+        let into = log.clone();
+        tokio::spawn(async move {
+            while let Ok(Some(line)) = lines.next_line().await {
+                if let Some(ws) = line.split_whitespace().find(|w| w.starts_with("ws://")) {
+                    let _ = address.send(ws.to_owned()).await;
+                }
+                into.lock().unwrap().push(line);
+            }
+        });
+        let ws_url = tokio::time::timeout(std::time::Duration::from_secs(30), told.recv())
+            .await
+            .ok()
+            .flatten()
+            .unwrap_or_else(|| panic!("no page address on stderr: {:?}", log.lock().unwrap()));
+        let base_url = ws_url.replace("ws://", "http://").replace("/ws", "");
+        StdioBridge {
+            stdin: child.stdin.take().unwrap(),
+            stdout: tokio::io::BufReader::new(child.stdout.take().unwrap()).lines(),
+            _child: child,
+            ws_url,
+            base_url,
+            log,
+        }
+    }
+
+    async fn send(&mut self, message: Value) {
+        use tokio::io::AsyncWriteExt;
+        let line = format!("{message}\n");
+        self.stdin.write_all(line.as_bytes()).await.unwrap();
+        self.stdin.flush().await.unwrap();
+    }
+
+    /// Sends `message` and waits (60 s at most) for the answer with its id.
+    async fn request(&mut self, message: Value) -> Value {
+        let id = message["id"].clone();
+        self.send(message).await;
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(60);
+        loop {
+            let line = tokio::time::timeout_at(deadline, self.stdout.next_line()).await;
+            let line = line.ok().and_then(Result::ok).flatten();
+            let line = line.unwrap_or_else(|| {
+                panic!(
+                    "no answer on stdout; stderr: {:?}",
+                    self.log.lock().unwrap()
+                )
+            });
+            let answer: Value = serde_json::from_str(&line).expect("a JSON-RPC line");
+            if answer["id"] == id {
+                return answer;
+            }
+        }
+    }
+}
+
+/// `--stdio --user alice`: the one MCP session lists the union of Alice's two tabs, never Bob's
+/// tool (which Bob's tab offers and the bridge has, as the operator's call over `/api` shows),
+/// runs her tools on her tabs, and fails a call of Bob's tool and a call naming Bob's tab.
+#[tokio::test]
+async fn a_stdio_bridge_for_one_user_lists_and_calls_her_tabs_only() {
+    let mut bridge = StdioBridge::start(&["--user", "alice", "--agent-token", OPERATOR]).await;
+    let tabs = open_alice_and_bob(&bridge.ws_url).await;
+    let bob = tabs.bob.clone();
+    let (_, answer) = http_at(
+        &bridge.base_url,
+        &format!("/api/sessions/{bob}/call"),
+        OPERATOR,
+        Some(json!({"name": "bobs_secret"})),
+    )
+    .await;
+    assert_eq!(answer["content"][0]["text"], "bob: bobs_secret", "{answer}");
+    let initialize = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "users-e2e", "version": "1"}}});
+    let answer = bridge.request(initialize).await;
+    assert!(answer.get("result").is_some(), "{answer}");
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    bridge.send(initialized).await;
+    // Both of Alice's tabs listed (they may still be in their handshake at first).
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
+    let mut id = 1;
+    let names = loop {
+        id += 1;
+        let list = json!({"jsonrpc": "2.0", "id": id, "method": "tools/list"});
+        let listed = bridge.request(list).await;
+        let names = listed_names(&listed["result"]);
+        if ["read_board", "read_cart"]
+            .iter()
+            .all(|n| names.iter().any(|m| m == n))
+        {
+            break names;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{listed}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    assert_eq!(names, ["note", "read_board", "read_cart"]);
+    let calls = [
+        (json!({"name": "read_board"}), "alice-board: read_board"),
+        (json!({"name": "read_cart"}), "alice-cart: read_cart"),
+    ];
+    for (params, text) in calls {
+        id += 1;
+        let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params});
+        let answer = bridge.request(call).await;
+        assert_eq!(answer["result"]["content"][0]["text"], text, "{answer}");
+    }
+    let refused = [
+        json!({"name": "bobs_secret"}),
+        json!({"name": "note", "_meta": {"clienttools/session": bob}}),
+    ];
+    for params in refused {
+        id += 1;
+        let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params});
+        let answer = bridge.request(call).await;
+        assert_eq!(answer["result"]["isError"], true, "{answer}");
+        let text = answer["result"]["content"][0]["text"].as_str().unwrap();
+        assert!(!text.starts_with("bob:"), "{answer}");
+    }
 }
