@@ -93,7 +93,8 @@ pub(crate) struct Cli {
     policy: Option<PathBuf>,
     /// Instead of the runs above: what signed tokens cost (token_load.rs) — this many connects
     /// with the static page token, with EdDSA and RS256 JWTs, a flood of as many bad signatures
-    /// while good pages connect, and calls by session and by user over half as many users.
+    /// while good pages connect, and calls by session and by user (through `/api` and `/mcp`) over
+    /// half as many users.
     #[arg(long)]
     token_bench: Option<usize>,
 }

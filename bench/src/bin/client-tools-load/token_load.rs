@@ -7,7 +7,9 @@
 //!   pages' connects/s during the flood, and the bridge's CPU per refused connect;
 //! - calls: N/2 users with two tabs each (EdDSA); `echo` calls for `--seconds` by session
 //!   (`/api/sessions/{id}/call`) and by user (`/api/users/{sub}/call`, the tab chosen as on
-//!   `/mcp?user=`): the bridge's CPU per call of each.
+//!   `/mcp?user=`), then the same over MCP (stateless 2026-07-28 `tools/call`s): by session
+//!   (`/mcp?session={id}`, the operator's token), by user with a signed agent token (`/mcp`) and by
+//!   user with the operator's (`/mcp?user={sub}`): the bridge's CPU per call of each.
 //!
 //! The tokens are minted here as a site's backend would, with the bridge's test keys
 //! (crates/bridge/tests/fixtures: test keys only, worth nothing).
@@ -27,6 +29,7 @@ use tokio::task::JoinSet;
 use tokio_tungstenite::tungstenite::Message;
 
 use crate::bridge_process::BridgeProcess;
+use crate::call_load::Target;
 use crate::process_metrics::cpu_time;
 use crate::simulated_page::SimulatedPage;
 use crate::{call_load, Cli, HANDSHAKE_TIMEOUT};
@@ -69,7 +72,13 @@ impl Signer {
         jwk
     }
 
+    /// A page's token for `sub`.
     fn mint(&self, sub: &str) -> String {
+        self.mint_for(sub, "page")
+    }
+
+    /// A token for `sub` with `role` (`page`, or `agent`: an agent acting for that user).
+    fn mint_for(&self, sub: &str, role: &str) -> String {
         let exp = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .unwrap()
@@ -77,7 +86,7 @@ impl Signer {
             + 3600;
         let mut header = Header::new(self.algorithm);
         header.kid = Some(self.kid());
-        let claims = json!({"sub": sub, "role": "page", "aud": "client-tools", "exp": exp});
+        let claims = json!({"sub": sub, "role": role, "aud": "client-tools", "exp": exp});
         encode(&header, &claims, &self.key).expect("a token")
     }
 }
@@ -277,16 +286,47 @@ pub async fn run(
         HANDSHAKE_TIMEOUT,
     );
     fleet.all_ready().await?;
-    let by_session: Arc<[String]> = fleet
+    let by_session: Arc<[Target]> = fleet
         .sessions()
         .iter()
-        .map(|id| format!("sessions/{id}"))
+        .map(|id| Target::Api(format!("sessions/{id}")))
         .collect();
-    let by_user: Arc<[String]> = (0..users).map(|u| format!("users/user-{u}")).collect();
+    let by_user: Arc<[Target]> = (0..users)
+        .map(|u| Target::Api(format!("users/user-{u}")))
+        .collect();
+    // The same calls over MCP. Stateless (2026-07-28): each call is one request that rmcp serves
+    // with a fresh agent, bound by that request alone, as a `/api` call is; what differs from `/api`
+    // is rmcp (JSON-RPC, its header checks, which look the tool up) on top of the same routing.
+    let mcp = |query: String, bearer: Option<String>| Target::Mcp { query, bearer };
+    let mcp_by_session: Arc<[Target]> = fleet
+        .sessions()
+        .iter()
+        .map(|id| mcp(format!("?session={id}"), None))
+        .collect();
+    // One agent token per user, minted once (as an agent keeps its token). The bridge checks its
+    // signature on every request (`verify_cached` caches the keys, not the verdict), unlike a
+    // page's, checked once per connect: that check is part of this row's cost.
+    let mcp_by_signed_user: Arc<[Target]> = (0..users)
+        .map(|u| {
+            mcp(
+                String::new(),
+                Some(eddsa.mint_for(&format!("user-{u}"), "agent")),
+            )
+        })
+        .collect();
+    let mcp_by_user: Arc<[Target]> = (0..users)
+        .map(|u| mcp(format!("?user=user-{u}"), None))
+        .collect();
     let mut calls = Vec::new();
-    for (name, targets) in [("by session", by_session), ("by user (two tabs)", by_user)] {
+    for (name, targets) in [
+        ("by session", by_session),
+        ("by user (two tabs)", by_user),
+        ("MCP by session (?session=, operator token)", mcp_by_session),
+        ("MCP by user (signed agent token)", mcp_by_signed_user),
+        ("MCP by user (?user=, operator token)", mcp_by_user),
+    ] {
         let before = cpu_time(bridge.pid())?;
-        let load = call_load::drive(
+        let load = call_load::drive_targets(
             http,
             &bridge.base_url(),
             targets,
