@@ -11,8 +11,7 @@
 //!
 //! The map: the layers a request crosses, from the routes down to the page, then what every layer
 //! may read (tokens, bounds, ids). Each layer imports only the layers below it, and no two modules
-//! import each other in a circle, but `cluster/mod.rs` and the files it starts (`link`, `owner`,
-//! `rounds`, `tasks`, which work on its `Cluster`): tests/module_graph.rs checks both.
+//! import each other in a circle: tests/module_graph.rs checks both.
 //!
 //! 1. `routes/`: where agents and pages come in. `server` (the HTTP server around a [`Bridge`]),
 //!    `route_check` (the credential, `Host` and `Origin` checks in front of each route, with `auth`),

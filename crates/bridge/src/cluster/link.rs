@@ -1,21 +1,212 @@
 //! A linked session's connection: its frames go through NATS to the node holding the page's
 //! socket, each with a [`Reply`] subject naming this node, the session, the link and — for a
 //! request — the request; the page's answers and progress come back there, and so does NATS's
-//! "no responders" when that node does not serve the page (any more).
+//! "no responders" when that node does not serve the page (any more). Which node each linked
+//! session's link goes to is kept in line with the directory here too (`Cluster::reconcile`):
+//! linked anew when the page connects anywhere, dropped when its node goes silent or refuses it.
 
 use std::sync::Arc;
-use std::time::UNIX_EPOCH;
+use std::time::{Instant, UNIX_EPOCH};
 
 use client_tools_core::protocol::{code, method, Message, RequestId, RpcError};
+use client_tools_core::tabs::TabActivity;
 use futures_util::StreamExt;
 use serde::Deserialize;
 use tokio::sync::Notify;
 
+use super::node::{Cluster, LinkState};
 use super::wire::{self, Entry, Reply};
-use super::Cluster;
-use crate::limits::NATS_HEADROOM_BYTES;
+use crate::ids::unix_ms;
+use crate::limits::{NATS_HEADROOM_BYTES, REFUSED_LINK_BACKOFF};
 use crate::page::connection_queue::{self, Outgoing, OutgoingReceiver};
-use crate::sessions::page_session::PageSession;
+use crate::sessions::page_session::{PageSession, Via, CLOSE_REPLACED};
+
+impl Cluster {
+    /// Brings a session's link in line with the directory: linked to the page's connection on the
+    /// node that holds it, unlinked when it is connected nowhere (its waiting calls get the
+    /// reconnect grace), and the page's tools as that node lists them.
+    pub(super) fn reconcile(&self, session: &Arc<PageSession>) {
+        let id = session.id();
+        if session.via() == Some(Via::Socket) {
+            self.links().remove(id);
+            self.settle_two_owners(session);
+            return;
+        }
+        let now = Instant::now();
+        let owner = self.directory().owner(id, now).cloned();
+        let mut links = self.links();
+        let Some(entry) = owner else {
+            if let Some(LinkState {
+                generation: Some(generation),
+                ..
+            }) = links.remove(id)
+            {
+                session.detach(generation);
+            }
+            return;
+        };
+        let same_connection =
+            |link: &LinkState| link.node == entry.node && link.owner_generation == entry.generation;
+        let current = links.get(id);
+        let linked = current.is_some_and(|link| {
+            same_connection(link)
+                && link.generation.is_some()
+                && link.generation == session.generation()
+        });
+        let refused = current.is_some_and(|link| {
+            same_connection(link)
+                && link
+                    .refused_at
+                    .is_some_and(|at| now.duration_since(at) < REFUSED_LINK_BACKOFF)
+        });
+        if !linked && !refused {
+            // A new connection of the page (on any node): linked anew, and the calls waiting
+            // here are sent again on it with their ids.
+            match attach(self, session, &entry) {
+                Some(generation) => {
+                    links.insert(
+                        id.to_owned(),
+                        LinkState {
+                            node: entry.node.clone(),
+                            owner_generation: entry.generation,
+                            generation: Some(generation),
+                            refused_at: None,
+                        },
+                    );
+                }
+                None => {
+                    links.remove(id);
+                }
+            }
+        }
+        drop(links);
+        session.set_activity(TabActivity {
+            visible: entry.visible,
+            focused: entry.focused,
+            in_front_at: entry.in_front_at_ms,
+            connected_at: entry.connected_at_ms,
+        });
+        if entry.tools_listed && session.page_tools()[..] != entry.tools[..] {
+            session.set_tools(entry.tools);
+        }
+    }
+
+    /// Two nodes holding a socket for one session (claims that raced): the older connection
+    /// gives way — closed as replaced; its page, if still there, reconnects and is told the
+    /// session is live elsewhere (a new session). Ties go to the node with the greater id.
+    fn settle_two_owners(&self, session: &PageSession) {
+        let Some(elsewhere) = self
+            .directory()
+            .owner(session.id(), Instant::now())
+            .cloned()
+        else {
+            return;
+        };
+        let (Some(generation), Some(here)) = (session.generation(), session.connected_at()) else {
+            return;
+        };
+        let here = (Some(unix_ms(here)), self.node.as_str());
+        if here < (elsewhere.connected_at_ms, elsewhere.node.as_str()) {
+            tracing::warn!(session = %session.id(), user = session.user().unwrap_or(""), node = %elsewhere.node, "this page session is connected to another node too: the older connection, here, is closed");
+            session.close_generation(
+                generation,
+                CLOSE_REPLACED,
+                "replaced by a newer connection of the same page session on another node",
+            );
+        }
+    }
+
+    pub(super) fn reconcile_all(&self) {
+        for session in self.sessions.list() {
+            if session.via() != Some(Via::Socket) {
+                self.reconcile(&session);
+            }
+        }
+    }
+
+    /// A frame sent on link `reply.link` reached no node holding the page (NATS's "no
+    /// responders", or the node no longer holds it): the request it carried ends "not connected"
+    /// at once (it never reached the page), and the link is down until the directory says where
+    /// the page is. Replies about an older link change nothing (its requests went again since).
+    fn not_served(&self, reply: &Reply) {
+        let Some(session) = self.sessions.get(&reply.session) else {
+            return;
+        };
+        let mut links = self.links();
+        let Some(link) = links
+            .get_mut(&reply.session)
+            .filter(|link| link.generation == Some(reply.link))
+        else {
+            return;
+        };
+        link.generation = None;
+        link.refused_at = Some(Instant::now());
+        drop(links);
+        tracing::info!(session = %reply.session, user = session.user().unwrap_or(""), "the page's node does not serve it now");
+        if let Some(request) = &reply.request {
+            session.not_delivered(request);
+        }
+        session.detach(reply.link);
+        self.reconcile(&session);
+    }
+
+    /// Links refused a while ago are tried again (the directory may still name the same node).
+    pub(super) fn retry_refused_links(&self) {
+        let now = Instant::now();
+        let due: Vec<String> = self
+            .links()
+            .iter()
+            .filter(|(_, link)| {
+                link.refused_at
+                    .is_some_and(|at| now.duration_since(at) >= REFUSED_LINK_BACKOFF)
+            })
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in due {
+            if let Some(session) = self.sessions.get(&id) {
+                self.reconcile(&session);
+            }
+        }
+    }
+
+    /// A node went silent: the links to it are down (their calls wait the reconnect grace for the
+    /// page to show up on another node, where the directory may already say it is).
+    pub(super) fn node_gone(&self, node: &str) {
+        for session in self.drop_links(|link| link.node == node) {
+            self.reconcile(&session);
+        }
+    }
+
+    /// Drops the links `which` picks (their sessions detached); returns those sessions.
+    pub(super) fn drop_links(&self, which: impl Fn(&LinkState) -> bool) -> Vec<Arc<PageSession>> {
+        let dropped: Vec<(String, Option<u64>)> = {
+            let mut links = self.links();
+            let ids: Vec<String> = links
+                .iter()
+                .filter(|(_, link)| which(link))
+                .map(|(id, _)| id.clone())
+                .collect();
+            ids.into_iter()
+                .filter_map(|id| links.remove(&id).map(|link| (id, link.generation)))
+                .collect()
+        };
+        dropped
+            .into_iter()
+            .filter_map(|(id, generation)| {
+                let session = self.sessions.get(&id)?;
+                if let Some(generation) = generation {
+                    session.detach(generation);
+                }
+                Some(session)
+            })
+            .collect()
+    }
+
+    /// Link records of sessions the table forgot (expired) go too.
+    pub(super) fn forget_links_of_forgotten_sessions(&self) {
+        self.links().retain(|id, _| self.sessions.get(id).is_some());
+    }
+}
 
 /// Links `session` to the node `entry` says holds its page: the link's generation, or `None`
 /// when the page's socket is on this node now.

@@ -9,9 +9,17 @@
 //! every node. When the page reconnects to another node, linked sessions follow the
 //! [`directory`]: their link moves to the new owner and their waiting calls are sent again with
 //! their ids — the page's ledger runs each at most once.
+//!
+//! The files, from the bottom: [`wire`] (the subjects and messages), [`directory`] (where each
+//! page is), [`node`] (the [`Cluster`] and its state, which every part works on), then the parts
+//! — [`link`], [`owner`], [`rounds`] (retries carried to the node keeping their call), [`tasks`]
+//! (tasks read on the node keeping them) — each adding to `Cluster` what it does. This file joins
+//! the cluster, starts the parts' receivers and answers the bridge's lookups; no file imports one
+//! above it, so none imports another in a circle (tests/module_graph.rs).
 
 mod directory;
 mod link;
+mod node;
 mod owner;
 mod rounds;
 mod tasks;
@@ -19,12 +27,11 @@ mod wire;
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use client_tools_core::connect::ConnectParams;
-use client_tools_core::tabs::TabActivity;
 use futures_util::StreamExt;
 use sha2::{Digest, Sha256};
 use tokio::sync::mpsc;
@@ -35,13 +42,14 @@ use crate::config::BridgeConfig;
 use crate::ids::{hex, random_hex, unix_ms};
 use crate::limits::{
     ANNOUNCE_BEATS, CLAIM_ANSWER_SLACK, DIRECTORY_PER_NODE_SESSIONS, HEARTBEAT_INTERVAL,
-    LINK_SWEEP_BEATS, NATS_CONNECT_TIMEOUT, NATS_EVENTS_BUFFER, REFUSED_LINK_BACKOFF,
+    LINK_SWEEP_BEATS, NATS_CONNECT_TIMEOUT, NATS_EVENTS_BUFFER,
 };
-use crate::sessions::page_session::{visible_tools, PageSession, SessionInfo, Via, CLOSE_REPLACED};
+use crate::sessions::page_session::{visible_tools, PageSession, SessionInfo, Via};
 use crate::sessions::table::{self, Claimed, Refused, SessionTable};
 use directory::Directory;
-use wire::{Entry, Heartbeat, Hello};
-use wire::{Outbound, Publisher};
+pub(crate) use node::Cluster;
+use node::Driving;
+use wire::{Entry, Heartbeat, Hello, Outbound, Publisher};
 
 /// How to reach NATS (`--nats URL` and its credentials). `Debug` never shows a secret.
 #[derive(Clone, Default)]
@@ -71,40 +79,6 @@ impl std::fmt::Debug for ClusterOptions {
             .field("ca_file", &self.ca_file)
             .finish()
     }
-}
-
-/// This node's part in the cluster.
-pub(crate) struct Cluster {
-    node: String,
-    client: async_nats::Client,
-    publisher: Publisher,
-    /// Digest of the access settings every node must share ([`Heartbeat::policy`]).
-    policy: String,
-    sessions: Arc<SessionTable>,
-    directory: Mutex<Directory>,
-    /// Linked sessions: which node each one's link goes to.
-    links: Mutex<HashMap<String, LinkState>>,
-    /// Orders this node's directory entries.
-    seq: AtomicU64,
-    config: BridgeConfig,
-    /// The NATS server's message size limit, respected before sending.
-    max_payload: usize,
-    /// This node's suspended calls (crate::agent::rounds), which retries relayed here resume.
-    rounds: Arc<Rounds>,
-    /// This node's tasks (crate::agent::tasks), which other nodes' agents read through [`tasks`].
-    tasks: Arc<Tasks>,
-    /// The relayed retries this node drives now ([`rounds`]).
-    driving: rounds::Driving,
-}
-
-struct LinkState {
-    node: String,
-    /// The page's connection on that node the link was made for.
-    owner_generation: u64,
-    /// The connection generation of the link here; `None` once that node did not serve it (NATS's
-    /// "no responders"): then not remade to the same connection for [`REFUSED_LINK_BACKOFF`].
-    generation: Option<u64>,
-    refused_at: Option<Instant>,
 }
 
 impl Cluster {
@@ -176,7 +150,7 @@ impl Cluster {
             config: config.clone(),
             rounds: suspended,
             tasks,
-            driving: rounds::Driving::default(),
+            driving: Driving::default(),
         });
         let subscribe = |subject: String| {
             let client = cluster.client.clone();
@@ -203,10 +177,6 @@ impl Cluster {
         cluster.say_hello();
         tracing::info!(node = %node, url = %options.url, "joined the cluster");
         Ok(cluster)
-    }
-
-    pub(crate) fn node(&self) -> &str {
-        &self.node
     }
 
     /// Keeps the directory and the links current: entries, heartbeats, hellos, NATS reconnects,
@@ -315,229 +285,6 @@ impl Cluster {
             policy: self.policy.clone(),
         };
         Outbound::json(wire::HEARTBEAT_SUBJECT, &beat)
-    }
-
-    fn directory(&self) -> std::sync::MutexGuard<'_, Directory> {
-        self.directory.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    fn links(&self) -> std::sync::MutexGuard<'_, HashMap<String, LinkState>> {
-        self.links.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Tells the cluster where this node's session stands (connected here or not, its tools).
-    pub(crate) fn announce(&self, session: &PageSession) {
-        let activity = session.activity();
-        let entry = Entry {
-            node: self.node.clone(),
-            session: session.id().to_owned(),
-            seq: self.seq.fetch_add(1, Ordering::Relaxed) + 1,
-            connected: session.via() == Some(Via::Socket),
-            generation: session.generation().unwrap_or_default(),
-            connected_at_ms: session.connected_at().map(unix_ms),
-            tools_listed: session.has_listed_tools(),
-            tools: session.page_tools().to_vec(),
-            user: session.user().map(str::to_owned),
-            visible: activity.visible,
-            focused: activity.focused,
-            in_front_at_ms: activity.in_front_at,
-        };
-        self.publisher
-            .send(Outbound::json(wire::DIRECTORY_SUBJECT, &entry));
-    }
-
-    /// Every session whose page is connected to this node, announced again.
-    fn announce_all(&self) {
-        for session in self.sessions.list() {
-            if session.via() == Some(Via::Socket) {
-                self.announce(&session);
-            }
-        }
-    }
-
-    /// Brings a session's link in line with the directory: linked to the page's connection on the
-    /// node that holds it, unlinked when it is connected nowhere (its waiting calls get the
-    /// reconnect grace), and the page's tools as that node lists them.
-    fn reconcile(&self, session: &Arc<PageSession>) {
-        let id = session.id();
-        if session.via() == Some(Via::Socket) {
-            self.links().remove(id);
-            self.settle_two_owners(session);
-            return;
-        }
-        let now = Instant::now();
-        let owner = self.directory().owner(id, now).cloned();
-        let mut links = self.links();
-        let Some(entry) = owner else {
-            if let Some(LinkState {
-                generation: Some(generation),
-                ..
-            }) = links.remove(id)
-            {
-                session.detach(generation);
-            }
-            return;
-        };
-        let same_connection =
-            |link: &LinkState| link.node == entry.node && link.owner_generation == entry.generation;
-        let current = links.get(id);
-        let linked = current.is_some_and(|link| {
-            same_connection(link)
-                && link.generation.is_some()
-                && link.generation == session.generation()
-        });
-        let refused = current.is_some_and(|link| {
-            same_connection(link)
-                && link
-                    .refused_at
-                    .is_some_and(|at| now.duration_since(at) < REFUSED_LINK_BACKOFF)
-        });
-        if !linked && !refused {
-            // A new connection of the page (on any node): linked anew, and the calls waiting
-            // here are sent again on it with their ids.
-            match link::attach(self, session, &entry) {
-                Some(generation) => {
-                    links.insert(
-                        id.to_owned(),
-                        LinkState {
-                            node: entry.node.clone(),
-                            owner_generation: entry.generation,
-                            generation: Some(generation),
-                            refused_at: None,
-                        },
-                    );
-                }
-                None => {
-                    links.remove(id);
-                }
-            }
-        }
-        drop(links);
-        session.set_activity(TabActivity {
-            visible: entry.visible,
-            focused: entry.focused,
-            in_front_at: entry.in_front_at_ms,
-            connected_at: entry.connected_at_ms,
-        });
-        if entry.tools_listed && session.page_tools()[..] != entry.tools[..] {
-            session.set_tools(entry.tools);
-        }
-    }
-
-    /// Two nodes holding a socket for one session (claims that raced): the older connection
-    /// gives way — closed as replaced; its page, if still there, reconnects and is told the
-    /// session is live elsewhere (a new session). Ties go to the node with the greater id.
-    fn settle_two_owners(&self, session: &PageSession) {
-        let Some(elsewhere) = self
-            .directory()
-            .owner(session.id(), Instant::now())
-            .cloned()
-        else {
-            return;
-        };
-        let (Some(generation), Some(here)) = (session.generation(), session.connected_at()) else {
-            return;
-        };
-        let here = (Some(unix_ms(here)), self.node.as_str());
-        if here < (elsewhere.connected_at_ms, elsewhere.node.as_str()) {
-            tracing::warn!(session = %session.id(), user = session.user().unwrap_or(""), node = %elsewhere.node, "this page session is connected to another node too: the older connection, here, is closed");
-            session.close_generation(
-                generation,
-                CLOSE_REPLACED,
-                "replaced by a newer connection of the same page session on another node",
-            );
-        }
-    }
-
-    fn reconcile_all(&self) {
-        for session in self.sessions.list() {
-            if session.via() != Some(Via::Socket) {
-                self.reconcile(&session);
-            }
-        }
-    }
-
-    /// A frame sent on link `reply.link` reached no node holding the page (NATS's "no
-    /// responders", or the node no longer holds it): the request it carried ends "not connected"
-    /// at once (it never reached the page), and the link is down until the directory says where
-    /// the page is. Replies about an older link change nothing (its requests went again since).
-    pub(crate) fn not_served(&self, reply: &wire::Reply) {
-        let Some(session) = self.sessions.get(&reply.session) else {
-            return;
-        };
-        let mut links = self.links();
-        let Some(link) = links
-            .get_mut(&reply.session)
-            .filter(|link| link.generation == Some(reply.link))
-        else {
-            return;
-        };
-        link.generation = None;
-        link.refused_at = Some(Instant::now());
-        drop(links);
-        tracing::info!(session = %reply.session, user = session.user().unwrap_or(""), "the page's node does not serve it now");
-        if let Some(request) = &reply.request {
-            session.not_delivered(request);
-        }
-        session.detach(reply.link);
-        self.reconcile(&session);
-    }
-
-    /// Links refused a while ago are tried again (the directory may still name the same node).
-    fn retry_refused_links(&self) {
-        let now = Instant::now();
-        let due: Vec<String> = self
-            .links()
-            .iter()
-            .filter(|(_, link)| {
-                link.refused_at
-                    .is_some_and(|at| now.duration_since(at) >= REFUSED_LINK_BACKOFF)
-            })
-            .map(|(id, _)| id.clone())
-            .collect();
-        for id in due {
-            if let Some(session) = self.sessions.get(&id) {
-                self.reconcile(&session);
-            }
-        }
-    }
-
-    /// A node went silent: the links to it are down (their calls wait the reconnect grace for the
-    /// page to show up on another node, where the directory may already say it is).
-    fn node_gone(&self, node: &str) {
-        for session in self.drop_links(|link| link.node == node) {
-            self.reconcile(&session);
-        }
-    }
-
-    /// Drops the links `which` picks (their sessions detached); returns those sessions.
-    fn drop_links(&self, which: impl Fn(&LinkState) -> bool) -> Vec<Arc<PageSession>> {
-        let dropped: Vec<(String, Option<u64>)> = {
-            let mut links = self.links();
-            let ids: Vec<String> = links
-                .iter()
-                .filter(|(_, link)| which(link))
-                .map(|(id, _)| id.clone())
-                .collect();
-            ids.into_iter()
-                .filter_map(|id| links.remove(&id).map(|link| (id, link.generation)))
-                .collect()
-        };
-        dropped
-            .into_iter()
-            .filter_map(|(id, generation)| {
-                let session = self.sessions.get(&id)?;
-                if let Some(generation) = generation {
-                    session.detach(generation);
-                }
-                Some(session)
-            })
-            .collect()
-    }
-
-    /// Link records of sessions the table forgot (expired) go too.
-    fn forget_links_of_forgotten_sessions(&self) {
-        self.links().retain(|id, _| self.sessions.get(id).is_some());
     }
 
     /// A session of this node, or — when another node's page has it — a linked one made for it.

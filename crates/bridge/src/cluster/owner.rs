@@ -9,8 +9,8 @@ use client_tools_core::protocol::{code, encode_error, encode_result, RequestId, 
 use futures_util::StreamExt;
 use tokio::sync::{watch, Semaphore};
 
+use super::node::Cluster;
 use super::wire::{self, Reply};
-use super::Cluster;
 use crate::limits::MAX_CLAIMS_WAITING;
 use crate::sessions::page_session::{PageSession, RelayRefused, Via, CLOSE_REPLACED};
 

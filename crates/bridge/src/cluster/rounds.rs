@@ -7,8 +7,7 @@
 //! there: single-use holds cluster-wide) and drives the call. A cancelled agent request cancels
 //! the call there; a keeping node that goes silent ends the request here.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use client_tools_core::protocol::{CallToolResult, ProgressParams};
 use futures_util::future::BoxFuture;
@@ -18,7 +17,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tokio::sync::Notify;
 
-use super::{wire, Cluster};
+use super::node::Cluster;
+use super::wire;
 use crate::agent::rounds::{self, AgentSide, Driven, Retry};
 use crate::ids::random_hex;
 use crate::limits::{
@@ -45,16 +45,6 @@ enum Back {
     Log(Map<String, Value>),
     Alive,
     Done(Driven),
-}
-
-/// The relayed retries this node drives, by their stream: how to cancel each.
-#[derive(Default)]
-pub(super) struct Driving(Mutex<HashMap<String, Arc<Notify>>>);
-
-impl Driving {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Notify>>> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner())
-    }
 }
 
 impl Cluster {

@@ -11,7 +11,8 @@ use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{wire, Cluster};
+use super::node::Cluster;
+use super::wire;
 use crate::agent::task_book::Refusal;
 use crate::agent::tasks::TaskOp;
 use crate::limits::RELAYED_TASK_ANSWER_WITHIN;

@@ -1407,3 +1407,90 @@ async fn a_stdio_bridge_for_one_user_lists_and_calls_her_tabs_only() {
         assert!(!text.starts_with("bob:"), "{answer}");
     }
 }
+
+/// A stateless (2026-07-28) `tools/call` of `name` with `arguments`, as `token`, with the standard
+/// headers and no `Mcp-Param-*` header: the HTTP status and the body.
+async fn stateless_call(
+    bridge: &BridgeOnly,
+    token: &str,
+    name: &str,
+    arguments: Value,
+) -> (u16, String) {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": name, "arguments": arguments,
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                  "io.modelcontextprotocol/clientCapabilities": {}}}});
+    let response = reqwest::Client::new()
+        .post(format!("{}/mcp", bridge.base_url))
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", name)
+        .bearer_auth(token)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    (status, response.text().await.unwrap_or_default())
+}
+
+/// rmcp checks a call's `Mcp-Param-*` headers against the called tool's schema (SEP-2243) before
+/// the agent has the request. That lookup sees only the pages the agent's credential reaches: a
+/// tool of another user's newest tab is, for Alice's agent, a tool that does not exist — no
+/// "missing Mcp-Param-Region header" names Bob's parameter — while her own tab's tool keeps the
+/// check.
+#[tokio::test]
+async fn the_standard_headers_check_sees_only_the_agents_own_pages() {
+    let bridge = bridge().await;
+    let with_header = |name: &str, header: &str| {
+        json!({"name": name, "description": "Takes a region, also sent as a header",
+            "inputSchema": {"type": "object", "required": ["region"],
+                "properties": {"region": {"type": "string", "x-mcp-header": header}}}})
+    };
+    let (alice, _a) = tab(
+        &bridge.ws_url,
+        "alice",
+        "alice",
+        json!([with_header("locate", "Zone")]),
+        true,
+    )
+    .await;
+    // Bob's tab connects last: the newest page of the bridge.
+    let (bob, _b) = tab(
+        &bridge.ws_url,
+        "bob",
+        "bob",
+        json!([with_header("lookup", "Region")]),
+        true,
+    )
+    .await;
+    eventually("both tabs listed", || {
+        [&alice, &bob].iter().all(|id| {
+            bridge
+                .bridge
+                .session(id)
+                .is_some_and(|s| s.has_listed_tools())
+        })
+    })
+    .await;
+    let alice_agent = mint("agent", "alice", 600);
+    let region = json!({"region": "eu"});
+    // Bob's tool, as Alice's agent: the same answer as for a tool no tab offers, names swapped.
+    let (status, bobs) = stateless_call(&bridge, &alice_agent, "lookup", region.clone()).await;
+    assert_eq!(status, 200, "{bobs}");
+    assert!(
+        !bobs.contains("Mcp-Param") && !bobs.contains("region`"),
+        "{bobs}"
+    );
+    let (_, never) = stateless_call(&bridge, &alice_agent, "lookup2", region.clone()).await;
+    assert_eq!(bobs, never.replace("lookup2", "lookup"));
+    // Her own tab's tool: the header is required as the schema says.
+    let (status, own) = stateless_call(&bridge, &alice_agent, "locate", region.clone()).await;
+    assert_eq!(status, 400, "{own}");
+    assert!(own.contains("Mcp-Param-Zone"), "{own}");
+    // The operator bound to Bob's session meets Bob's check.
+    let (status, operator) = stateless_call(&bridge, OPERATOR, "lookup", region).await;
+    assert_eq!(status, 400, "{operator}");
+    assert!(operator.contains("Mcp-Param-Region"), "{operator}");
+}
