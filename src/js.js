@@ -27,8 +27,19 @@ export function jsonText(value) {
   return strictStringify(value);
 }
 const controllers = new WeakMap();
-// The round of requests a handler's ctx has waiting for the agent: {keys, resolve, reject}.
+// A handler's requests to the agent (SPEC §11): those made in one turn of the event loop
+// (`Promise.all([ctx.elicit(a), ctx.elicit(b)])`) go as one round; those made while a round waits
+// go in the next one. Per ctx: {send, waiting, next}, a round being {requests, waiters}; a waiter
+// is {keys: {its key: the round's key}, resolve, reject} (two callers' equal keys get `#2`, …).
 const rounds = new WeakMap();
+const own = (object, key) => Object.prototype.hasOwnProperty.call(object, key);
+function sendNextRound(ctx) {
+  const state = rounds.get(ctx);
+  if (!state || state.waiting || !state.next) return;
+  state.waiting = state.next;
+  state.next = null;
+  state.send(state.waiting.requests);
+}
 function failure(message, code, extra) {
   return Object.assign(new Error(message), { code }, extra);
 }
@@ -60,12 +71,21 @@ export function handlerContext(callId, call, toolName, originalName, report) {
   ctx.input = (requests) => {
     if (typeof requests !== "object" || requests === null || Array.isArray(requests) || !Object.keys(requests).length)
       return Promise.reject(new TypeError("ctx.input(requests) takes {key: {method, params}, …}"));
-    if (rounds.has(ctx))
-      return Promise.reject(failure("a round of requests to the agent is already waiting", "AGENT_FAILED"));
-    const keys = Object.keys(requests);
-    const round = new Promise((resolve, reject) => rounds.set(ctx, { keys, resolve, reject }));
-    report(call, "ask", JSON.stringify(requests));
-    return round;
+    let state = rounds.get(ctx);
+    if (!state) rounds.set(ctx, (state = { send: (all) => report(call, "ask", JSON.stringify(all)), waiting: null, next: null }));
+    if (!state.next) {
+      state.next = { requests: {}, waiters: [] };
+      queueMicrotask(() => sendNextRound(ctx));
+    }
+    const batch = state.next;
+    const keys = {};
+    for (const key of Object.keys(requests)) {
+      let batchKey = key;
+      for (let n = 2; own(batch.requests, batchKey); n++) batchKey = `${key}#${n}`;
+      batch.requests[batchKey] = requests[key];
+      keys[key] = batchKey;
+    }
+    return new Promise((resolve, reject) => batch.waiters.push({ keys, resolve, reject }));
   };
   const one = (method) => (params) => ctx.input({ [method]: { method, params } }).then((r) => r[method]);
   ctx.elicit = one("elicitation/create");
@@ -79,19 +99,37 @@ export function abortHandlerContext(ctx, reason) {
   if (abort.controller) abort.controller.abort(new Error(reason));
   else abort.reason = abort.reason || new Error(reason);
   settleRound(ctx, { Err: { code: 0, message: reason } });
+  const state = rounds.get(ctx);
+  if (state && state.next) {
+    for (const waiter of state.next.waiters) waiter.reject(failure(reason, "AGENT_FAILED", {}));
+    state.next = null;
+  }
 }
 // The agent's answer to the round: `{Ok: {inputResponses: {key: …}}}`, or `{Err: {code, message, data}}`.
+// Each waiter gets its own keys' answers, or the error; then the next round, if any, is sent.
 export function settleRound(ctx, { Ok: result, Err: error }) {
-  const round = rounds.get(ctx);
-  if (!round) return;
-  rounds.delete(ctx);
+  const state = rounds.get(ctx);
+  if (!state || !state.waiting) return;
+  const round = state.waiting;
+  state.waiting = null;
   const responses = (result && result.inputResponses) || {};
-  const missing = round.keys.find((key) => !(key in responses));
-  if (!error && missing === undefined) return round.resolve(responses);
-  const { code, message, data } = error || { message: `the agent's answer has no "${missing}"` };
-  if (code === -32021)
-    return round.reject(failure(message, "CAPABILITY_MISSING", { requiredCapabilities: (data && data.requiredCapabilities) || {} }));
-  round.reject(failure(message, "AGENT_FAILED", {}));
+  for (const { keys, resolve, reject } of round.waiters) {
+    const answers = {};
+    let missing;
+    for (const key of Object.keys(keys)) {
+      if (own(responses, keys[key])) answers[key] = responses[keys[key]];
+      else if (missing === undefined) missing = keys[key];
+    }
+    if (!error && missing === undefined) {
+      resolve(answers);
+      continue;
+    }
+    const { code, message, data } = error || { message: `the agent's answer has no "${missing}"` };
+    if (code === -32021)
+      reject(failure(message, "CAPABILITY_MISSING", { requiredCapabilities: (data && data.requiredCapabilities) || {} }));
+    else reject(failure(message, "AGENT_FAILED", {}));
+  }
+  sendNextRound(ctx);
 }
 // What a handler that threw says of a missing capability: the agent's request fails with it.
 export function requiredCapabilities(thrown) {

@@ -505,8 +505,12 @@ pub(crate) async fn drive(
 ) -> Driven {
     let mut cancelled = agent.cancelled();
     let mut asking: Option<(RequestId, BoxFuture<'static, Result<Value, RpcError>>)> = None;
-    // A call the caller may have as a task becomes one after [`TASK_AFTER`], or as soon as the page
-    // asks something not marked to be asked before the task.
+    // A call the caller may have as a task becomes one after [`TASK_AFTER`]. What the page asks
+    // before that decides by the tool's `taskSupport` (docs/api.md, *Long calls as tasks*): an
+    // `optional` call becomes a task at its first question, which waits in the task; a `required`
+    // call asks on the `tools/call` itself (multi round-trip) and is always a task in the end —
+    // one that ends within the window is a task already completed (SEP-2663: a server unable to
+    // answer without a task says so, so a `required` tool's caller always gets one).
     // (Checked once per call, without copying anything, for callers that declare no tasks.)
     let support = match agent.declares_tasks() {
         true => task_support(&running.page, &call.tool),
@@ -545,7 +549,7 @@ pub(crate) async fn drive(
                 CallEvent::Log(params) => agent.log(params).await,
                 CallEvent::Input(mut round) => {
                     asked += 1;
-                    if let Some(host) = tasking.clone().filter(|_| !round.before_task) {
+                    if let Some(host) = tasking.clone().filter(|_| support != TaskSupport::Required) {
                         tasking = None;
                         match host.start(rounds.holder(), running, agent.capabilities(), Some(round)) {
                             Ok(task) => return Driven::Task(task),
@@ -617,9 +621,32 @@ pub(crate) async fn drive(
                         agent.log(params).await;
                     }
                 }
-                return Driven::Ended(outcome.ok().flatten());
+                let outcome = outcome.ok().flatten();
+                let required = tasking.take().filter(|_| support == TaskSupport::Required);
+                return match (required, outcome) {
+                    (Some(host), Some(ended)) => completed_task(rounds, host, running, agent, ended),
+                    (_, outcome) => Driven::Ended(outcome),
+                };
             }
         }
+    }
+}
+
+/// A `required` tool's call that ended before it became a task: a task already completed with
+/// `outcome` (or, with no room for a task, the error result naming the limit).
+fn completed_task(
+    rounds: &Rounds,
+    host: Arc<dyn TaskHost>,
+    mut running: RunningCall,
+    agent: &dyn AgentSide,
+    outcome: CallOutcome,
+) -> Driven {
+    let (settle, settled) = oneshot::channel();
+    let _ = settle.send(Some(outcome));
+    running.outcome = settled;
+    match host.start(rounds.holder(), running, agent.capabilities(), None) {
+        Ok(task) => Driven::Task(task),
+        Err((_, _, why)) => Driven::Ended(Some(Ok(protocol::CallToolResult::error(why)))),
     }
 }
 

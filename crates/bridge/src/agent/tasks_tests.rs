@@ -14,7 +14,8 @@ use serde_json::{json, Map, Value};
 
 use super::{TaskHostOf, Tasks};
 use crate::agent::rounds::{
-    drive, task_refusal, task_support, AgentSide, CallKey, Driven, Rounds, RunningCall,
+    arguments_digest, drive, task_refusal, task_support, tool_digest, AgentSide, CallKey, Driven,
+    Rounds, RunningCall,
 };
 use crate::calls::agent_tools::AgentTools;
 use crate::calls::policy::{Policy, ACTED_META};
@@ -229,5 +230,160 @@ async fn a_policy_redacts_a_task_result_and_blocks_a_call_before_any_task_is_mad
         assert_eq!(result["structuredContent"]["to"], "[redacted email]");
         assert_eq!(result["_meta"][ACTED_META][0]["rule"], "mask");
         assert!(!served.to_string().contains("ada@example.com"), "{served}");
+    }
+}
+
+/// An agent that declared the tasks extension and form elicitation, and answers by retrying
+/// (2026-07-28: it has no way to be asked during the call).
+struct AskedTaskAgent;
+
+impl AgentSide for AskedTaskAgent {
+    fn capabilities(&self) -> ClientCapabilities {
+        serde_json::from_value(json!({
+            "elicitation": {"form": {}},
+            "extensions": {rmcp::model::TASKS_EXTENSION_ID: {}}
+        }))
+        .unwrap()
+    }
+    fn progress(&self, _: client_tools_core::protocol::ProgressParams) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
+    fn log(&self, _: Map<String, Value>) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
+    fn cancelled(&self) -> BoxFuture<'_, ()> {
+        Box::pin(std::future::pending())
+    }
+}
+
+/// The page's round for its call `call`: one question, `name`.
+fn name_round(call: &client_tools_core::protocol::RequestId) -> Value {
+    json!({"inputRequests": {"user_name": {"method": "elicitation/create", "params": {
+            "message": "What is your name?",
+            "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}}}},
+        "_meta": {"clienttools/callId": call.to_string()}})
+}
+
+#[tokio::test]
+async fn an_optional_tool_that_asks_at_once_becomes_a_task_waiting_on_the_question() {
+    let page = page_with_handlers();
+    let tasks = Arc::new(Tasks::default());
+    let rounds = rounds_with(&tasks);
+    let mut fake = FakePage::connect(&page);
+    let call = page.prepare_call("later", json!({}), None, None).unwrap();
+    let running = RunningCall::start_checked(&rounds, page.clone(), call, true, 4).unwrap();
+    let (driven, ()) = tokio::join!(
+        drive(
+            &rounds,
+            running,
+            &AskedTaskAgent,
+            key(&page, "later"),
+            0,
+            None
+        ),
+        async {
+            let (id, _) = fake.request(method::TOOLS_CALL).await;
+            let round = client_tools_core::protocol::RequestId::String("input-1".into());
+            assert_eq!(page.page_input(round, name_round(&id)), None);
+        }
+    );
+    let Driven::Task(task) = driven else {
+        panic!("an optional call that asks becomes a task: {driven:?}")
+    };
+    let id = task["taskId"].as_str().unwrap();
+    let got = until_status(&tasks, id, &page, "input_required").await;
+    assert!(got["inputRequests"]["user_name"].is_object(), "{got}");
+}
+
+#[tokio::test]
+async fn a_required_tool_asks_on_the_call_first_and_always_ends_as_a_task() {
+    let page = page_with_handlers();
+    let tasks = Arc::new(Tasks::default());
+    let rounds = rounds_with(&tasks);
+    let mut fake = FakePage::connect(&page);
+    let call = page
+        .prepare_call("only_task", json!({}), None, None)
+        .unwrap();
+    let running = RunningCall::start_checked(&rounds, page.clone(), call, true, 4).unwrap();
+    let (driven, call_id) = tokio::join!(
+        drive(
+            &rounds,
+            running,
+            &AskedTaskAgent,
+            checked_key(&page, "only_task"),
+            0,
+            None
+        ),
+        async {
+            let (id, _) = fake.request(method::TOOLS_CALL).await;
+            let round = client_tools_core::protocol::RequestId::String("input-1".into());
+            assert_eq!(page.page_input(round, name_round(&id)), None);
+            id
+        }
+    );
+    // Round 1 is the `tools/call`'s own (multi round-trip): no task yet.
+    let Driven::InputRequired { requests, state } = driven else {
+        panic!("a required call's first question is asked on the call: {driven:?}")
+    };
+    assert!(requests.contains_key("user_name"));
+    assert_eq!(
+        tasks.lock().len(),
+        0,
+        "no task before the question is answered"
+    );
+    // The retry answers it; the handler then ends at once: still a task, already completed.
+    let retry = crate::agent::rounds::Retry {
+        state,
+        page_session: page.id().to_owned(),
+        tool: "only_task".into(),
+        arguments: Map::new(),
+        responses: serde_json::from_value(
+            json!({"user_name": {"action": "accept", "content": {"name": "Alice"}}}),
+        )
+        .unwrap(),
+    };
+    let (driven, ()) = tokio::join!(
+        crate::agent::rounds::resume(&rounds, retry, &AskedTaskAgent),
+        async {
+            let answer: Value = serde_json::from_str(&fake.frame().await).unwrap();
+            assert_eq!(answer["id"], "input-1", "{answer}");
+            let name = &answer["result"]["inputResponses"]["user_name"]["content"]["name"];
+            assert_eq!(name, "Alice", "{answer}");
+            fake.answer_call(&call_id, "Hello, Alice!");
+        }
+    );
+    let Driven::Task(task) = driven else {
+        panic!("a required call ends as a task: {driven:?}")
+    };
+    let id = task["taskId"].as_str().unwrap();
+    let done = until_status(&tasks, id, &page, "completed").await;
+    assert_eq!(
+        done["result"]["content"][0]["text"], "Hello, Alice!",
+        "{done}"
+    );
+}
+
+/// The task `id` once its status is `status` (10 s at most; the task runs on its own tokio task).
+async fn until_status(tasks: &Tasks, id: &str, page: &PageSession, status: &str) -> Value {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let got = tasks.get(id, page.id()).unwrap();
+        if got["status"] == status {
+            return got;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "not {status}: {got}"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// The key a call of `tool` without arguments is suspended under, as a retry names it again.
+fn checked_key(page: &PageSession, tool: &str) -> CallKey {
+    CallKey {
+        tool_digest: tool_digest(page.tools().iter().find(|t| t.name == tool)),
+        arguments: arguments_digest(&json!({})),
+        ..key(page, tool)
     }
 }

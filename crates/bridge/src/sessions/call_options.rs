@@ -179,10 +179,6 @@ pub struct InputRound {
     pub id: RequestId,
     /// `inputRequests`: key (chosen by the page) → `{method, params}`.
     pub requests: Map<String, Value>,
-    /// The page asks this round before its call becomes an MCP task (`_meta`
-    /// `clienttools/beforeTask: true` on one of its requests): the agent answers it on its
-    /// `tools/call` (crate::agent::rounds), and the task starts after.
-    pub before_task: bool,
 }
 
 /// A call's end as the page decided it: its result, or the JSON-RPC error the agent must get as

@@ -49,9 +49,6 @@ pub mod meta {
     /// On `tools/call`: the least severe log level the agent wants (`logging/setLevel`); absent:
     /// every level.
     pub const LOG_LEVEL: &str = "clienttools/logLevel";
-    /// In the `_meta` of a request of the page's round (`clienttools/input`): `true` asks it of the
-    /// agent before the call becomes an MCP task (multi round-trip on `tools/call`, then the task).
-    pub const BEFORE_TASK: &str = "clienttools/beforeTask";
     /// On an agent's `tools/call` over a user's tabs (SPEC §13): the page session to run it on
     /// (read by the runtime, never sent to the page).
     pub const SESSION: &str = "clienttools/session";

@@ -133,6 +133,59 @@ async fn round_after_round_and_answers_given_up_front() {
     assert_eq!(key, "color", "{up_front}");
 }
 
+/// Requests a handler makes together (`Promise.all([ctx.elicit(a), ctx.elicit(b)])`) are one round,
+/// each under its own key; one made while that round waits is the next round (SPEC §11).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_made_together_are_one_round_and_a_later_one_the_next() {
+    let stack = stack().await;
+    let body = |extra: Value| {
+        let mut body = json!({"name": "together", "arguments": {}, "capabilities": ELICITATION()});
+        body.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        body
+    };
+    let (_, first) = call(&stack, body(json!({}))).await;
+    assert_eq!(first["resultType"], "input_required", "{first}");
+    let requests = first["inputRequests"].as_object().expect("inputRequests");
+    let mut asked: Vec<(&str, &str)> = requests
+        .iter()
+        .map(|(key, request)| (key.as_str(), request["params"]["message"].as_str().unwrap()))
+        .collect();
+    asked.sort();
+    assert_eq!(
+        asked,
+        [
+            ("elicitation/create", "Your name?"),
+            ("elicitation/create#2", "Your colour?")
+        ],
+        "{first}"
+    );
+    let (_, second) = call(
+        &stack,
+        body(
+            json!({"requestState": first["requestState"], "inputResponses": {
+            "elicitation/create": accept(json!({"name": "Ada"})),
+            "elicitation/create#2": accept(json!({"color": "teal"}))}}),
+        ),
+    )
+    .await;
+    let (key, request) = only_request(&second);
+    assert_eq!(key, "size");
+    assert_eq!(request["params"]["message"], "Your size?");
+    let (_, done) = call(
+        &stack,
+        body(json!({"requestState": second["requestState"],
+            "inputResponses": {"size": accept(json!({"size": "M"}))}})),
+    )
+    .await;
+    assert_eq!(
+        done["structuredContent"],
+        json!({"name": "Ada", "color": "teal", "size": "M"}),
+        "{done}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hostile_retries_are_refused_with_the_reason() {
     let stack = stack().await;

@@ -367,11 +367,15 @@ async fn api_callers_get_tasks_answer_and_cancel_them() {
     )
     .await;
     assert_eq!(status, 200, "{ran}");
-    let text = ran["content"][0]["text"].as_str().unwrap_or_default();
-    assert_eq!(
-        text, "ran as a task",
-        "a call that ends at once is answered at once: {ran}"
-    );
+    // `required`: always a task (SEP-2663), even for a call that ends at once: one already
+    // completed, its result read as any task's.
+    assert_eq!(ran["resultType"], "task", "{ran}");
+    let id = ran["taskId"].as_str().unwrap().to_owned();
+    let done = api_until_status(base, session, &id, "completed").await;
+    let text = done["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert_eq!(text, "ran as a task", "{done}");
     assert_eq!(tasks.counts().await["only_as_task"], 1);
     tasks.driven.quit().await;
 }

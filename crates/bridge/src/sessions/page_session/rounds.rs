@@ -77,7 +77,7 @@ pub(super) fn take_call_id(params: &mut Map<String, Value>) -> Option<String> {
 /// Reads the params of a `clienttools/input` request: the call it is for and its
 /// `inputRequests`, each checked (`{method, params}`; a known method; `params` an object, the
 /// page's `clienttools/` `_meta` keys removed). An error says what is wrong.
-fn read_round(params: Value) -> Result<(String, Map<String, Value>, bool), String> {
+fn read_round(params: Value) -> Result<(String, Map<String, Value>), String> {
     let Value::Object(mut params) = params else {
         return Err("clienttools/input params must be an object".into());
     };
@@ -96,7 +96,6 @@ fn read_round(params: Value) -> Result<(String, Map<String, Value>, bool), Strin
         ));
     }
     let mut checked = Map::new();
-    let mut before_task = false;
     for (key, request) in requests {
         let Value::Object(mut request) = request else {
             return Err(format!("inputRequests['{key}'] must be an object"));
@@ -120,7 +119,6 @@ fn read_round(params: Value) -> Result<(String, Map<String, Value>, bool), Strin
             Some(_) => return Err(format!("inputRequests['{key}'].params must be an object")),
         };
         if let Some(Value::Object(meta)) = params.get_mut("_meta") {
-            before_task |= meta.get(protocol::meta::BEFORE_TASK) == Some(&Value::Bool(true));
             meta.retain(|name, _| !name.starts_with("clienttools/"));
             if meta.is_empty() {
                 params.remove("_meta");
@@ -129,7 +127,7 @@ fn read_round(params: Value) -> Result<(String, Map<String, Value>, bool), Strin
         let request = serde_json::json!({"method": method, "params": params});
         checked.insert(key, request);
     }
-    Ok((call, checked, before_task))
+    Ok((call, checked))
 }
 
 impl PageSession {
@@ -139,7 +137,7 @@ impl PageSession {
     /// now (malformed, a call nobody waits on, a bound, or — the caller takes no rounds — the
     /// capabilities it lacks).
     pub(crate) fn page_input(&self, id: RequestId, params: Value) -> Option<RpcError> {
-        let (call, mut requests, before_task) = match read_round(params) {
+        let (call, mut requests) = match read_round(params) {
             Ok(round) => round,
             Err(why) => return Some(RpcError::new(protocol::code::INVALID_PARAMS, why)),
         };
@@ -185,7 +183,6 @@ impl PageSession {
         let round = InputRound {
             id: id.clone(),
             requests,
-            before_task,
         };
         if events.try_send(CallEvent::Input(round)).is_err() {
             return Some(RpcError::new(
