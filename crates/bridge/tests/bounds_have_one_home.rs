@@ -20,7 +20,10 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use syn::visit::{self, Visit};
-use syn::{Attribute, ImplItem, Item, Type};
+use syn::{ImplItem, Item, Type};
+
+mod rust_source;
+use rust_source::{impl_item_attrs, is_cfg_test, item_attrs};
 
 /// Numeric consts outside `limits/` that are no bounds: (file under `src/`, name, why).
 const NOT_BOUNDS: [(&str, &str, &str); 3] = [
@@ -125,44 +128,6 @@ fn bound_type(ty: &Type) -> Option<String> {
         Type::Group(group) => bound_type(&group.elem),
         Type::Tuple(tuple) => tuple.elems.iter().find_map(bound_type),
         _ => None,
-    }
-}
-
-fn is_cfg_test(attrs: &[Attribute]) -> bool {
-    attrs.iter().any(|attr| {
-        attr.path().is_ident("cfg")
-            && matches!(&attr.meta, syn::Meta::List(list) if list.tokens.to_string() == "test")
-    })
-}
-
-fn item_attrs(item: &Item) -> &[Attribute] {
-    match item {
-        Item::Const(i) => &i.attrs,
-        Item::Enum(i) => &i.attrs,
-        Item::ExternCrate(i) => &i.attrs,
-        Item::Fn(i) => &i.attrs,
-        Item::ForeignMod(i) => &i.attrs,
-        Item::Impl(i) => &i.attrs,
-        Item::Macro(i) => &i.attrs,
-        Item::Mod(i) => &i.attrs,
-        Item::Static(i) => &i.attrs,
-        Item::Struct(i) => &i.attrs,
-        Item::Trait(i) => &i.attrs,
-        Item::TraitAlias(i) => &i.attrs,
-        Item::Type(i) => &i.attrs,
-        Item::Union(i) => &i.attrs,
-        Item::Use(i) => &i.attrs,
-        _ => &[],
-    }
-}
-
-fn impl_item_attrs(item: &ImplItem) -> &[Attribute] {
-    match item {
-        ImplItem::Const(i) => &i.attrs,
-        ImplItem::Fn(i) => &i.attrs,
-        ImplItem::Type(i) => &i.attrs,
-        ImplItem::Macro(i) => &i.attrs,
-        _ => &[],
     }
 }
 

@@ -24,6 +24,9 @@ use syn::buffer::Cursor;
 use syn::visit::{self, Visit};
 use syn::{Attribute, ImplItem, Item, UseTree};
 
+mod rust_source;
+use rust_source::{impl_item_attrs, is_cfg_test, item_attrs};
+
 /// The bridge's layers, from the top. The settings at the bottom (`tokens`, `limits`, `ids`) are
 /// read by every layer; `config` (the command-line flags as a struct) holds the operator's policy
 /// and tools, so it sits above `calls`, and only the bridge, the cluster and the routes read it.
@@ -99,44 +102,6 @@ struct Tree {
     /// The files read as code, and those only test code declares.
     code_files: BTreeSet<PathBuf>,
     test_files: BTreeSet<PathBuf>,
-}
-
-fn is_cfg_test(attrs: &[Attribute]) -> bool {
-    attrs.iter().any(|attr| {
-        attr.path().is_ident("cfg")
-            && matches!(&attr.meta, syn::Meta::List(list) if list.tokens.to_string() == "test")
-    })
-}
-
-fn item_attrs(item: &Item) -> &[Attribute] {
-    match item {
-        Item::Const(i) => &i.attrs,
-        Item::Enum(i) => &i.attrs,
-        Item::ExternCrate(i) => &i.attrs,
-        Item::Fn(i) => &i.attrs,
-        Item::ForeignMod(i) => &i.attrs,
-        Item::Impl(i) => &i.attrs,
-        Item::Macro(i) => &i.attrs,
-        Item::Mod(i) => &i.attrs,
-        Item::Static(i) => &i.attrs,
-        Item::Struct(i) => &i.attrs,
-        Item::Trait(i) => &i.attrs,
-        Item::TraitAlias(i) => &i.attrs,
-        Item::Type(i) => &i.attrs,
-        Item::Union(i) => &i.attrs,
-        Item::Use(i) => &i.attrs,
-        _ => &[],
-    }
-}
-
-fn impl_item_attrs(item: &ImplItem) -> &[Attribute] {
-    match item {
-        ImplItem::Const(i) => &i.attrs,
-        ImplItem::Fn(i) => &i.attrs,
-        ImplItem::Type(i) => &i.attrs,
-        ImplItem::Macro(i) => &i.attrs,
-        _ => &[],
-    }
 }
 
 /// The name an item defines, if it defines one.
