@@ -62,15 +62,22 @@ fn rounds_with(tasks: &Arc<Tasks>) -> Rounds {
     rounds
 }
 
-/// An agent that declared the tasks extension and nothing else.
-struct TaskAgent;
+/// An agent that declared the tasks extension, and form elicitation when `asked` (it answers by
+/// retrying: on 2026-07-28 it has no way to be asked during the call).
+struct TaskAgent {
+    asked: bool,
+}
+
+const TASK_AGENT: TaskAgent = TaskAgent { asked: false };
+const ASKED_TASK_AGENT: TaskAgent = TaskAgent { asked: true };
 
 impl AgentSide for TaskAgent {
     fn capabilities(&self) -> ClientCapabilities {
-        serde_json::from_value(json!({
-            "extensions": {rmcp::model::TASKS_EXTENSION_ID: {}}
-        }))
-        .unwrap()
+        let mut declared = json!({"extensions": {rmcp::model::TASKS_EXTENSION_ID: {}}});
+        if self.asked {
+            declared["elicitation"] = json!({"form": {}});
+        }
+        serde_json::from_value(declared).unwrap()
     }
     fn progress(&self, _: client_tools_core::protocol::ProgressParams) -> BoxFuture<'_, ()> {
         Box::pin(async {})
@@ -114,7 +121,7 @@ async fn a_tools_file_task_support_holds_when_the_page_registered_a_handler_for_
     let mut fake = FakePage::connect(&page);
     let call = page.prepare_call("later", json!({}), None, None).unwrap();
     let running = RunningCall::start_checked(&rounds, page.clone(), call, true, 4).unwrap();
-    let driven = drive(&rounds, running, &TaskAgent, key(&page, "later"), 0, None);
+    let driven = drive(&rounds, running, &TASK_AGENT, key(&page, "later"), 0, None);
     let (_, params) = fake.request(method::TOOLS_CALL).await;
     assert_eq!(params["name"], "later");
     let Driven::Task(task) = driven.await else {
@@ -202,7 +209,7 @@ async fn a_policy_redacts_a_task_result_and_blocks_a_call_before_any_task_is_mad
     let mut changes = tasks.watch();
     let call = page.prepare_call("later", json!({}), None, None).unwrap();
     let running = RunningCall::start_checked(&rounds, page.clone(), call, true, 4).unwrap();
-    let driven = drive(&rounds, running, &TaskAgent, key(&page, "later"), 0, None);
+    let driven = drive(&rounds, running, &TASK_AGENT, key(&page, "later"), 0, None);
     let (call_id, _) = fake.request(method::TOOLS_CALL).await;
     let Driven::Task(task) = driven.await else {
         panic!("the call became a task")
@@ -233,29 +240,6 @@ async fn a_policy_redacts_a_task_result_and_blocks_a_call_before_any_task_is_mad
     }
 }
 
-/// An agent that declared the tasks extension and form elicitation, and answers by retrying
-/// (2026-07-28: it has no way to be asked during the call).
-struct AskedTaskAgent;
-
-impl AgentSide for AskedTaskAgent {
-    fn capabilities(&self) -> ClientCapabilities {
-        serde_json::from_value(json!({
-            "elicitation": {"form": {}},
-            "extensions": {rmcp::model::TASKS_EXTENSION_ID: {}}
-        }))
-        .unwrap()
-    }
-    fn progress(&self, _: client_tools_core::protocol::ProgressParams) -> BoxFuture<'_, ()> {
-        Box::pin(async {})
-    }
-    fn log(&self, _: Map<String, Value>) -> BoxFuture<'_, ()> {
-        Box::pin(async {})
-    }
-    fn cancelled(&self) -> BoxFuture<'_, ()> {
-        Box::pin(std::future::pending())
-    }
-}
-
 /// The page's round for its call `call`: one question, `name`.
 fn name_round(call: &client_tools_core::protocol::RequestId) -> Value {
     json!({"inputRequests": {"user_name": {"method": "elicitation/create", "params": {
@@ -276,7 +260,7 @@ async fn an_optional_tool_that_asks_at_once_becomes_a_task_waiting_on_the_questi
         drive(
             &rounds,
             running,
-            &AskedTaskAgent,
+            &ASKED_TASK_AGENT,
             key(&page, "later"),
             0,
             None
@@ -309,7 +293,7 @@ async fn a_required_tool_asks_on_the_call_first_and_always_ends_as_a_task() {
         drive(
             &rounds,
             running,
-            &AskedTaskAgent,
+            &ASKED_TASK_AGENT,
             checked_key(&page, "only_task"),
             0,
             None
@@ -343,7 +327,7 @@ async fn a_required_tool_asks_on_the_call_first_and_always_ends_as_a_task() {
         .unwrap(),
     };
     let (driven, ()) = tokio::join!(
-        crate::agent::rounds::resume(&rounds, retry, &AskedTaskAgent),
+        crate::agent::rounds::resume(&rounds, retry, &ASKED_TASK_AGENT),
         async {
             let answer: Value = serde_json::from_str(&fake.frame().await).unwrap();
             assert_eq!(answer["id"], "input-1", "{answer}");
