@@ -66,6 +66,7 @@ export async function startConsole(tools, preselect) {
     pre.textContent = body;
     item.append(head, ...images, pre);
     log.prepend(item);
+    return item;
   }
 
   // Raster types only: a picture a tool returns is shown, never run (no SVG).
@@ -109,9 +110,21 @@ export async function startConsole(tools, preselect) {
     if (state === "connected") setTimeout(refreshTools, 150);
   });
   tools.on("toolschanged", () => setTimeout(refreshTools, 150));
-  tools.on("toolactivated", ({ toolName, callId }) => logEntry("activated", `▶ ${toolName} (call ${callId})`, "handler running in this tab"));
-  tools.on("toolresult", ({ toolName, isError, durationMs }) =>
-    logEntry(isError ? "error" : "ok", `${isError ? "✖" : "✔"} ${toolName}`, `${durationMs.toFixed(1)} ms in the page`));
+  // A call in this tab is listed once: its running entry, by call id, is replaced in place by its
+  // outcome (a result, or a cancel).
+  const running = new Map();
+  function callEnded(callId, kind, title, body) {
+    const entry = running.get(callId);
+    running.delete(callId);
+    const outcome = logEntry(kind, title, body);
+    if (entry?.isConnected) entry.replaceWith(outcome);
+  }
+  tools.on("toolactivated", ({ toolName, callId }) =>
+    running.set(callId, logEntry("activated", `▶ ${toolName} (call ${callId})`, "handler running in this tab")));
+  tools.on("toolresult", ({ toolName, callId, isError, durationMs }) =>
+    callEnded(callId, isError ? "error" : "ok", `${isError ? "✖" : "✔"} ${toolName} (call ${callId})`, `${durationMs.toFixed(1)} ms in the page`));
+  tools.on("toolcancel", ({ toolName, callId, reason }) =>
+    callEnded(callId, "error", `⊘ ${toolName} (call ${callId}) cancelled`, String(reason ?? "")));
   tools.on("warning", ({ message }) => logEntry("warning", "warning", message));
 
   let reportedApiError = "";

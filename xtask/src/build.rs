@@ -38,44 +38,92 @@ pub fn build() -> Result<PathBuf> {
 /// Builds `pkg/` with an already detected wasm toolchain.
 pub fn build_with(cargo: &WasmCargo) -> Result<PathBuf> {
     let pkg = root().join("pkg");
-
     // The module compiles while the wasm-bindgen CLI installs, when it is missing (a first run):
     // both are minutes long, and each ends on one core (LTO at one codegen unit; linking).
     step("Compiling the SDK for wasm32 (profile wasm-release: built for size; the wasm-bindgen CLI installed alongside if missing)");
-    let compiling = spawn(&mut compile_command(cargo))?;
-    let wasm_bindgen = ensure_wasm_bindgen_alongside();
-    compiling.wait()?;
-    let wasm_bindgen = wasm_bindgen?;
-    let module = wasm::target_dir()
-        .join(wasm::TARGET)
-        .join(wasm::PROFILE)
-        .join("client_tools.wasm");
-
-    step("Generating JavaScript bindings (wasm-bindgen --target web)");
-    let _ = std::fs::remove_dir_all(&pkg);
-    run(Command::new(&wasm_bindgen)
-        .arg(&module)
-        .args(["--target", "web", "--out-dir"])
-        .arg(&pkg)
-        .args(["--out-name", "client_tools"]))?;
-
+    compile_and_bind(cargo, wasm::PROFILE, &pkg)?;
     finish(&pkg)?;
     print_sizes(&pkg)?;
     Ok(pkg)
 }
 
+/// Where `cargo xtask demo` puts its package: not `pkg/`, which holds only the size-optimized build.
+pub fn demo_pkg_dir() -> PathBuf {
+    root().join("target").join("demo").join("pkg")
+}
+
+/// The module cargo writes for `profile`.
+fn module_path(profile: &str) -> PathBuf {
+    wasm::target_dir()
+        .join(wasm::TARGET)
+        .join(profile)
+        .join("client_tools.wasm")
+}
+
+/// The package `cargo xtask demo` serves, in [`demo_pkg_dir`]: compiled for a short build, not for
+/// size (profile wasm-demo: opt-level 1, no LTO, 16 codegen units), and neither wasm-opt nor terser
+/// run (they only make it smaller). Where `cargo xtask build`/`test` compiled the module in
+/// wasm-release more recently than the demo compiled its own, that build is reused instead: cargo
+/// then rebuilds only what changed since, where the demo's profile would compile everything again.
+pub fn build_demo(cargo: &WasmCargo) -> Result<PathBuf> {
+    let pkg = demo_pkg_dir();
+    let modified = |profile| {
+        std::fs::metadata(module_path(profile))
+            .and_then(|m| m.modified())
+            .ok()
+    };
+    let profile = match (modified(wasm::PROFILE), modified(wasm::DEMO_PROFILE)) {
+        (Some(release), demo) if demo.is_none_or(|demo| release > demo) => wasm::PROFILE,
+        _ => wasm::DEMO_PROFILE,
+    };
+    if profile == wasm::PROFILE {
+        step("Compiling the SDK for wasm32 (profile wasm-release: reusing the build `cargo xtask build`/`test` made; the wasm-bindgen CLI installed alongside if missing)");
+    } else {
+        step("Compiling the SDK for wasm32 (profile wasm-demo: built to compile fast, not for size: the demo does not need the smallest module; the wasm-bindgen CLI installed alongside if missing)");
+    }
+    compile_and_bind(cargo, profile, &pkg)?;
+    step("Writing package files from pkg-template/ and the licenses (the demo's package: no wasm-opt, no terser)");
+    write_package_files(&pkg)?;
+    let size = measure_raw(&pkg.join("client_tools_bg.wasm"))?;
+    eprintln!(
+        "    {}: module {:.1} KB raw (profile {profile}; `cargo xtask build` makes the small one in pkg/)",
+        pkg.strip_prefix(root()).unwrap_or(&pkg).display(),
+        size as f64 / 1024.0
+    );
+    Ok(pkg)
+}
+
+/// Compiles the module in `profile` (while the wasm-bindgen CLI installs, when it is missing) and
+/// runs wasm-bindgen `--target web` into `pkg` (emptied first). The caller announced the step.
+fn compile_and_bind(cargo: &WasmCargo, profile: &str, pkg: &Path) -> Result<PathBuf> {
+    let compiling = spawn(&mut compile_command(cargo, profile))?;
+    let wasm_bindgen = ensure_wasm_bindgen_alongside();
+    compiling.wait()?;
+    let wasm_bindgen = wasm_bindgen?;
+    let module = module_path(profile);
+
+    step("Generating JavaScript bindings (wasm-bindgen --target web)");
+    let _ = std::fs::remove_dir_all(pkg);
+    run(Command::new(&wasm_bindgen)
+        .arg(&module)
+        .args(["--target", "web", "--out-dir"])
+        .arg(pkg)
+        .args(["--out-name", "client_tools"]))?;
+    Ok(module)
+}
+
 /// `cargo build` of the module (profile wasm-release), nothing else: what `cargo xtask size` reads.
 pub fn compile_module(cargo: &WasmCargo) -> Result {
     step("Compiling the SDK for wasm32 (profile wasm-release)");
-    run(&mut compile_command(cargo))
+    run(&mut compile_command(cargo, wasm::PROFILE))
 }
 
-fn compile_command(cargo: &WasmCargo) -> Command {
+fn compile_command(cargo: &WasmCargo, profile: &str) -> Command {
     let mut command = cargo.command();
     command.args([
         "build",
         "--profile",
-        wasm::PROFILE,
+        profile,
         "--target",
         wasm::TARGET,
         "-p",
@@ -156,6 +204,34 @@ pub fn finish(pkg: &Path) -> Result {
     optimize(&wasm_opt, &bg)?;
 
     step("Writing package files from pkg-template/ and the licenses");
+    write_package_files(pkg)?;
+
+    step("Minifying the JavaScript (terser)");
+    let mut scripts = vec![pkg.join("client_tools.js")];
+    collect_files(&pkg.join("snippets"), &mut scripts);
+    collect_files(&pkg.join("adapters"), &mut scripts);
+    for file in scripts
+        .iter()
+        .filter(|f| f.extension().is_some_and(|e| e == "js"))
+    {
+        // ES modules: their top-level names are theirs to shorten.
+        run(Command::new(&terser)
+            .arg(file)
+            .args(["--module", "--compress", "--mangle", "--output"])
+            .arg(file))?;
+    }
+    // The script-tag loader is a classic script: its globals keep their names.
+    let loader = pkg.join("client-tools.js");
+    run(Command::new(&terser)
+        .arg(&loader)
+        .args(["--compress", "--mangle", "--output"])
+        .arg(&loader))?;
+    Ok(())
+}
+
+/// The package's files besides wasm-bindgen's output: `pkg-template/`, the adapters, the licenses,
+/// and the types' reference to the library they need.
+fn write_package_files(pkg: &Path) -> Result {
     for file in TEMPLATE_FILES {
         let text = std::fs::read_to_string(root().join("pkg-template").join(file))
             .map_err(|e| format!("pkg-template/{file}: {e}"))?;
@@ -187,27 +263,6 @@ pub fn finish(pkg: &Path) -> Result {
         format!("/// <reference lib=\"esnext.disposable\" />\n{generated}"),
     )
     .map_err(|e| format!("{}: {e}", types.display()))?;
-
-    step("Minifying the JavaScript (terser)");
-    let mut scripts = vec![pkg.join("client_tools.js")];
-    collect_files(&pkg.join("snippets"), &mut scripts);
-    collect_files(&pkg.join("adapters"), &mut scripts);
-    for file in scripts
-        .iter()
-        .filter(|f| f.extension().is_some_and(|e| e == "js"))
-    {
-        // ES modules: their top-level names are theirs to shorten.
-        run(Command::new(&terser)
-            .arg(file)
-            .args(["--module", "--compress", "--mangle", "--output"])
-            .arg(file))?;
-    }
-    // The script-tag loader is a classic script: its globals keep their names.
-    let loader = pkg.join("client-tools.js");
-    run(Command::new(&terser)
-        .arg(&loader)
-        .args(["--compress", "--mangle", "--output"])
-        .arg(&loader))?;
     Ok(())
 }
 
@@ -226,6 +281,13 @@ pub struct Size {
     pub raw: usize,
     pub gzip: usize,
     pub brotli: usize,
+}
+
+/// A file's size in bytes.
+fn measure_raw(path: &Path) -> Result<u64> {
+    std::fs::metadata(path)
+        .map(|m| m.len())
+        .map_err(|e| format!("{}: {e}", path.display()))
 }
 
 pub fn measure(path: &Path) -> Result<Size> {

@@ -1,9 +1,10 @@
-//! `cargo xtask demo`: the package built, then the demo's site backend (it mints the users' tokens)
+//! `cargo xtask demo`: the package built (profile wasm-demo: compiled fast, not for size), then the demo's site backend (it mints the users' tokens)
 //! and the bridge serving the demo site with a fresh agent token for its console.
 
 use std::process::Command;
 
 use crate::run::{run, spawn};
+use crate::wasm::WasmCargo;
 use crate::{build, root, step, steps, Result};
 
 /// `cargo xtask demo [--listen ADDR]`: build the package, then serve the demo with the bridge.
@@ -27,10 +28,13 @@ pub fn demo(args: &[String]) -> Result {
         "--example",
         "demo_site_backend",
     ]))?;
-    let package = build::build();
+    // The package in the demo's profile (wasm-demo: compiled fast, not for size; or the
+    // wasm-release build `cargo xtask build`/`test` left, when newer), into target/demo/pkg:
+    // `pkg/` keeps only the size-optimized package.
+    let package = WasmCargo::detect().and_then(|cargo| build::build_demo(&cargo));
     step("Waiting for the bridge's build");
     let bridge = bridge.wait();
-    package?;
+    let pkg = package?;
     bridge?;
     steps::print_summary();
     // Whose page it is (SPEC §13): the demo's site backend — the site's job, shown for the demo —
@@ -82,7 +86,8 @@ pub fn demo(args: &[String]) -> Result {
         Command::new(root().join("target/debug/client-tools-bridge"))
             .env("CLIENT_TOOLS_AGENT_TOKEN", &token)
             .current_dir(root())
-            .args(["--listen", &listen, "--www", "www", "--pkg", "pkg"])
+            .args(["--listen", &listen, "--www", "www", "--pkg"])
+            .arg(&pkg)
             .arg("--token-keys")
             .arg(&keys)
             // The demo's guardrails, commented (docs/guardrails.md): the console shows when one acts.

@@ -30,7 +30,8 @@ commands:
   pack    build, then npm pack into target/npm/ (file list checked) and npm publish --dry-run
   pictures  build, then render the built-in dialog and result form (light and dark) to PNG in
           docs/images/ (headless Chromium under WebDriver)
-  demo    build, then run the bridge with the demo site on http://127.0.0.1:8787/
+  demo    build the package for the demo (profile wasm-demo: compiled fast, not for size, into target/demo/pkg),
+          then run the bridge with the demo site on http://127.0.0.1:8787/
   bench   build, then measure the SDK in headless Chromium and Firefox against the JavaScript it
           replaces, the bridge's round trips and scale, and the size; writes BENCHMARKS.md and
           bench/results.json (`--quick`: a short smoke run; `--render`: BENCHMARKS.md again from

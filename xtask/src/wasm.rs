@@ -15,6 +15,8 @@ use crate::{root, step, Result};
 pub const TARGET: &str = "wasm32-unknown-unknown";
 /// The cargo profile of the package build (Cargo.toml: size over speed).
 pub const PROFILE: &str = "wasm-release";
+/// The cargo profile of `cargo xtask demo`'s package (Cargo.toml: compile time over size).
+pub const DEMO_PROFILE: &str = "wasm-demo";
 
 /// Debian packages of the fallback toolchain (clippy included, for the wasm lint pass).
 const DEBIAN_RUST: &[&str] = &[
@@ -61,6 +63,11 @@ impl WasmCargo {
                 ("CARGO_UNSTABLE_PANIC_IMMEDIATE_ABORT".into(), "true".into()),
                 (
                     "CARGO_PROFILE_WASM_RELEASE_PANIC".into(),
+                    "immediate-abort".into(),
+                ),
+                // The demo's package panics as the shipped one does.
+                (
+                    "CARGO_PROFILE_WASM_DEMO_PANIC".into(),
                     "immediate-abort".into(),
                 ),
                 ("RUSTFLAGS".into(), SIZE_RUSTFLAGS.into()),

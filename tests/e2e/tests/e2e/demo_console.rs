@@ -5,6 +5,7 @@
 //! `board_snapshot` returns a picture of the board (an image block), which the console shows.
 //! `assign_task` allows tasks (SPEC §4 "Long calls as tasks") and the console takes them: its
 //! question and answer go through the task (`tasks/get`, `tasks/update` over `/api`).
+//! Each call the page runs is listed once in the log: its running entry replaced by its outcome.
 //! Real Chromium and Firefox through WebDriver, the real bridge and the demo site.
 
 use std::time::Duration;
@@ -63,6 +64,47 @@ async fn press(driven: &Driven, value: &str) {
         .click()
         .await
         .expect("click");
+}
+
+/// The heads of the console's log entries for calls this tab ran, once `tool` has `outcomes` of
+/// them: each call is listed once, its running entry ("▶ tool (call …)") replaced by its outcome
+/// ("✔ tool (call …)"), so no running entry stays beside an outcome.
+async fn calls_listed_once(driven: &Driven, kind: BrowserKind, tool: &str, outcomes: usize) {
+    let script = format!(
+        "const heads = [...document.querySelectorAll('#log .entry-head')].map(h => h.textContent)
+           .filter(h => /^[▶✔✖⊘] /.test(h));
+         return heads.filter(h => h.startsWith('✔ {tool} (call ')).length >= {outcomes} ? heads : null"
+    );
+    let heads = driven
+        .until("the calls' outcomes in the console's log", &script)
+        .await;
+    let heads: Vec<&str> = heads
+        .as_array()
+        .expect("the heads")
+        .iter()
+        .filter_map(|h| h.as_str())
+        .collect();
+    assert!(
+        heads.iter().all(|h| !h.starts_with('▶')),
+        "{kind:?}: a running entry stayed beside its outcome: {heads:?}"
+    );
+    let ids: Vec<&str> = heads
+        .iter()
+        .filter_map(|h| h.split("(call ").nth(1))
+        .collect();
+    let mut unique = ids.clone();
+    unique.sort_unstable();
+    unique.dedup();
+    assert_eq!(
+        unique.len(),
+        ids.len(),
+        "{kind:?}: a call listed twice: {heads:?}"
+    );
+    let of_tool = heads
+        .iter()
+        .filter(|h| h.starts_with(&format!("✔ {tool} (call ")))
+        .count();
+    assert_eq!(of_tool, outcomes, "{kind:?}: {heads:?}");
 }
 
 async fn results(driven: &Driven) -> usize {
@@ -157,6 +199,8 @@ async fn the_console_answers_a_handlers_question(kind: BrowserKind) {
         result.contains("t4 stays with Ana (decline)"),
         "{kind:?}: {result}"
     );
+    // Each call this tab ran is listed once in the log: running, then its outcome in its place.
+    calls_listed_once(&driven, kind, "assign_task", 2).await;
 
     // A picture of the board: the console shows the tool's image block as an image.
     let before = results(&driven).await;
@@ -179,6 +223,7 @@ async fn the_console_answers_a_handlers_question(kind: BrowserKind) {
         json!(660),
         "{kind:?}: three columns of 220 px, as drawn"
     );
+    calls_listed_once(&driven, kind, "board_snapshot", 1).await;
     driven.quit().await;
 }
 
