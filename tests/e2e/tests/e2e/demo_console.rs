@@ -73,7 +73,7 @@ async fn calls_listed_once(driven: &Driven, kind: BrowserKind, tool: &str, outco
     let script = format!(
         "const heads = [...document.querySelectorAll('#log .entry-head')].map(h => h.textContent)
            .filter(h => /^[▶✔✖⊘] /.test(h));
-         return heads.filter(h => h.startsWith('✔ {tool} (call ')).length >= {outcomes} ? heads : null"
+         return heads.filter(h => h === '✔ {tool}' || h.startsWith('✔ {tool} ')).length >= {outcomes} ? heads : null"
     );
     let heads = driven
         .until("the calls' outcomes in the console's log", &script)
