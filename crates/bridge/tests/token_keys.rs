@@ -3,8 +3,9 @@
 //! real local HTTP server, the keys given the time (a minute is an addition, not a sleep): a key
 //! rotated at the site verifies after exactly one fetch, a burst of tokens naming unknown keys
 //! fetches once a minute, a fetch that hangs, answers 10 MB, or answers junk leaves the bridge with
-//! the keys it had, and it says so; and an agent token of a rotated key is served on `/api` once
-//! its key is fetched.
+//! the keys it had, and it says so; an agent token of a rotated key is served on `/api` once its
+//! key is fetched; and an agent token whose verdict is kept is refused once a refetch removed its
+//! key.
 
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
@@ -363,6 +364,38 @@ async fn an_agent_token_of_a_rotated_key_is_accepted_on_api_after_the_refetch() 
     // At hand from now on: no fetch.
     assert_eq!(sessions(agent).await.unwrap().status(), 200);
     assert_eq!(server.requests(), 3);
+}
+
+/// An agent token's verdict is kept (its signature is checked once, not on every request), but
+/// only with the keys that reached it: a key the site removed refuses its tokens from the refetch
+/// that brings the new key set on, verdicts or not.
+#[tokio::test]
+async fn an_agent_token_of_a_key_removed_at_a_refetch_is_refused_at_once() {
+    let server = jwks_server().await;
+    server.answer(Answer::Rotated);
+    let keys = keys_of(&server).await;
+    let now = now_ms();
+    let (old, new) = (token_for("k1", "agent"), token_for("k2", "agent"));
+    for token in [&old, &new] {
+        let verified = keys.verify(token, Role::Agent, now).await.unwrap();
+        assert_eq!(verified.sub, "alice");
+        // Again, from its verdict.
+        assert_eq!(
+            keys.verify_cached(token, Role::Agent, now + 1),
+            Ok(verified)
+        );
+    }
+    // The site removes `k2`; the bridge fetches the key set again (told of the rotation, or for
+    // another token's unknown kid a minute on).
+    server.answer(Answer::Keys);
+    keys.refetch_if_due(now + EVERY_MS).await;
+    assert_eq!(server.requests(), 2);
+    refused_for_its_kid(keys.verify(&new, Role::Agent, now + EVERY_MS + 1).await);
+    // `k1`'s token, checked again with the new key set, still passes.
+    assert!(keys
+        .verify(&old, Role::Agent, now + EVERY_MS + 1)
+        .await
+        .is_ok());
 }
 
 #[tokio::test]

@@ -27,3 +27,9 @@ pub const MIN_HMAC_KEY_BYTES: usize = 32;
 
 /// The smallest RSA modulus accepted, in bits (NIST SP 800-57: 2048 bits through 2030).
 pub const MIN_RSA_BITS: usize = 2048;
+
+/// Agent tokens whose verdict is kept (crate::tokens, by the SHA-256 of each, with its `sub` and
+/// `exp`: at most ~1.1 KB each, so ~9 MB at most), so that an agent's every request does not check
+/// its signature again; only tokens that passed, each until its `exp` plus [`TOKEN_LEEWAY`] or the
+/// keys change. Past it, the older half is forgotten (their next request checks them again).
+pub const MAX_VERIFIED_AGENT_TOKENS: usize = 8_192;

@@ -5,7 +5,9 @@
 //!
 //! - `key_set`: the keys, read from a JWK Set (each with its `kid` and one algorithm);
 //! - `verify`: the checks of one token, each refusal with its reason;
-//! - `jwks_url`: the key set fetched from a URL, bounded, kept when a fetch fails.
+//! - `jwks_url`: the key set fetched from a URL, bounded, kept when a fetch fails;
+//! - `verdicts`: the agent tokens verified lately (by their SHA-256), bounded, forgotten when the
+//!   keys change: an agent sends its token on every request, and its signature is checked once.
 //!
 //! Minting a token for a test, as a site's backend would (`jsonwebtoken::encode`):
 //! `encode(&Header { kid: Some(kid), ..Header::new(Algorithm::HS256) }, &json!({"sub": "alice",
@@ -13,32 +15,46 @@
 
 mod jwks_url;
 mod key_set;
+mod verdicts;
 mod verify;
 
 use std::path::Path;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 pub use key_set::KeySet;
 pub use verify::{Role, TokenRefusal, Unverified, Verified};
 
 use crate::ids::now_unix_ms;
+use crate::limits::MAX_TOKEN_BYTES;
+use verdicts::{Cached, Verdicts};
 
 /// The keys, audience and issuer signed tokens are checked against. `Debug` shows the key ids,
 /// never key material.
 pub struct TokenKeys {
-    /// From `--token-keys FILE` (fixed) and `--token-jwks-url` (replaced on each good fetch).
-    keys: Mutex<KeySet>,
+    /// The keys, and the verdicts reached with them.
+    state: Mutex<State>,
     file_keys: KeySet,
     audience: String,
     issuer: Option<String>,
     jwks: Option<jwks_url::JwksUrl>,
 }
 
+/// The keys at hand and the agent tokens they verified, under one lock: a verdict reached with keys
+/// since replaced is never kept.
+struct State {
+    /// From `--token-keys FILE` (fixed) and `--token-jwks-url` (replaced on each good fetch).
+    keys: Arc<KeySet>,
+    /// Counts the changes of `keys`: a verdict reached with an older count is not kept.
+    generation: u64,
+    /// The agent tokens verified with `keys`, still in date.
+    verdicts: Verdicts,
+}
+
 impl std::fmt::Debug for TokenKeys {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TokenKeys")
-            .field("kids", &self.lock().kids())
+            .field("kids", &self.lock().keys.kids())
             .field("audience", &self.audience)
             .field("issuer", &self.issuer)
             .field("jwks_url", &self.jwks.as_ref().map(|j| j.url()))
@@ -71,7 +87,11 @@ impl TokenKeys {
 
     fn new(keys: KeySet, audience: String, issuer: Option<String>) -> Self {
         Self {
-            keys: Mutex::new(keys.clone()),
+            state: Mutex::new(State {
+                keys: Arc::new(keys.clone()),
+                generation: 0,
+                verdicts: Verdicts::default(),
+            }),
             file_keys: keys,
             audience,
             issuer,
@@ -99,7 +119,7 @@ impl TokenKeys {
             .await
             .map_err(|e| format!("--token-jwks-url {url}: {e}"))?;
         let merged = self.file_keys.merged(&fetched)?;
-        *self.lock() = merged;
+        self.set_keys(merged);
         self.jwks = Some(jwks);
         Ok(self)
     }
@@ -107,14 +127,39 @@ impl TokenKeys {
     /// Checks `token` for `role` with the keys at hand (no `await`: the agent routes' check is a
     /// plain function). [`Unverified::UnknownKid`] only when a refetch of the JWKS URL is due at
     /// `now_ms` (unix ms; `exp` and `nbf` are checked on the clock).
+    ///
+    /// An agent token (`Role::Agent`: sent on every request) that passed is remembered by its
+    /// SHA-256 ([`MAX_VERIFIED_AGENT_TOKENS`](crate::limits::MAX_VERIFIED_AGENT_TOKENS) of them)
+    /// until it lapses at `now_ms` ([`Verified::in_date`]) or the keys change: the same token is
+    /// then accepted without its signature checked again, and refused once it lapsed. Refusals are
+    /// not remembered.
     pub fn verify_cached(
         &self,
         token: &str,
         role: Role,
         now_ms: u64,
     ) -> Result<Verified, Unverified> {
-        let keys = self.lock().clone();
+        // A token over the bound is refused unread: not even hashed.
+        let digest = (role == Role::Agent && token.len() <= MAX_TOKEN_BYTES)
+            .then(|| verdicts::digest(token));
+        let (keys, generation) = {
+            let mut state = self.lock();
+            if let Some(digest) = &digest {
+                match state.verdicts.get(digest, now_ms) {
+                    Cached::InDate(verified) => return Ok(verified),
+                    Cached::Lapsed => return Err(Unverified::Refused(TokenRefusal::expired())),
+                    Cached::Unknown => {}
+                }
+            }
+            (state.keys.clone(), state.generation)
+        };
         let checked = verify::verify(token, role, &keys, &self.audience, self.issuer.as_deref());
+        if let (Ok(verified), Some(digest)) = (&checked, digest) {
+            let mut state = self.lock();
+            if state.generation == generation && verified.in_date(now_ms) {
+                state.verdicts.insert(digest, verified.clone());
+            }
+        }
         match checked {
             Err(Unverified::UnknownKid) => match &self.jwks {
                 Some(jwks) if jwks.refetch_due(now_ms) => Err(Unverified::UnknownKid),
@@ -167,7 +212,7 @@ impl TokenKeys {
             Ok(fetched) => match self.file_keys.merged(&fetched) {
                 Ok(merged) => {
                     tracing::info!(kids = ?merged.kids(), "token key set fetched again");
-                    *self.lock() = merged;
+                    self.set_keys(merged);
                 }
                 Err(error) => {
                     tracing::warn!(%error, url = jwks.url(), "the token key set fetched is unusable: the keys at hand are kept")
@@ -181,14 +226,26 @@ impl TokenKeys {
 
     /// What every cluster node must share (crate::cluster): the keys, audience, issuer and URL.
     pub fn digest(&self) -> String {
-        let keys = self.lock().digest();
+        let keys = self.lock().keys.digest();
         let url = self.jwks.as_ref().map_or("", |j| j.url());
         let issuer = self.issuer.as_deref().unwrap_or("\u{0}");
         format!("{keys}|{}|{issuer}|{url}", self.audience)
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, KeySet> {
-        self.keys.lock().unwrap_or_else(|p| p.into_inner())
+    /// Replaces the keys at hand; when they differ from the last (a key added, changed or
+    /// removed), the verdicts reached with them are forgotten: a removed key's tokens are refused
+    /// from this moment.
+    fn set_keys(&self, keys: KeySet) {
+        let mut state = self.lock();
+        if keys.digest() != state.keys.digest() {
+            state.verdicts.clear();
+            state.generation += 1;
+        }
+        state.keys = Arc::new(keys);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 

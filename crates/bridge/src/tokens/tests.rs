@@ -226,3 +226,148 @@ fn a_bad_key_file_names_the_key() {
     let error = TokenKeys::from_jwk_set_json(&duplicate.to_string(), "a".into(), None).unwrap_err();
     assert!(error.contains("key 'k' appears twice"), "{error}");
 }
+
+// The verdicts kept for agent tokens (verdicts.rs), on the time the tests give.
+
+fn agent_token(sub: &str) -> String {
+    mint_with(Algorithm::EdDSA, "EdDSA", &claims("agent", sub))
+}
+
+fn kept(keys: &TokenKeys) -> usize {
+    keys.lock().verdicts.len()
+}
+
+#[test]
+fn an_agent_token_verified_once_is_accepted_on_its_verdict_until_it_lapses() {
+    let keys = key_set();
+    let token = agent_token("alice");
+    let now = crate::ids::now_unix_ms();
+    let verified = keys.verify_cached(&token, Role::Agent, now).unwrap();
+    assert_eq!(kept(&keys), 1);
+    // No key left to check a signature with (set behind the verdicts' back: a real change of keys
+    // forgets them): the token is accepted on its verdict, so its signature is not checked again.
+    keys.lock().keys = Arc::new(KeySet::default());
+    for at in [now, now + 300_000, verified.lapses_at_ms() - 1] {
+        assert_eq!(
+            keys.verify_cached(&token, Role::Agent, at),
+            Ok(verified.clone())
+        );
+    }
+    // Its exp plus the leeway past, it is refused as expired, and forgotten.
+    assert_eq!(
+        verified.lapses_at_ms(),
+        verified.expires_at_ms + TOKEN_LEEWAY_MS
+    );
+    let why = refusal_at(&keys, &token, Role::Agent, verified.lapses_at_ms());
+    assert!(why.contains("expired"), "{why}");
+    assert_eq!(kept(&keys), 0);
+    // The same token as a page token is checked in full (here: no key), never by the verdict.
+    let keys = key_set();
+    keys.verify_cached(&token, Role::Agent, now).unwrap();
+    keys.lock().keys = Arc::new(KeySet::default());
+    assert!(refusal(&keys, &token, Role::Page).contains("not one the bridge has"));
+}
+
+const TOKEN_LEEWAY_MS: u64 = crate::limits::TOKEN_LEEWAY.as_millis() as u64;
+
+fn refusal_at(keys: &TokenKeys, token: &str, role: Role, now_ms: u64) -> String {
+    match keys.verify_cached(token, role, now_ms) {
+        Err(Unverified::Refused(why)) => why.to_string(),
+        other => panic!("refused, not {other:?}"),
+    }
+}
+
+#[test]
+fn a_change_of_keys_forgets_every_verdict_and_the_same_keys_keep_them() {
+    let keys = key_set();
+    let token = agent_token("alice");
+    let now = crate::ids::now_unix_ms();
+    keys.verify_cached(&token, Role::Agent, now).unwrap();
+    // The same keys again (a refetch that brought nothing new): the verdicts stay.
+    let same = keys.lock().keys.as_ref().clone();
+    keys.set_keys(same);
+    assert_eq!(kept(&keys), 1);
+    // The EdDSA key removed: its token is refused at once.
+    let without: Vec<Jwk> = signing_keys()
+        .into_iter()
+        .filter(|(alg, _, _)| *alg != Algorithm::EdDSA)
+        .map(|(_, _, jwk)| jwk)
+        .collect();
+    let without = KeySet::from_json(&serde_json::to_string(&JwkSet { keys: without }).unwrap());
+    keys.set_keys(without.unwrap());
+    assert_eq!(kept(&keys), 0);
+    assert!(refusal_at(&keys, &token, Role::Agent, now).contains("not one the bridge has"));
+}
+
+#[test]
+fn refusals_and_page_tokens_are_never_kept() {
+    let keys = key_set();
+    let now = crate::ids::now_unix_ms();
+    let good = agent_token("alice");
+    let mut parts: Vec<&str> = good.split('.').collect();
+    let forged_payload = agent_token("mallory");
+    parts[1] = forged_payload.split('.').nth(1).unwrap();
+    let forged = parts.join(".");
+    let expired = json!({"sub": "a", "role": "agent", "aud": "client-tools", "exp": now_s() - 61});
+    let bad = [
+        forged,
+        mint_with(Algorithm::EdDSA, "EdDSA", &expired),
+        mint_with(Algorithm::EdDSA, "EdDSA", &claims("page", "alice")),
+        mint_with(Algorithm::EdDSA, "nobody", &claims("agent", "alice")),
+        "x".repeat(9000),
+    ];
+    // Each twice: refused both times, none kept.
+    for token in bad.iter().chain(bad.iter()) {
+        refusal_at(&keys, token, Role::Agent, now);
+    }
+    assert_eq!(kept(&keys), 0);
+    // A page token is checked once per connect: not kept either.
+    let page = mint_with(Algorithm::EdDSA, "EdDSA", &claims("page", "alice"));
+    keys.verify_cached(&page, Role::Page, now).unwrap();
+    assert_eq!(kept(&keys), 0);
+    // A token verified on the clock but lapsed at the time given is not kept.
+    keys.verify_cached(&good, Role::Agent, now + 3_600_000)
+        .unwrap();
+    assert_eq!(kept(&keys), 0);
+}
+
+#[test]
+fn the_verdicts_never_outgrow_their_bound_and_keep_the_newest_and_those_in_use() {
+    use super::verdicts::{Cached, Verdicts};
+    use crate::limits::MAX_VERIFIED_AGENT_TOKENS;
+    let verified = |n: usize| Verified {
+        sub: format!("user-{n}"),
+        expires_at_ms: 1_000_000,
+    };
+    let mut verdicts = Verdicts::default();
+    let hot = super::verdicts::digest("a token used on every request");
+    verdicts.insert(hot, verified(0));
+    for n in 1..=3 * MAX_VERIFIED_AGENT_TOKENS {
+        verdicts.insert(super::verdicts::digest(&format!("token {n}")), verified(n));
+        assert!(verdicts.len() <= MAX_VERIFIED_AGENT_TOKENS, "{n}");
+        if n % 100 == 0 {
+            assert_eq!(verdicts.get(&hot, 0), Cached::InDate(verified(0)), "{n}");
+        }
+    }
+    assert!(verdicts.len() >= MAX_VERIFIED_AGENT_TOKENS / 2);
+    let newest = super::verdicts::digest(&format!("token {}", 3 * MAX_VERIFIED_AGENT_TOKENS));
+    assert_eq!(
+        verdicts.get(&newest, 0),
+        Cached::InDate(verified(3 * MAX_VERIFIED_AGENT_TOKENS))
+    );
+    assert_eq!(
+        verdicts.get(&super::verdicts::digest("token 1"), 0),
+        Cached::Unknown
+    );
+    // A small bound, the same rule: never more than it.
+    let mut small = Verdicts::with_capacity(4);
+    for n in 0..50 {
+        small.insert(super::verdicts::digest(&n.to_string()), verified(n));
+        assert!(small.len() <= 4);
+    }
+    // Past its lapse, a verdict is refused and dropped.
+    let lapse = verified(0).lapses_at_ms();
+    assert_eq!(verdicts.get(&hot, lapse - 1), Cached::InDate(verified(0)));
+    assert_eq!(verdicts.get(&hot, lapse), Cached::Lapsed);
+    assert_eq!(verdicts.get(&hot, 0), Cached::Unknown);
+}

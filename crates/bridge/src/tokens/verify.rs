@@ -38,6 +38,21 @@ pub struct Verified {
     pub expires_at_ms: u64,
 }
 
+impl Verified {
+    /// When it lapses (unix ms): its `exp` plus [`TOKEN_LEEWAY`], the leeway the checks give `exp`
+    /// (`validation.leeway` in [`verify`]).
+    pub fn lapses_at_ms(&self) -> u64 {
+        let leeway_ms = u64::try_from(TOKEN_LEEWAY.as_millis()).unwrap_or(u64::MAX);
+        self.expires_at_ms.saturating_add(leeway_ms)
+    }
+
+    /// Whether it is still good at `now_ms` (unix ms): before [`Self::lapses_at_ms`]. What a verdict
+    /// kept for later (crate::tokens) is held to.
+    pub fn in_date(&self, now_ms: u64) -> bool {
+        now_ms < self.lapses_at_ms()
+    }
+}
+
 /// Why a token was refused: readable by whoever presented it, and never holding the token.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TokenRefusal(String);
@@ -45,6 +60,13 @@ pub struct TokenRefusal(String);
 impl TokenRefusal {
     fn new(reason: impl Into<String>) -> Self {
         Self(reason.into())
+    }
+
+    pub(super) fn expired() -> Self {
+        Self::new(format!(
+            "it expired (exp is past, with {} s of leeway)",
+            TOKEN_LEEWAY.as_secs()
+        ))
     }
 
     pub(super) fn unknown_kid() -> Self {
@@ -109,9 +131,7 @@ pub(super) fn verify(
     let data = decode::<Value>(token, &key.decoding, &validation).map_err(|error| {
         refused(match error.kind() {
             ErrorKind::InvalidSignature => "bad signature".to_owned(),
-            ErrorKind::ExpiredSignature => {
-                "it expired (exp is past, with 60 s of leeway)".to_owned()
-            }
+            ErrorKind::ExpiredSignature => TokenRefusal::expired().0,
             ErrorKind::ImmatureSignature => "it is not valid yet (nbf is in the future)".to_owned(),
             ErrorKind::InvalidAudience => {
                 format!("wrong audience (aud): this bridge is '{audience}'")
