@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 
 use syn::buffer::Cursor;
 use syn::visit::{self, Visit};
-use syn::{Attribute, ImplItem, Item, UseTree};
+use syn::{ImplItem, Item, UseTree};
 
 mod rust_source;
 use rust_source::{impl_item_attrs, is_cfg_test, item_attrs};
