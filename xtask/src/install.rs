@@ -134,13 +134,18 @@ fn ensure_wasm_bindgen_announced(as_step: bool) -> Result<PathBuf> {
     // Not `--locked`: one of its locked dependency versions is missing from the registry.
     // `--force`: we only get here when no binary of that version is found, and cargo's own record
     // may still say it is installed (a binary deleted by hand), which would make it do nothing.
-    run(Command::new(env!("CARGO")).args([
-        "install",
-        "wasm-bindgen-cli",
-        "--version",
-        &version,
-        "--force",
-    ]))?;
+    // Compiled at opt-level 1: a first run waits on this compile (a third of a first demo's
+    // builds, docs/building.md), and the CLI's own work (bindings for one module) stays well
+    // under a second that way; its output does not depend on how it was optimized.
+    run(Command::new(env!("CARGO"))
+        .args([
+            "install",
+            "wasm-bindgen-cli",
+            "--version",
+            &version,
+            "--force",
+        ])
+        .env("CARGO_PROFILE_RELEASE_OPT_LEVEL", "1"))?;
     find_binary("wasm-bindgen").ok_or_else(|| "wasm-bindgen not found after install".into())
 }
 
