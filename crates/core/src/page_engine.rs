@@ -88,6 +88,9 @@ pub enum Input<'a> {
     },
     /// The page's tools changed (defined, registered, unregistered).
     ToolsChanged,
+    /// The page's server tells the runtime something (`notifications/resources/updated`, a list
+    /// changed): `params` is JSON text; sent when it fits the runtime's limits.
+    Notify { method: &'a str, params: &'a str },
     /// The runtime accepted the connection; a new session (`resumed: false`) owes nothing to an
     /// earlier one.
     SessionBegun { resumed: bool },
@@ -388,6 +391,10 @@ struct Call<H> {
     logs: u32,
     /// When `toolactivated` was emitted (its `toolresult` reports the duration); `None` before.
     activated_at: Option<Millis>,
+    /// A request the page's server answers (resources, prompts, completion: SPEC §11), not a
+    /// tool call: its handler's value is the JSON-RPC answer, every failure a JSON-RPC error,
+    /// and it raises no tool events.
+    served: bool,
     phase: Phase<H>,
 }
 
@@ -461,6 +468,8 @@ enum Ending {
     /// The request itself fails: a JSON-RPC error answers it (-32021, a capability the agent
     /// lacks).
     Failed(RpcError),
+    /// A served request's answer, `{"result": …}` or `{"error": …}` as JSON text.
+    Answer(String),
 }
 
 /// The page's calls, sans-IO. `H` is the page's handler (a JavaScript function in the browser).
@@ -475,6 +484,8 @@ pub struct PageEngine<H> {
     allowed_for_session: Vec<String>,
     /// Inside [`PageEngine::batch_tool_changes`]: `Some(changed)`, told once at its end.
     batched: Option<bool>,
+    /// The handler of the requests in [`method::SERVED`]; without one they are unknown methods.
+    server: Option<Arc<RegisteredTool<H>>>,
 }
 
 impl<H> PageEngine<H> {
@@ -490,7 +501,29 @@ impl<H> PageEngine<H> {
             next_handle: 1,
             allowed_for_session: Vec::new(),
             batched: None,
+            server: None,
         }
+    }
+
+    /// The handler of the page's resources, prompts and completion (SPEC §11): it is run with
+    /// `{method, params}` of each request in [`method::SERVED`] and a `ctx`, as a tool's handler
+    /// is, and answers `{result}` or `{error: {code, message, data?}}`. Its timeout is the
+    /// page's default tool timeout.
+    pub fn serve_with(&mut self, handler: H) {
+        let timeout_ms = self.registry.default_timeout_ms();
+        self.server = Some(Arc::new(RegisteredTool {
+            name: "resources, prompts and completion".into(),
+            original_name: String::new(),
+            kind: ToolKind::Function,
+            description: None,
+            input: None,
+            output: None,
+            annotations: None,
+            require_confirmation: false,
+            timeout_ms,
+            task_support: crate::registry::TaskSupport::Forbidden,
+            handler,
+        }));
     }
 
     pub fn registry(&self) -> &Registry<H> {
@@ -661,6 +694,16 @@ impl<H> PageEngine<H> {
             } => self.log(call, &level, data, logger),
             Input::AskAgent { call, requests } => self.ask_agent(now, call, requests),
             Input::ToolsChanged => self.tools_changed(now),
+            Input::Notify { method, params } => {
+                let frame = format!(
+                    r#"{{"jsonrpc":"2.0","method":{},"params":{params}}}"#,
+                    Value::from(method)
+                );
+                // A notification is a hint: one that does not fit is not sent.
+                if check_outgoing(&frame).is_ok() && serde_json::from_str::<Value>(params).is_ok() {
+                    self.outputs.push_back(Output::Send(frame));
+                }
+            }
             Input::SessionBegun { resumed } => self.session_begun(now, resumed),
             Input::Cancel { call, reason } => {
                 self.end(now, call, Ending::Cancelled, Stop::cancelled(&reason))
@@ -702,7 +745,16 @@ impl<H> PageEngine<H> {
     fn request(&mut self, now: Millis, frame: &str, id: RequestId, method: &str, params: Value) {
         match method {
             method::INITIALIZE => {
-                let frame = encode_result(&id, &initialize_result());
+                let mut result = initialize_result();
+                if self.server.is_some() {
+                    result.capabilities = json!({
+                        "tools": { "listChanged": true },
+                        "resources": { "subscribe": true, "listChanged": true },
+                        "prompts": { "listChanged": true },
+                        "completions": {},
+                    });
+                }
+                let frame = encode_result(&id, &result);
                 self.send(frame, Kind::Other);
             }
 
@@ -726,8 +778,69 @@ impl<H> PageEngine<H> {
                     self.agent_call(now, id, params, arguments)
                 }
             },
+            served if self.server.is_some() && method::SERVED.contains(&served) => {
+                self.served_request(now, id, served, params)
+            }
             other => self.send(protocol::answer_plain_request(&id, other), Kind::Other),
         }
+    }
+
+    /// A request the page's server answers: at most once per id, run like a call (its timeout,
+    /// cancellation, `ctx` with logs, progress and rounds), answered with a JSON-RPC result or
+    /// error.
+    fn served_request(&mut self, now: Millis, id: RequestId, method: &str, params: Value) {
+        let refused = match self.ledger.arrive(&ledger_key(&id)) {
+            Arrival::Join => return,
+            Arrival::Resend(frame) => return self.outputs.push_back(Output::Send(frame)),
+            Arrival::Interrupted => format!("the page was reloaded while it answered request {id}"),
+            Arrival::Run if self.calls.len() >= MAX_LIVE_CALLS => {
+                format!("the page has {MAX_LIVE_CALLS} calls in progress; {method} was not run")
+            }
+            Arrival::Run => String::new(),
+        };
+        if !refused.is_empty() {
+            let frame = encode_error(Some(&id), &RpcError::new(code::INTERNAL_ERROR, refused));
+            self.ledger.finish(&ledger_key(&id), frame.clone());
+            return self.outputs.push_back(Output::Send(frame));
+        }
+        let Some(tool) = self.server.clone() else {
+            return;
+        };
+        let progress_token = params.pointer("/_meta/progressToken").cloned();
+        let input = json!({ "method": method, "params": params }).to_string();
+        let timeout_ms = tool.timeout_ms;
+        let prepared = PreparedCall {
+            tool,
+            call_input: None,
+            timeout_ms,
+            require_confirmation: false,
+            confirmation_forced_by_call: false,
+            output: None,
+            call_title: None,
+            call_description: None,
+        };
+        let handle = self.new_handle();
+        self.calls.push(Call {
+            handle,
+            call_id: id.to_string(),
+            reply: Reply::Frame(id),
+            caller: Caller::Agent,
+            params: CallToolParams {
+                name: method.to_owned(),
+                arguments: None,
+                meta: None,
+            },
+            input,
+            input_tokens: None,
+            progress_token,
+            progress_base: 0.0,
+            progress_high: 0.0,
+            logs: 0,
+            activated_at: None,
+            served: true,
+            phase: running_phase(prepared, None),
+        });
+        self.run(now, self.calls.len() - 1);
     }
 
     fn notification(&mut self, now: Millis, method: &str, params: Value) {
@@ -842,6 +955,7 @@ impl<H> PageEngine<H> {
             progress_high: 0.0,
             logs: 0,
             activated_at: None,
+            served: false,
             phase: Phase::WaitingForHandler {
                 until: now.after(HANDLER_GRACE_MS),
             },
@@ -1109,6 +1223,19 @@ impl<H> PageEngine<H> {
         else {
             return;
         };
+        if call.served {
+            let ending = match outcome {
+                HandlerOutcome::Returned(text) => Ending::Answer(text),
+                HandlerOutcome::Threw(why) | HandlerOutcome::NotSerializable(why) => {
+                    Ending::Failed(RpcError::new(code::INTERNAL_ERROR, why))
+                }
+                _ => Ending::Failed(RpcError::new(
+                    code::INTERNAL_ERROR,
+                    "the page answered nothing",
+                )),
+            };
+            return self.end(now, handle, ending, None);
+        }
         let output = prepared.output.as_deref();
         let mut result = match outcome {
             HandlerOutcome::CapabilityMissing(required) => {
@@ -1501,6 +1628,31 @@ impl<H> PageEngine<H> {
                 }));
             }
         }
+        // A served request's every ending is a JSON-RPC answer: its result, or an error with the
+        // text a tool call's error result would have had.
+        let ending = match ending {
+            Ending::Result(result) | Ending::Quiet(result) if call.served => Ending::Failed(
+                RpcError::new(code::INTERNAL_ERROR, result.text().to_owned()),
+            ),
+            Ending::Cancelled if call.served => {
+                // Nothing is sent now, but a re-send of it learns what happened.
+                if let Reply::Frame(id) = &call.reply {
+                    let why = RpcError::new(code::INTERNAL_ERROR, "the request was cancelled");
+                    self.ledger
+                        .finish(&ledger_key(id), encode_error(Some(id), &why));
+                }
+                return;
+            }
+            Ending::Answer(body) => {
+                if let Reply::Frame(id) = &call.reply {
+                    let frame = served_answer(id, &body);
+                    self.ledger.finish(&ledger_key(id), frame.clone());
+                    self.outputs.push_back(Output::Send(frame));
+                }
+                return;
+            }
+            ending => ending,
+        };
         if let Ending::Failed(error) = ending {
             if let Some(started) = call.activated_at {
                 self.outputs.push_back(Output::Emit(Event::Call {
@@ -1525,7 +1677,7 @@ impl<H> PageEngine<H> {
             };
         }
         let result = match ending {
-            Ending::Failed(_) => unreachable!("answered above"),
+            Ending::Failed(_) | Ending::Answer(_) => unreachable!("answered above"),
             Ending::Result(result) => {
                 if let Some(started) = call.activated_at {
                     self.outputs.push_back(Output::Emit(Event::Call {
@@ -1647,6 +1799,23 @@ fn shorten(text: &str) -> String {
 }
 
 /// The ledger's key of a call id: its JSON, so `1` and `"1"` are two calls.
+/// The frame answering served request `id` with `body` (`{"result": …}` or `{"error": …}`), or,
+/// when the runtime would refuse it or it is no such answer, an error naming why.
+fn served_answer(id: &RequestId, body: &str) -> String {
+    let id_text = serde_json::to_string(id).unwrap_or_default();
+    let shaped = body.starts_with(r#"{"result":"#) || body.starts_with(r#"{"error":"#);
+    let frame = format!(
+        r#"{{"jsonrpc":"2.0","id":{id_text},{}"#,
+        body.get(1..).unwrap_or("")
+    );
+    let why = match check_outgoing(&frame) {
+        Ok(()) if shaped => return frame,
+        Ok(()) => "the page's server answered something that is not {result} or {error}".to_owned(),
+        Err(limit) => format!("the page's answer was not sent: {limit}"),
+    };
+    encode_error(Some(id), &RpcError::new(code::INTERNAL_ERROR, why))
+}
+
 fn ledger_key(id: &RequestId) -> String {
     serde_json::to_string(id).unwrap_or_default()
 }

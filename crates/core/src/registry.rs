@@ -232,6 +232,11 @@ impl<H> Default for Registry<H> {
 }
 
 impl<H> Registry<H> {
+    /// The timeout of a tool that names none.
+    pub fn default_timeout_ms(&self) -> u64 {
+        self.default_timeout_ms
+    }
+
     pub fn new(default_timeout_ms: u64) -> Self {
         Self {
             names: NameTable::new(),

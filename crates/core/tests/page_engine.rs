@@ -1488,3 +1488,177 @@ fn an_allowance_given_while_the_name_changed_hands_is_not_kept() {
     page.call(2, "wipe", json!({"boardId": "b1"}));
     confirm_ask(&page.take());
 }
+
+// ---- resources, prompts and completion: requests the page's server answers (SPEC §11) -------
+
+fn served_page() -> Page {
+    let mut page = Page::new();
+    page.engine.serve_with("server");
+    page
+}
+
+#[test]
+fn served_requests_run_the_server_once_and_answer_what_it_answered() {
+    let mut page = served_page();
+    page.frame(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}));
+    let capabilities = page.sent()[0]["result"]["capabilities"].clone();
+    assert_eq!(capabilities["resources"]["subscribe"], true);
+    assert_eq!(capabilities["prompts"]["listChanged"], true);
+    assert!(capabilities["completions"].is_object());
+
+    page.frame(
+        json!({"jsonrpc": "2.0", "id": 2, "method": "resources/read",
+                      "params": {"uri": "board://tasks", "_meta": {"progressToken": "p"}}}),
+    );
+    let (call, input) = page.ran();
+    let input: Value = serde_json::from_str(&input).unwrap();
+    assert_eq!(input["method"], "resources/read");
+    assert_eq!(input["params"]["uri"], "board://tasks");
+    page.input(Input::Progress {
+        call,
+        progress: 1.0,
+        total: None,
+        message: None,
+    });
+    let body = json!({"result": {"contents": [{"uri": "board://tasks", "text": "3 tasks"}]}});
+    page.settle(call, HandlerOutcome::Returned(body.to_string()));
+    // The same id again: the stored answer, not a second run.
+    page.frame(
+        json!({"jsonrpc": "2.0", "id": 2, "method": "resources/read",
+                      "params": {"uri": "board://tasks"}}),
+    );
+    let outputs = page.take();
+    assert_eq!(runs(&outputs), 0);
+    assert!(events(&outputs).is_empty(), "no tool events: {outputs:?}");
+    let sent: Vec<Value> = outputs
+        .iter()
+        .filter_map(|o| match o {
+            Output::Send(frame) => Some(serde_json::from_str(frame).unwrap()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(sent[0]["method"], "notifications/progress");
+    assert_eq!(sent[0]["params"]["progressToken"], "p");
+    assert_eq!(sent[1]["result"], body["result"]);
+    assert_eq!(sent[2], sent[1]);
+
+    page.frame(json!({"jsonrpc": "2.0", "id": 3, "method": "prompts/get",
+                      "params": {"name": "nope"}}));
+    let (call, _) = page.ran();
+    let error = json!({"error": {"code": -32602, "message": "no prompt 'nope'"}});
+    page.settle(call, HandlerOutcome::Returned(error.to_string()));
+    let answer = only_answer(&page.sent(), 3);
+    assert_eq!(answer["error"]["code"], -32602);
+    assert_eq!(answer["error"]["message"], "no prompt 'nope'");
+}
+
+#[test]
+fn every_failure_of_a_served_request_is_one_json_rpc_error() {
+    let mut page = served_page();
+    page.frame(json!({"jsonrpc": "2.0", "id": 1, "method": "prompts/get", "params": {}}));
+    let (call, _) = page.ran();
+    page.settle(call, HandlerOutcome::Threw("boom".into()));
+    assert_eq!(only_answer(&page.sent(), 1)["error"]["message"], "boom");
+
+    // Silence: the page's default timeout (30 s here), then an error; a late answer is ignored.
+    page.frame(json!({"jsonrpc": "2.0", "id": 2, "method": "resources/read", "params": {}}));
+    let (call, _) = page.ran();
+    page.advance(30_001);
+    let outputs = page.take();
+    assert!(outputs
+        .iter()
+        .any(|o| matches!(o, Output::Abort { call: c, .. } if *c == call)));
+    let answer: Vec<Value> = outputs
+        .iter()
+        .filter_map(|o| match o {
+            Output::Send(frame) => Some(serde_json::from_str(frame).unwrap()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(answer.len(), 1);
+    assert_eq!(answer[0]["error"]["code"], -32603);
+    assert!(answer[0]["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("30000"));
+    page.settle(call, HandlerOutcome::Returned(r#"{"result":{}}"#.into()));
+    assert!(page.sent().is_empty());
+
+    // Too large to send: an error naming the limit instead.
+    page.frame(json!({"jsonrpc": "2.0", "id": 3, "method": "resources/read", "params": {}}));
+    let (call, _) = page.ran();
+    let huge = format!(
+        r#"{{"result":{{"contents":[{{"uri":"a:b","text":"{}"}}]}}}}"#,
+        "x".repeat(MAX_FRAME_BYTES)
+    );
+    page.settle(call, HandlerOutcome::Returned(huge));
+    let answer = only_answer(&page.sent(), 3);
+    assert_eq!(answer["error"]["code"], -32603);
+    assert!(answer["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("not sent"));
+
+    // A cancel aborts it and sends nothing.
+    page.frame(json!({"jsonrpc": "2.0", "id": 4, "method": "completion/complete", "params": {}}));
+    let (call, _) = page.ran();
+    page.frame(
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                      "params": {"requestId": 4, "reason": "enough"}}),
+    );
+    let outputs = page.take();
+    assert!(outputs
+        .iter()
+        .any(|o| matches!(o, Output::Abort { call: c, .. } if *c == call)));
+    assert!(!outputs.iter().any(|o| matches!(o, Output::Send(_))));
+}
+
+#[test]
+fn a_served_request_asks_the_agent_in_rounds_as_a_call_does() {
+    let mut page = served_page();
+    page.frame(json!({"jsonrpc": "2.0", "id": 7, "method": "prompts/get",
+                      "params": {"name": "ask"}}));
+    let (call, _) = page.ran();
+    let requests =
+        json!({"ctx": {"method": "elicitation/create", "params": {"message": "Which?"}}});
+    page.input(Input::AskAgent {
+        call,
+        requests: &requests.to_string(),
+    });
+    let round = page.sent().pop().unwrap();
+    assert_eq!(round["method"], "clienttools/input");
+    assert_eq!(round["params"]["_meta"]["clienttools/callId"], "7");
+    page.frame(json!({"jsonrpc": "2.0", "id": round["id"], "result": {
+        "inputResponses": {"ctx": {"action": "accept", "content": {}}}}}));
+    let outputs = page.take();
+    assert!(outputs
+        .iter()
+        .any(|o| matches!(o, Output::AgentAnswered { call: c, answer: Ok(_) } if *c == call)));
+    page.settle(
+        call,
+        HandlerOutcome::Returned(r#"{"result":{"messages":[]}}"#.into()),
+    );
+    assert_eq!(
+        only_answer(&page.sent(), 7)["result"]["messages"],
+        json!([])
+    );
+}
+
+#[test]
+fn without_a_server_the_served_methods_are_unknown_and_notifications_go_out_when_they_fit() {
+    let mut page = Page::new();
+    page.frame(json!({"jsonrpc": "2.0", "id": 1, "method": "prompts/list"}));
+    assert_eq!(only_answer(&page.sent(), 1)["error"]["code"], -32601);
+    page.input(Input::Notify {
+        method: "notifications/resources/updated",
+        params: r#"{"uri":"board://tasks"}"#,
+    });
+    let sent = page.sent();
+    assert_eq!(sent[0]["method"], "notifications/resources/updated");
+    assert_eq!(sent[0]["params"]["uri"], "board://tasks");
+    page.input(Input::Notify {
+        method: "notifications/resources/updated",
+        params: "{not json",
+    });
+    assert!(page.sent().is_empty());
+}

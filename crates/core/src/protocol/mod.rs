@@ -76,6 +76,18 @@ pub mod method {
     pub const ELICITATION_CREATE: &str = "elicitation/create";
     pub const SAMPLING_CREATE_MESSAGE: &str = "sampling/createMessage";
     pub const ROOTS_LIST: &str = "roots/list";
+    /// What the page serves besides tools (SPEC §11): requests the engine runs like calls, with
+    /// the page's server (`src/page_server.js`) as their handler.
+    pub const SERVED: [&str; 8] = [
+        "resources/list",
+        "resources/templates/list",
+        "resources/read",
+        "resources/subscribe",
+        "resources/unsubscribe",
+        "prompts/list",
+        "prompts/get",
+        "completion/complete",
+    ];
 }
 
 /// JSON-RPC error codes.
