@@ -1,7 +1,7 @@
 //! Every bound of the bridge in one place, with its default (docs/security.md lists them): the
 //! operator's ([`Limits`], set by flags or when embedding), and the fixed ones, by topic — the
 //! page's connection (`page.rs`), calls and their rounds (`calls.rs`), the agent's side
-//! (`agent.rs`), tasks (`tasks.rs`), the cluster (`cluster.rs`) and the guardrails (`policy.rs`)
+//! (`agent.rs`), tasks (`tasks.rs`), resources, prompts and completion (`served.rs`), the cluster (`cluster.rs`) and the guardrails (`policy.rs`)
 //! — each named for what it bounds and documented at its definition only. All of them are read
 //! as `limits::NAME`.
 //!
@@ -19,6 +19,7 @@ mod calls;
 mod cluster;
 mod page;
 mod policy;
+mod served;
 mod tasks;
 mod tokens;
 
@@ -27,6 +28,7 @@ pub use calls::*;
 pub use cluster::*;
 pub use page::*;
 pub use policy::*;
+pub use served::*;
 pub use tasks::*;
 pub use tokens::*;
 

@@ -6,8 +6,10 @@
 //! task drains the session's bounded outgoing queue and pings the page; the reader loop routes the
 //! page's answers to waiting calls and its notifications to the session, and closes a connection
 //! that stays silent; one task runs the handshake (`initialize`, `notifications/initialized`,
-//! `tools/list`) and then the coalesced `tools/list` refreshes.
+//! `tools/list`, and the page's resources and prompts as it offers them) and then the coalesced
+//! refreshes its `list_changed` notifications ask.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -31,13 +33,14 @@ use tokio::sync::{watch, Notify};
 use tokio::time::Instant;
 
 use crate::bridge::Bridge;
+use crate::calls::served;
 use crate::limits::{
     CLOSING_WRITER_GRACE, MAX_CLOSE_REASON_BYTES, MAX_MESSAGE_BYTES, PAGE_HANDSHAKE_TIMEOUT,
     PAGE_READ_BUFFER_BYTES, TOKEN_LEEWAY,
 };
 use crate::page::connection_queue::{self, Outgoing, OutgoingSender};
 use crate::routes::auth::{credential_in_url, page_origin_allowed, secrets_match};
-use crate::sessions::page_session::PageSession;
+use crate::sessions::page_session::{PageSession, LIST_METHODS};
 use crate::sessions::table::{Claimed, ConnectionSlot};
 use crate::tokens::{Role, Verified};
 
@@ -117,7 +120,7 @@ async fn serve_page(bridge: Bridge, _slot: ConnectionSlot, socket: WebSocket) {
         limits.ping_interval,
         limits.idle_timeout,
     ));
-    let refresh = Arc::new(Notify::new());
+    let refresh = Arc::new(Refresh::default());
     let handshake = tokio::spawn(handshake(session.clone(), refresh.clone()));
 
     let idle_timeout = limits.idle_timeout;
@@ -444,10 +447,28 @@ async fn send_queued(
     Ok(true)
 }
 
-/// `initialize` → `notifications/initialized` → `tools/list`; then one `tools/list` per wake-up of
-/// `refresh` (the page's `list_changed` notifications, coalesced: many while one refresh runs
-/// cause one more, not many).
-async fn handshake(session: Arc<PageSession>, refresh: Arc<Notify>) {
+/// Which of the page's lists its `list_changed` notifications asked to read again, and the wake-up
+/// of the task that reads them (many notifications while one refresh runs cause one more).
+#[derive(Default)]
+pub(crate) struct Refresh {
+    wake: Notify,
+    tools: AtomicBool,
+    resources: AtomicBool,
+    prompts: AtomicBool,
+}
+
+impl Refresh {
+    fn ask(&self, list: &AtomicBool) {
+        list.store(true, Ordering::Relaxed);
+        self.wake.notify_one();
+    }
+}
+
+/// `initialize` → `notifications/initialized` → `tools/list` (and, as the page's capabilities
+/// offer them, `resources/list`, `resources/templates/list`, `prompts/list`, and the resource
+/// subscriptions its agents hold); then a refresh of each list its `list_changed` notifications
+/// name, coalesced.
+async fn handshake(session: Arc<PageSession>, refresh: Arc<Refresh>) {
     let params = InitializeParams {
         protocol_version: PROTOCOL_VERSION.into(),
         capabilities: json!({}),
@@ -457,18 +478,31 @@ async fn handshake(session: Arc<PageSession>, refresh: Arc<Notify>) {
         },
     };
     let params = serde_json::to_value(params).unwrap_or_default();
-    if !matches!(
-        session
-            .request(method::INITIALIZE, params, PAGE_HANDSHAKE_TIMEOUT)
-            .await,
-        Ok(Ok(_))
-    ) {
+    let Ok(Ok(initialized)) = session
+        .request(method::INITIALIZE, params, PAGE_HANDSHAKE_TIMEOUT)
+        .await
+    else {
         return;
-    }
+    };
+    let initialized: serde_json::Value =
+        serde_json::from_str(initialized.get()).unwrap_or_default();
+    let capabilities = initialized.get("capabilities").cloned().unwrap_or_default();
+    session.set_offered(&capabilities);
     session.notify_page(method::INITIALIZED, &json!({}));
+    refresh_tools(&session).await;
+    refresh_served(&session, &LIST_METHODS).await;
+    session.resubscribe().await;
     loop {
-        refresh_tools(&session).await;
-        refresh.notified().await;
+        refresh.wake.notified().await;
+        if refresh.tools.swap(false, Ordering::Relaxed) {
+            refresh_tools(&session).await;
+        }
+        if refresh.resources.swap(false, Ordering::Relaxed) {
+            refresh_served(&session, &LIST_METHODS[..2]).await;
+        }
+        if refresh.prompts.swap(false, Ordering::Relaxed) {
+            refresh_served(&session, &LIST_METHODS[2..]).await;
+        }
     }
 }
 
@@ -487,12 +521,34 @@ async fn refresh_tools(session: &PageSession) {
     }
 }
 
+/// Asks the page for those of its other lists (`methods`) that it offers.
+async fn refresh_served(session: &PageSession, methods: &[&'static str]) {
+    let Some(offered) = session.offered() else {
+        return;
+    };
+    for &list in methods {
+        let offers = match list {
+            served::method::PROMPTS_LIST => offered.prompts,
+            _ => offered.resources,
+        };
+        if !offers {
+            continue;
+        }
+        match session.fetch_list(list).await {
+            Ok(entries) => session.set_listed(list, entries.to_vec()),
+            Err(error) => {
+                tracing::warn!(session = %session.id(), user = session.user().unwrap_or(""), method = list, error = %error.message, "page list not read")
+            }
+        }
+    }
+}
+
 /// One frame from the page. Errors are answered only for requests (never for a response).
 /// A `clienttools/token` request comes back (its id and params): its answer needs an `await`.
 pub(crate) fn handle_frame(
     session: &Arc<PageSession>,
     reply: &OutgoingSender,
-    refresh: &Notify,
+    refresh: &Refresh,
     text: &str,
 ) -> Option<(RequestId, serde_json::Value)> {
     let message = match session.deliver_answer(text) {
@@ -507,7 +563,18 @@ pub(crate) fn handle_frame(
     };
     match message {
         Rpc::Notification { method, .. } if method == method::TOOLS_LIST_CHANGED => {
-            refresh.notify_one();
+            refresh.ask(&refresh.tools);
+        }
+        Rpc::Notification { method, .. } if method == served::method::RESOURCES_LIST_CHANGED => {
+            refresh.ask(&refresh.resources);
+        }
+        Rpc::Notification { method, .. } if method == served::method::PROMPTS_LIST_CHANGED => {
+            refresh.ask(&refresh.prompts);
+        }
+        Rpc::Notification { method, params } if method == served::method::RESOURCES_UPDATED => {
+            if let Some(uri) = params.get("uri").and_then(serde_json::Value::as_str) {
+                session.resource_updated(uri.to_owned());
+            }
         }
         Rpc::Notification { method, params } if method == tabs::ACTIVITY => {
             match serde_json::from_value::<ActivityParams>(params) {

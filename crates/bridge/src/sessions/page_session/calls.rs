@@ -27,7 +27,7 @@ use crate::sessions::call_options::{
 };
 
 /// Where a call's log messages and rounds go, and the `redact` rules they pass first.
-type Events = (
+pub(super) type Events = (
     Option<mpsc::Sender<CallEvent>>,
     Option<Arc<policy_gate::EventRedaction>>,
 );
@@ -57,7 +57,7 @@ fn outcome_of(received: Result<Settled, oneshot::error::RecvError>) -> Settled {
 
 /// The request `id`; `_meta.progressToken` is the id, so the page's progress reports name the
 /// request they extend.
-fn new_request(
+pub(super) fn new_request(
     id: String,
     method: &str,
     mut params: Value,
@@ -332,7 +332,7 @@ impl PageSession {
             .is_ok()
     }
 
-    fn next_request_id(&self) -> String {
+    pub(super) fn next_request_id(&self) -> String {
         let n = self.next_request.fetch_add(1, Ordering::Relaxed);
         format!("{}-{n}", self.instance)
     }
@@ -340,7 +340,7 @@ impl PageSession {
     /// Hands the request to the engine and waits for its outcome: the answer, a failure the engine
     /// decides when woken at its deadline, or `cancel` (the page is told; no answer then). The
     /// page's progress on it goes to `observer`.
-    async fn send_and_wait(
+    pub(super) async fn send_and_wait(
         &self,
         request: Request,
         observer: Option<mpsc::Sender<ProgressParams>>,

@@ -8,7 +8,9 @@
 //!
 //! Its parts: `connection` (the page's socket or a link to the node holding it; its answers and
 //! relayed frames), `calls` (a call checked, sent, waited on and traced; its progress and log
-//! messages), `rounds` (the page's requests to the agent for one of its calls).
+//! messages), `rounds` (the page's requests to the agent for one of its calls), `served` (the
+//! page's resources, prompts and completion: its lists, requests served like calls, resource
+//! subscriptions).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -26,7 +28,7 @@ use crate::calls::policy::Policy;
 use crate::calls::policy_gate;
 use crate::calls::request_engine::{Output, RequestEngine, Settled};
 use crate::ids::random_hex;
-use crate::limits::{Limits, RELAY_ROUTES_PER_PENDING};
+use crate::limits::{Limits, RELAY_ROUTES_PER_PENDING, RESOURCE_UPDATES_BUFFER};
 use crate::page::connection_queue::OutgoingSender;
 use crate::page::relay_routes::RelayRoutes;
 use crate::sessions::call_options::CallEvent;
@@ -34,10 +36,15 @@ use crate::sessions::call_options::CallEvent;
 mod calls;
 mod connection;
 mod rounds;
+mod served;
+#[cfg(test)]
+mod served_tests;
 #[cfg(test)]
 mod tests;
 
 pub(crate) use rounds::missing_capability_error;
+pub(crate) use served::LIST_METHODS;
+pub use served::{Offered, ServedOutcome};
 
 /// Close code sent to a connection replaced by its page's newer one (RFC 6455 private range).
 pub(crate) const CLOSE_REPLACED: u16 = 4000;
@@ -106,6 +113,11 @@ struct State {
     /// linked to another node's page, what that node announced): which of a user's tabs a call
     /// goes to (client_tools_core::tabs).
     activity: TabActivity,
+    /// What the page offers besides tools (its `initialize` capabilities) and its lists of
+    /// resources, resource templates and prompts, as this node last read them (`served`).
+    served: served::Lists,
+    /// The resources agents are subscribed to on this page, with how many subscriptions each.
+    subscribed: HashMap<String, usize>,
 }
 
 /// A caller waiting on a request: where its outcome and the page's progress go.
@@ -196,6 +208,8 @@ pub struct PageSession {
     /// The operator's guardrails (`--policy FILE`, crate::calls::policy), applied at this session's
     /// choke points: [`Self::prepare`], [`Self::call_tool`], [`Self::relay_to_page`].
     policy: Arc<Policy>,
+    /// The page's `notifications/resources/updated` (their URIs), for the agents subscribed.
+    resource_updates: tokio::sync::broadcast::Sender<String>,
 }
 
 /// A session's public summary (`GET /api/sessions`).
@@ -231,6 +245,8 @@ impl PageSession {
                 armed: None,
                 timer_started: false,
                 activity: TabActivity::default(),
+                served: served::Lists::default(),
+                subscribed: HashMap::new(),
             })),
             timer: Arc::new(Notify::new()),
             instance: random_hex(6),
@@ -244,6 +260,7 @@ impl PageSession {
             log_payloads,
             relay_replies: None,
             policy: Arc::default(),
+            resource_updates: tokio::sync::broadcast::channel(RESOURCE_UPDATES_BUFFER).0,
         }
     }
 
