@@ -20,7 +20,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use client_tools_core::protocol::{self, method, ProgressParams, RequestId, RpcError};
+use client_tools_core::protocol::{
+    self, method, CallToolResult, ProgressParams, RequestId, RpcError,
+};
 use client_tools_core::registry::TaskSupport;
 use futures_util::future::BoxFuture;
 use rmcp::model::{
@@ -33,10 +35,11 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::agent::request_state::{unsealed_payload, RequestStates};
 use crate::calls::prepared_call::{resolve_name, PreparedCall};
+use crate::calls::served::ServedRequest;
 use crate::ids::{hex, now_unix_ms, random_hex};
 use crate::limits::{LOG_BUFFER, MAX_SUSPENDED_CALLS, REQUEST_STATE_TTL_MS, TASK_AFTER};
 use crate::sessions::call_options::CallOptions;
-use crate::sessions::call_options::{CallEvent, CallOutcome, InputRound};
+use crate::sessions::call_options::{CallEvent, InputRound};
 use crate::sessions::page_session::{missing_capability_error, PageSession};
 use crate::sessions::user_tabs;
 
@@ -45,12 +48,60 @@ pub(crate) const STATE_DOMAIN: &str = "r1";
 
 /// A page call running on its own task. Dropping it cancels the page's call (its handler's
 /// `ctx.signal` aborts) unless it has ended.
-pub(crate) struct RunningCall {
+pub(crate) struct RunningCall<T = CallToolResult> {
     pub page: Arc<PageSession>,
     pub events: mpsc::Receiver<CallEvent>,
     pub progress: mpsc::Receiver<ProgressParams>,
-    pub outcome: oneshot::Receiver<Option<CallOutcome>>,
+    pub outcome: oneshot::Receiver<Option<Result<T, RpcError>>>,
     cancel: Option<oneshot::Sender<String>>,
+}
+
+impl RunningCall<Value> {
+    /// Starts serving `request` on `page` (a prompt, a resource read, a completion: SPEC §11),
+    /// its page's rounds, logs and progress relayed as a tool call's are.
+    pub(crate) fn serve(
+        page: Arc<PageSession>,
+        request: ServedRequest,
+        meta: Option<Map<String, Value>>,
+        progress_buffer: usize,
+    ) -> Self {
+        let (cancel, cancelled) = oneshot::channel::<String>();
+        let (events_tx, events) = mpsc::channel(LOG_BUFFER + 1);
+        let (progress_tx, progress) = mpsc::channel(progress_buffer.max(1));
+        let (outcome_tx, outcome) = oneshot::channel();
+        let running = page.clone();
+        tokio::spawn(async move {
+            let cancel = async move {
+                cancelled
+                    .await
+                    .unwrap_or_else(|_| "the agent stopped waiting".to_owned())
+            };
+            let mut options = CallOptions::new()
+                .cancel(cancel)
+                .progress(progress_tx)
+                .events(events_tx);
+            if let Some(meta) = meta {
+                options = options.meta(meta);
+            }
+            let _ = outcome_tx.send(running.serve(request, options).await);
+        });
+        Self {
+            page,
+            events,
+            progress,
+            outcome,
+            cancel: Some(cancel),
+        }
+    }
+}
+
+impl<T> RunningCall<T> {
+    /// Cancels the page's call with `reason` (the page is told; no result follows).
+    pub(crate) fn cancel(mut self, reason: &str) {
+        if let Some(cancel) = self.cancel.take() {
+            let _ = cancel.send(reason.to_owned());
+        }
+    }
 }
 
 impl RunningCall {
@@ -105,18 +156,94 @@ impl RunningCall {
         }
         Ok(Self::start(page, call, progress_buffer))
     }
+}
 
-    /// Cancels the page's call with `reason` (the page is told; no result follows).
-    pub(crate) fn cancel(mut self, reason: &str) {
-        if let Some(cancel) = self.cancel.take() {
-            let _ = cancel.send(reason.to_owned());
-        }
+/// What a page's answer is, for [`drive`] and [`resume`]: a tool call's result (which may become
+/// an MCP task) or a served request's (`resources/read`, `prompts/get`, `completion/complete`:
+/// never a task, its rounds kept apart from tool calls').
+pub(crate) trait PageAnswer: Sized + Send + 'static {
+    /// Where calls of this kind wait for the agent's retry.
+    fn suspended(rounds: &Rounds) -> &SuspendedCalls<Self>;
+    /// How the call named `name` may run as a task, for an agent that declared tasks.
+    fn task_support(page: &PageSession, name: &str) -> TaskSupport;
+    /// Makes `running` a task (see [`TaskHost::start`]).
+    #[allow(clippy::type_complexity, clippy::result_large_err)]
+    fn start_task(
+        host: &dyn TaskHost,
+        holder: &str,
+        running: RunningCall<Self>,
+        capabilities: ClientCapabilities,
+        pending: Option<InputRound>,
+    ) -> Result<Value, (RunningCall<Self>, Option<InputRound>, String)>;
+    /// The end of a call the bridge stops, saying `why`.
+    fn failed(why: String) -> Result<Self, RpcError>;
+    /// The digest of the call's definition now (a state is refused when it changed).
+    fn digest_now(page: &PageSession, call: &CallKey) -> String;
+}
+
+impl PageAnswer for CallToolResult {
+    fn suspended(rounds: &Rounds) -> &SuspendedCalls<Self> {
+        &rounds.suspended
+    }
+
+    fn task_support(page: &PageSession, name: &str) -> TaskSupport {
+        task_support(page, name)
+    }
+
+    fn start_task(
+        host: &dyn TaskHost,
+        holder: &str,
+        running: RunningCall,
+        capabilities: ClientCapabilities,
+        pending: Option<InputRound>,
+    ) -> Result<Value, (RunningCall, Option<InputRound>, String)> {
+        host.start(holder, running, capabilities, pending)
+    }
+
+    fn failed(why: String) -> Result<Self, RpcError> {
+        Ok(CallToolResult::error(why))
+    }
+
+    fn digest_now(page: &PageSession, call: &CallKey) -> String {
+        tool_digest(page.tools().iter().find(|t| t.name == call.tool))
+    }
+}
+
+impl PageAnswer for Value {
+    fn suspended(rounds: &Rounds) -> &SuspendedCalls<Self> {
+        &rounds.served
+    }
+
+    fn task_support(_page: &PageSession, _name: &str) -> TaskSupport {
+        TaskSupport::Forbidden
+    }
+
+    fn start_task(
+        _host: &dyn TaskHost,
+        _holder: &str,
+        running: RunningCall<Self>,
+        _capabilities: ClientCapabilities,
+        pending: Option<InputRound>,
+    ) -> Result<Value, (RunningCall<Self>, Option<InputRound>, String)> {
+        Err((
+            running,
+            pending,
+            "a served request never becomes a task".into(),
+        ))
+    }
+
+    fn failed(why: String) -> Result<Self, RpcError> {
+        Err(RpcError::new(protocol::code::INTERNAL_ERROR, why))
+    }
+
+    fn digest_now(_page: &PageSession, call: &CallKey) -> String {
+        call.tool_digest.clone()
     }
 }
 
 /// A call suspended on a round (2026-07-28) until the agent retries.
-pub(crate) struct Suspended {
-    pub running: RunningCall,
+pub(crate) struct Suspended<T = CallToolResult> {
+    pub running: RunningCall<T>,
     pub call: CallKey,
     /// Rounds asked so far in this call (1 for the first).
     pub round: u32,
@@ -165,20 +292,27 @@ struct Claims {
 /// Why a retry was refused (a JSON-RPC `-32602` for the agent).
 pub(crate) type Refusal = String;
 
-/// The bridge's suspended calls.
-#[derive(Default)]
-pub(crate) struct SuspendedCalls {
-    calls: Mutex<HashMap<String, Suspended>>,
+/// The bridge's suspended calls (of one kind: tool calls, or served requests).
+pub(crate) struct SuspendedCalls<T = CallToolResult> {
+    calls: Mutex<HashMap<String, Suspended<T>>>,
 }
 
-impl SuspendedCalls {
+impl<T> Default for SuspendedCalls<T> {
+    fn default() -> Self {
+        Self {
+            calls: Mutex::default(),
+        }
+    }
+}
+
+impl<T> SuspendedCalls<T> {
     /// Keeps `running` (its nonce and expiry are set here) and returns the state that resumes it.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn suspend(
         &self,
         states: &RequestStates,
         holder: &str,
-        running: RunningCall,
+        running: RunningCall<T>,
         call: CallKey,
         round: u32,
         round_id: RequestId,
@@ -204,7 +338,7 @@ impl SuspendedCalls {
         states: &RequestStates,
         holder: &str,
         key: String,
-        mut suspended: Suspended,
+        mut suspended: Suspended<T>,
     ) -> String {
         suspended.nonce = random_hex(16);
         suspended.expires = Instant::now() + Duration::from_millis(REQUEST_STATE_TTL_MS);
@@ -245,7 +379,7 @@ impl SuspendedCalls {
         states: &RequestStates,
         state: &str,
         page: &str,
-    ) -> Result<(String, Suspended), Refusal> {
+    ) -> Result<(String, Suspended<T>), Refusal> {
         let payload = states
             .open(STATE_DOMAIN, state)
             .ok_or("requestState integrity check failed (not issued by this bridge, or altered)")?;
@@ -278,7 +412,7 @@ impl SuspendedCalls {
 
     /// Puts a call [`Self::take`] took back as it was (same state, same expiry): its retry was
     /// refused for malformed answers, and the caller may send them again, well-formed.
-    pub(crate) fn put_back(&self, key: String, suspended: Suspended) {
+    pub(crate) fn put_back(&self, key: String, suspended: Suspended<T>) {
         if suspended.expires > Instant::now() {
             self.lock().insert(key, suspended);
         }
@@ -290,7 +424,7 @@ impl SuspendedCalls {
         self.lock().len()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Suspended>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Suspended<T>>> {
         self.calls.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
@@ -301,6 +435,8 @@ impl SuspendedCalls {
 #[derive(Default)]
 pub(crate) struct Rounds {
     pub suspended: SuspendedCalls,
+    /// Served requests (prompts, resource reads, completions) suspended on a round.
+    pub served: SuspendedCalls<Value>,
     pub states: RequestStates,
     node: OnceLock<String>,
     tasks: OnceLock<Arc<dyn TaskHost>>,
@@ -461,9 +597,9 @@ pub(crate) trait AgentSide: Send + Sync {
 /// Where [`drive`] left a call.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub(crate) enum Driven {
+pub(crate) enum Driven<T = CallToolResult> {
     /// The call ended: its outcome (`None`: cancelled, no result).
-    Ended(Option<CallOutcome>),
+    Ended(Option<Result<T, RpcError>>),
     /// A round needs the caller's answers: these requests, and the state to retry with.
     InputRequired {
         requests: Map<String, Value>,
@@ -495,14 +631,14 @@ pub(crate) struct Retry {
 /// is refused to the page as such (`-32021` if the handler lets it propagate). `asked`: rounds
 /// asked so far; `supplied`: answers the agent gave for the next round (2026-07-28: a fresh
 /// call's `inputResponses`).
-pub(crate) async fn drive(
+pub(crate) async fn drive<T: PageAnswer>(
     rounds: &Rounds,
-    mut running: RunningCall,
+    mut running: RunningCall<T>,
     agent: &dyn AgentSide,
     call: CallKey,
     mut asked: u32,
     mut supplied: Option<InputResponses>,
-) -> Driven {
+) -> Driven<T> {
     let mut cancelled = agent.cancelled();
     let mut asking: Option<(RequestId, BoxFuture<'static, Result<Value, RpcError>>)> = None;
     // A call the caller may have as a task becomes one after [`TASK_AFTER`]. What the page asks
@@ -513,7 +649,7 @@ pub(crate) async fn drive(
     // answer without a task says so, so a `required` tool's caller always gets one).
     // (Checked once per call, without copying anything, for callers that declare no tasks.)
     let support = match agent.declares_tasks() {
-        true => task_support(&running.page, &call.tool),
+        true => T::task_support(&running.page, &call.tool),
         false => TaskSupport::Forbidden,
     };
     let mut tasking = (support != TaskSupport::Forbidden)
@@ -533,13 +669,13 @@ pub(crate) async fn drive(
             }
             () = &mut window, if tasking.is_some() && asking.is_none() => {
                 let host = tasking.take().expect("guarded");
-                match host.start(rounds.holder(), running, agent.capabilities(), None) {
+                match T::start_task(&*host, rounds.holder(), running, agent.capabilities(), None) {
                     Ok(task) => return Driven::Task(task),
                     Err((back, _, why)) => {
                         running = back;
                         if support == TaskSupport::Required {
                             running.cancel("no room for its task");
-                            return Driven::Ended(Some(Ok(protocol::CallToolResult::error(why))));
+                            return Driven::Ended(Some(T::failed(why)));
                         }
                     }
                 }
@@ -551,13 +687,13 @@ pub(crate) async fn drive(
                     asked += 1;
                     if let Some(host) = tasking.clone().filter(|_| support != TaskSupport::Required) {
                         tasking = None;
-                        match host.start(rounds.holder(), running, agent.capabilities(), Some(round)) {
+                        match T::start_task(&*host, rounds.holder(), running, agent.capabilities(), Some(round)) {
                             Ok(task) => return Driven::Task(task),
                             Err((back, pending, why)) => {
                                 (running, round) = (back, pending.expect("given back"));
                                 if support == TaskSupport::Required {
                                     running.cancel("no room for its task");
-                                    return Driven::Ended(Some(Ok(protocol::CallToolResult::error(why))));
+                                    return Driven::Ended(Some(T::failed(why)));
                                 }
                             }
                         }
@@ -593,7 +729,7 @@ pub(crate) async fn drive(
                         continue;
                     }
                     let requests = still_asked(&round.requests, &answered);
-                    let state = rounds.suspended.suspend(
+                    let state = T::suspended(rounds).suspend(
                         &rounds.states,
                         rounds.holder(),
                         running,
@@ -634,19 +770,19 @@ pub(crate) async fn drive(
 
 /// A `required` tool's call that ended before it became a task: a task already completed with
 /// `outcome` (or, with no room for a task, the error result naming the limit).
-fn completed_task(
+fn completed_task<T: PageAnswer>(
     rounds: &Rounds,
     host: Arc<dyn TaskHost>,
-    mut running: RunningCall,
+    mut running: RunningCall<T>,
     agent: &dyn AgentSide,
-    outcome: CallOutcome,
-) -> Driven {
+    outcome: Result<T, RpcError>,
+) -> Driven<T> {
     let (settle, settled) = oneshot::channel();
     let _ = settle.send(Some(outcome));
     running.outcome = settled;
-    match host.start(rounds.holder(), running, agent.capabilities(), None) {
+    match T::start_task(&*host, rounds.holder(), running, agent.capabilities(), None) {
         Ok(task) => Driven::Task(task),
-        Err((_, _, why)) => Driven::Ended(Some(Ok(protocol::CallToolResult::error(why)))),
+        Err((_, _, why)) => Driven::Ended(Some(T::failed(why))),
     }
 }
 
@@ -654,18 +790,19 @@ fn completed_task(
 /// again checked against it (tool, arguments, the tool's definition now), its answers checked;
 /// missing answers are asked again (a new state), and once the round is answered the call goes
 /// on ([`drive`]) to its end or its next round.
-pub(crate) async fn resume(rounds: &Rounds, retry: Retry, agent: &dyn AgentSide) -> Driven {
-    let (key, mut call) =
-        match rounds
-            .suspended
-            .take(&rounds.states, &retry.state, &retry.page_session)
-        {
-            Ok(taken) => taken,
-            Err(why) => return Driven::Refused(why),
-        };
+pub(crate) async fn resume<T: PageAnswer>(
+    rounds: &Rounds,
+    retry: Retry,
+    agent: &dyn AgentSide,
+) -> Driven<T> {
+    let suspended = T::suspended(rounds);
+    let (key, mut call) = match suspended.take(&rounds.states, &retry.state, &retry.page_session) {
+        Ok(taken) => taken,
+        Err(why) => return Driven::Refused(why),
+    };
     let arguments = arguments_digest(&Value::Object(retry.arguments));
     let page = call.running.page.clone();
-    let tool_now = tool_digest(page.tools().iter().find(|t| t.name == call.call.tool));
+    let tool_now = T::digest_now(&page, &call.call);
     let mismatch = if call.call.tool != retry.tool {
         Some(format!(
             "requestState was issued for tool '{}', not '{}'",
@@ -691,16 +828,14 @@ pub(crate) async fn resume(rounds: &Rounds, retry: Retry, agent: &dyn AgentSide)
         Ok(answered) => answered,
         Err(why) => {
             // Not spent: the agent may send well-formed answers with the same state.
-            rounds.suspended.put_back(key, call);
+            suspended.put_back(key, call);
             return Driven::Refused(why);
         }
     };
     call.answered.extend(answered);
     if call.answered.len() < call.requests.len() {
         let requests = still_asked(&call.requests, &call.answered);
-        let state = rounds
-            .suspended
-            .keep(&rounds.states, rounds.holder(), key, call);
+        let state = suspended.keep(&rounds.states, rounds.holder(), key, call);
         return Driven::InputRequired { requests, state };
     }
     let responses = serde_json::json!({"inputResponses": call.answered});
@@ -770,7 +905,7 @@ pub(crate) fn still_asked(
 }
 
 /// Forgets (and cancels) the suspended calls whose time is over.
-fn forget_expired(calls: &mut HashMap<String, Suspended>) {
+fn forget_expired<T>(calls: &mut HashMap<String, Suspended<T>>) {
     let now = Instant::now();
     let expired: Vec<String> = calls
         .iter()

@@ -327,7 +327,11 @@ async fn a_required_tool_asks_on_the_call_first_and_always_ends_as_a_task() {
         .unwrap(),
     };
     let (driven, ()) = tokio::join!(
-        crate::agent::rounds::resume(&rounds, retry, &ASKED_TASK_AGENT),
+        crate::agent::rounds::resume::<client_tools_core::protocol::CallToolResult>(
+            &rounds,
+            retry,
+            &ASKED_TASK_AGENT
+        ),
         async {
             let answer: Value = serde_json::from_str(&fake.frame().await).unwrap();
             assert_eq!(answer["id"], "input-1", "{answer}");

@@ -25,17 +25,6 @@ pub mod method {
     pub const PROMPTS_LIST_CHANGED: &str = "notifications/prompts/list_changed";
 }
 
-/// MCP's "resource not found" (revision 2025-11-25; rmcp answers it as `-32602` on 2026-07-28,
-/// SEP-2164, `data.uri` kept).
-pub fn resource_not_found(uri: &str) -> RpcError {
-    let mut error = RpcError::new(
-        i64::from(rmcp::model::ErrorCode::RESOURCE_NOT_FOUND.0),
-        format!("resource not found: {}", quoted(uri)),
-    );
-    error.data = Some(json!({ "uri": uri }));
-    error
-}
-
 /// An agent's request the bridge refuses before the page sees it (`-32602`).
 pub fn invalid_params(message: impl Into<String>) -> RpcError {
     RpcError::new(code::INVALID_PARAMS, message)

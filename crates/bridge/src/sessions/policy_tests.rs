@@ -361,7 +361,10 @@ async fn a_multi_round_call_is_admitted_once_and_its_final_result_is_redacted() 
             json!({"content": [{"type": "text", "text": "Ada is ada@example.com"}]}),
         );
     };
-    let (resumed, ()) = tokio::join!(resume(&rounds, retry, &Elicits), page_side);
+    let (resumed, ()) = tokio::join!(
+        resume::<client_tools_core::protocol::CallToolResult>(&rounds, retry, &Elicits),
+        page_side
+    );
     let Driven::Ended(Some(Ok(result))) = resumed else {
         panic!("the call ends with a result")
     };

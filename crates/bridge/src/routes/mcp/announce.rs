@@ -1,4 +1,4 @@
-//! What an agent hears unasked: its page's tool list changing, and (2025-11-25) the status of the
+//! What an agent hears unasked: its page's tool, prompt and resource lists changing, and (2025-11-25) the status of the
 //! tasks its calls became — for as long as its MCP session lasts.
 
 #![allow(deprecated)]
@@ -32,6 +32,7 @@ impl McpAgent {
         };
         drop(pages);
         let mut changes = page.subscribe();
+        let mut served = self.served_lists_now();
         loop {
             let now = page.tools();
             if now != listed {
@@ -39,6 +40,9 @@ impl McpAgent {
                 if peer.notify_tool_list_changed().await.is_err() {
                     return;
                 }
+            }
+            if !self.announce_served(&peer, &mut served).await {
+                return;
             }
             tokio::select! {
                 changed = changes.changed() => if changed.is_err() { return },
@@ -54,6 +58,7 @@ impl McpAgent {
     async fn announce_user_changes(self, peer: Peer<RoleServer>) {
         let mut changes = self.bridge.watch_pages();
         let mut listed = self.tools_now();
+        let mut served = self.served_lists_now();
         loop {
             tokio::select! {
                 changed = changes.changed() => if changed.is_err() { return },
@@ -66,11 +71,33 @@ impl McpAgent {
                     return;
                 }
             }
+            if !self.announce_served(&peer, &mut served).await {
+                return;
+            }
         }
     }
 }
 
 impl McpAgent {
+    /// `prompts/list_changed` and `resources/list_changed` when the page's prompts or resources
+    /// (templates included) differ from `listed`, which becomes what they are; `false` once the
+    /// agent is gone.
+    async fn announce_served(
+        &self,
+        peer: &Peer<RoleServer>,
+        listed: &mut (Vec<serde_json::Value>, Vec<serde_json::Value>),
+    ) -> bool {
+        let now = self.served_lists_now();
+        if now.0 != listed.0 && peer.notify_prompt_list_changed().await.is_err() {
+            return false;
+        }
+        if now.1 != listed.1 && peer.notify_resource_list_changed().await.is_err() {
+            return false;
+        }
+        *listed = now;
+        true
+    }
+
     /// 2025-11-25 (a session, a stream of its own): `notifications/tasks` for every change of the
     /// tasks this session's calls became on this node, for as long as the agent is connected.
     /// Revision 2026-07-28 would carry them on `subscriptions/listen`, which rmcp cannot filter by

@@ -13,12 +13,16 @@ use std::sync::{Arc, Mutex};
 use client_tools_core::protocol::{self};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock,
-    DetailedTask, DiscoverResult, ErrorCode, GetTaskParams, GetTaskResult, Implementation,
-    InitializeRequestParams, InitializeResult, ListPromptsRequestMethod, ListPromptsResult,
-    ListResourceTemplatesRequestMethod, ListResourceTemplatesResult, ListResourcesRequestMethod,
-    ListResourcesResult, ListToolsResult, LoggingLevel, MetaObject, PaginatedRequestParams,
-    PromptsCapability, ResourcesCapability, ServerCapabilities, ServerConfig,
-    SetLevelRequestMethod, SetLevelRequestParams, SubscriptionFilter, Tool, UpdateTaskParams,
+    DetailedTask, ErrorCode, GetTaskParams, GetTaskResult, Implementation, InitializeRequestParams,
+    InitializeResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, LoggingLevel, MetaObject, PaginatedRequestParams, ServerCapabilities,
+    ServerConfig, SetLevelRequestMethod, SetLevelRequestParams, SubscriptionFilter, Tool,
+    UpdateTaskParams,
+};
+use rmcp::model::{
+    CompleteRequestParams, CompleteResult, GetPromptRequestParams, GetPromptResponse,
+    GetPromptResult, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+    SubscribeRequestParams, UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -29,7 +33,8 @@ use crate::agent::rounds::{
 };
 use crate::agent::tasks::TaskOp;
 use crate::bridge::Bridge;
-use crate::limits::FIRST_PAGE_WAIT;
+use crate::calls::served::{method, ServedRequest};
+use crate::limits::{FIRST_PAGE_WAIT, MAX_SUBSCRIPTIONS_PER_AGENT};
 use crate::sessions::page_session::PageSession;
 use crate::sessions::scope::AgentScope;
 use crate::sessions::user_tabs;
@@ -38,11 +43,13 @@ mod announce;
 mod call_side;
 mod confirmation;
 mod http_request;
+mod served;
 
 use call_side::{level_name, task_error, McpSide};
 use confirmation::Confirmation;
 pub(crate) use http_request::with_request_seen;
 use http_request::RequestSeen;
+use served::Served;
 
 /// What an MCP session is bound to, fixed on its first request.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -68,6 +75,8 @@ pub struct McpAgent {
     log_level: Arc<Mutex<Option<LoggingLevel>>>,
     /// The tasks this MCP session's calls became (2025-11-25: their status notifications go to it).
     tasks: Arc<Mutex<HashSet<String>>>,
+    /// Its resource subscriptions (2025-11-25, `resources/subscribe`).
+    subscriptions: Arc<Mutex<served::Subscriptions>>,
 }
 
 impl McpAgent {
@@ -79,6 +88,7 @@ impl McpAgent {
             scope: Arc::default(),
             log_level: Arc::default(),
             tasks: Arc::default(),
+            subscriptions: Arc::default(),
         }
     }
 
@@ -437,8 +447,16 @@ fn to_mcp_block(block: protocol::Content) -> ContentBlock {
 
 impl ServerHandler for McpAgent {
     fn get_info(&self) -> ServerConfig {
+        // Declared as the page declares them (SPEC §11): the agent may initialize before any page
+        // is there; a page that offers no prompts or resources lists none.
         let capabilities = ServerCapabilities::builder()
+            .enable_completions()
+            .enable_prompts()
+            .enable_resources()
             .enable_tools()
+            .enable_prompts_list_changed()
+            .enable_resources_list_changed()
+            .enable_resources_subscribe()
             .enable_tool_list_changed()
             .enable_tasks()
             .build();
@@ -468,31 +486,16 @@ impl ServerHandler for McpAgent {
         Ok(result)
     }
 
-    // Revision 2026-07-28 requires caching hints on every list (SEP-2549): pages offer no prompts
-    // or resources, so there they are declared (without `listChanged` or `subscribe`) and listed
-    // empty, with the hints rmcp fills in. The handshake revisions keep them undeclared (-32601).
-    async fn discover(
-        &self,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<DiscoverResult, McpError> {
-        let mut result = DiscoverResult::from_server_info(
-            self.supported_protocol_versions().into_owned(),
-            self.get_info(),
-        );
-        result.capabilities.prompts = Some(PromptsCapability::default());
-        result.capabilities.resources = Some(ResourcesCapability::default());
-        Ok(result)
-    }
+    // Revision 2026-07-28: `server/discover` declares what `initialize` does (get_info); rmcp
+    // fills in the caching hints (SEP-2549) of every list.
 
     async fn list_prompts(
         &self,
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListPromptsResult, McpError> {
-        match is_handshake_era(&context) {
-            true => Err(McpError::method_not_found::<ListPromptsRequestMethod>()),
-            false => Ok(ListPromptsResult::default()),
-        }
+        let prompts = self.served_list(method::PROMPTS_LIST, &context).await?;
+        Ok(ListPromptsResult::with_all_items(prompts))
     }
 
     async fn list_resources(
@@ -500,10 +503,8 @@ impl ServerHandler for McpAgent {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, McpError> {
-        match is_handshake_era(&context) {
-            true => Err(McpError::method_not_found::<ListResourcesRequestMethod>()),
-            false => Ok(ListResourcesResult::default()),
-        }
+        let resources = self.served_list(method::RESOURCES_LIST, &context).await?;
+        Ok(ListResourcesResult::with_all_items(resources))
     }
 
     async fn list_resource_templates(
@@ -511,12 +512,82 @@ impl ServerHandler for McpAgent {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, McpError> {
-        match is_handshake_era(&context) {
-            true => Err(McpError::method_not_found::<
-                ListResourceTemplatesRequestMethod,
-            >()),
-            false => Ok(ListResourceTemplatesResult::default()),
+        let templates = (self.served_list(method::RESOURCE_TEMPLATES_LIST, &context)).await?;
+        Ok(ListResourceTemplatesResult::with_all_items(templates))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        let read = ServedRequest::read(&request.uri).map_err(served::to_mcp_error)?;
+        let arguments = serde_json::json!({ "uri": request.uri });
+        let state = request.request_state.as_deref();
+        let served = self
+            .serve::<ReadResourceResult>(read, arguments, state, request.input_responses, &context)
+            .await?;
+        Ok(match served {
+            Served::Complete(result) => result.into(),
+            Served::InputRequired(round) => round.into(),
+        })
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        let arguments = served::prompt_arguments(&request.arguments);
+        let get = ServedRequest::get_prompt(&request.name, request.arguments.clone());
+        let state = request.request_state.as_deref();
+        let served = self
+            .serve::<GetPromptResult>(get, arguments, state, request.input_responses, &context)
+            .await?;
+        Ok(match served {
+            Served::Complete(result) => result.into(),
+            Served::InputRequired(round) => round.into(),
+        })
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, McpError> {
+        let params = serde_json::to_value(&request)
+            .ok()
+            .and_then(|params| params.as_object().cloned())
+            .unwrap_or_default();
+        let complete = ServedRequest::complete(params).map_err(served::to_mcp_error)?;
+        let arguments = Value::Object(complete.params().clone());
+        match self
+            .serve::<CompleteResult>(complete, arguments, None, None, &context)
+            .await?
+        {
+            Served::Complete(result) => Ok(result),
+            Served::InputRequired(_) => Err(McpError::internal_error(
+                "completion/complete has no input_required",
+                None,
+            )),
         }
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.subscribe_uri(&request.uri, &context).await
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.unsubscribe_uri(&request.uri).await;
+        Ok(())
     }
 
     async fn set_level(
@@ -691,12 +762,24 @@ impl ServerHandler for McpAgent {
         Ok(())
     }
 
-    // Revision 2026-07-28 has no `initialize`: `tools/list_changed` travels on listen streams.
+    // Revision 2026-07-28 has no `initialize`: `list_changed` notifications and resource updates
+    // travel on listen streams. A stream subscribes to at most MAX_SUBSCRIPTIONS_PER_AGENT
+    // resources: the acknowledgment names those it accepted (the first ones asked).
     fn accepted_subscription_filter(
         &self,
-        _requested: &SubscriptionFilter,
+        requested: &SubscriptionFilter,
     ) -> Option<SubscriptionFilter> {
-        Some(SubscriptionFilter::builder().tools_list_changed().build())
+        let mut accepted = SubscriptionFilter::builder()
+            .tools_list_changed()
+            .prompts_list_changed()
+            .resources_list_changed()
+            .build();
+        if let Some(uris) = &requested.resource_subscriptions {
+            let uris = uris.iter().filter(|uri| served_check_uri(uri));
+            accepted.resource_subscriptions =
+                Some(uris.take(MAX_SUBSCRIPTIONS_PER_AGENT).cloned().collect());
+        }
+        Some(accepted)
     }
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
@@ -712,25 +795,83 @@ impl ServerHandler for McpAgent {
                 return Ok(());
             }
         };
+        let accepted = context.accepted().clone();
+        let wants = |on: Option<bool>| on.unwrap_or(false);
+        let uris = accepted.resource_subscriptions.clone().unwrap_or_default();
+        let subscribed = self
+            .subscribe_stream(&uris, context.request_context())
+            .await;
+        let (updates_tx, mut updates) = tokio::sync::mpsc::channel::<String>(16);
+        let forwarders: Vec<_> = (subscribed.iter())
+            .map(|(page, uris)| {
+                let (page, uris, tx) = (page.clone(), uris.clone(), updates_tx.clone());
+                tokio::spawn(async move {
+                    let mut heard = page.resource_updates();
+                    loop {
+                        match heard.recv().await {
+                            Ok(uri) if uris.contains(&uri) => {
+                                if tx.send(uri).await.is_err() {
+                                    return;
+                                }
+                            }
+                            Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                            Err(_) => return,
+                        }
+                    }
+                })
+            })
+            .collect();
+        drop(updates_tx);
         let mut listed = self.tools_now();
-        loop {
+        let mut served = self.served_lists_now();
+        let outcome = loop {
             tokio::select! {
-                _ = context.cancelled() => return Ok(()),
+                _ = context.cancelled() => break Ok(()),
+                Some(uri) = updates.recv() => {
+                    if context.sink().notify_resource_updated(uri).await.is_err() {
+                        break Ok(());
+                    }
+                }
                 changed = changes.changed() => {
                     if changed.is_err() {
-                        return Ok(());
+                        break Ok(());
                     }
                     let now = self.tools_now();
                     if now != listed {
                         listed = now;
-                        if context.sink().notify_tool_list_changed().await.is_err() {
-                            return Ok(());
+                        let tools = wants(accepted.tools_list_changed);
+                        if tools && context.sink().notify_tool_list_changed().await.is_err() {
+                            break Ok(());
                         }
                     }
+                    let now = self.served_lists_now();
+                    let prompts = wants(accepted.prompts_list_changed) && now.0 != served.0;
+                    if prompts && context.sink().notify_prompt_list_changed().await.is_err() {
+                        break Ok(());
+                    }
+                    let resources = wants(accepted.resources_list_changed) && now.1 != served.1;
+                    if resources && context.sink().notify_resource_list_changed().await.is_err() {
+                        break Ok(());
+                    }
+                    served = now;
                 }
             }
+        };
+        for forwarder in forwarders {
+            forwarder.abort();
         }
+        for (page, uris) in subscribed {
+            for uri in uris {
+                page.unsubscribe_resource(&uri).await;
+            }
+        }
+        outcome
     }
+}
+
+/// Whether an agent may subscribe to `uri` at all (crate::calls::served::check_uri).
+fn served_check_uri(uri: &str) -> bool {
+    crate::calls::served::check_uri(uri).is_ok()
 }
 
 /// Whether the agent declared the tasks extension for this request: in its `_meta` (2026-07-28,
