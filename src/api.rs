@@ -14,6 +14,7 @@ use wasm_bindgen::prelude::*;
 
 use crate::options::Options;
 use crate::page::{now, Drivers, Page};
+use crate::page_server::{self, PageServer};
 use crate::transport::{self, custom, websocket};
 use crate::typescript::*;
 use crate::{declaration, driver, errors, js, session};
@@ -24,6 +25,8 @@ use crate::{declaration, driver, errors, js, session};
 #[derive(Clone)]
 pub struct ClientTools {
     page: Rc<Page>,
+    /// The page's resources and prompts (`page_server.js`), which answer for themselves.
+    server: PageServer,
 }
 
 #[wasm_bindgen]
@@ -50,9 +53,10 @@ impl ClientTools {
             perform: driver::perform,
             connection: websocket::feed,
         };
-        let tools = ClientTools {
-            page: Page::new(options, engine, connection, drivers),
-        };
+        let page = Page::new(options, engine, connection, drivers);
+        let server = page_server::page_server(page.from_ctx_fn());
+        page.engine.borrow_mut().serve_with(server.serve());
+        let tools = ClientTools { page, server };
         if tools.page.options.endpoint.is_some() {
             session::keep_running_calls_on_unload(&tools.page);
         }
@@ -95,6 +99,29 @@ impl ClientTools {
         let registered = (self.page.engine.borrow_mut()).register_handler(now(), &name, handler);
         self.page.drain();
         registered.map_err(errors::to_js)
+    }
+
+    /// Adds a resource agents can list, read and watch (SPEC §11); returns the function that
+    /// removes it again. Agents hear of both (`list_changed`).
+    #[wasm_bindgen(js_name = defineResource)]
+    pub fn define_resource(&self, definition: ResourceDefinitionArg) -> Result<Undefine, JsValue> {
+        self.server.define_resource(&definition)
+    }
+
+    /// Adds a prompt agents can list and get (SPEC §11); returns the function that removes it.
+    #[wasm_bindgen(js_name = definePrompt)]
+    pub fn define_prompt(&self, definition: PromptDefinitionArg) -> Result<Undefine, JsValue> {
+        self.server.define_prompt(&definition)
+    }
+
+    /// Tells agents that watch resource `uri` that it changed (`notifications/resources/updated`,
+    /// at most one per URI within 50 ms); `false` when no agent watches it.
+    #[wasm_bindgen(js_name = resourceChanged)]
+    pub fn resource_changed(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "string")] uri: JsValue,
+    ) -> Result<bool, JsValue> {
+        self.server.resource_changed(&uri)
     }
 
     /// Removes a tool (by normalized or original name); `false` when there was none.

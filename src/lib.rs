@@ -32,6 +32,7 @@ pub mod js;
 pub mod oneshot;
 pub mod options;
 pub mod page;
+pub mod page_server;
 pub mod session;
 pub mod transport;
 pub mod typescript;

@@ -155,7 +155,13 @@ impl Page {
                     let Some(page) = weak.upgrade() else { return };
                     let call = CallHandle(call as u64);
                     let requests = a.as_string().unwrap_or_default();
+                    // The page server's notifications (`page_server.js`): `(0, "notify", method, params)`.
+                    let params = (what == "notify").then(|| b.as_string().unwrap_or_default());
                     page.feed(match what.as_str() {
+                        "notify" => Input::Notify {
+                            method: &requests,
+                            params: params.as_deref().unwrap_or_default(),
+                        },
                         "progress" => Input::Progress {
                             call,
                             progress: a.as_f64().unwrap_or(0.0),

@@ -90,6 +90,48 @@ export interface CallToolResult {
   _meta?: Record<string, unknown>;
 }
 
+/** What a resource's `read`, a prompt's `get` and a `complete` function get: a tool's context. */
+export type ServeContext = ToolContext;
+
+/** One item of a resource's contents: text or base64 bytes (`blob`). */
+export type ResourceContents =
+  | { uri?: string; mimeType?: string; text: string; _meta?: Record<string, unknown> }
+  | { uri?: string; mimeType?: string; blob: string; _meta?: Record<string, unknown> };
+
+/** What completing a value answers: at most 100 are sent, the rest counted in `total`. */
+export type Completion = string[] | { values: string[]; total?: number; hasMore?: boolean };
+export type CompleteFunction = (value: string, context: { arguments: Record<string, string>; signal: AbortSignal }) => Completion | Promise<Completion>;
+
+interface ResourceCommon {
+  name: string;
+  title?: string;
+  description?: string;
+  mimeType?: string;
+  annotations?: Record<string, unknown>;
+  /** Answers a string (text), bytes (sent as a base64 blob) or `{contents: [...]}`. */
+  read(uri: string, vars: Record<string, string>, ctx: ServeContext): string | Uint8Array | ArrayBuffer | { contents: ResourceContents[] } | Promise<string | Uint8Array | ArrayBuffer | { contents: ResourceContents[] }>;
+}
+/** `defineResource`: a static `uri`, or an RFC 6570 `uriTemplate` (`{var}`, `{+var}`) whose variables `complete` may complete. */
+export type ResourceDefinition =
+  | (ResourceCommon & { uri: string; uriTemplate?: never; complete?: never })
+  | (ResourceCommon & { uriTemplate: string; uri?: never; complete?: Record<string, CompleteFunction> });
+
+/** An MCP prompt message. */
+export interface PromptMessage {
+  role: "user" | "assistant";
+  content: ContentBlock;
+}
+export interface PromptDefinition {
+  name: string;
+  title?: string;
+  description?: string;
+  arguments?: { name: string; description?: string; required?: boolean }[];
+  /** Answers `{description?, messages}`, an array of messages, or a string (one user message). */
+  get(args: Record<string, string>, ctx: ServeContext): PromptAnswer | Promise<PromptAnswer>;
+  complete?: Record<string, CompleteFunction>;
+}
+export type PromptAnswer = { description?: string; messages: PromptMessage[] } | PromptMessage[] | string;
+
 export interface ClientToolsEvents {
   toolactivated: { type: "toolactivated"; toolName: string; callId: string };
   toolcancel: { type: "toolcancel"; toolName: string; callId: string; reason: string };

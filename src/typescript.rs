@@ -58,4 +58,10 @@ extern "C" {
     pub type ValidationErrors;
     #[wasm_bindgen(typescript_type = "Promise<void>")]
     pub type VoidPromise;
+    #[wasm_bindgen(typescript_type = "ResourceDefinition")]
+    pub type ResourceDefinitionArg;
+    #[wasm_bindgen(typescript_type = "PromptDefinition")]
+    pub type PromptDefinitionArg;
+    #[wasm_bindgen(typescript_type = "() => boolean")]
+    pub type Undefine;
 }

@@ -45,12 +45,12 @@ const BRIDGE_LAYERS: [&[&str]; 10] = [
 
 /// The SDK's layers, from the top (docs/architecture.md, *Imports read top-down*): the classes
 /// JavaScript constructs; the driver of the page's outputs; what it drives (the person, the
-/// socket, WebMCP); the session kept in `sessionStorage`; the page engine's loop; what the page
+/// socket, WebMCP, the resources and prompts); the session kept in `sessionStorage`; the page engine's loop; what the page
 /// keeps and emits; the dialog and declarations; the JavaScript glue.
 const SDK_LAYERS: [&[&str]; 8] = [
     &["api", "validator"],
     &["driver"],
-    &["ask", "transport", "webmcp"],
+    &["ask", "transport", "webmcp", "page_server"],
     &["session"],
     &["page"],
     &["events", "options", "webmcp_state", "typescript"],

@@ -49,6 +49,9 @@ stable_codes! {
         CapabilityMissing = "CAPABILITY_MISSING",
         /// The agent could not answer what a handler asked (an error, or no answer in time).
         AgentFailed = "AGENT_FAILED",
+        /// `defineResource` or `definePrompt` was given something it cannot serve (the message
+        /// names what).
+        InvalidDefinition = "INVALID_DEFINITION",
     }
 }
 
@@ -105,6 +108,7 @@ mod tests {
                 "CONNECTION_FAILED",
                 "CAPABILITY_MISSING",
                 "AGENT_FAILED",
+                "INVALID_DEFINITION",
             ])
         );
         assert_eq!(
