@@ -747,12 +747,9 @@ impl<H> PageEngine<H> {
             method::INITIALIZE => {
                 let mut result = initialize_result();
                 if self.server.is_some() {
-                    result.capabilities = json!({
-                        "tools": { "listChanged": true },
-                        "resources": { "subscribe": true, "listChanged": true },
-                        "prompts": { "listChanged": true },
-                        "completions": {},
-                    });
+                    // Read from text: a `json!` of it costs the wasm module more.
+                    result.capabilities =
+                        serde_json::from_str(SERVER_CAPABILITIES).unwrap_or_default();
                 }
                 let frame = encode_result(&id, &result);
                 self.send(frame, Kind::Other);
@@ -807,8 +804,13 @@ impl<H> PageEngine<H> {
             return;
         };
         let progress_token = params.pointer("/_meta/progressToken").cloned();
-        let input = json!({ "method": method, "params": params }).to_string();
-        let timeout_ms = tool.timeout_ms;
+        let input = format!(r#"{{"method":"{method}","params":{params}}}"#);
+        // The runtime's `clienttools/timeoutMs`, bounded by the page's default, as for its tools.
+        let runtime_timeout = params
+            .pointer("/_meta/clienttools~1timeoutMs")
+            .and_then(Value::as_f64)
+            .and_then(crate::limits::positive_ms);
+        let timeout_ms = runtime_timeout.map_or(tool.timeout_ms, |ms| ms.min(tool.timeout_ms));
         let prepared = PreparedCall {
             tool,
             call_input: None,
@@ -1799,6 +1801,9 @@ fn shorten(text: &str) -> String {
 }
 
 /// The ledger's key of a call id: its JSON, so `1` and `"1"` are two calls.
+/// What a page with a server ([`PageEngine::serve_with`]) offers.
+const SERVER_CAPABILITIES: &str = r#"{"tools":{"listChanged":true},"resources":{"subscribe":true,"listChanged":true},"prompts":{"listChanged":true},"completions":{}}"#;
+
 /// The frame answering served request `id` with `body` (`{"result": …}` or `{"error": …}`), or,
 /// when the runtime would refuse it or it is no such answer, an error naming why.
 fn served_answer(id: &RequestId, body: &str) -> String {

@@ -1662,3 +1662,19 @@ fn without_a_server_the_served_methods_are_unknown_and_notifications_go_out_when
     });
     assert!(page.sent().is_empty());
 }
+
+#[test]
+fn a_served_request_ends_at_the_runtimes_timeout_when_it_is_shorter() {
+    let mut page = served_page();
+    page.frame(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "resources/read",
+                      "params": {"uri": "a:b", "_meta": {"clienttools/timeoutMs": 500}}}),
+    );
+    page.ran();
+    page.advance(501);
+    let answer = only_answer(&page.sent(), 1);
+    assert!(
+        answer["error"]["message"].as_str().unwrap().contains("500"),
+        "{answer}"
+    );
+}

@@ -3,10 +3,8 @@
 //! headless browser that defines the suite's tools through the public API
 //! (`tests/e2e/www/conformance.html`) — for both requirement sets the suite freezes.
 //!
-//! What pages do not offer (resources, prompts, completion) is in the expected-failures file of
-//! each revision, `tests/conformance/expected-failures-<revision>.yml`, each with its reason; the
-//! suite fails the run on any other failure or warning, and on an entry that passes (stale). This
-//! test reads every scenario's checks itself, as the suite does not score all it runs: a scenario
+//! There is no expected-failures list: every scenario must pass (the suite fails the run on any
+//! failure or warning). This test reads every scenario's checks itself, as the suite does not score all it runs: a scenario
 //! the suite ran or the set requires without results fails, and so does a skipped check unless the
 //! suite skips it by design ([`SKIPPED_BY_DESIGN`], in docs/conformance.md with its reason). Every
 //! run's table is written to `target/conformance/<revision>.md`, its checks under
@@ -37,14 +35,11 @@ async fn conformance(revision: &str) {
     let results = written.join(format!("results-{revision}"));
     let _ = std::fs::remove_dir_all(&results);
     std::fs::create_dir_all(&results).unwrap();
-    let expected = dir.join(format!("expected-failures-{revision}.yml"));
     let output = Command::new("node")
         .arg(dir.join("node_modules/@modelcontextprotocol/conformance/dist/index.js"))
         .args(["server", "--url", &format!("{}/mcp", stack.base_url)])
         .args(["--requirements", revision, "-o"])
         .arg(&results)
-        .arg("--expected-failures")
-        .arg(&expected)
         .kill_on_drop(true)
         .output()
         .await
@@ -55,8 +50,7 @@ async fn conformance(revision: &str) {
     std::fs::write(written.join(format!("{revision}.md")), &table).unwrap();
     println!("{table}");
     let required = required_scenarios(&dir, revision).await;
-    let listed = std::fs::read_to_string(&expected).unwrap();
-    let problems = judge(revision, &ran(&stdout), &required, &outcomes, &listed);
+    let problems = judge(revision, &ran(&stdout), &required, &outcomes);
     assert!(
         problems.is_empty(),
         "the conformance run of {revision} is not clean:\n{}",
@@ -73,24 +67,12 @@ async fn conformance(revision: &str) {
 /// Checks the suite skips by design, by revision, each with why (docs/conformance.md lists them).
 /// A scenario passes with one of these skipped; any other skipped check fails the run, and so
 /// does an entry whose check ran (stale).
-const SKIPPED_BY_DESIGN: &[(&str, &str, &str)] = &[
-    (
-        "2026-07-28",
-        "tasks-status-notifications",
-        "the suite's harness for notifications/tasks awaits its rewrite against \
+const SKIPPED_BY_DESIGN: &[(&str, &str, &str)] = &[(
+    "2026-07-28",
+    "tasks-status-notifications",
+    "the suite's harness for notifications/tasks awaits its rewrite against \
          subscriptions/listen (SEP-2575); the scenario has this one check",
-    ),
-    (
-        "2026-07-28",
-        "sep-2549-resources-read-caching-hints",
-        "pages have no resources: resources/read is never exercised",
-    ),
-    (
-        "2026-07-28",
-        "sep-2575-server-sends-prompts-list-changed-on-subscription",
-        "pages have no prompts: the bridge declares no prompts.listChanged",
-    ),
-];
+)];
 
 /// One scenario's checks, as its results folder has them.
 #[derive(Debug, Default)]
@@ -138,14 +120,13 @@ async fn required_scenarios(dir: &Path, revision: &str) -> Vec<String> {
 }
 
 /// What is wrong with a run: a scenario the suite ran or the set requires without results, a
-/// scenario that did not pass and is not listed in `expected` (the expected-failures file), a
-/// skipped check not skipped by design, and a by-design entry whose check ran.
+/// scenario that did not pass, a skipped check not skipped by design, and a by-design entry whose
+/// check ran.
 fn judge(
     revision: &str,
     ran: &[String],
     required: &[String],
     outcomes: &BTreeMap<String, Outcome>,
-    expected: &str,
 ) -> Vec<String> {
     let mut problems = Vec::new();
     if ran.is_empty() {
@@ -162,11 +143,6 @@ fn judge(
         .filter(|(set, _, _)| *set == revision)
         .map(|(_, check, _)| *check)
         .collect();
-    let is_listed = |scenario: &str| {
-        expected
-            .lines()
-            .any(|l| l.trim() == format!("- {scenario}"))
-    };
     for (scenario, outcome) in outcomes {
         let passed = match outcome.worst {
             "SUCCESS" => true,
@@ -176,7 +152,7 @@ fn judge(
                     .iter()
                     .filter(|check| !by_design.contains(&check.as_str()))
                     .collect();
-                if !unexplained.is_empty() && !is_listed(scenario) {
+                if !unexplained.is_empty() {
                     problems.push(format!(
                         "{scenario}: checks skipped that are not skipped by design: {unexplained:?}"
                     ));
@@ -185,7 +161,7 @@ fn judge(
             }
             _ => false,
         };
-        if !passed && !is_listed(scenario) {
+        if !passed {
             problems.push(format!("{scenario}: {}", outcome.worst));
         }
     }
@@ -260,82 +236,59 @@ fn table(revision: &str, outcomes: &BTreeMap<String, Outcome>) -> String {
 }
 
 #[test]
-fn a_missing_result_an_unexplained_skip_and_a_stale_skip_entry_fail_the_check() {
+fn a_failure_a_missing_result_an_unexplained_skip_and_a_stale_skip_entry_fail_the_check() {
     let outcome = |worst, skipped: &[&str]| Outcome {
         worst,
         skipped: skipped.iter().map(|s| s.to_string()).collect(),
     };
     let names = |list: &[&str]| list.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-    let expected = "server:\n  - prompts-get-simple\n";
     let mut outcomes = BTreeMap::new();
     outcomes.insert("tools-list".to_owned(), outcome("SUCCESS", &[]));
-    outcomes.insert("prompts-get-simple".to_owned(), outcome("FAILURE", &[]));
+    outcomes.insert("prompts-get-simple".to_owned(), outcome("SUCCESS", &[]));
     outcomes.insert(
         "tasks-status-notifications".to_owned(),
         outcome("SKIPPED", &["tasks-status-notifications"]),
-    );
-    outcomes.insert(
-        "caching".to_owned(),
-        outcome("SKIPPED", &["sep-2549-resources-read-caching-hints"]),
-    );
-    outcomes.insert(
-        "server-stateless".to_owned(),
-        outcome(
-            "SKIPPED",
-            &["sep-2575-server-sends-prompts-list-changed-on-subscription"],
-        ),
     );
     let all_ran = names(&[
         "tools-list",
         "prompts-get-simple",
         "tasks-status-notifications",
-        "caching",
-        "server-stateless",
     ]);
-    let clean = judge(
-        "2026-07-28",
-        &all_ran,
-        &names(&["tools-list"]),
-        &outcomes,
-        expected,
-    );
+    let clean = judge("2026-07-28", &all_ran, &names(&["tools-list"]), &outcomes);
     assert!(clean.is_empty(), "{clean:?}");
 
     let mut ran_more = all_ran.clone();
     ran_more.push("tasks-lifecycle".into());
-    let missing = judge("2026-07-28", &ran_more, &[], &outcomes, expected);
+    let missing = judge("2026-07-28", &ran_more, &[], &outcomes);
     assert_eq!(missing, ["tasks-lifecycle: no results folder"]);
-    let required = judge(
-        "2026-07-28",
-        &all_ran,
-        &names(&["ping"]),
-        &outcomes,
-        expected,
-    );
+    let required = judge("2026-07-28", &all_ran, &names(&["ping"]), &outcomes);
     assert_eq!(required, ["ping: no results folder"]);
-    assert!(!judge("2026-07-28", &[], &[], &outcomes, expected).is_empty());
+    assert!(!judge("2026-07-28", &[], &[], &outcomes).is_empty());
 
     let mut skipping = BTreeMap::new();
     skipping.insert("tools-list".to_owned(), outcome("SKIPPED", &["some-check"]));
-    let problems = judge(
-        "2025-11-25",
-        &names(&["tools-list"]),
-        &[],
-        &skipping,
-        expected,
-    );
+    let problems = judge("2025-11-25", &names(&["tools-list"]), &[], &skipping);
     assert_eq!(problems.len(), 1, "{problems:?}");
     assert!(problems[0].contains("some-check"), "{problems:?}");
 
-    outcomes.insert("caching".to_owned(), outcome("SUCCESS", &[]));
-    let stale = judge("2026-07-28", &all_ran, &[], &outcomes, expected);
+    outcomes.insert(
+        "tasks-status-notifications".to_owned(),
+        outcome("SUCCESS", &[]),
+    );
+    let stale = judge("2026-07-28", &all_ran, &[], &outcomes);
     assert_eq!(stale.len(), 1, "{stale:?}");
-    assert!(stale[0].contains("sep-2549-resources-read-caching-hints"));
+    assert!(stale[0].contains("tasks-status-notifications"));
 
-    outcomes.insert("caching".to_owned(), outcome("NO RESULTS", &[]));
-    let empty = judge("2026-07-28", &all_ran, &[], &outcomes, expected);
+    outcomes.insert("prompts-get-simple".to_owned(), outcome("FAILURE", &[]));
+    let failed = judge("2026-07-28", &all_ran, &[], &outcomes);
     assert!(
-        empty.iter().any(|p| p == "caching: NO RESULTS"),
+        failed.iter().any(|p| p == "prompts-get-simple: FAILURE"),
+        "{failed:?}"
+    );
+    outcomes.insert("prompts-get-simple".to_owned(), outcome("NO RESULTS", &[]));
+    let empty = judge("2026-07-28", &all_ran, &[], &outcomes);
+    assert!(
+        empty.iter().any(|p| p == "prompts-get-simple: NO RESULTS"),
         "{empty:?}"
     );
 }

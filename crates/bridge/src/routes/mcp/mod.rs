@@ -528,7 +528,11 @@ impl ServerHandler for McpAgent {
             .serve::<ReadResourceResult>(read, arguments, state, request.input_responses, &context)
             .await?;
         Ok(match served {
-            Served::Complete(result) => result.into(),
+            // Revision 2026-07-28 requires `resultType` (rmcp strips it for older peers).
+            Served::Complete(mut result) => {
+                result.result_type = Some(rmcp::model::ResultType::COMPLETE);
+                result.into()
+            }
             Served::InputRequired(round) => round.into(),
         })
     }
@@ -545,7 +549,10 @@ impl ServerHandler for McpAgent {
             .serve::<GetPromptResult>(get, arguments, state, request.input_responses, &context)
             .await?;
         Ok(match served {
-            Served::Complete(result) => result.into(),
+            Served::Complete(mut result) => {
+                result.result_type = Some(rmcp::model::ResultType::COMPLETE);
+                result.into()
+            }
             Served::InputRequired(round) => round.into(),
         })
     }
@@ -565,7 +572,10 @@ impl ServerHandler for McpAgent {
             .serve::<CompleteResult>(complete, arguments, None, None, &context)
             .await?
         {
-            Served::Complete(result) => Ok(result),
+            Served::Complete(mut result) => {
+                result.result_type = Some(rmcp::model::ResultType::COMPLETE);
+                Ok(result)
+            }
             Served::InputRequired(_) => Err(McpError::internal_error(
                 "completion/complete has no input_required",
                 None,
