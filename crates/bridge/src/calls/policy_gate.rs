@@ -7,14 +7,17 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use client_tools_core::protocol::{
-    self, method, CallToolResult, Message, ProgressParams, RpcError, Tool,
+    self, code, method, CallToolResult, Message, ProgressParams, RpcError, Tool,
 };
 use serde_json::{Map, Value};
 
 use crate::calls::agent_tools::AgentTools;
 use crate::calls::policy::redact::Redaction;
-use crate::calls::policy::{audit, mark, Acted, InputVerdict, Policy, Who};
+use crate::calls::policy::{
+    audit, mark, mark_answer, shown, Acted, InputVerdict, Kind, Policy, Target, Who, ACTED_META,
+};
 use crate::calls::prepared_call::{listed_original, PreparedCall};
+use crate::calls::served::{method as served, ServedRequest, Subject};
 
 /// Every route's call, once prepared (`PageSession::prepare`): `block` refuses it (with an audit
 /// event under `call`, the id it would have had), `confirm` makes it need the person's approval.
@@ -47,6 +50,8 @@ pub(crate) fn prepared(
 
 /// What the result rules of a running call need, taken from it before it is sent.
 pub(crate) struct Running {
+    /// What runs: a tool (its original name), a prompt, a resource.
+    kind: Kind,
     tool: String,
     verdict: InputVerdict,
     input: Value,
@@ -198,6 +203,7 @@ pub(crate) fn running(
         })
     });
     Ok(Some(Running {
+        kind: Kind::Tool,
         tool: tool.to_owned(),
         verdict,
         input,
@@ -258,8 +264,17 @@ pub(crate) fn failed(running: &Running, error: &mut RpcError) {
     }
 }
 
-/// A frame another cluster node relays to this node's page: a `tools/call` is counted against the
-/// `limit` rules here. `Err`: the result to answer in the page's stead.
+/// What answers a relayed request in the page's stead: a tool call's error result, or a served
+/// request's JSON-RPC error.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Refused {
+    Result(CallToolResult),
+    Error(RpcError),
+}
+
+/// A frame another cluster node relays to this node's page: a `tools/call`, or a `prompts/get`,
+/// `resources/read` or `completion/complete`, is counted against the `limit` rules here.
+/// `Err`: what to answer in the page's stead.
 pub(crate) fn relayed(
     policy: &Policy,
     frame: &str,
@@ -267,8 +282,14 @@ pub(crate) fn relayed(
     agent_tools: &AgentTools,
     page_tools: &Arc<[Tool]>,
     now: Instant,
-) -> Result<(), CallToolResult> {
-    if !policy.has_limits() || !frame.contains(method::TOOLS_CALL) {
+) -> Result<(), Refused> {
+    const COUNTED: [&str; 4] = [
+        method::TOOLS_CALL,
+        served::PROMPTS_GET,
+        served::RESOURCES_READ,
+        served::COMPLETION_COMPLETE,
+    ];
+    if !policy.has_limits() || !COUNTED.iter().any(|m| frame.contains(m)) {
         return Ok(());
     }
     let Ok(Message::Request {
@@ -280,7 +301,22 @@ pub(crate) fn relayed(
         return Ok(());
     };
     if called != method::TOOLS_CALL {
-        return Ok(());
+        let Value::Object(params) = params else {
+            return Ok(());
+        };
+        let Some(request) = served_request(&called, params) else {
+            return Ok(());
+        };
+        let Some((target, input)) = served_facts(&request) else {
+            return Ok(());
+        };
+        return policy
+            .admit_relayed_on(target, who, &input, now)
+            .map_err(|refusal| {
+                let (acted, message) = *refusal;
+                audit(&acted, &target.audited(), who, &request_text(&id), None);
+                Refused::Error(refused(&acted, &message))
+            });
     }
     let name = params
         .get("name")
@@ -293,8 +329,30 @@ pub(crate) fn relayed(
         Err(refusal) => {
             let (acted, result) = *refusal;
             audit(&acted, &tool, who, &request_text(&id), None);
-            Err(result)
+            Err(Refused::Result(result))
         }
+    }
+}
+
+/// A relayed frame's served request, as the node that sent it built it.
+fn served_request(called: &str, mut params: Map<String, Value>) -> Option<ServedRequest> {
+    let text = |params: &Map<String, Value>, key: &str| {
+        params.get(key).and_then(Value::as_str).map(str::to_owned)
+    };
+    match called {
+        served::PROMPTS_GET => {
+            let arguments = params.get("arguments").and_then(Value::as_object).cloned();
+            Some(ServedRequest::get_prompt(
+                &text(&params, "name")?,
+                arguments,
+            ))
+        }
+        served::RESOURCES_READ => ServedRequest::read(&text(&params, "uri")?).ok(),
+        served::COMPLETION_COMPLETE => {
+            params.remove("_meta");
+            ServedRequest::complete(params).ok()
+        }
+        _ => None,
     }
 }
 
@@ -307,4 +365,204 @@ fn request_text(id: &protocol::RequestId) -> String {
         protocol::RequestId::String(text) => text.clone(),
         other => serde_json::to_string(other).unwrap_or_default(),
     }
+}
+
+/// What the policy decides on in a served request (SPEC §11): its target — a prompt by name, a
+/// resource by URI (a completion's: the prompt or the template it completes) — and what a
+/// condition reads as `input`: a prompt's arguments, a resource's `{uri}`, a completion's params
+/// (`{ref, argument, context?}`). `None`: a list (its entries are filtered instead, [`hidden`]).
+pub(crate) fn served_facts(request: &ServedRequest) -> Option<(Target<'_>, Value)> {
+    let target = match request.subject() {
+        Subject::List => return None,
+        Subject::Prompt(name) => Target {
+            kind: Kind::Prompt,
+            name,
+        },
+        Subject::Resource(uri) => Target {
+            kind: Kind::Resource,
+            name: uri,
+        },
+    };
+    let params = request.params();
+    let input = match request.method() {
+        served::PROMPTS_GET => params
+            .get("arguments")
+            .cloned()
+            .unwrap_or_else(|| Value::Object(Map::new())),
+        served::COMPLETION_COMPLETE => Value::Object(params.clone()),
+        _ => serde_json::json!({ "uri": target.name }),
+    };
+    Some((target, input))
+}
+
+/// A served request the policy refuses (`block`, `limit`): `-32602` with the message (naming the
+/// rule) and `data: {"clienttools/policy": [{rule, action}]}`.
+pub(crate) fn refused(acted: &Acted, message: &str) -> RpcError {
+    let named = format!("'{}'", acted.rule);
+    let message = match message.contains(&named) {
+        true => message.to_owned(),
+        false => format!("{message} (policy rule {named})"),
+    };
+    let mut error = RpcError::new(code::INVALID_PARAMS, message);
+    error.data = Some(serde_json::json!({ ACTED_META: shown(std::slice::from_ref(acted)) }));
+    error
+}
+
+/// A served request about to go to the page (`PageSession::serve`): the input rules on its
+/// target — `block` refuses it, `limit` counts it (unless another node holds the page's socket:
+/// that node counts it, crate::calls::policy_gate::relayed), `log` is audited — and the `redact`
+/// rules on what the page sends while it runs, as for a tool call ([`running`]). `Err`: the
+/// JSON-RPC error the agent gets instead; `Ok(None)`: nothing to apply (no policy, a list).
+pub(crate) fn serving(
+    policy: &Arc<Policy>,
+    request: &ServedRequest,
+    who: Who<'_>,
+    call_id: &str,
+    linked: bool,
+    now: Instant,
+    log_payloads: bool,
+) -> Result<Option<Running>, RpcError> {
+    if policy.is_empty() {
+        return Ok(None);
+    }
+    let Some((target, input)) = served_facts(request) else {
+        return Ok(None);
+    };
+    let audited = target.audited();
+    let payload = log_payloads.then_some(&input);
+    let verdict = policy
+        .check_input_on(target, who, &input)
+        .and_then(
+            |verdict| match linked || request.method() == served::RESOURCES_SUBSCRIBE {
+                true => Ok(verdict),
+                false => policy
+                    .admit_on(&verdict, target, who, now)
+                    .map(|()| verdict),
+            },
+        );
+    let verdict = match verdict {
+        Ok(verdict) => verdict,
+        Err(refusal) => {
+            let (acted, message) = *refusal;
+            audit(&acted, &audited, who, call_id, payload);
+            return Err(refused(&acted, &message));
+        }
+    };
+    for acted in &verdict.acted {
+        audit(acted, &audited, who, call_id, payload);
+    }
+    let events = match verdict.has_result_rules {
+        true => policy.event_redactions_on(target, who, &input),
+        false => Vec::new(),
+    };
+    let events = (!events.is_empty()).then(|| {
+        Arc::new(EventRedaction {
+            policy: Arc::clone(policy),
+            acted: Mutex::new(vec![false; events.len()]),
+            rules: events,
+            tool: audited.to_string(),
+            session: who.session.to_owned(),
+            user: who.user.map(str::to_owned),
+            call: call_id.to_owned(),
+            log_payloads,
+        })
+    });
+    let input = match verdict.has_result_rules {
+        true => input,
+        false => Value::Null,
+    };
+    Ok(Some(Running {
+        kind: target.kind,
+        tool: target.name.to_owned(),
+        verdict,
+        input,
+        events,
+    }))
+}
+
+/// The page's answer to a served request, before any caller sees it: the result rules on
+/// `method`'s result (`redact` replaces, `block` withholds: `Err` naming the rule), the audit,
+/// and the rules that acted listed in the answer's `_meta` — a `redact` rule that replaced
+/// something only in what the page sent while it ran too ([`answered`] for a tool call).
+pub(crate) fn served_answered(
+    policy: &Policy,
+    running: &Running,
+    who: Who<'_>,
+    call_id: &str,
+    method: &str,
+    answer: &mut Value,
+    log_payloads: bool,
+) -> Result<(), RpcError> {
+    let target = Target {
+        kind: running.kind,
+        name: &running.tool,
+    };
+    let audited = target.audited();
+    let decided = match running.verdict.has_result_rules {
+        true => policy.check_answer(target, who, &running.input, method, answer),
+        false => Ok(Vec::new()),
+    };
+    let on_events = running
+        .events
+        .as_ref()
+        .map(|events| events.acted())
+        .unwrap_or_default();
+    let (acted, withheld) = match decided {
+        Ok(acted) => (acted, None),
+        Err((acted, why)) => (acted, Some(why)),
+    };
+    let unaudited: Vec<&Acted> = acted.iter().filter(|a| !on_events.contains(a)).collect();
+    if !unaudited.is_empty() {
+        let payload = (log_payloads && withheld.is_none()).then(|| answer.clone());
+        for one in unaudited {
+            audit(one, &audited, who, call_id, payload.as_ref());
+        }
+    }
+    if let Some(why) = withheld {
+        let blocking = acted.last().expect("a withheld answer names its rule");
+        return Err(refused(blocking, &why));
+    }
+    let only_on_events: Vec<Acted> = on_events
+        .into_iter()
+        .filter(|a| !acted.contains(a))
+        .collect();
+    let mut listed = acted;
+    listed.extend(only_on_events);
+    mark_answer(answer, &listed);
+    Ok(())
+}
+
+/// Whether a list leaves out its entry `entry` of `list` (`prompts/list`, `resources/list`,
+/// `resources/templates/list`): a `block` rule covers it and decides so without its request's
+/// arguments (a resource's `input` is `{uri}`, a template's `{uri: <uriTemplate>}`, a prompt's
+/// `{}`; a condition that cannot be decided leaves it listed: the request is decided when made).
+pub(crate) fn hidden(policy: &Policy, who: Who<'_>, list: &str, entry: &Value) -> bool {
+    if policy.is_empty() {
+        return false;
+    }
+    let field = |name: &str| entry.get(name).and_then(Value::as_str).unwrap_or_default();
+    let (target, input) = match list {
+        served::PROMPTS_LIST => (
+            Target {
+                kind: Kind::Prompt,
+                name: field("name"),
+            },
+            Value::Object(Map::new()),
+        ),
+        served::RESOURCE_TEMPLATES_LIST => (
+            Target {
+                kind: Kind::Resource,
+                name: field("uriTemplate"),
+            },
+            serde_json::json!({ "uri": field("uriTemplate") }),
+        ),
+        _ => (
+            Target {
+                kind: Kind::Resource,
+                name: field("uri"),
+            },
+            serde_json::json!({ "uri": field("uri") }),
+        ),
+    };
+    policy.hides(target, who, &input)
 }

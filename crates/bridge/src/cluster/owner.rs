@@ -150,6 +150,14 @@ async fn relay(cluster: &Cluster, message: async_nats::Message) {
                     .send(wire::Outbound::frame(subject, answer));
             }
         }
+        Err(RelayRefused::Failed(error)) => {
+            if let Some(id) = &reply.request {
+                let answer = encode_error(Some(&RequestId::String(id.clone())), &error);
+                cluster
+                    .publisher
+                    .send(wire::Outbound::frame(subject, answer));
+            }
+        }
         Err(RelayRefused::Refused(reason)) => {
             if let Some(id) = &reply.request {
                 let answer = error_frame(id, &reason);

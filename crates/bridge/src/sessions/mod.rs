@@ -11,6 +11,8 @@ pub mod page_session;
 #[cfg(test)]
 mod policy_tests;
 pub mod scope;
+#[cfg(test)]
+mod served_policy_tests;
 pub(crate) mod table;
 #[cfg(test)]
 pub(crate) mod trace_capture;

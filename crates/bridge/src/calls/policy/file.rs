@@ -30,7 +30,16 @@ pub struct File {
 pub struct RuleText {
     pub id: String,
     /// Original tool names; `*` matches any run of characters.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tools: Vec<String>,
+    /// The page's prompts, by name (`prompts/get`, a completion of one of their arguments); `*`
+    /// as in `tools`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub prompts: Vec<String>,
+    /// The page's resources, by URI (`resources/read`, `resources/subscribe`, a completion of a
+    /// template's variable: its `uriTemplate`); `*` as in `tools`, across `/` too.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resources: Vec<String>,
     pub action: ActionName,
     /// A CEL condition; absent: always.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -108,11 +117,51 @@ pub enum Action {
     Log,
 }
 
+/// What a rule decides on: a tool call, or a request the page serves as an MCP server
+/// (SPEC §11: a prompt by name, a resource by URI).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A tool, by its original name.
+    Tool,
+    /// A prompt, by name.
+    Prompt,
+    /// A resource, by URI (or a resource template, by its `uriTemplate`).
+    Resource,
+}
+
+/// A tool, a prompt or a resource, by its name (a resource's: its URI).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Target<'a> {
+    pub kind: Kind,
+    /// What a condition's `tool` reads: the tool's or the prompt's name, the resource's URI.
+    pub name: &'a str,
+}
+
+impl<'a> Target<'a> {
+    pub fn tool(name: &'a str) -> Self {
+        Self {
+            kind: Kind::Tool,
+            name,
+        }
+    }
+
+    /// How the audit names it: a tool by its name, `prompt:<name>`, `resource:<uri>`.
+    pub fn audited(self) -> std::borrow::Cow<'a, str> {
+        match self.kind {
+            Kind::Tool => self.name.into(),
+            Kind::Prompt => format!("prompt:{}", self.name).into(),
+            Kind::Resource => format!("resource:{}", self.name).into(),
+        }
+    }
+}
+
 /// A rule, checked and compiled.
 #[derive(Debug)]
 pub struct Rule {
     pub id: String,
     pub tools: Vec<String>,
+    pub prompts: Vec<String>,
+    pub resources: Vec<String>,
     pub when: Option<Condition>,
     pub action: Action,
     /// Decided once the call ran (`redact`, and `block`/`log` rules reading `result`).
@@ -122,7 +171,34 @@ pub struct Rule {
 impl Rule {
     /// Whether the rule covers `tool` (an original name).
     pub fn covers(&self, tool: &str) -> bool {
-        self.tools.iter().any(|pattern| glob(pattern, tool))
+        self.covers_target(Target::tool(tool))
+    }
+
+    /// What a `limit` rule counts `target`'s calls under: a tool alone (as every tool it covers);
+    /// a prompt or a resource with every other one its first matching pattern covers
+    /// (`resource:app://notes/*`: URIs and names are the agent's to choose, so counting each
+    /// alone would let an agent step around the limit and fill the counts).
+    pub fn counted_as<'a>(&'a self, target: Target<'a>) -> std::borrow::Cow<'a, str> {
+        let (kind, patterns) = match target.kind {
+            Kind::Tool => return target.name.into(),
+            Kind::Prompt => ("prompt", &self.prompts),
+            Kind::Resource => ("resource", &self.resources),
+        };
+        let pattern = patterns
+            .iter()
+            .find(|pattern| glob(pattern, target.name))
+            .map_or("", String::as_str);
+        format!("{kind}:{pattern}").into()
+    }
+
+    /// Whether the rule covers `target`: its `tools`, `prompts` or `resources` patterns.
+    pub fn covers_target(&self, target: Target<'_>) -> bool {
+        let patterns = match target.kind {
+            Kind::Tool => &self.tools,
+            Kind::Prompt => &self.prompts,
+            Kind::Resource => &self.resources,
+        };
+        patterns.iter().any(|pattern| glob(pattern, target.name))
     }
 }
 
@@ -205,21 +281,41 @@ fn compile_rule(text: &RuleText) -> Result<Rule, String> {
             "'id' must be 1 to {MAX_RULE_ID_BYTES} letters, digits, '-', '_', '.' or ':'"
         ));
     }
-    if text.tools.is_empty() || text.tools.len() > MAX_PATTERNS_PER_RULE {
+    let lists = [
+        ("tools", &text.tools),
+        ("prompts", &text.prompts),
+        ("resources", &text.resources),
+    ];
+    if lists.iter().all(|(_, list)| list.is_empty()) {
         return Err(format!(
-            "'tools' must list 1 to {MAX_PATTERNS_PER_RULE} tool names (original names, '*' for any run of characters)"
+            "a rule names what it covers: 'tools' (original tool names), 'prompts' (prompt names) \
+             or 'resources' (resource URIs), 1 to {MAX_PATTERNS_PER_RULE} each, '*' for any run \
+             of characters"
         ));
     }
-    if let Some(bad) = text
-        .tools
-        .iter()
-        .find(|t| t.is_empty() || t.len() > MAX_TOOL_PATTERN_BYTES)
-    {
-        return Err(format!(
-            "'tools' entry {bad:?} must be 1 to {MAX_TOOL_PATTERN_BYTES} characters"
-        ));
+    for (field, list) in lists {
+        if list.len() > MAX_PATTERNS_PER_RULE {
+            return Err(format!(
+                "'{field}' must list at most {MAX_PATTERNS_PER_RULE} patterns"
+            ));
+        }
+        if let Some(bad) = list
+            .iter()
+            .find(|t| t.is_empty() || t.len() > MAX_TOOL_PATTERN_BYTES)
+        {
+            return Err(format!(
+                "'{field}' entry {bad:?} must be 1 to {MAX_TOOL_PATTERN_BYTES} characters"
+            ));
+        }
     }
     let action = text.action;
+    if action == ActionName::Confirm && !(text.prompts.is_empty() && text.resources.is_empty()) {
+        return Err(
+            "a confirm rule covers tool calls only (the page's dialog confirms a call): \
+             'prompts' and 'resources' belong to block, redact, limit and log rules"
+                .into(),
+        );
+    }
     let belongs = |field: &str, set: bool, to: &[ActionName]| {
         if set && !to.contains(&action) {
             let names: Vec<&str> = to.iter().map(|a| a.as_str()).collect();
@@ -306,6 +402,8 @@ fn compile_rule(text: &RuleText) -> Result<Rule, String> {
     Ok(Rule {
         id: id.clone(),
         tools: text.tools.clone(),
+        prompts: text.prompts.clone(),
+        resources: text.resources.clone(),
         when,
         action,
         on_result,

@@ -1,5 +1,7 @@
 //! Guardrails (`--policy FILE`, docs/guardrails.md): the operator's rules on tool calls, decided
-//! here for every route. Three moments of a call pass through this module, and nothing else decides:
+//! here for every route — and on the page's prompts and resources (rules naming `prompts` or
+//! `resources`: [`Target`]; the same moments, for `PageSession::serve`, in
+//! crate::calls::policy_gate::serving and `served_answered`). Three moments of a call pass through this module, and nothing else decides:
 //!
 //! - before it goes to the page, [`Policy::check_input`] (from `PageSession::prepare`, which every
 //!   route's call passes): `block` ends it, `confirm` makes it need the person's approval, `log`
@@ -34,6 +36,7 @@ use sha2::{Digest, Sha256};
 
 use condition::{Evaluator, Facts};
 use file::{Action, ActionName, Per, Rule};
+pub(crate) use file::{Kind, Target};
 use limiter::{Limiter, Refused};
 
 /// The result's `_meta` key listing the rules that acted on the call: `[{"rule", "action"}]`.
@@ -157,17 +160,32 @@ impl Policy {
         who: impl Into<Who<'a>>,
         input: &Value,
     ) -> Result<InputVerdict, Refusal> {
-        let who = who.into();
+        self.check_input_on(Target::tool(tool), who.into(), input)
+            .map_err(|refusal| {
+                let (acted, message) = *refusal;
+                Box::new((acted.clone(), blocked(&[acted], &message)))
+            })
+    }
+
+    /// The input rules for `target` (a tool call, a prompt, a resource: `input` is the call's or
+    /// the prompt's arguments, a resource's `{uri}`): `Err` with the blocking rule and the message
+    /// the caller gets.
+    pub(crate) fn check_input_on(
+        &self,
+        target: Target<'_>,
+        who: Who<'_>,
+        input: &Value,
+    ) -> Result<InputVerdict, Box<(Acted, String)>> {
         let mut verdict = InputVerdict::default();
         let facts = Facts {
-            tool,
+            tool: target.name,
             session: who.session,
             user: who.user.unwrap_or(""),
             input,
             result: None,
         };
         for (at, rule) in self.rules.iter().enumerate() {
-            if !rule.covers(tool) {
+            if !rule.covers_target(target) {
                 continue;
             }
             if rule.on_result {
@@ -177,15 +195,11 @@ impl Policy {
             match self.holds(rule, &facts) {
                 Ok(false) => continue,
                 Ok(true) => {}
-                Err(error) => {
-                    let acted = acted(rule, "block");
-                    return Err(Box::new((acted.clone(), blocked(&[acted], &error))));
-                }
+                Err(error) => return Err(Box::new((acted(rule, "block"), error))),
             }
             match &rule.action {
                 Action::Block { message } => {
-                    let acted = acted(rule, "block");
-                    return Err(Box::new((acted.clone(), blocked(&[acted], message))));
+                    return Err(Box::new((acted(rule, "block"), message.clone())));
                 }
                 Action::Confirm => {
                     verdict.confirm = true;
@@ -199,6 +213,25 @@ impl Policy {
         Ok(verdict)
     }
 
+    /// Whether an unconditional `block` rule — or one whose condition holds on `input` — covers
+    /// `target` (a list leaves such an entry out; a condition that cannot be decided does not:
+    /// the request itself is decided when it is made).
+    pub(crate) fn hides(&self, target: Target<'_>, who: Who<'_>, input: &Value) -> bool {
+        let facts = Facts {
+            tool: target.name,
+            session: who.session,
+            user: who.user.unwrap_or(""),
+            input,
+            result: None,
+        };
+        self.rules.iter().any(|rule| {
+            matches!(rule.action, Action::Block { .. })
+                && !rule.on_result
+                && rule.covers_target(target)
+                && self.holds(rule, &facts).unwrap_or(false)
+        })
+    }
+
     /// Counts a call against the `limit` rules `verdict` found, at `now`: the first full window
     /// refuses it (nothing is counted then), with the rule and the error result naming the limit.
     pub fn admit<'a>(
@@ -208,7 +241,22 @@ impl Policy {
         who: impl Into<Who<'a>>,
         now: Instant,
     ) -> Result<(), Refusal> {
-        let who = who.into();
+        self.admit_on(verdict, Target::tool(tool), who.into(), now)
+            .map_err(|refusal| {
+                let (acted, message) = *refusal;
+                Box::new((acted.clone(), blocked(&[acted], &message)))
+            })
+    }
+
+    /// [`Self::admit`] for any target (each rule counts it as `Rule::counted_as` says), the
+    /// refusal's message for the caller.
+    pub(crate) fn admit_on(
+        &self,
+        verdict: &InputVerdict,
+        target: Target<'_>,
+        who: Who<'_>,
+        now: Instant,
+    ) -> Result<(), Box<(Acted, String)>> {
         if verdict.limits.is_empty() {
             return Ok(());
         }
@@ -227,8 +275,8 @@ impl Policy {
             }
         });
         for (rule, window, message, key) in limits.clone() {
-            if let Err(refused) = limiter.check(&key, &rule.id, tool, window, now_ms) {
-                let acted = acted(rule, "limit");
+            let counted = rule.counted_as(target);
+            if let Err(refused) = limiter.check(&key, &rule.id, &counted, window, now_ms) {
                 let text = match refused {
                     Refused::Over { retry_in_ms } => format!(
                         "{message} (the next call fits in {} s)",
@@ -238,11 +286,11 @@ impl Policy {
                         format!("{message} (the bridge keeps too many counts at once: refused)")
                     }
                 };
-                return Err(Box::new((acted.clone(), blocked(&[acted], &text))));
+                return Err(Box::new((acted(rule, "limit"), text)));
             }
         }
         for (rule, _, _, key) in limits {
-            limiter.record(&key, &rule.id, tool, now_ms);
+            limiter.record(&key, &rule.id, &rule.counted_as(target), now_ms);
         }
         Ok(())
     }
@@ -260,6 +308,18 @@ impl Policy {
         let who = who.into();
         let verdict = self.check_input(tool, who, input)?;
         self.admit(&verdict, tool, who, now)
+    }
+
+    /// [`Self::admit_relayed`] for a prompt or a resource: `Err` with the rule and the message.
+    pub(crate) fn admit_relayed_on(
+        &self,
+        target: Target<'_>,
+        who: Who<'_>,
+        input: &Value,
+        now: Instant,
+    ) -> Result<(), Box<(Acted, String)>> {
+        let verdict = self.check_input_on(target, who, input)?;
+        self.admit_on(&verdict, target, who, now)
     }
 
     /// The result rules for a call's `result`, in file order: `redact` replaces, `block`
@@ -334,15 +394,25 @@ impl Policy {
         who: impl Into<Who<'a>>,
         input: &Value,
     ) -> Vec<usize> {
-        let who = who.into();
+        self.event_redactions_on(Target::tool(tool), who.into(), input)
+    }
+
+    /// [`Self::event_redactions`] for any target (a prompt, a resource).
+    pub(crate) fn event_redactions_on(
+        &self,
+        target: Target<'_>,
+        who: Who<'_>,
+        input: &Value,
+    ) -> Vec<usize> {
         let facts = Facts {
-            tool,
+            tool: target.name,
             session: who.session,
             user: who.user.unwrap_or(""),
             input,
             result: None,
         };
-        let redacts = |rule: &Rule| matches!(rule.action, Action::Redact(_)) && rule.covers(tool);
+        let redacts =
+            |rule: &Rule| matches!(rule.action, Action::Redact(_)) && rule.covers_target(target);
         self.rules
             .iter()
             .enumerate()
@@ -355,6 +425,63 @@ impl Policy {
             })
             .map(|(at, _)| at)
             .collect()
+    }
+
+    /// The result rules for the page's `answer` to a served request about `target` (`method`'s
+    /// result: a prompt's messages, a resource's contents, a completion's values), in file order:
+    /// `redact` replaces (crate::calls::policy::redact::Redaction::in_answer), `block` withholds it
+    /// (`Err`: the rules that acted, the last the blocking one, and the message), `log` notes.
+    /// The rules that acted (but `log`) are listed in the answer's `_meta` ([`ACTED_META`]).
+    pub(crate) fn check_answer(
+        &self,
+        target: Target<'_>,
+        who: Who<'_>,
+        input: &Value,
+        method: &str,
+        answer: &mut Value,
+    ) -> Result<Vec<Acted>, (Vec<Acted>, String)> {
+        let mut acted_on = Vec::new();
+        let covering = self
+            .rules
+            .iter()
+            .filter(|r| r.on_result && r.covers_target(target));
+        for rule in covering {
+            if let Some(condition) = &rule.when {
+                let facts = Facts {
+                    tool: target.name,
+                    session: who.session,
+                    user: who.user.unwrap_or(""),
+                    input,
+                    result: Some(&*answer),
+                };
+                match condition.holds(&facts, &self.evaluator) {
+                    Ok(true) => {}
+                    Ok(false) => continue,
+                    Err(error) => {
+                        acted_on.push(acted(rule, "block"));
+                        let why = format!(
+                            "the answer was withheld: rule '{}' could not be decided: {error}",
+                            rule.id
+                        );
+                        return Err((acted_on, why));
+                    }
+                }
+            }
+            match &rule.action {
+                Action::Redact(redaction) => {
+                    if redaction.in_answer(method, answer) > 0 {
+                        acted_on.push(acted(rule, "redact"));
+                    }
+                }
+                Action::Block { message } => {
+                    acted_on.push(acted(rule, "block"));
+                    return Err((acted_on, format!("the answer was withheld: {message}")));
+                }
+                Action::Log => acted_on.push(acted(rule, "log")),
+                Action::Confirm | Action::Limit { .. } => {}
+            }
+        }
+        Ok(acted_on)
     }
 
     /// Rule `at`'s redaction (one [`Self::event_redactions`] named), and the rule as it acted.
@@ -395,15 +522,40 @@ fn blocked(acted: &[Acted], message: &str) -> CallToolResult {
 
 /// Adds the rules that acted (but `log` ones) to `result`'s `_meta` ([`ACTED_META`]).
 pub fn mark(result: &mut CallToolResult, acted: &[Acted]) {
-    let shown: Vec<Value> = acted
+    if shown(acted).is_empty() {
+        return;
+    }
+    mark_meta(result.meta.get_or_insert_with(Map::new), acted);
+}
+
+/// The rules that acted (but `log` ones), as `_meta` lists them: `[{"rule", "action"}]`.
+pub(crate) fn shown(acted: &[Acted]) -> Vec<Value> {
+    acted
         .iter()
         .filter(|a| a.action != ActionName::Log.as_str())
         .map(|a| json!({"rule": a.rule, "action": a.action}))
-        .collect();
-    if shown.is_empty() {
+        .collect()
+}
+
+/// Adds the rules that acted (but `log` ones) to the `_meta` of a served request's answer (an
+/// object: a prompt's, a resource read's, a completion's result).
+pub(crate) fn mark_answer(answer: &mut Value, acted: &[Acted]) {
+    let Value::Object(answer) = answer else {
+        return;
+    };
+    if shown(acted).is_empty() {
         return;
     }
-    let meta = result.meta.get_or_insert_with(Map::new);
+    let meta = answer
+        .entry("_meta")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if let Value::Object(meta) = meta {
+        mark_meta(meta, acted);
+    }
+}
+
+fn mark_meta(meta: &mut Map<String, Value>, acted: &[Acted]) {
+    let shown = shown(acted);
     match meta.get_mut(ACTED_META) {
         Some(Value::Array(list)) => list.extend(shown),
         _ => {

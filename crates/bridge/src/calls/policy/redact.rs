@@ -16,6 +16,7 @@ use regex::Regex;
 use serde_json::{Map, Value};
 
 use super::detectors::Detector;
+use crate::calls::served::method as served;
 
 /// What one `redact` rule replaces, and with what.
 #[derive(Debug)]
@@ -123,6 +124,107 @@ impl Redaction {
     pub fn in_error(&self, error: &mut RpcError) -> usize {
         let data = error.data.as_mut().map_or(0, |d| self.replace_in_value(d));
         self.replace_in(&mut error.message) + data
+    }
+
+    /// The page's answer to a served request (SPEC §11: `method`'s result), before an agent reads
+    /// it. `resources/read`: every string of each of its `contents` (keys too) and a `blob`
+    /// ([`Self::in_blob`]); `prompts/get`: each message's content block as a result's block is
+    /// (an embedded resource's `blob` as a read's), every other string (the `description`, the
+    /// `_meta`); anything else (a completion's values): every string.
+    pub fn in_answer(&self, method: &str, answer: &mut Value) -> usize {
+        let Value::Object(fields) = answer else {
+            return self.replace_in_value(answer);
+        };
+        let mut count = 0;
+        for (key, value) in fields.iter_mut() {
+            count += match (method, key.as_str(), value) {
+                (served::RESOURCES_READ, "contents", Value::Array(contents)) => contents
+                    .iter_mut()
+                    .map(|content| match content {
+                        Value::Object(content) => self.in_resource(content),
+                        other => self.replace_in_value(other),
+                    })
+                    .sum(),
+                (served::PROMPTS_GET, "messages", Value::Array(messages)) => messages
+                    .iter_mut()
+                    .map(|message| self.in_prompt_message(message))
+                    .sum(),
+                (_, _, value) => self.replace_in_value(value),
+            };
+        }
+        count
+    }
+
+    /// A prompt's message `{role, content}`: the content block as a result's, an embedded
+    /// resource's `blob` as a read's.
+    fn in_prompt_message(&self, message: &mut Value) -> usize {
+        let mut count = self.in_sampling_message(message);
+        let resource = message
+            .get_mut("content")
+            .filter(|block| block.get("type").and_then(Value::as_str) == Some("resource"))
+            .and_then(|block| block.get_mut("resource"))
+            .and_then(Value::as_object_mut);
+        if let Some(resource) = resource {
+            count += self.in_blob(resource);
+        }
+        count
+    }
+
+    /// One resource's contents (`{uri, mimeType?, text | blob}`): every string but the `blob`,
+    /// keys too; then the `blob` ([`Self::in_blob`]).
+    fn in_resource(&self, content: &mut Map<String, Value>) -> usize {
+        let blob = content.remove("blob");
+        let mut whole = Value::Object(std::mem::take(content));
+        let mut count = self.replace_in_value(&mut whole);
+        if let Value::Object(redacted) = whole {
+            *content = redacted;
+        }
+        if let Some(blob) = blob {
+            content.insert("blob".into(), blob);
+            count += self.in_blob(content);
+        }
+        count
+    }
+
+    /// A resource's `blob`, which the bridge cannot read as it is: decoded (base64), UTF-8 text is
+    /// redacted and encoded again; binary data is withheld — the contents become `{uri, mimeType:
+    /// "text/plain", text: "<replacement> (binary data withheld by the bridge's policy)"}` (the
+    /// bridge cannot tell what it holds: fail closed); a `blob` that is not base64 is text (a page
+    /// may write anything there).
+    fn in_blob(&self, resource: &mut Map<String, Value>) -> usize {
+        use base64::Engine as _;
+        let Some(Value::String(blob)) = resource.get_mut("blob") else {
+            return 0;
+        };
+        let engines = [
+            &base64::engine::general_purpose::STANDARD,
+            &base64::engine::general_purpose::STANDARD_NO_PAD,
+        ];
+        let Some(bytes) = engines.iter().find_map(|e| e.decode(blob.as_bytes()).ok()) else {
+            return self.replace_in(blob);
+        };
+        match String::from_utf8(bytes) {
+            Ok(mut text) => {
+                let count = self.replace_in(&mut text);
+                if count > 0 {
+                    *blob = base64::engine::general_purpose::STANDARD.encode(text);
+                }
+                count
+            }
+            Err(_) => {
+                resource.remove("blob");
+                resource.insert("mimeType".into(), "text/plain".into());
+                resource.insert(
+                    "text".into(),
+                    format!(
+                        "{} (binary data withheld by the bridge's policy)",
+                        self.replacement
+                    )
+                    .into(),
+                );
+                1
+            }
+        }
     }
 
     /// Every string inside `value`, however deep, its object keys too.

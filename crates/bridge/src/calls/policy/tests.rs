@@ -266,7 +266,9 @@ fn every_mistake_in_a_file_is_refused_naming_the_rule() {
         (&rule("action = \"block\"\nwhen = \"has_ssn(input)\""), "calls 'has_ssn'"),
         (&rule("action = \"block\"\nwhen = \"input.t.matches('(')\""), "rule 'r1': 'when': '(' is not a valid pattern"),
         ("[[rule]]\nid = \"bad id!\"\ntools = [\"t\"]\naction = \"log\"", "'id' must be"),
-        ("[[rule]]\nid = \"a\"\ntools = []\naction = \"log\"", "rule 'a': 'tools' must list"),
+        ("[[rule]]\nid = \"a\"\ntools = []\naction = \"log\"", "rule 'a': a rule names what it covers: 'tools'"),
+        ("[[rule]]\nid = \"a\"\nprompts = [\"p\"]\naction = \"confirm\"", "rule 'a': a confirm rule covers tool calls only"),
+        ("[[rule]]\nid = \"a\"\nresources = [\"\"]\naction = \"log\"", "rule 'a': 'resources' entry \"\" must be 1 to"),
         ("[[rule]]\nid = \"a\"\ntools = [\"t\"]\naction = \"log\"\n[[rule]]\nid = \"a\"\ntools = [\"u\"]\naction = \"log\"", "rule 'a': another rule has the same id"),
         ("{\"rule\": [{\"id\": \"j\", \"tools\": [\"t\"], \"action\": \"log\", \"extra\": 1}]}", "unknown field `extra`"),
         ("{\"rules\": []}", "unknown field `rules`"),
@@ -648,4 +650,138 @@ per = "user"
     )
     .unwrap_err();
     assert!(error.contains("per"), "{error}");
+}
+
+/// Rules name prompts by name and resources by URI (`prompts`, `resources`, `*` as in `tools`),
+/// beside or instead of tools; each kind is matched alone (a prompt named like a tool is not the
+/// tool).
+#[test]
+fn rules_cover_prompts_by_name_and_resources_by_uri() {
+    use super::{Kind, Target};
+    let policy = policy(
+        r#"
+[[rule]]
+id = "no-secrets"
+resources = ["app://secrets/*", "file:///etc/*"]
+action = "block"
+
+[[rule]]
+id = "no-admin-prompt"
+prompts = ["admin_*"]
+tools = ["admin_*"]
+action = "block"
+message = "admin is off limits"
+
+[[rule]]
+id = "lang"
+prompts = ["greet"]
+when = "has(input.lang) && input.lang == 'xx'"
+action = "block"
+"#,
+    );
+    let who = Who::from("s1");
+    let resource = |uri| Target {
+        kind: Kind::Resource,
+        name: uri,
+    };
+    let prompt = |name| Target {
+        kind: Kind::Prompt,
+        name,
+    };
+    let input = |uri: &str| json!({ "uri": uri });
+    let refused = policy
+        .check_input_on(
+            resource("app://secrets/a/b"),
+            who,
+            &input("app://secrets/a/b"),
+        )
+        .unwrap_err();
+    assert_eq!(refused.0, acted_rule("no-secrets", "block"));
+    assert!(refused.1.contains("rule 'no-secrets'"), "{}", refused.1);
+    assert!(policy
+        .check_input_on(resource("app://notes/1"), who, &input("app://notes/1"))
+        .is_ok());
+    let admin = policy
+        .check_input_on(prompt("admin_reset"), who, &json!({}))
+        .unwrap_err();
+    assert_eq!(admin.1, "admin is off limits");
+    // A prompt's rule reads its arguments as `input`.
+    assert!(policy
+        .check_input_on(prompt("greet"), who, &json!({"lang": "xx"}))
+        .is_err());
+    assert!(policy
+        .check_input_on(prompt("greet"), who, &json!({"lang": "en"}))
+        .is_ok());
+    // A prompt pattern does not cover a resource of the same name, nor the reverse.
+    assert!(policy
+        .check_input_on(resource("admin_reset"), who, &json!({}))
+        .is_ok());
+    // Lists leave out what a block rule decides on without the request's arguments.
+    assert!(policy.hides(resource("app://secrets/x"), who, &input("app://secrets/x")));
+    assert!(policy.hides(prompt("admin_x"), who, &json!({})));
+    assert!(
+        !policy.hides(prompt("greet"), who, &json!({})),
+        "undecided without arguments: listed"
+    );
+}
+
+/// What an agent reads of a served request is redacted: a resource's text and `uri`, a blob of
+/// text (decoded, redacted, encoded again), a binary blob withheld; a prompt's description and
+/// every content block of its messages (an embedded resource's text and blob too); a completion's
+/// values.
+#[test]
+fn redact_covers_resource_contents_prompt_messages_and_completions() {
+    use base64::Engine as _;
+
+    use super::redact::Redaction;
+    use crate::calls::served::method;
+    let b64 = |bytes: &[u8]| base64::engine::general_purpose::STANDARD.encode(bytes);
+    let redaction = Redaction {
+        detectors: vec![super::detectors::Detector::from_name("email").unwrap()],
+        patterns: Vec::new(),
+        replacement: "[x]".into(),
+    };
+    let mut read = json!({"contents": [
+        {"uri": "app://a", "mimeType": "text/plain", "text": "mail ada@example.com"},
+        {"uri": "app://b", "mimeType": "text/csv", "blob": b64(b"name,mail\nada,ada@example.com")},
+        {"uri": "app://c", "mimeType": "image/png", "blob": b64(&[0x89, 0x50, 0xff, 0xfe, 0x00])},
+        {"uri": "app://d", "mimeType": "text/plain", "blob": b64(b"nothing here")},
+    ], "_meta": {"by": "ada@example.com"}});
+    let replaced = redaction.in_answer(method::RESOURCES_READ, &mut read);
+    assert_eq!(replaced, 4, "{read}");
+    assert_eq!(read["contents"][0]["text"], "mail [x]");
+    assert_eq!(read["contents"][1]["blob"], b64(b"name,mail\nada,[x]"));
+    assert_eq!(read["contents"][2].get("blob"), None, "binary: withheld");
+    assert_eq!(
+        read["contents"][2]["text"],
+        "[x] (binary data withheld by the bridge's policy)"
+    );
+    assert_eq!(read["contents"][2]["mimeType"], "text/plain");
+    assert_eq!(read["contents"][3]["blob"], b64(b"nothing here"));
+    assert_eq!(read["_meta"]["by"], "[x]");
+
+    let mut prompt = json!({"description": "for ada@example.com", "messages": [
+        {"role": "user", "content": {"type": "text", "text": "hi ada@example.com"}},
+        {"role": "user", "content": {"type": "image", "data": "QUJD", "mimeType": "image/png",
+                                     "annotations": {"note": "ada@example.com"}}},
+        {"role": "user", "content": {"type": "resource", "resource":
+            {"uri": "app://ada@example.com", "text": "ada@example.com"}}},
+        {"role": "user", "content": {"type": "resource", "resource":
+            {"uri": "app://z", "blob": b64(b"to ada@example.com")}}},
+        {"role": "assistant", "content": {"type": "resource_link", "uri": "app://l",
+                                          "name": "ada@example.com"}},
+    ]});
+    redaction.in_answer(method::PROMPTS_GET, &mut prompt);
+    assert!(!prompt.to_string().contains("ada@example.com"), "{prompt}");
+    assert_eq!(prompt["messages"][1]["content"]["data"], "QUJD");
+    assert_eq!(
+        prompt["messages"][3]["content"]["resource"]["blob"],
+        b64(b"to [x]")
+    );
+    assert_eq!(prompt["messages"][0]["role"], "user");
+
+    let mut completion =
+        json!({"completion": {"values": ["ada@example.com", "bob"], "hasMore": false}});
+    redaction.in_answer(method::COMPLETION_COMPLETE, &mut completion);
+    assert_eq!(completion["completion"]["values"], json!(["[x]", "bob"]));
 }

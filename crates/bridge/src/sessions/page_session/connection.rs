@@ -245,7 +245,10 @@ impl PageSession {
             &tools,
             now(),
         )
-        .map_err(RelayRefused::Answered)?;
+        .map_err(|refused| match refused {
+            policy_gate::Refused::Result(result) => RelayRefused::Answered(result),
+            policy_gate::Refused::Error(error) => RelayRefused::Failed(error),
+        })?;
         let mut state = self.lock();
         if state.connection.as_ref().map(|c| &c.via) != Some(&Via::Socket) {
             return Err(RelayRefused::NotHere);

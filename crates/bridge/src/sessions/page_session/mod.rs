@@ -68,8 +68,12 @@ pub(crate) enum RelayRefused {
     NotHere,
     /// The page's limits or queue refuse it (the reason).
     Refused(String),
-    /// The operator's policy answers it instead of the page (a `limit` rule: crate::calls::policy).
+    /// The operator's policy answers a tool call instead of the page (a `limit` rule:
+    /// crate::calls::policy).
     Answered(CallToolResult),
+    /// The operator's policy answers a served request (a prompt, a resource, a completion)
+    /// instead of the page: its JSON-RPC error.
+    Failed(client_tools_core::protocol::RpcError),
 }
 
 /// Where the page's answers and progress on requests relayed to it through this bridge go back

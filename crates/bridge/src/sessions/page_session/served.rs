@@ -16,7 +16,9 @@ use serde_json::{Map, Value};
 use tokio::sync::broadcast;
 
 use super::calls::new_request;
-use super::PageSession;
+use super::{now, PageSession, Via};
+use crate::calls::policy::Who;
+use crate::calls::policy_gate;
 use crate::calls::request_engine::{Purpose, RequestFailure};
 use crate::calls::served::{
     self, check_answer, list_field, method, template_matches, ServedRequest, Subject,
@@ -139,7 +141,8 @@ impl PageSession {
     }
 
     /// The list `method` (`resources/list`, `resources/templates/list`, `prompts/list`) an agent
-    /// sees: the page's, with the allow-list applied (by name). Read as this node keeps it, else
+    /// sees: the page's, with the allow-list applied (by name) and the entries the operator's
+    /// `block` rules cover left out (crate::calls::policy_gate::hidden). Read as this node keeps it, else
     /// (a page another node holds) asked of the page. A page that offers none lists nothing.
     pub async fn list(&self, method: &'static str) -> Result<Vec<Value>, RpcError> {
         let entries = match self.listed(method) {
@@ -149,9 +152,11 @@ impl PageSession {
                 _ => self.fetch_list(method).await?,
             },
         };
+        let who = self.who();
         Ok(entries
             .iter()
             .filter(|entry| is_allowed(&self.allow, entry_name(entry)))
+            .filter(|entry| !policy_gate::hidden(&self.policy, who, method, entry))
             .cloned()
             .collect())
     }
@@ -236,6 +241,32 @@ impl PageSession {
             Ok(timeout) => timeout,
             Err(refused) => return Some(Err(refused)),
         };
+        let id = self.next_request_id();
+        // The operator's policy on reads, gets and completions (a subscription is decided in
+        // `subscribe_resource`; the bridge's own unsubscribe and resubscribe are not the agent's).
+        let policed = match method {
+            method::RESOURCES_SUBSCRIBE | method::RESOURCES_UNSUBSCRIBE => Ok(None),
+            _ => {
+                let linked = matches!(self.via(), Some(Via::Node(_)));
+                let who = self.who();
+                policy_gate::serving(
+                    &self.policy,
+                    &request,
+                    who,
+                    &id,
+                    linked,
+                    now(),
+                    self.log_payloads,
+                )
+            }
+        };
+        let policed = match policed {
+            Ok(policed) => policed,
+            Err(refused) => return Some(Err(refused)),
+        };
+        let redact = policed
+            .as_ref()
+            .and_then(policy_gate::Running::event_redaction);
         let mut params = request.into_params();
         let mut bridge_meta = Map::new();
         bridge_meta.insert(meta::TIMEOUT_MS.into(), whole_ms(timeout).into());
@@ -244,7 +275,6 @@ impl PageSession {
             bridge_meta.insert(meta::LOG_LEVEL.into(), level.clone());
         }
         params.insert("_meta".into(), Value::Object(bridge_meta));
-        let id = self.next_request_id();
         let request = new_request(
             id.clone(),
             method,
@@ -255,17 +285,35 @@ impl PageSession {
         let cancel = options.take_cancel();
         let started = tokio::time::Instant::now();
         let settled = self
-            .send_and_wait(request, options.progress, (options.events, None), cancel)
+            .send_and_wait(request, options.progress, (options.events, redact), cancel)
             .await;
         let (outcome, traced) = match settled {
             Ok(Ok(answer)) => {
                 let read = serde_json::from_str::<Value>(answer.get())
                     .map_err(|e| RpcError::new(code::INTERNAL_ERROR, e.to_string()))
-                    .and_then(|answer| check_answer(method, answer));
+                    .and_then(|answer| check_answer(method, answer))
+                    .and_then(|mut answer| match &policed {
+                        Some(policed) => policy_gate::served_answered(
+                            &self.policy,
+                            policed,
+                            self.who(),
+                            &id,
+                            method,
+                            &mut answer,
+                            self.log_payloads,
+                        )
+                        .map(|()| answer),
+                        None => Ok(answer),
+                    });
                 let traced = if read.is_ok() { "ok" } else { "error" };
                 (Some(read), traced)
             }
-            Ok(Err(error)) => (Some(Err(error)), "error"),
+            Ok(Err(mut error)) => {
+                if let Some(policed) = &policed {
+                    policy_gate::failed(policed, &mut error);
+                }
+                (Some(Err(error)), "error")
+            }
             Err(RequestFailure::Cancelled) => (None, "cancelled"),
             Err(failure) => (
                 Some(Err(self.failure_error(&failure, timeout))),
@@ -283,6 +331,14 @@ impl PageSession {
         )
         .in_scope(|| tracing::info!("served request finished"));
         outcome
+    }
+
+    /// Whose requests the policy decides on: this session, and the user it serves.
+    pub(crate) fn who(&self) -> Who<'_> {
+        Who {
+            session: &self.id,
+            user: self.user.as_deref(),
+        }
     }
 
     /// The timeout of a served request: the options', else the `_meta`'s `clienttools/timeoutMs`,
@@ -340,6 +396,17 @@ impl PageSession {
     pub async fn subscribe_resource(&self, uri: &str) -> Result<(), RpcError> {
         let request = ServedRequest::subscribe(uri)?;
         self.may_serve(request.subject()).await?;
+        let id = self.next_request_id();
+        let who = self.who();
+        policy_gate::serving(
+            &self.policy,
+            &request,
+            who,
+            &id,
+            true,
+            now(),
+            self.log_payloads,
+        )?;
         {
             let mut state = self.lock();
             let known = state.subscribed.len();
