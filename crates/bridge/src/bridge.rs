@@ -100,6 +100,12 @@ impl Bridge {
         rounds::resume(self.rounds(), retry, agent).await
     }
 
+    /// A retry of a suspended served request (a prompt, a resource read, a completion: SPEC §11):
+    /// resumed here.
+    pub(crate) async fn resume_served(&self, retry: Retry, agent: &dyn AgentSide) -> Driven<Value> {
+        rounds::resume(self.rounds(), retry, agent).await
+    }
+
     pub(crate) fn table(&self) -> &Arc<SessionTable> {
         &self.inner.sessions
     }

@@ -5,6 +5,7 @@
 
 pub mod agent;
 pub mod api;
+pub mod api_served;
 pub(crate) mod auth;
 pub mod mcp;
 pub mod page;

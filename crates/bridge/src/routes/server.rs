@@ -9,7 +9,7 @@ use tokio::net::TcpListener;
 use crate::bridge::Bridge;
 use crate::routes::auth;
 use crate::routes::route_check::Guard;
-use crate::routes::{agent, api, page, site};
+use crate::routes::{agent, api, api_served, page, site};
 
 impl Bridge {
     /// Every route: [`Self::page_router`], [`Self::agent_router`] and [`Self::site_router`], all
@@ -42,6 +42,24 @@ impl Bridge {
                 "/api/sessions/{id}/tasks/{task}/cancel",
                 post(api::cancel_task),
             )
+            .route("/api/sessions/{id}/prompts", get(api_served::list_prompts))
+            .route(
+                "/api/sessions/{id}/prompts/get",
+                post(api_served::get_prompt),
+            )
+            .route(
+                "/api/sessions/{id}/resources",
+                get(api_served::list_resources),
+            )
+            .route(
+                "/api/sessions/{id}/resources/templates",
+                get(api_served::list_resource_templates),
+            )
+            .route(
+                "/api/sessions/{id}/resources/read",
+                post(api_served::read_resource),
+            )
+            .route("/api/sessions/{id}/complete", post(api_served::complete))
             .route_layer(Guard::new(self, auth::require_agent));
         self.guarded(routes)
     }

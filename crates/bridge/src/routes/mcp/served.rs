@@ -249,7 +249,7 @@ impl McpAgent {
                     arguments: arguments.as_object().cloned().unwrap_or_default(),
                     responses: responses.unwrap_or_default(),
                 };
-                rounds::resume::<Value>(self.bridge.rounds(), retry, &side).await
+                self.bridge.resume_served(retry, &side).await
             }
             None => {
                 let mut meta = Map::new();
