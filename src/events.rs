@@ -26,9 +26,10 @@ impl EventHub {
     }
 
     /// Delivers `detail` to every listener of `event_type`, then to the DOM where that applies.
-    pub fn emit(&self, event_type: &str, detail: &js_sys::Object) {
+    pub fn emit(&self, event_type: &'static str, detail: &js_sys::Object) {
         let targets = self.listeners.borrow().of(event_type);
-        let _ = js_sys::Reflect::set(detail, &"type".into(), &event_type.into());
+        let type_name = js::key(event_type);
+        let _ = js_sys::Reflect::set(detail, &js::key("type"), &type_name);
         for listener in targets {
             if let Err(thrown) = listener.call1(&JsValue::NULL, detail) {
                 web_sys::console::error_2(
@@ -40,7 +41,7 @@ impl EventHub {
         // On `document.modelContext` when it exists, else on `window` (SPEC §4), in one call
         // into JavaScript (a call is on the hot path of every tool call).
         if DOM_EVENTS.contains(&event_type) {
-            js::dispatch_tool_event(wasm_bindgen::intern(event_type), detail);
+            js::dispatch_tool_event(&type_name, detail);
         }
     }
 

@@ -6,6 +6,8 @@
 
 use serde::Serialize;
 use serde_json::Value;
+use std::cell::RefCell;
+
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
@@ -39,7 +41,7 @@ extern "C" {
 
     /// A `CustomEvent` on `document.modelContext`, else on `window` (nothing in a worker).
     #[wasm_bindgen(js_name = dispatchToolEvent)]
-    pub fn dispatch_tool_event(event_type: &str, detail: &js_sys::Object);
+    pub fn dispatch_tool_event(event_type: &JsValue, detail: &js_sys::Object);
 
     /// `JSON.stringify` that refuses functions and symbols anywhere (plain `JSON.stringify` would
     /// silently drop them, and the agent would get less than the handler returned). A replacer
@@ -83,7 +85,7 @@ pub fn to_json(value: &JsValue) -> Result<Value, String> {
 /// that JSON cannot hold (`NaN`, `Infinity`) are refused by name rather than read as `null`.
 pub fn plain_json_text(object: &JsValue) -> Result<String, String> {
     for key in keys(object) {
-        if let Some(n) = get(object, &key).as_f64().filter(|n| !n.is_finite()) {
+        if let Some(n) = get_named(object, &key).as_f64().filter(|n| !n.is_finite()) {
             return Err(format!("'{key}' must be a finite number, got {n}"));
         }
     }
@@ -110,24 +112,42 @@ pub fn to_plain<T: Serialize>(value: &T) -> JsValue {
     }
 }
 
+thread_local! {
+    /// The property names and event types the SDK uses on every call, as JavaScript strings.
+    static KEYS: RefCell<Vec<(&'static str, JsValue)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// `name` as a JavaScript string, made once: the names are a small fixed set, and each would
+/// otherwise be decoded again on every call. (wasm-bindgen's `enable-interning` did this with a
+/// hash map consulted for every string crossing into JavaScript: 2 KB gzip of the module.)
+pub fn key(name: &'static str) -> JsValue {
+    KEYS.with_borrow_mut(|keys| {
+        if let Some((_, value)) = keys.iter().find(|(known, _)| *known == name) {
+            return value.clone();
+        }
+        let value = JsValue::from_str(name);
+        keys.push((name, value.clone()));
+        value
+    })
+}
+
 /// Builds a plain object from key/value pairs (event details, handler context).
-pub fn object(entries: &[(&str, JsValue)]) -> js_sys::Object {
+pub fn object(entries: &[(&'static str, JsValue)]) -> js_sys::Object {
     let object = js_sys::Object::new();
-    for (key, value) in entries {
-        // Keys are a small fixed set: interned, they cross into JavaScript once, not per call.
-        let _ = js_sys::Reflect::set(
-            &object,
-            &JsValue::from_str(wasm_bindgen::intern(key)),
-            value,
-        );
+    for (name, value) in entries {
+        let _ = js_sys::Reflect::set(&object, &key(name), value);
     }
     object
 }
 
 /// `object[key]`, `undefined` when absent or when `object` is not an object.
-pub fn get(object: &JsValue, key: &str) -> JsValue {
-    js_sys::Reflect::get(object, &JsValue::from_str(wasm_bindgen::intern(key)))
-        .unwrap_or(JsValue::UNDEFINED)
+pub fn get(object: &JsValue, name: &'static str) -> JsValue {
+    js_sys::Reflect::get(object, &key(name)).unwrap_or(JsValue::UNDEFINED)
+}
+
+/// [`get`] for a name that is not one of the SDK's own (a page's keys): not kept.
+pub fn get_named(object: &JsValue, name: &str) -> JsValue {
+    js_sys::Reflect::get(object, &JsValue::from_str(name)).unwrap_or(JsValue::UNDEFINED)
 }
 
 thread_local! {

@@ -51,7 +51,7 @@ impl Options {
         // The functions and the words are taken out: the core reads the rest as JSON.
         let copy = js_sys::Object::assign(&js_sys::Object::new(), value.unchecked_ref());
         let take = |key: &str| {
-            let field = js::get(&copy, key);
+            let field = js::get_named(&copy, key);
             let _ = js_sys::Reflect::delete_property(&copy, &JsValue::from_str(key));
             field
         };

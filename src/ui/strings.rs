@@ -111,7 +111,7 @@ impl Strings {
                     known.join(", ")
                 ));
             };
-            let text = js::get(value, &key);
+            let text = js::get_named(value, &key);
             let Some(text) = text.as_string() else {
                 return Err(format!(
                     "'strings.{key}' must be a string, got {}",
