@@ -188,6 +188,13 @@ impl PageSession {
             self.resolve(&id, Ok(result));
             return None;
         }
+        // An answer over the frame limit is refused, and the request it names ends at once with
+        // an error naming the limit (crate::page::oversized), not at its timeout.
+        if let Some((id, error)) = crate::page::oversized::refused_answer(text) {
+            tracing::warn!(session = %self.id, request = %id, bytes = text.len(), "page answer over the frame limit refused");
+            self.resolve(&id, Err(error));
+            return None;
+        }
         match protocol::decode(text) {
             Ok(Message::Response { id, result }) => {
                 let result = result.map(|value| {

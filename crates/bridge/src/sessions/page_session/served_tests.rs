@@ -332,3 +332,63 @@ async fn subscriptions_are_counted_per_page_and_reach_it_once() {
     assert_eq!(refused.await.unwrap().unwrap_err().code, -32002);
     assert!(session.lock().subscribed.is_empty());
 }
+
+/// An answer over the frame limit ends its request at once with an error naming the limit (not a
+/// timeout), a tool call's as its error result; the session answers on.
+#[tokio::test(start_paused = true)]
+async fn an_answer_over_the_frame_limit_is_a_clear_error_at_once() {
+    use client_tools_core::limits::MAX_FRAME_BYTES;
+
+    let session = session();
+    offering(&session);
+    let mut page = FakePage::connect(&session);
+    let started = tokio::time::Instant::now();
+    let asked = serve(
+        &session,
+        ServedRequest::read("app://big").unwrap(),
+        CallOptions::new().timeout(TIMEOUT),
+    );
+    let (id, _) = page.request(method::RESOURCES_READ).await;
+    let big = json!({"jsonrpc": "2.0", "id": id, "result": {"contents": [
+        {"uri": "app://big", "text": "x".repeat(MAX_FRAME_BYTES)}]}});
+    assert!(session.deliver_answer(&big.to_string()).is_none());
+    let Some(Err(error)) = asked.await.unwrap() else {
+        panic!("an error")
+    };
+    assert_eq!(error.code, code::INTERNAL_ERROR);
+    assert!(
+        error.message.contains("over the frame limit of 1048576 bytes"),
+        "{}",
+        error.message
+    );
+    assert!(started.elapsed() < TIMEOUT, "it waited for the timeout");
+
+    let call = {
+        let session = session.clone();
+        tokio::spawn(async move {
+            session
+                .call_tool(("big", json!({})), CallOptions::new().timeout(TIMEOUT))
+                .await
+                .into_result()
+        })
+    };
+    let (id, _) = page.request(core_method::TOOLS_CALL).await;
+    let big = json!({"jsonrpc": "2.0", "id": id, "result": {"content": [
+        {"type": "text", "text": "x".repeat(MAX_FRAME_BYTES)}]}});
+    assert!(session.deliver_answer(&big.to_string()).is_none());
+    let result = call.await.unwrap();
+    assert!(result.is_error);
+    assert!(result.text().contains("over the frame limit"), "{}", result.text());
+    assert!(started.elapsed() < TIMEOUT, "it waited for the timeout");
+
+    // The session answers on.
+    let asked = serve(
+        &session,
+        ServedRequest::read("app://small").unwrap(),
+        CallOptions::new().timeout(TIMEOUT),
+    );
+    let (id, _) = page.request(method::RESOURCES_READ).await;
+    let small = json!({"contents": [{"uri": "app://small", "text": "s"}]});
+    page.answer(&id, small.clone());
+    assert_eq!(asked.await.unwrap(), Some(Ok(small)));
+}
