@@ -94,9 +94,23 @@ tools.defineFunction({
     const task = { id: `t${board.tasks.length + 1}`, title, status, assignee };
     board.tasks.push(task);
     renderBoard(task.id);
+    boardChanged();
     return task;
   },
 });
+
+// The board itself as an MCP resource (SPEC §11): an agent lists it, reads it, and may watch it;
+// every change the page makes tells the watchers (`resourceChanged`).
+const BOARD_URI = `board://${board.id}/tasks`;
+tools.defineResource({
+  uri: BOARD_URI,
+  name: "board",
+  title: `Board "${board.id}"`,
+  description: "The tasks on the board shown on this page, as JSON.",
+  mimeType: "application/json",
+  read: () => JSON.stringify({ board: board.id, tasks: board.tasks }),
+});
+const boardChanged = () => tools.resourceChanged(BOARD_URI);
 
 // Asks the person at the agent mid-call (MCP elicitation): who takes an unassigned task. It waits on
 // a person, so an agent that takes tasks (the console does) gets a task at once and answers the
@@ -126,6 +140,7 @@ tools.defineFunction({
     task.assignee = String(answer.content.assignee);
     ctx.log("info", { assigned: task.id, to: task.assignee }, "board");
     renderBoard(task.id);
+    boardChanged();
     return task;
   },
 });
