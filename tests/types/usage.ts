@@ -129,6 +129,35 @@ async function main(): Promise<void> {
   pageOnly.attachTransport((frame: string) => console.log(frame));
   pageOnly.receiveFrame('{"jsonrpc":"2.0","id":1,"method":"ping"}');
 
+  // Resources, prompts and completion (SPEC §11).
+  const removeBoard: () => boolean = pageOnly.defineResource({
+    uri: "board://launch/tasks", name: "board", mimeType: "application/json",
+    read: (uri: string, _vars: Record<string, string>, ctx: ToolContext) => JSON.stringify({ uri, call: ctx.callId }),
+  });
+  pageOnly.defineResource({
+    uriTemplate: "board://launch/task/{id}", name: "task",
+    read: async (uri, vars) => ({ contents: [{ uri, text: vars.id }] }),
+    complete: { id: (value: string) => [value + "1"] },
+  });
+  pageOnly.defineResource({ uri: "board://logo", name: "logo", read: () => new Uint8Array([1]) });
+  // @ts-expect-error: complete needs a uriTemplate
+  pageOnly.defineResource({ uri: "a:b", name: "x", read: () => "", complete: {} });
+  // @ts-expect-error: a resource needs read
+  pageOnly.defineResource({ uri: "a:b", name: "x" });
+  pageOnly.definePrompt({
+    name: "Plan the day",
+    arguments: [{ name: "focus", required: true }],
+    get: async ({ focus }, ctx) => {
+      await ctx.elicit({ message: "Mood?" });
+      return { messages: [{ role: "user", content: { type: "text", text: focus } }] };
+    },
+    complete: { focus: async (value, { arguments: known }) => ({ values: [value, known.focus ?? ""], hasMore: false }) },
+  });
+  // @ts-expect-error: a message's role is user or assistant
+  pageOnly.definePrompt({ name: "x", get: () => [{ role: "system", content: { type: "text", text: "" } }] });
+  const watched: boolean = pageOnly.resourceChanged("board://launch/tasks");
+  console.log(removeBoard(), watched);
+
   const validator = new SchemaValidator({ type: "object", required: ["a"] });
   const errors: string[] | undefined = validator.validate({});
   const normalized: string = normalizeToolName("Get Cart");
