@@ -162,6 +162,51 @@ export async function startConsole(tools, preselect) {
       list.append(item);
       select.append(new Option(tool.name, tool.name, false, tool.name === preselect));
     }
+    await refreshResources(mine.id);
+  }
+
+  // The page's resources (SPEC §11), each with a button that reads it as an agent would.
+  async function refreshResources(sessionId) {
+    const list = $("#resources");
+    if (!list) return;
+    const base = `/api/sessions/${encodeURIComponent(sessionId)}/resources`;
+    let listed;
+    try {
+      listed = await api(base);
+    } catch (error) {
+      list.replaceChildren(muted(error.message));
+      return;
+    }
+    list.replaceChildren();
+    if (!listed.resources.length) list.append(muted("this page offers no resources"));
+    for (const resource of listed.resources) {
+      const item = document.createElement("li");
+      const read = document.createElement("button");
+      read.type = "button";
+      read.textContent = "Read";
+      read.addEventListener("click", async () => {
+        const body = { uri: resource.uri };
+        logEntry("request", `→ POST ${base}/read`, JSON.stringify(body, null, 2));
+        try {
+          const result = await api(`${base}/read`, {
+            method: "POST",
+            headers: { "content-type": "application/json" },
+            body: JSON.stringify(body),
+          });
+          if (result.error) throw new Error(`${result.error.code}: ${result.error.message}`);
+          const text = result.contents.map((c) => c.text ?? `(${c.mimeType}, ${c.blob.length} base64 characters)`).join("\n");
+          logEntry("result", `✔ ${resource.uri}`, text);
+        } catch (error) {
+          logEntry("error", `✖ ${resource.uri}`, error.message);
+        }
+      });
+      const name = document.createElement("code");
+      name.textContent = resource.uri;
+      const description = document.createElement("span");
+      description.textContent = resource.description || resource.name;
+      item.append(name, description, read);
+      list.append(item);
+    }
   }
 
   function muted(text) {

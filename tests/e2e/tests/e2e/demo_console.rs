@@ -6,6 +6,7 @@
 //! `assign_task` allows tasks (SPEC §4 "Long calls as tasks") and the console takes them: its
 //! question and answer go through the task (`tasks/get`, `tasks/update` over `/api`).
 //! Each call the page runs is listed once in the log: its running entry replaced by its outcome.
+//! The board is also a resource: the console lists it and reads it (`/api/sessions/{id}/resources`).
 //! Real Chromium and Firefox through WebDriver, the real bridge and the demo site.
 
 use std::time::Duration;
@@ -224,6 +225,30 @@ async fn the_console_answers_a_handlers_question(kind: BrowserKind) {
         "{kind:?}: three columns of 220 px, as drawn"
     );
     calls_listed_once(&driven, kind, "board_snapshot", 1).await;
+
+    // The board as a resource (SPEC §11): the console lists it and reads it over `/api`, and what
+    // it reads is the board as the calls above left it.
+    let before = results(&driven).await;
+    let read = driven
+        .until(
+            "the console lists the board resource",
+            "return [...document.querySelectorAll('#resources li')]
+               .find(li => li.textContent.includes('board://launch/tasks'))?.querySelector('button') ?? null",
+        )
+        .await;
+    assert!(!read.is_null());
+    driven
+        .eval(
+            "[...document.querySelectorAll('#resources li')]
+               .find(li => li.textContent.includes('board://launch/tasks')).querySelector('button').click()",
+            vec![],
+        )
+        .await;
+    let result = newest_result(&driven, before).await;
+    assert!(
+        result.contains("board://launch/tasks") && result.contains(r#""assignee":"Zoe""#),
+        "{kind:?}: {result}"
+    );
     driven.quit().await;
 }
 
