@@ -100,9 +100,14 @@ impl Bridge {
         rounds::resume(self.rounds(), retry, agent).await
     }
 
-    /// A retry of a suspended served request (a prompt, a resource read, a completion: SPEC §11):
-    /// resumed here.
+    /// A retry of a suspended served request (a prompt, a resource read, a completion: SPEC §11),
+    /// on whichever node keeps the request, as [`Self::resume_round`] resumes a tool call's.
     pub(crate) async fn resume_served(&self, retry: Retry, agent: &dyn AgentSide) -> Driven<Value> {
+        if let (Some(cluster), Some(holder)) = (self.cluster(), rounds::holder(&retry.state)) {
+            if holder != cluster.node() {
+                return cluster.relay_retry(&holder, retry, agent).await;
+            }
+        }
         rounds::resume(self.rounds(), retry, agent).await
     }
 

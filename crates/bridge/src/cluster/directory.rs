@@ -234,6 +234,7 @@ mod tests {
             visible: false,
             focused: false,
             in_front_at_ms: None,
+            served: None,
         }
     }
 

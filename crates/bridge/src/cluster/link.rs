@@ -16,6 +16,7 @@ use tokio::sync::Notify;
 
 use super::node::{Cluster, LinkState};
 use super::wire::{self, Entry, Reply};
+use crate::calls::served;
 use crate::ids::unix_ms;
 use crate::limits::{NATS_HEADROOM_BYTES, REFUSED_LINK_BACKOFF};
 use crate::page::connection_queue::{self, Outgoing, OutgoingReceiver};
@@ -71,6 +72,7 @@ impl Cluster {
                             owner_generation: entry.generation,
                             generation: Some(generation),
                             refused_at: None,
+                            resubscribed: false,
                         },
                     );
                 }
@@ -79,7 +81,19 @@ impl Cluster {
                 }
             }
         }
+        // The page's handshake on its node is done: the resources this node's agents are
+        // subscribed to are subscribed on this link (once per link; the page's node counts them).
+        let resubscribe = entry.tools_listed
+            && links
+                .get_mut(id)
+                .filter(|link| link.generation.is_some() && !link.resubscribed)
+                .map(|link| link.resubscribed = true)
+                .is_some();
         drop(links);
+        if resubscribe {
+            let session = session.clone();
+            tokio::spawn(async move { session.resubscribe().await });
+        }
         session.set_activity(TabActivity {
             visible: entry.visible,
             focused: entry.focused,
@@ -88,6 +102,10 @@ impl Cluster {
         });
         if entry.tools_listed && session.page_tools()[..] != entry.tools[..] {
             session.set_tools(entry.tools);
+        }
+        if let Some(served) = entry.served {
+            let lists = [served.resources, served.templates, served.prompts];
+            session.mirror_served(served.offered, lists);
         }
     }
 
@@ -172,6 +190,7 @@ impl Cluster {
     /// A node went silent: the links to it are down (their calls wait the reconnect grace for the
     /// page to show up on another node, where the directory may already say it is).
     pub(super) fn node_gone(&self, node: &str) {
+        self.forget_node_subscriptions(node);
         for session in self.drop_links(|link| link.node == node) {
             self.reconcile(&session);
         }
@@ -341,6 +360,15 @@ pub(super) async fn receive(cluster: Arc<Cluster>, mut inbox: async_nats::Subscr
             }
             Some(Ok(Message::Notification { method, params })) if method == method::MESSAGE => {
                 session.page_log(params)
+            }
+            // The page's resource update, sent by its node to the nodes subscribed
+            // (crate::cluster::subscriptions): this node's agents hear it.
+            Some(Ok(Message::Notification { method, params }))
+                if method == served::method::RESOURCES_UPDATED =>
+            {
+                if let Some(uri) = params.get("uri").and_then(|uri| uri.as_str()) {
+                    session.resource_updated(uri.to_owned());
+                }
             }
             _ => {}
         }

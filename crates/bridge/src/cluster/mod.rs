@@ -12,16 +12,19 @@
 //!
 //! The files, from the bottom: [`wire`] (the subjects and messages), [`directory`] (where each
 //! page is), [`node`] (the [`Cluster`] and its state, which every part works on), then the parts
-//! — [`link`], [`owner`], [`rounds`] (retries carried to the node keeping their call), [`tasks`]
-//! (tasks read on the node keeping them) — each adding to `Cluster` what it does. This file joins
-//! the cluster, starts the parts' receivers and answers the bridge's lookups; no file imports one
-//! above it, so none imports another in a circle (tests/module_graph.rs).
+//! — [`link`], [`owner`], [`subscriptions`] (resource subscriptions of agents on other nodes,
+//! and the page's updates sent to them), [`rounds`] (retries carried to the node keeping their
+//! call, a tool call's or a served request's), [`tasks`] (tasks read on the node keeping them)
+//! — each adding to `Cluster` what it does. This file joins the cluster, starts the parts'
+//! receivers and answers the bridge's lookups; no file imports one above it, so none imports
+//! another in a circle (tests/module_graph.rs).
 
 mod directory;
 mod link;
 mod node;
 mod owner;
 mod rounds;
+mod subscriptions;
 mod tasks;
 mod wire;
 
@@ -48,7 +51,7 @@ use crate::sessions::page_session::{visible_tools, PageSession, SessionInfo, Via
 use crate::sessions::table::{self, Claimed, Refused, SessionTable};
 use directory::Directory;
 pub(crate) use node::Cluster;
-use node::Driving;
+use node::{Driving, Subscribers};
 use wire::{Entry, Heartbeat, Hello, Outbound, Publisher};
 
 /// How to reach NATS (`--nats URL` and its credentials). `Debug` never shows a secret.
@@ -151,6 +154,7 @@ impl Cluster {
             rounds: suspended,
             tasks,
             driving: Driving::default(),
+            subscribers: Subscribers::default(),
         });
         let subscribe = |subject: String| {
             let client = cluster.client.clone();

@@ -4,7 +4,8 @@
 //! node's sessions.
 //!
 //! The parts that act on it ([`link`](super::link), [`owner`](super::owner),
-//! [`rounds`](super::rounds), [`tasks`](super::tasks)) sit above this file and add their own
+//! [`subscriptions`](super::subscriptions), [`rounds`](super::rounds), [`tasks`](super::tasks))
+//! sit above this file and add their own
 //! `impl Cluster` blocks; `cluster/mod.rs` joins the cluster and starts their receivers. This file
 //! names none of them, so each can name it without a circle (tests/module_graph.rs).
 
@@ -16,12 +17,13 @@ use std::time::Instant;
 use tokio::sync::Notify;
 
 use super::directory::Directory;
-use super::wire::{self, Entry, Outbound, Publisher};
+use super::wire::{self, Entry, Outbound, Publisher, ServedEntry};
 use crate::agent::rounds::Rounds;
 use crate::agent::tasks::Tasks;
 use crate::config::BridgeConfig;
 use crate::ids::unix_ms;
-use crate::sessions::page_session::{PageSession, Via};
+use crate::limits::NATS_HEADROOM_BYTES;
+use crate::sessions::page_session::{PageSession, Via, LIST_METHODS};
 use crate::sessions::table::SessionTable;
 
 /// This node's part in the cluster.
@@ -47,6 +49,9 @@ pub(crate) struct Cluster {
     pub(super) tasks: Arc<Tasks>,
     /// The relayed retries this node drives now ([`rounds`](super::rounds)).
     pub(super) driving: Driving,
+    /// Which other nodes subscribed to which resources of this node's pages
+    /// ([`subscriptions`](super::subscriptions)).
+    pub(super) subscribers: Subscribers,
 }
 
 /// Where one linked session's link goes ([`link`](super::link) keeps it in line with the
@@ -60,6 +65,9 @@ pub(super) struct LinkState {
     /// [`REFUSED_LINK_BACKOFF`](crate::limits::REFUSED_LINK_BACKOFF).
     pub(super) generation: Option<u64>,
     pub(super) refused_at: Option<Instant>,
+    /// This node's agents' resource subscriptions were sent on this link
+    /// ([`subscriptions`](super::subscriptions)).
+    pub(super) resubscribed: bool,
 }
 
 /// The relayed retries this node drives ([`rounds`](super::rounds)), by their stream: how to
@@ -69,6 +77,26 @@ pub(super) struct Driving(Mutex<HashMap<String, Arc<Notify>>>);
 
 impl Driving {
     pub(super) fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Notify>>> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// The resource subscriptions other nodes hold on this node's pages
+/// ([`subscriptions`](super::subscriptions)): by page session, the page's connection here they
+/// were made on (its generation), and by URI the nodes subscribed, each with the inbox its linked
+/// session hears the page on. Plain state, here so the `Cluster` can hold it.
+#[derive(Default)]
+pub(super) struct Subscribers(Mutex<HashMap<String, SubscribersOf>>);
+
+/// One page session's subscribers from other nodes ([`Subscribers`]).
+pub(super) struct SubscribersOf {
+    pub(super) generation: u64,
+    /// URI → node → inbox.
+    pub(super) uris: HashMap<String, HashMap<String, String>>,
+}
+
+impl Subscribers {
+    pub(super) fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, SubscribersOf>> {
         self.0.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
@@ -89,7 +117,7 @@ impl Cluster {
     /// Tells the cluster where this node's session stands (connected here or not, its tools).
     pub(crate) fn announce(&self, session: &PageSession) {
         let activity = session.activity();
-        let entry = Entry {
+        let mut entry = Entry {
             node: self.node.clone(),
             session: session.id().to_owned(),
             seq: self.seq.fetch_add(1, Ordering::Relaxed) + 1,
@@ -102,9 +130,21 @@ impl Cluster {
             visible: activity.visible,
             focused: activity.focused,
             in_front_at_ms: activity.in_front_at,
+            served: served_entry(session),
         };
-        self.publisher
-            .send(Outbound::json(wire::DIRECTORY_SUBJECT, &entry));
+        let mut message = Outbound::json(wire::DIRECTORY_SUBJECT, &entry);
+        if message.payload.len() + NATS_HEADROOM_BYTES > self.max_payload {
+            // Its lists left out (linked sessions ask the page for them), not the session.
+            tracing::warn!(session = %session.id(), user = session.user().unwrap_or(""), bytes = message.payload.len(), max_payload = self.max_payload, "the page's resource and prompt lists are too large for the cluster's NATS server: other nodes ask the page for them");
+            entry.served = entry.served.map(|served| ServedEntry {
+                resources: None,
+                templates: None,
+                prompts: None,
+                ..served
+            });
+            message = Outbound::json(wire::DIRECTORY_SUBJECT, &entry);
+        }
+        self.publisher.send(message);
     }
 
     /// Every session whose page is connected to this node, announced again.
@@ -115,4 +155,18 @@ impl Cluster {
             }
         }
     }
+}
+
+/// What `session`'s page offers besides tools and the lists this node read of it (SPEC §11);
+/// `None` before its handshake here.
+fn served_entry(session: &PageSession) -> Option<ServedEntry> {
+    let offered = session.offered()?;
+    let [resources, templates, prompts] =
+        LIST_METHODS.map(|method| session.listed(method).map(|listed| listed.to_vec()));
+    Some(ServedEntry {
+        offered,
+        resources,
+        templates,
+        prompts,
+    })
 }

@@ -1,7 +1,9 @@
 //! The node holding a page's socket serves its session to the cluster while the socket lasts:
-//! it announces the session (connected, tools), takes the frames other nodes send the page (one
-//! subscription for all of this node's pages: [`receive`]), and answers the claims of a new
-//! connection of the same page on another node.
+//! it announces the session (connected, tools, what it offers besides tools and its lists),
+//! takes the frames other nodes send the page (one subscription for all of this node's pages:
+//! [`receive`]; resource subscriptions counted here, crate::cluster::subscriptions), sends the
+//! page's resource updates to the nodes subscribed, and answers the claims of a new connection of
+//! the same page on another node.
 
 use std::sync::Arc;
 
@@ -12,7 +14,10 @@ use tokio::sync::{watch, Semaphore};
 use super::node::Cluster;
 use super::wire::{self, Reply};
 use crate::limits::MAX_CLAIMS_WAITING;
-use crate::sessions::page_session::{PageSession, RelayRefused, Via, CLOSE_REPLACED};
+use crate::sessions::page_session::{
+    Offered, PageSession, RelayRefused, Via, CLOSE_REPLACED, LIST_METHODS,
+};
+use serde_json::Value;
 
 /// Serves `session` (connected to this node's socket as `generation`) until that connection ends.
 /// `changes` was subscribed when the socket attached, so no change since is missed.
@@ -37,9 +42,12 @@ pub(super) async fn serve(
     let serving = |session: &PageSession| {
         session.generation() == Some(generation) && session.via() == Some(Via::Socket)
     };
+    // Subscribed now: no update of the page's while it is served here is missed.
+    let mut updates = session.resource_updates();
     if serving(&session) {
         cluster.announce(&session);
         let mut announced = session.page_tools();
+        let mut announced_served = served_now(&session);
         let waiting = Arc::new(Semaphore::new(MAX_CLAIMS_WAITING));
         let probing = Arc::new(tokio::sync::Mutex::new(()));
         loop {
@@ -59,13 +67,16 @@ pub(super) async fn serve(
                         cluster.publisher.send(wire::Outbound::frame(reply.to_string(), answer.to_owned()));
                     });
                 }
+                Ok(uri) = updates.recv() => cluster.forward_update(&id, generation, &uri),
                 changed = changes.changed() => {
                     if changed.is_err() || !serving(&session) {
                         break;
                     }
                     let tools = session.page_tools();
-                    if !Arc::ptr_eq(&tools, &announced) {
+                    let served = served_now(&session);
+                    if !Arc::ptr_eq(&tools, &announced) || served != announced_served {
                         announced = tools;
+                        announced_served = served;
                         cluster.announce(&session);
                     }
                 }
@@ -73,10 +84,22 @@ pub(super) async fn serve(
         }
     }
     drop(claims);
+    cluster.forget_subscribers(&session, generation);
     // Another connection of this page on this node has taken over: it announces itself.
     if session.via() != Some(Via::Socket) {
         cluster.announce(&session);
     }
+}
+
+/// What the page offers besides tools and its lists, as this node read them: announced again
+/// when they change (linked sessions elsewhere keep them, and their agents hear `list_changed`).
+type ServedNow = (Option<Offered>, [Option<Arc<[Value]>>; 3]);
+
+fn served_now(session: &PageSession) -> ServedNow {
+    (
+        session.offered(),
+        LIST_METHODS.map(|method| session.listed(method)),
+    )
 }
 
 /// Whether the page's connection here still answers: if not, it is closed and the session is
@@ -111,7 +134,7 @@ pub(super) async fn receive(cluster: Arc<Cluster>, mut frames: async_nats::Subsc
 /// session its subject names. One that cannot be delivered because the socket is not here is
 /// answered "not served" (its sender looks for the page again); one the page's limits refuse,
 /// with the reason.
-async fn relay(cluster: &Cluster, message: async_nats::Message) {
+async fn relay(cluster: &Arc<Cluster>, message: async_nats::Message) {
     let Some(reply) = message.reply.as_deref().and_then(Reply::parse) else {
         return;
     };
@@ -129,6 +152,8 @@ async fn relay(cluster: &Cluster, message: async_nats::Message) {
     };
     let subject = reply.subject();
     let relayed = match cluster.sessions.get(id) {
+        // A resource subscription is counted with this node's own (crate::cluster::subscriptions).
+        Some(session) if cluster.relayed_subscription(&session, &reply, &frame) => Ok(()),
         Some(session) => session.relay_to_page(frame, reply.request.clone(), &subject),
         None => Err(RelayRefused::NotHere),
     };

@@ -1,5 +1,7 @@
 //! Rounds across nodes (crate::agent::rounds): a retry of a suspended call — its `requestState`
-//! names the node keeping the call — that reached another node is carried there. The node that
+//! names the node keeping the call — that reached another node is carried there, saying which
+//! kind of call it resumes ([`Kind`]: a tool call, or a served request — a prompt, a resource
+//! read, a completion — whose rounds the keeping node keeps apart). The node that
 //! got the retry ("the agent's node") subscribes to a subject of its own for the answer, sends the
 //! retry with the agent's declared capabilities to the keeping node, and relays what comes back
 //! — the page's progress and log messages, then where the call stands — to its agent; the keeping
@@ -13,13 +15,14 @@ use client_tools_core::protocol::{CallToolResult, ProgressParams};
 use futures_util::future::BoxFuture;
 use futures_util::StreamExt;
 use rmcp::model::ClientCapabilities;
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tokio::sync::Notify;
 
 use super::node::Cluster;
 use super::wire;
-use crate::agent::rounds::{self, AgentSide, Driven, Retry};
+use crate::agent::rounds::{self, AgentSide, Driven, PageAnswer, Retry};
 use crate::ids::random_hex;
 use crate::limits::{
     MAX_SUSPENDED_CALLS, NATS_HEADROOM_BYTES, RELAYED_RETRY_ALIVE_EVERY, RELAYED_RETRY_SILENCE,
@@ -35,27 +38,57 @@ struct Relayed {
     retry: Retry,
     /// What the agent declared it can answer (the next rounds are checked against it).
     capabilities: ClientCapabilities,
+    /// Which kind of call the retry resumes (absent, from a node that relays only tool calls: a
+    /// tool call).
+    #[serde(default)]
+    kind: Kind,
+}
+
+/// The kinds of call a relayed retry resumes: each is kept apart on the keeping node
+/// (crate::agent::rounds::Rounds), and its outcome is of its own type.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) enum Kind {
+    /// `tools/call` (its outcome a `CallToolResult`).
+    #[default]
+    Call,
+    /// `prompts/get`, `resources/read`, `completion/complete` (its outcome the page's result or
+    /// JSON-RPC error).
+    Served,
+}
+
+/// A page's answer a relayed retry can resume and carry back: [`Kind`] names it on the wire.
+pub(crate) trait Relayable: PageAnswer + Serialize + DeserializeOwned {
+    const KIND: Kind;
+}
+
+impl Relayable for CallToolResult {
+    const KIND: Kind = Kind::Call;
+}
+
+impl Relayable for Value {
+    const KIND: Kind = Kind::Served;
 }
 
 /// What the keeping node sends back about a relayed retry, in order; `Done` last.
 #[derive(Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-enum Back {
+enum Back<T = CallToolResult> {
     Progress(ProgressParams),
     Log(Map<String, Value>),
     Alive,
-    Done(Driven),
+    Done(Driven<T>),
 }
 
 impl Cluster {
-    /// Carries `retry` to node `holder`, which keeps its call, and relays what it sends back to
-    /// `agent` until the call ends or asks again.
-    pub(crate) async fn relay_retry(
+    /// Carries `retry` to node `holder`, which keeps its call (of the kind `T` says), and relays
+    /// what it sends back to `agent` until the call ends or asks again.
+    pub(crate) async fn relay_retry<T: Relayable>(
         &self,
         holder: &str,
         retry: Retry,
         agent: &dyn AgentSide,
-    ) -> Driven {
+    ) -> Driven<T> {
         if !wire::is_node_id(holder) {
             return Driven::Refused(
                 "requestState integrity check failed (not issued by this bridge, or altered)"
@@ -81,6 +114,7 @@ impl Cluster {
             stream: stream.clone(),
             retry,
             capabilities: agent.capabilities(),
+            kind: T::KIND,
         };
         let payload = serde_json::to_vec(&relayed).unwrap_or_default();
         if payload.len() + NATS_HEADROOM_BYTES > self.max_payload {
@@ -131,7 +165,7 @@ impl Cluster {
                         .to_owned(),
                 );
             }
-            match serde_json::from_slice::<Back>(&message.payload) {
+            match serde_json::from_slice::<Back<T>>(&message.payload) {
                 Ok(Back::Progress(update)) => agent.progress(update).await,
                 Ok(Back::Log(params)) => agent.log(params).await,
                 Ok(Back::Alive) => {}
@@ -144,9 +178,10 @@ impl Cluster {
     }
 }
 
-/// An error result: how a relayed retry ends when the bridge, not the page, failed it.
-fn ended_with(text: String) -> Driven {
-    Driven::Ended(Some(Ok(CallToolResult::error(text))))
+/// How a relayed retry ends when the bridge, not the page, failed it: a tool call's error result,
+/// a served request's JSON-RPC error.
+fn ended_with<T: PageAnswer>(text: String) -> Driven<T> {
+    Driven::Ended(Some(T::failed(text)))
 }
 
 /// The retries other nodes carry here, and their cancellations.
@@ -177,18 +212,22 @@ pub(super) async fn receive(cluster: Arc<Cluster>, mut messages: async_nats::Sub
             room
         };
         if !taken {
-            let done = Back::Done(Driven::Refused(
+            let done = Back::<CallToolResult>::Done(Driven::Refused(
                 "too many retries relayed to this cluster node at once: try again".to_owned(),
             ));
             send(&cluster, &relayed.stream, &done).await;
             continue;
         }
-        tokio::spawn(serve(cluster.clone(), relayed));
+        match relayed.kind {
+            Kind::Call => tokio::spawn(serve::<CallToolResult>(cluster.clone(), relayed)),
+            Kind::Served => tokio::spawn(serve::<Value>(cluster.clone(), relayed)),
+        };
     }
 }
 
-/// Drives a relayed retry here ([`rounds::resume`]) and sends what happens back.
-async fn serve(cluster: Arc<Cluster>, relayed: Relayed) {
+/// Drives a relayed retry here ([`rounds::resume`], as the call of kind `T`) and sends what
+/// happens back.
+async fn serve<T: Relayable>(cluster: Arc<Cluster>, relayed: Relayed) {
     let Some(cancel) = cluster.driving.lock().get(&relayed.stream).cloned() else {
         return;
     };
@@ -198,13 +237,13 @@ async fn serve(cluster: Arc<Cluster>, relayed: Relayed) {
         capabilities: relayed.capabilities,
         cancel,
     };
-    let resumed = rounds::resume(&cluster.rounds, relayed.retry, &side);
+    let resumed = rounds::resume::<T>(&cluster.rounds, relayed.retry, &side);
     let alive = async {
         let mut ticks = tokio::time::interval(RELAYED_RETRY_ALIVE_EVERY);
         ticks.tick().await;
         loop {
             ticks.tick().await;
-            send(&cluster, &relayed.stream, &Back::Alive).await;
+            send(&cluster, &relayed.stream, &Back::<T>::Alive).await;
         }
     };
     let driven = tokio::select! {
@@ -215,7 +254,7 @@ async fn serve(cluster: Arc<Cluster>, relayed: Relayed) {
     let done = Back::Done(driven);
     let payload = serde_json::to_vec(&done).unwrap_or_default();
     if payload.len() + NATS_HEADROOM_BYTES > cluster.max_payload {
-        let too_large = ended_with(format!(
+        let too_large = ended_with::<T>(format!(
             "the call's result is {} bytes, above what the cluster's NATS server carries ({} \
              bytes, its max_payload)",
             payload.len(),
@@ -230,7 +269,7 @@ async fn serve(cluster: Arc<Cluster>, relayed: Relayed) {
         .await;
 }
 
-async fn send(cluster: &Cluster, stream: &str, back: &Back) {
+async fn send<T: Serialize>(cluster: &Cluster, stream: &str, back: &Back<T>) {
     let payload = serde_json::to_vec(back).unwrap_or_default();
     if payload.len() + NATS_HEADROOM_BYTES > cluster.max_payload {
         return; // a progress report or log message too large to carry is dropped
@@ -255,11 +294,13 @@ impl AgentSide for RelayedSide<'_> {
     }
 
     fn progress(&self, update: ProgressParams) -> BoxFuture<'_, ()> {
-        Box::pin(async move { send(self.cluster, self.stream, &Back::Progress(update)).await })
+        let back = Back::<CallToolResult>::Progress(update);
+        Box::pin(async move { send(self.cluster, self.stream, &back).await })
     }
 
     fn log(&self, params: Map<String, Value>) -> BoxFuture<'_, ()> {
-        Box::pin(async move { send(self.cluster, self.stream, &Back::Log(params)).await })
+        let back = Back::<CallToolResult>::Log(params);
+        Box::pin(async move { send(self.cluster, self.stream, &back).await })
     }
 
     fn cancelled(&self) -> BoxFuture<'_, ()> {

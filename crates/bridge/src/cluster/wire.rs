@@ -4,23 +4,24 @@
 //! | subject | what |
 //! |---|---|
 //! | `clienttools.node.<node>.serve.<session>` | frames for a page, to the node holding its socket (reply: the sender's [`Reply`] subject) |
-//! | `clienttools.node.<node>.reply.<session>.<link>[.<request>]` | a node's inbox: the page's answer to `<request>`, its progress; NATS's "no responders" |
-//! | `clienttools.node.<node>.rounds.retry` | a retry of a call suspended on a round, to the node keeping it (reply: the sender's [`round_stream`]) |
+//! | `clienttools.node.<node>.reply.<session>.<link>[.<request>]` | a node's inbox: the page's answer to `<request>`, its progress; the page's resource updates the node subscribed to (crate::cluster::subscriptions); NATS's "no responders" |
+//! | `clienttools.node.<node>.rounds.retry` | a retry of a call (a tool call or a served request) suspended on a round, to the node keeping it (reply: the sender's [`round_stream`]) |
 //! | `clienttools.node.<node>.rounds.cancel` | the agent gave up on a relayed retry (payload: its stream) |
 //! | `clienttools.node.<node>.round.<token>` | what the keeping node sends back about a relayed retry: progress, logs, its outcome |
 //! | `clienttools.node.<node>.tasks` | `tasks/get`, `tasks/update`, `tasks/cancel` of a task `<node>` keeps (request-reply, crate::cluster::tasks) |
 //! | `clienttools.page.<session>.claim` | "may this page's new connection take the session over?" (request-reply, queue group `owner`) |
-//! | `clienttools.directory` | a node's page session changed, or is announced again ([`Entry`]) |
+//! | `clienttools.directory` | a node's page session changed (its connection, tools, resources and prompts), or is announced again ([`Entry`]) |
 //! | `clienttools.heartbeat` | a node is alive, and with which access settings ([`Heartbeat`]) |
 //! | `clienttools.hello` | a node (re)joined: every node publishes its sessions again |
 
 use bytes::Bytes;
 use client_tools_core::protocol::Tool;
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use tokio::sync::mpsc;
 
 use crate::limits::NATS_PUBLISH_QUEUE;
-use crate::sessions::page_session::RelayReplies;
+use crate::sessions::page_session::{Offered, RelayReplies};
 
 /// The subjects every node listens on (the table above).
 pub(crate) const DIRECTORY_SUBJECT: &str = "clienttools.directory";
@@ -207,6 +208,25 @@ pub(crate) struct Entry {
     pub focused: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub in_front_at_ms: Option<u64>,
+    /// What the page offers besides tools and its lists, once the node read them (SPEC §11).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub served: Option<ServedEntry>,
+}
+
+/// A page's resources, resource templates and prompts as the node holding it read them: nodes
+/// with a session linked to it keep them as theirs (their agents list them and hear them change).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct ServedEntry {
+    pub offered: Offered,
+    /// `None`: not read (the page offers none), or left out to fit NATS's `max_payload` — then
+    /// the linked sessions ask the page for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<Vec<Value>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub templates: Option<Vec<Value>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompts: Option<Vec<Value>>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -12,6 +12,7 @@ use std::time::Duration;
 use client_tools_core::limits::{call_timeout, MAX_TIMEOUT_MS};
 use client_tools_core::protocol::{code, meta, RpcError};
 use client_tools_core::registry::is_allowed;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use tokio::sync::broadcast;
 
@@ -35,7 +36,7 @@ use crate::sessions::call_options::CallOptions;
 pub type ServedOutcome = Result<Value, RpcError>;
 
 /// What a page offers besides tools, as its `initialize` result declared it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Offered {
     pub resources: bool,
     /// `resources.subscribe`: the page sends `notifications/resources/updated` to subscribers.
@@ -132,6 +133,27 @@ impl PageSession {
         *slot = Some(entries);
         drop(state);
         self.changed();
+    }
+
+    /// In a cluster, a session linked to another node's page: what that node read of the page
+    /// (what it offers; each list, `None` for one it did not read or could not carry) replaces
+    /// what this node knew, and watchers are told when it changed — an agent here hears the
+    /// page's `list_changed` as one on its node does.
+    pub(crate) fn mirror_served(&self, offered: Offered, lists: [Option<Vec<Value>>; 3]) {
+        let mut state = self.lock();
+        let mut changed = state.served.offered != Some(offered);
+        state.served.offered = Some(offered);
+        for (method, entries) in LIST_METHODS.into_iter().zip(lists) {
+            let slot = state.served.slot(method);
+            if slot.as_deref() != entries.as_deref() {
+                *slot = entries.map(Arc::from);
+                changed = true;
+            }
+        }
+        drop(state);
+        if changed {
+            self.changed();
+        }
     }
 
     /// One of the page's lists as this node last read it (all entries, the allow-list not
@@ -407,6 +429,26 @@ impl PageSession {
             now(),
             self.log_payloads,
         )?;
+        self.count_subscription(uri, request).await
+    }
+
+    /// In a cluster, on the node holding the page's socket: another node's first subscription to
+    /// `uri` (its linked session counts its own agents', and checked them as
+    /// [`Self::subscribe_resource`] does) counts as one more here, so the page hears the first
+    /// subscription of all nodes and the last unsubscription ([`Self::unsubscribe_resource`]).
+    pub(crate) async fn subscribe_relayed(&self, uri: &str) -> Result<(), RpcError> {
+        let request = ServedRequest::subscribe(uri)?;
+        self.count_subscription(uri, request).await
+    }
+
+    /// A subscription counted for another node whose page connection here ended: no longer
+    /// counted (the page is not told; that node subscribes again wherever the page is).
+    pub(crate) fn forget_subscription(&self, uri: &str) {
+        self.release_subscription(uri);
+    }
+
+    /// Counts one more subscription to `uri`; the first asks the page (`request`).
+    async fn count_subscription(&self, uri: &str, request: ServedRequest) -> Result<(), RpcError> {
         {
             let mut state = self.lock();
             let known = state.subscribed.len();
