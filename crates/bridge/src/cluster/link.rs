@@ -100,7 +100,11 @@ impl Cluster {
             in_front_at: entry.in_front_at_ms,
             connected_at: entry.connected_at_ms,
         });
-        if entry.tools_listed && session.page_tools()[..] != entry.tools[..] {
+        // Listed there, even none (a page that serves only resources and prompts): its handshake
+        // is done, and nothing here waits for it.
+        let tools_differ =
+            !session.has_listed_tools() || session.page_tools()[..] != entry.tools[..];
+        if entry.tools_listed && tools_differ {
             session.set_tools(entry.tools);
         }
         if let Some(served) = entry.served {
