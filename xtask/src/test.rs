@@ -82,14 +82,17 @@ pub fn test() -> Result {
         "warnings",
     ]))?;
 
-    step("Core and bridge tests (cargo test)");
-    run(host_cargo().args([
-        "test",
-        "-p",
-        "client-tools-core",
-        "-p",
-        "client-tools-bridge",
-    ]))?;
+    let nats_server = ensure_nats_server()?;
+    step("Core and bridge tests (cargo test; the bridge's cluster tests on NATS_SERVER)");
+    run(host_cargo()
+        .args([
+            "test",
+            "-p",
+            "client-tools-core",
+            "-p",
+            "client-tools-bridge",
+        ])
+        .env("NATS_SERVER", &nats_server))?;
 
     let runner = wasm_bindgen
         .join()
@@ -136,7 +139,6 @@ pub fn test() -> Result {
     let python = ensure_python_mcp_client()?;
     let ts_dir = ensure_ts_mcp_client()?;
     let conformance = ensure_conformance_suite()?;
-    let nats_server = ensure_nats_server()?;
     step("Building the bridge binary (MCP clients launch it with --stdio)");
     run(host_cargo().args(["build", "-p", "client-tools-bridge"]))?;
     // `suites`: the modules to run (each a filter, `board::`); none: every test of the crate.
