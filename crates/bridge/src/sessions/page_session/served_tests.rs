@@ -357,7 +357,9 @@ async fn an_answer_over_the_frame_limit_is_a_clear_error_at_once() {
     };
     assert_eq!(error.code, code::INTERNAL_ERROR);
     assert!(
-        error.message.contains("over the frame limit of 1048576 bytes"),
+        error
+            .message
+            .contains("over the frame limit of 1048576 bytes"),
         "{}",
         error.message
     );
@@ -378,7 +380,11 @@ async fn an_answer_over_the_frame_limit_is_a_clear_error_at_once() {
     assert!(session.deliver_answer(&big.to_string()).is_none());
     let result = call.await.unwrap();
     assert!(result.is_error);
-    assert!(result.text().contains("over the frame limit"), "{}", result.text());
+    assert!(
+        result.text().contains("over the frame limit"),
+        "{}",
+        result.text()
+    );
     assert!(started.elapsed() < TIMEOUT, "it waited for the timeout");
 
     // The session answers on.
