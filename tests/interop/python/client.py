@@ -153,11 +153,75 @@ async def s_tab_closed(c: Client) -> None:
     raise Fail(f"read_board_tasks not isError 10 s after tab close; last reply: {last!r}")
 
 
+async def refused(what: str, run: Any, *needles: str) -> str:
+    """Runs `run()`, which must fail with an MCP error whose message holds every needle."""
+    try:
+        await run()
+    except Exception as e:  # noqa: BLE001 - the SDK raises its MCPError
+        message = str(e)
+        low = message.lower()
+        check(all(n.lower() in low for n in needles), f"{what}: error {message!r} lacks {needles}")
+        log(f"  {what}: refused ({message})")
+        return message
+    raise Fail(f"{what}: answered instead of failing")
+
+
+async def s_resources(c: Client, mode: str, updated: dict[str, Any]) -> None:
+    listed = {r.uri: r for r in (await c.list_resources()).resources}
+    check("board://tasks" in listed, f"board://tasks missing from resources/list: {sorted(listed)}")
+    templates = [t.uri_template for t in (await c.list_resource_templates()).resource_templates]
+    check("board://task/{id}" in templates, f"templates: {templates}")
+    read = await c.read_resource("board://tasks")
+    text = read.contents[0].text
+    check(json.loads(text)[0]["id"] == "t1", f"board://tasks read: {text!r}")
+    one = json.loads((await c.read_resource("board://task/t2")).contents[0].text)
+    check(one["id"] == "t2", f"board://task/t2 read: {one}")
+    done = await c.complete(types.ResourceTemplateReference(type="ref/resource", uri="board://task/{id}"), {"name": "id", "value": "t"})
+    check(done.completion.values == ["t1", "t2"], f"completion: {done.completion}")
+    # Hostile: out of the template's path, an unknown scheme, 10 MB, a read that throws.
+    await refused("a '..' segment", lambda: c.read_resource("board://task/..%2F..%2Fsecret"), "..")
+    await refused("an unknown scheme", lambda: c.read_resource("ftp://elsewhere/x"), "ftp://elsewhere/x")
+    await refused("10 MB", lambda: c.read_resource("board://huge"), "limit")
+    await refused("a read that throws", lambda: c.read_resource("board://broken"), "the disk is on fire")
+    await refused("an unknown variable", lambda: c.complete(types.ResourceTemplateReference(type="ref/resource", uri="board://task/{id}"), {"name": "nope", "value": ""}), "nope")
+    if mode != "legacy":
+        return
+    # Revision 2025-11-25: a subscription hears the page's change; a flood is bounded.
+    await c.subscribe_resource("board://tasks")
+    result = await c.call_tool("rename_task", {"title": "Ship it"})
+    check(not result.is_error and (payload(result) or {}).get("watched") is True, f"rename_task: {text_of(result)}")
+    with anyio.fail_after(10):
+        await updated["event"].wait()
+    check(updated["uri"] == "board://tasks", f"updated: {updated['uri']}")
+    fresh = json.loads((await c.read_resource("board://tasks")).contents[0].text)
+    check(fresh[1]["title"] == "Ship it", f"after the change: {fresh}")
+    await c.unsubscribe_resource("board://tasks")
+    for n in range(64):
+        await c.subscribe_resource(f"board://task/flood{n}")
+    await refused("the 65th subscription", lambda: c.subscribe_resource("board://task/flood64"), "64")
+    for n in range(64):
+        await c.unsubscribe_resource(f"board://task/flood{n}")
+
+
+async def s_prompts(c: Client) -> None:
+    prompts = {p.name: p for p in (await c.list_prompts()).prompts}
+    check("summarize" in prompts, f"prompts/list: {sorted(prompts)}")
+    got = await c.get_prompt("summarize", {"focus": "todo"})
+    check(got.messages[0].content.text == "Summarize the board's todo tasks.", f"prompts/get: {got}")
+    done = await c.complete(types.PromptReference(type="ref/prompt", name="summarize"), {"name": "focus", "value": "d"})
+    check(done.completion.values == ["done"], f"completion: {done.completion}")
+    await refused("a missing argument", lambda: c.get_prompt("summarize", {}), "focus")
+    await refused("an extra argument", lambda: c.get_prompt("summarize", {"focus": "todo", "budget": "1"}), "budget")
+    await refused("an unknown prompt", lambda: c.get_prompt("nope", {}), "nope")
+    await refused("completing an unknown argument", lambda: c.complete(types.PromptReference(type="ref/prompt", name="summarize"), {"name": "budget", "value": ""}), "budget")
+
+
 async def main(a: argparse.Namespace) -> None:
     # mode: 'legacy' = initialize handshake (offers 2025-11-25); 'auto' = server/discover probe that
     # adopts 2026-07-28 if the server advertises it, else falls back to initialize.
     mode = {"2025-11-25": "legacy", "2026-07-28": "auto", None: "auto"}[a.protocol_version]
     changed = {"tools": anyio.Event()}
+    updated: dict[str, Any] = {"event": anyio.Event(), "uri": None}
     warnings = Warnings()
     logging.getLogger("mcp").addHandler(warnings)
 
@@ -167,6 +231,10 @@ async def main(a: argparse.Namespace) -> None:
         elif isinstance(msg, types.ToolListChangedNotification):
             log("  <- notifications/tools/list_changed")
             changed["tools"].set()
+        elif isinstance(msg, types.ResourceUpdatedNotification):
+            log(f"  <- notifications/resources/updated {msg.params.uri}")
+            updated["uri"] = str(msg.params.uri)
+            updated["event"].set()
 
     async with AsyncExitStack() as stack:
         if a.transport == "http":
@@ -203,6 +271,8 @@ async def main(a: argparse.Namespace) -> None:
             ("call-invalid", lambda: s_call_invalid(c)),
             ("list-changed", lambda: s_list_changed(c, changed)),
             ("cancel", lambda: s_cancel(c)),
+            ("resources", lambda: s_resources(c, mode, updated)),
+            ("prompts", lambda: s_prompts(c)),
             ("tab-closed", lambda: s_tab_closed(c)),
         ]
         for name, run in scenarios:

@@ -3,7 +3,8 @@
 //! HTTP — each against a real page in a headless browser (Chromium, or Firefox with
 //! `E2E_BROWSER=firefox`). The scenarios live in `tests/interop/`: initialize, list, call valid and
 //! invalid input, `list_changed` after the page defines a tool, cancel a long call, an error result
-//! once the tab is closed; and the Python client's close, which it logs no warning about.
+//! once the tab is closed; the Python client also reads the page's resources and prompts, hostile
+//! requests included; and its close, which it logs no warning about.
 //!
 //! `cargo xtask test` installs the clients and sets `INTEROP_PYTHON` (a venv's python),
 //! `INTEROP_TS_DIR` (where `npm ci` ran) and `CLIENT_TOOLS_BRIDGE_BIN` (for `--stdio`).
@@ -28,11 +29,15 @@ const SCENARIOS: [&str; 7] = [
     "tab-closed",
 ];
 
-/// What the Python client passes: [`SCENARIOS`], then `close`: it logged no warning while it closed
-/// its session (over HTTP the SDK's `Session termination failed` when `DELETE /mcp` is not answered
-/// 200, 204 or 405).
+/// What the Python client passes: [`SCENARIOS`] with, before the tab closes, the page's resources
+/// (list, read, a template, completion; a `..` segment, an unknown scheme, 10 MB and a read that
+/// throws refused; on 2025-11-25 a subscription that hears the page's change, and the 65th
+/// subscription refused) and prompts (get, completion; a missing, an extra argument and an unknown
+/// prompt refused); then `close`: it logged no warning while it closed its session (over HTTP the
+/// SDK's `Session termination failed` when `DELETE /mcp` is not answered 200, 204 or 405).
 fn python_scenarios() -> Vec<&'static str> {
-    [&SCENARIOS[..], &["close"]].concat()
+    let (before, closing) = SCENARIOS.split_at(SCENARIOS.len() - 1);
+    [before, &["resources", "prompts"], closing, &["close"]].concat()
 }
 
 fn env_path(name: &str) -> PathBuf {
