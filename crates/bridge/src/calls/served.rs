@@ -202,12 +202,33 @@ pub fn check_uri(uri: &str) -> Result<(), RpcError> {
     if uri.chars().any(char::is_control) {
         return refuse("it has control characters");
     }
-    let decoded = uri.replace("%2e", ".").replace("%2E", ".");
-    let path = decoded.split(['?', '#']).next().unwrap_or_default();
-    if path.split(['/', '\\']).any(|segment| segment == "..") {
+    // The raw path, and the whole URI with every percent-encoding decoded (`%2e%2E`, `..%2F..`,
+    // `%252e`: the page decodes a template's variables, so a `..` hidden by encoding is one).
+    let raw_path = uri.split(['?', '#']).next().unwrap_or_default();
+    let decoded = percent_decoded(uri);
+    let dot_dot = |text: &str| text.split(['/', '\\']).any(|segment| segment == "..");
+    if dot_dot(raw_path) || dot_dot(&decoded) {
         return refuse("'..' segments are not allowed");
     }
     Ok(())
+}
+
+/// `uri` with every percent-encoding decoded, again until none is left (`%2573` → `%73` → `s`;
+/// invalid UTF-8 replaced): what the policy and the allow-list also match a resource rule against,
+/// since the page percent-decodes its templates' variables.
+pub fn percent_decoded(uri: &str) -> std::borrow::Cow<'_, str> {
+    let mut decoded = std::borrow::Cow::Borrowed(uri);
+    // Each pass that changes the text makes it shorter: this ends.
+    while decoded.contains('%') {
+        let next = percent_encoding::percent_decode_str(&decoded)
+            .decode_utf8_lossy()
+            .into_owned();
+        if next == *decoded {
+            break;
+        }
+        decoded = std::borrow::Cow::Owned(next);
+    }
+    decoded
 }
 
 /// Whether `uri` is one `template` (RFC 6570, as MCP's resource templates use it) expands to:
@@ -386,6 +407,11 @@ mod tests {
             ("app://notes/../secrets", "'..'"),
             ("app://notes/%2E%2E/secrets", "'..'"),
             ("app://notes/..", "'..'"),
+            ("app://notes/..%2F..%2Fsecrets", "'..'"),
+            ("app://notes/%2e%2E/secrets", "'..'"),
+            ("app://notes%2F%2e%2e%2Fsecrets", "'..'"),
+            ("app://notes/%252e%252e/secrets", "'..'"),
+            ("app://notes/x%5C..%5Csecrets", "'..'"),
             ("app://a\u{0}b", "control"),
         ] {
             let error = check_uri(bad).unwrap_err();

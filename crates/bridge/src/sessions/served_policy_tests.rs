@@ -348,3 +348,66 @@ async fn every_decision_is_an_audit_event_naming_the_prompt_or_resource() {
         "{logged}"
     );
 }
+
+#[tokio::test]
+async fn resource_rules_also_match_the_percent_decoded_uri() {
+    let session = guarded();
+    let mut page = FakePage::connect(&session);
+    // The page decodes a `{+path}` variable: each of these is `app://secrets/...` to it.
+    for uri in [
+        "app://%73ecrets/keys",
+        "app://secrets%2Fkeys",
+        "app://%2573ecrets/keys",
+    ] {
+        let read = ServedRequest::read(uri).unwrap();
+        let Some(Err(error)) = session.serve(read, CallOptions::new()).await else {
+            panic!("{uri}: refused")
+        };
+        assert_eq!(named_rule(&error), "no-secrets", "{uri}");
+        let subscribed = session.subscribe_resource(uri).await;
+        assert_eq!(named_rule(&subscribed.unwrap_err()), "no-secrets", "{uri}");
+        let complete = ServedRequest::complete(
+            json!({"ref": {"type": "ref/resource", "uri": uri},
+                   "argument": {"name": "path", "value": ""}})
+            .as_object()
+            .cloned()
+            .unwrap(),
+        )
+        .unwrap();
+        let Some(Err(error)) = session.serve(complete, CallOptions::new()).await else {
+            panic!("{uri}: completion refused")
+        };
+        assert_eq!(named_rule(&error), "no-secrets", "{uri}");
+    }
+    assert!(page.has_nothing_queued(), "the page was asked");
+
+    // Redaction too: an encoded note is redacted as the note is.
+    let asked = serve(&session, ServedRequest::read("app://n%6Ftes/1").unwrap());
+    let (id, _) = page.request(method::RESOURCES_READ).await;
+    page.answer(
+        &id,
+        json!({"contents": [{"uri": "app://notes/1", "text": format!("to {EMAIL}")}]}),
+    );
+    let answer = asked.await.unwrap().unwrap().unwrap();
+    assert_eq!(answer["contents"][0]["text"], "to [redacted email]");
+}
+
+#[tokio::test]
+async fn the_allow_list_matches_the_percent_decoded_uri_too() {
+    let session = Arc::new(PageSession::new(
+        "s1".into(),
+        vec!["public".into()],
+        crate::limits::Limits::default(),
+        false,
+    ));
+    session.set_offered(&json!({"resources": {}}));
+    session.set_listed(
+        method::RESOURCE_TEMPLATES_LIST,
+        vec![json!({"uriTemplate": "app://public/{+path}", "name": "public"})],
+    );
+    session.set_listed(method::RESOURCES_LIST, vec![]);
+    let allowed = ServedRequest::read("app://%70ublic/a").unwrap();
+    session.may_serve(allowed.subject()).await.unwrap();
+    let refused = ServedRequest::read("app://private/a").unwrap();
+    assert!(session.may_serve(refused.subject()).await.is_err());
+}

@@ -186,7 +186,7 @@ impl Rule {
         };
         let pattern = patterns
             .iter()
-            .find(|pattern| glob(pattern, target.name))
+            .find(|pattern| target.matches(pattern))
             .map_or("", String::as_str);
         format!("{kind}:{pattern}").into()
     }
@@ -198,7 +198,22 @@ impl Rule {
             Kind::Prompt => &self.prompts,
             Kind::Resource => &self.resources,
         };
-        patterns.iter().any(|pattern| glob(pattern, target.name))
+        patterns.iter().any(|pattern| target.matches(pattern))
+    }
+}
+
+impl Target<'_> {
+    /// Whether `pattern` (one of a rule's) names this target: a tool or a prompt by its name; a
+    /// resource by its URI as the agent sent it OR with every percent-encoding decoded (the page
+    /// decodes its templates' variables: `app://%73ecrets/x` is read as `app://secrets/x`).
+    pub fn matches(&self, pattern: &str) -> bool {
+        if glob(pattern, self.name) {
+            return true;
+        }
+        self.kind == Kind::Resource && {
+            let decoded = crate::calls::served::percent_decoded(self.name);
+            decoded != self.name && glob(pattern, &decoded)
+        }
     }
 }
 

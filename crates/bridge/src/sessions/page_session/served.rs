@@ -214,14 +214,22 @@ impl PageSession {
                 "prompt '{name}' is not allowed on this bridge (its --allow list)"
             ))),
             Subject::Resource(uri) => {
+                // The URI as sent, or with every percent-encoding decoded (as the page reads it).
+                let decoded = served::percent_decoded(uri);
+                let forms = [uri.as_str(), &decoded];
                 let resources = self.list(method::RESOURCES_LIST).await?;
-                let listed = resources
-                    .iter()
-                    .any(|r| r.get("uri").and_then(Value::as_str) == Some(uri));
+                let listed = resources.iter().any(|r| {
+                    let listed = r.get("uri").and_then(Value::as_str);
+                    listed.is_some_and(|listed| forms.contains(&listed))
+                });
                 let templates = self.list(method::RESOURCE_TEMPLATES_LIST).await?;
                 let templated = templates.iter().any(|t| {
                     let template = t.get("uriTemplate").and_then(Value::as_str);
-                    template.is_some_and(|t| t == uri || template_matches(t, uri))
+                    template.is_some_and(|t| {
+                        forms
+                            .iter()
+                            .any(|uri| t == *uri || template_matches(t, uri))
+                    })
                 });
                 if listed || templated {
                     return Ok(());
