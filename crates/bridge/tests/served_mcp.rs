@@ -57,6 +57,10 @@ async fn page(address: std::net::SocketAddr) -> String {
                         "prompts/list" => {
                             json!({"prompts": [{"name": "test_input_required_result_prompt"}]})
                         }
+                        // What the page was sent with the read: its `_meta`.
+                        "resources/read" if frame["params"]["uri"] == "test://meta" => json!({
+                            "contents": [{"uri": "test://meta",
+                                "text": frame["params"]["_meta"].to_string()}]}),
                         "resources/read" => {
                             let uri = frame["params"]["uri"].clone();
                             json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32002,
@@ -102,11 +106,17 @@ async fn page(address: std::net::SocketAddr) -> String {
 
 /// One 2026-07-28 request on `/mcp?session=…`: its JSON-RPC response (from JSON or SSE).
 async fn mcp(http: &reqwest::Client, url: &str, method: &str, mut params: Value) -> Value {
-    params["_meta"] = json!({
+    let mut meta = json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientInfo": {"name": "served-test", "version": "1"},
         "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
     });
+    if let Some(Value::Object(given)) = params.get("_meta") {
+        for (key, value) in given {
+            meta[key] = value.clone();
+        }
+    }
+    params["_meta"] = meta;
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
     let named = params["name"]
         .as_str()
@@ -205,4 +215,36 @@ async fn a_prompt_asks_the_agent_by_input_required_and_the_retry_resumes_it() {
     )
     .await;
     assert_eq!(hostile["error"]["code"], -32602, "{hostile}");
+}
+
+#[tokio::test]
+async fn the_agents_timeout_in_meta_reaches_the_page_and_is_bounded() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let bridge = Bridge::new(BridgeConfig {
+        listen: address,
+        ..Default::default()
+    });
+    let server = bridge.clone();
+    tokio::spawn(async move { server.serve(listener).await });
+    let session = page(address).await;
+    let url = format!("http://{address}/mcp?session={session}");
+    let http = reqwest::Client::builder()
+        .no_proxy()
+        .timeout(Duration::from_secs(20))
+        .build()
+        .unwrap();
+    let read = |ms: Value| json!({"uri": "test://meta", "_meta": {"clienttools/timeoutMs": ms}});
+
+    let asked = mcp(&http, &url, "resources/read", read(json!(123_456))).await;
+    let sent = asked["result"]["contents"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    let sent: Value = serde_json::from_str(sent).unwrap_or_else(|_| panic!("{asked}"));
+    assert_eq!(sent["clienttools/timeoutMs"], 123_456, "{asked}");
+    // Over the bound of 300 s, or not a number: refused, as for tools/call.
+    for bad in [json!(300_001), json!("soon")] {
+        let refused = mcp(&http, &url, "resources/read", read(bad.clone())).await;
+        assert_eq!(refused["error"]["code"], -32602, "{bad}: {refused}");
+    }
 }

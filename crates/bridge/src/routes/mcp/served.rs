@@ -252,7 +252,12 @@ impl McpAgent {
                 self.bridge.resume_served(retry, &side).await
             }
             None => {
+                // The agent's `_meta["clienttools/timeoutMs"]` (up to the core's bound, as for
+                // tools/call; an invalid one is refused naming it), and the session's log level.
                 let mut meta = Map::new();
+                if let Some(ms) = context.meta.0.get(meta::TIMEOUT_MS) {
+                    meta.insert(meta::TIMEOUT_MS.into(), ms.clone());
+                }
                 if let Some(level) = log {
                     meta.insert(meta::LOG_LEVEL.into(), level_name(level).into());
                 }
