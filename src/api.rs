@@ -56,6 +56,9 @@ impl ClientTools {
         let page = Page::new(options, engine, connection, drivers);
         let server = page_server::page_server(page.from_ctx_fn());
         page.engine.borrow_mut().serve_with(server.serve());
+        // A lost connection ends what its runtime watched: the next one subscribes again.
+        let _ = (page.events.listeners.borrow_mut())
+            .subscribe("connectionchange", server.connection_changed());
         let tools = ClientTools { page, server };
         if tools.page.options.endpoint.is_some() {
             session::keep_running_calls_on_unload(&tools.page);

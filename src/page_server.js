@@ -222,7 +222,7 @@ export function pageServer(report) {
         if (typeof args[key] !== "string") throw rpcError(INVALID, `prompt '${prompt.name}': '${key}' is ${kind(args[key])}, not a string`);
       }
       for (const arg of prompt.args)
-        if (arg.required && !(arg.name in args)) throw rpcError(INVALID, `prompt '${prompt.name}' needs argument '${arg.name}'`);
+        if (arg.required && !Object.prototype.hasOwnProperty.call(args, arg.name)) throw rpcError(INVALID, `prompt '${prompt.name}' needs argument '${arg.name}'`);
       return promptResult(await prompt.definition.get(args, ctx), prompt);
     },
     "completion/complete": async (params, ctx) => {
@@ -264,6 +264,14 @@ export function pageServer(report) {
           return { error: { code: -32021, message: thrown.message, data: { requiredCapabilities: thrown.requiredCapabilities || {} } } };
         const message = thrown instanceof Error ? thrown.message : String(thrown);
         return { error: { code: INTERNAL, message: `${request.method} failed on the page: ${message}` } };
+      }
+    },
+    // The runtime's subscriptions belong to its connection (MCP: to its session): once it is
+    // lost they end, and the runtime subscribes again on the next one.
+    connectionChanged(event) {
+      if (event.state !== "connected") {
+        subscribed.clear();
+        changed.clear();
       }
     },
     defineResource(definition) {

@@ -19,6 +19,10 @@ extern "C" {
     #[wasm_bindgen(method, getter)]
     pub fn serve(this: &PageServer) -> js_sys::Function;
 
+    /// The `connectionchange` listener that forgets the watched resources of a lost connection.
+    #[wasm_bindgen(method, getter, js_name = connectionChanged)]
+    pub fn connection_changed(this: &PageServer) -> js_sys::Function;
+
     #[wasm_bindgen(method, catch, js_name = defineResource)]
     pub fn define_resource(this: &PageServer, definition: &JsValue) -> Result<Undefine, JsValue>;
 

@@ -1556,9 +1556,15 @@ export async function exerciseServer(tools) {
   const before = sent.length;
   tasks = "4 tasks";
   check("a watched change", [tools.resourceChanged("board://tasks"), tools.resourceChanged("board://tasks"), tools.resourceChanged("board://logo")], [true, true, false]);
-  while (!sent.slice(before).some((f) => f.method === "notifications/resources/updated")) await new Promise((r) => { waiting = r; });
-  // The debounced updates leave in one go: a second one would be here already.
-  check("one update per URI", sent.slice(before).filter((f) => f.method === "notifications/resources/updated"), [{ jsonrpc: "2.0", method: "notifications/resources/updated", params: { uri: "board://tasks" } }]);
+  const updates = () => sent.slice(before).filter((f) => f.method === "notifications/resources/updated");
+  while (!updates().length) await new Promise((r) => { waiting = r; });
+  // A change made after the first update is sent after any update scheduled with it: once it is
+  // here, a second update of the first change would be too.
+  check("subscribe another", (await ask("resources/subscribe", { uri: "board://logo" })).result, {});
+  tools.resourceChanged("board://logo");
+  while (!updates().some((f) => f.params.uri === "board://logo")) await new Promise((r) => { waiting = r; });
+  check("one update per URI", updates().filter((f) => f.params.uri === "board://tasks").length, 1);
+  check("the update", updates().filter((f) => f.params.uri === "board://tasks"), [{ jsonrpc: "2.0", method: "notifications/resources/updated", params: { uri: "board://tasks" } }]);
   check("unsubscribe", (await ask("resources/unsubscribe", { uri: "board://tasks" })).result, {});
   check("unwatched", tools.resourceChanged("board://tasks"), false);
 
@@ -1567,6 +1573,8 @@ export async function exerciseServer(tools) {
   check("prompts/get", (await ask("prompts/get", { name: "plan_day", arguments: { focus: "billing" } })).result, { messages: [{ role: "user", content: { type: "text", text: "Plan around billing" } }], description: "Plan the day" });
   const missing = await ask("prompts/get", { name: "plan_day", arguments: {} });
   check("a missing argument", [missing.error.code, missing.error.message], [-32602, "prompt 'plan_day' needs argument 'focus'"]);
+  tools.definePrompt({ name: "proto", arguments: [{ name: "constructor", required: true }], get: () => "x" });
+  check("a missing argument named as an Object property", (await ask("prompts/get", { name: "proto", arguments: {} })).error.code, -32602);
   const extra = await ask("prompts/get", { name: "plan_day", arguments: { focus: "a", budget: "b" } });
   check("an extra argument", [extra.error.code, extra.error.message], [-32602, "prompt 'plan_day' has no argument 'budget'"]);
   check("an unknown prompt", (await ask("prompts/get", { name: "nope" })).error.code, -32602);
@@ -1613,4 +1621,45 @@ async fn the_page_serves_its_resources_prompts_and_completions() {
         let what = check.get(0).as_string().unwrap();
         assert_eq!(check.get(1).as_string(), check.get(2).as_string(), "{what}");
     }
+}
+
+#[wasm_bindgen_test]
+async fn a_lost_connection_ends_what_its_runtime_watched() {
+    let bridge = fake_bridge();
+    clear_session();
+    answer_with(&bridge, "accept", &[false.into()]);
+    let tools = ClientTools::new(Some(endpoint_options(None).unchecked_into())).unwrap();
+    let definition = json(r#"{"uri": "board://tasks", "name": "tasks"}"#);
+    let read = js_sys::Function::new_no_args("return 'three tasks'");
+    js_sys::Reflect::set(&definition, &"read".into(), &read).unwrap();
+    tools.define_resource(definition.unchecked_into()).unwrap();
+    connect(&tools).await.unwrap();
+    deliver(
+        &bridge,
+        r#"{"jsonrpc":"2.0","id":5,"method":"resources/subscribe","params":{"uri":"board://tasks"}}"#,
+    );
+    assert_eq!(
+        stringify(&get(&answer_to(&bridge, 5).await, "result")),
+        "{}"
+    );
+    assert!(tools.resource_changed("board://tasks".into()).unwrap());
+
+    answer_with(&bridge, "accept", &[true.into()]);
+    let drop_socket: js_sys::Function = get(&bridge, "drop").unchecked_into();
+    drop_socket.call0(&bridge).unwrap();
+    // From the drop on, until the runtime subscribes again on the next connection.
+    assert!(!tools.resource_changed("board://tasks".into()).unwrap());
+    let page = tools.clone();
+    wait_until("connected again", move || {
+        page.connection_state() == "connected"
+    })
+    .await;
+    assert!(!tools.resource_changed("board://tasks".into()).unwrap());
+    deliver(
+        &bridge,
+        r#"{"jsonrpc":"2.0","id":6,"method":"resources/subscribe","params":{"uri":"board://tasks"}}"#,
+    );
+    answer_to(&bridge, 6).await;
+    assert!(tools.resource_changed("board://tasks".into()).unwrap());
+    tools.disconnect();
 }
