@@ -248,3 +248,74 @@ async fn the_agents_timeout_in_meta_reaches_the_page_and_is_bounded() {
         assert_eq!(refused["error"]["code"], -32602, "{bad}: {refused}");
     }
 }
+
+/// Opens a `subscriptions/listen` stream (2026-07-28) on `/mcp?session=…` asking for `uris`: its
+/// acknowledgment's `params.notifications`.
+async fn listen_acknowledged(address: std::net::SocketAddr, session: &str, uris: &[&str]) -> Value {
+    let body = json!({"jsonrpc": "2.0", "id": "listen-1", "method": "subscriptions/listen",
+        "params": {"notifications": {"resourcesListChanged": true, "resourceSubscriptions": uris},
+        "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "served-test", "version": "1"},
+            "io.modelcontextprotocol/clientCapabilities": {}}}});
+    let mut stream = reqwest::Client::builder()
+        .no_proxy()
+        .timeout(Duration::from_secs(20))
+        .build()
+        .unwrap()
+        .post(format!("http://{address}/mcp?session={session}"))
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "subscriptions/listen")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    let mut pending = String::new();
+    while let Ok(Some(chunk)) = stream.chunk().await {
+        pending.push_str(&String::from_utf8_lossy(&chunk));
+        for line in pending.lines() {
+            let Some(data) = line.strip_prefix("data:") else {
+                continue;
+            };
+            let Ok(message) = serde_json::from_str::<Value>(data.trim()) else {
+                continue;
+            };
+            if message["method"] == "notifications/subscriptions/acknowledged" {
+                return message["params"]["notifications"].clone();
+            }
+        }
+    }
+    panic!("no acknowledgment in {pending}")
+}
+
+#[tokio::test]
+async fn a_listen_stream_acknowledges_only_the_uris_it_subscribes() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let policy =
+        "[[rule]]\nid = \"no-secrets\"\nresources = [\"test://secret/*\"]\naction = \"block\"\n";
+    let bridge = Bridge::new(BridgeConfig {
+        listen: address,
+        policy: std::sync::Arc::new(client_tools_bridge::Policy::parse(policy).unwrap()),
+        ..Default::default()
+    });
+    let server = bridge.clone();
+    tokio::spawn(async move { server.serve(listener).await });
+    let session = page(address).await;
+    let acknowledged = listen_acknowledged(
+        address,
+        &session,
+        &[
+            "test://static-text",
+            "test://secret/a",
+            "test://%73ecret/b",
+            "test://a/../b",
+        ],
+    )
+    .await;
+    assert_eq!(
+        acknowledged["resourceSubscriptions"],
+        json!(["test://static-text"]),
+        "{acknowledged}"
+    );
+}

@@ -400,7 +400,7 @@ async fn the_allow_list_matches_the_percent_decoded_uri_too() {
         crate::limits::Limits::default(),
         false,
     ));
-    session.set_offered(&json!({"resources": {}}));
+    session.set_offered(&json!({"resources": {"subscribe": true}}));
     session.set_listed(
         method::RESOURCE_TEMPLATES_LIST,
         vec![json!({"uriTemplate": "app://public/{+path}", "name": "public"})],
@@ -410,4 +410,8 @@ async fn the_allow_list_matches_the_percent_decoded_uri_too() {
     session.may_serve(allowed.subject()).await.unwrap();
     let refused = ServedRequest::read("app://private/a").unwrap();
     assert!(session.may_serve(refused.subject()).await.is_err());
+    // What a listen stream's acknowledgment decides without asking the page.
+    assert_eq!(session.refuses_subscription_now("app://%70ublic/a"), None);
+    let refused = session.refuses_subscription_now("app://private/a").unwrap();
+    assert!(refused.message.contains("--allow"), "{}", refused.message);
 }

@@ -180,7 +180,10 @@ impl<H: ServerHandler> Service<RoleServer> for H {
                     Err(McpError::method_not_found::<SubscriptionsListenRequestMethod>())
                 } else {
                     let requested = request.params.notifications;
-                    let Some(candidate) = self.accepted_subscription_filter(&requested) else {
+                    // client-tools patch: the filter may read the request (its binding).
+                    let Some(candidate) =
+                        self.accepted_subscription_filter_in(&requested, &context)
+                    else {
                         return Err(
                             McpError::method_not_found::<SubscriptionsListenRequestMethod>(),
                         );
@@ -543,6 +546,16 @@ macro_rules! server_handler_methods {
         ) -> Option<SubscriptionFilter> {
             None
         }
+        /// client-tools patch: [`Self::accepted_subscription_filter`] with the
+        /// `subscriptions/listen` request it answers (the default ignores it).
+        fn accepted_subscription_filter_in(
+            &self,
+            requested: &SubscriptionFilter,
+            context: &RequestContext<RoleServer>,
+        ) -> Option<SubscriptionFilter> {
+            let _ = context;
+            self.accepted_subscription_filter(requested)
+        }
         /// Run one established subscription until it is cancelled or closed gracefully.
         ///
         /// The SDK sends the acknowledgment before invoking this method. Returning
@@ -870,6 +883,14 @@ macro_rules! impl_server_handler_for_wrapper {
                 requested: &SubscriptionFilter,
             ) -> Option<SubscriptionFilter> {
                 (**self).accepted_subscription_filter(requested)
+            }
+
+            fn accepted_subscription_filter_in(
+                &self,
+                requested: &SubscriptionFilter,
+                context: &RequestContext<RoleServer>,
+            ) -> Option<SubscriptionFilter> {
+                (**self).accepted_subscription_filter_in(requested, context)
             }
 
             fn listen(

@@ -34,7 +34,7 @@ use crate::agent::rounds::{
 use crate::agent::tasks::TaskOp;
 use crate::bridge::Bridge;
 use crate::calls::served::{method, ServedRequest};
-use crate::limits::{FIRST_PAGE_WAIT, MAX_SUBSCRIPTIONS_PER_AGENT};
+use crate::limits::FIRST_PAGE_WAIT;
 use crate::sessions::page_session::PageSession;
 use crate::sessions::scope::AgentScope;
 use crate::sessions::user_tabs;
@@ -774,22 +774,22 @@ impl ServerHandler for McpAgent {
 
     // Revision 2026-07-28 has no `initialize`: `list_changed` notifications and resource updates
     // travel on listen streams. A stream subscribes to at most MAX_SUBSCRIPTIONS_PER_AGENT
-    // resources: the acknowledgment names those it accepted (the first ones asked).
+    // resources: the acknowledgment names those it accepted (the first ones asked), decided
+    // before it is sent: not a URI the policy blocks, the allow-list leaves out, or whose page
+    // offers no subscriptions (only the page's own refusal comes later: docs/api.md).
     fn accepted_subscription_filter(
         &self,
         requested: &SubscriptionFilter,
     ) -> Option<SubscriptionFilter> {
-        let mut accepted = SubscriptionFilter::builder()
-            .tools_list_changed()
-            .prompts_list_changed()
-            .resources_list_changed()
-            .build();
-        if let Some(uris) = &requested.resource_subscriptions {
-            let uris = uris.iter().filter(|uri| served_check_uri(uri));
-            accepted.resource_subscriptions =
-                Some(uris.take(MAX_SUBSCRIPTIONS_PER_AGENT).cloned().collect());
-        }
-        Some(accepted)
+        self.subscription_filter(requested, None)
+    }
+
+    fn accepted_subscription_filter_in(
+        &self,
+        requested: &SubscriptionFilter,
+        context: &RequestContext<RoleServer>,
+    ) -> Option<SubscriptionFilter> {
+        self.subscription_filter(requested, Some(context))
     }
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
@@ -877,11 +877,6 @@ impl ServerHandler for McpAgent {
         }
         outcome
     }
-}
-
-/// Whether an agent may subscribe to `uri` at all (crate::calls::served::check_uri).
-fn served_check_uri(uri: &str) -> bool {
-    crate::calls::served::check_uri(uri).is_ok()
 }
 
 /// Whether the agent declared the tasks extension for this request: in its `_meta` (2026-07-28,

@@ -16,7 +16,9 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use client_tools_core::protocol::{meta, RpcError};
-use rmcp::model::{ErrorCode, InputRequests, InputRequiredResult, InputResponses, JsonObject};
+use rmcp::model::{
+    ErrorCode, InputRequests, InputRequiredResult, InputResponses, JsonObject, SubscriptionFilter,
+};
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, Peer, RoleServer};
 use serde::de::DeserializeOwned;
@@ -403,6 +405,69 @@ impl McpAgent {
         };
         for uri in released {
             page.unsubscribe_resource(&uri).await;
+        }
+    }
+
+    /// What a `subscriptions/listen` stream (2026-07-28) acknowledges, decided before the
+    /// acknowledgment is sent: the list changes, and of the URIs asked the first
+    /// MAX_SUBSCRIPTIONS_PER_AGENT it subscribes — not one refused by what is known now
+    /// ([`Self::subscription_accepted`]); only the page's own refusal comes later (docs/api.md).
+    pub(super) fn subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+        context: Option<&RequestContext<RoleServer>>,
+    ) -> Option<SubscriptionFilter> {
+        let mut accepted = SubscriptionFilter::builder()
+            .tools_list_changed()
+            .prompts_list_changed()
+            .resources_list_changed()
+            .build();
+        if let Some(uris) = &requested.resource_subscriptions {
+            let pages = self.subscription_pages_now(context);
+            let uris = uris
+                .iter()
+                .filter(|uri| Self::subscription_accepted(pages.as_deref(), uri));
+            accepted.resource_subscriptions =
+                Some(uris.take(MAX_SUBSCRIPTIONS_PER_AGENT).cloned().collect());
+        }
+        Some(accepted)
+    }
+
+    /// The pages a listen stream would subscribe on, as they are now (without waiting): the
+    /// bound page, or the user's tabs; `None` when that cannot be known (no request).
+    fn subscription_pages_now(
+        &self,
+        context: Option<&RequestContext<RoleServer>>,
+    ) -> Option<Vec<Arc<PageSession>>> {
+        let context = context?;
+        self.bound(Some(context)).ok()?;
+        if let Some(pages) = self.user_pages(Some(context)) {
+            return Some(pages);
+        }
+        Some(self.page(Some(context)).into_iter().collect())
+    }
+
+    /// Whether a listen stream's subscription to `uri` is acknowledged: its page (`pages`' one
+    /// that lists it, else the first, as [`Self::served_target`] picks) does not refuse it by
+    /// what is known now (PageSession::refuses_subscription_now). `pages` `None`: not known yet
+    /// (the URI's own checks only).
+    fn subscription_accepted(pages: Option<&[Arc<PageSession>]>, uri: &str) -> bool {
+        let Some(pages) = pages else {
+            return served::check_uri(uri).is_ok();
+        };
+        let page = match pages.len() {
+            0 | 1 => pages.first(),
+            _ => (pages.iter().find(|page| page.lists_uri_now(uri))).or(pages.first()),
+        };
+        let Some(page) = page else {
+            return false; // no page: nothing would be subscribed
+        };
+        match page.refuses_subscription_now(uri) {
+            None => true,
+            Some(refused) => {
+                tracing::info!(session = %page.id(), %uri, error = %refused.message, "resource subscription refused before the acknowledgment");
+                false
+            }
         }
     }
 

@@ -109,6 +109,36 @@ fn entry_name(entry: &Value) -> &str {
         .unwrap_or_default()
 }
 
+/// Whether `uri` — as sent, or with every percent-encoding decoded (as the page reads it) — is
+/// one of `resources` or one of `templates`' URIs (or a template itself, for a completion).
+fn uri_listed(uri: &str, resources: &[Value], templates: &[Value]) -> bool {
+    let decoded = served::percent_decoded(uri);
+    let forms = [uri, &decoded];
+    let listed = resources.iter().any(|r| {
+        let listed = r.get("uri").and_then(Value::as_str);
+        listed.is_some_and(|listed| forms.contains(&listed))
+    });
+    listed
+        || templates.iter().any(|t| {
+            let template = t.get("uriTemplate").and_then(Value::as_str);
+            template.is_some_and(|t| {
+                forms
+                    .iter()
+                    .any(|uri| t == *uri || template_matches(t, uri))
+            })
+        })
+}
+
+/// The allow-list's refusal of `uri`.
+fn not_allowed(uri: &str) -> RpcError {
+    let mut error = served::invalid_params(format!(
+        "resource '{uri}' is not allowed on this bridge (its --allow list names the resources \
+         and templates agents may read)"
+    ));
+    error.data = Some(serde_json::json!({ "uri": uri }));
+    error
+}
+
 impl PageSession {
     /// The page's `initialize` result was read: what it offers.
     pub(crate) fn set_offered(&self, capabilities: &Value) {
@@ -174,13 +204,19 @@ impl PageSession {
                 _ => self.fetch_list(method).await?,
             },
         };
+        Ok(self.visible(method, &entries))
+    }
+
+    /// The entries of the list `method` an agent sees: the allow-list applied, and the entries
+    /// a `block` rule covers left out.
+    fn visible(&self, method: &str, entries: &[Value]) -> Vec<Value> {
         let who = self.who();
-        Ok(entries
+        entries
             .iter()
             .filter(|entry| is_allowed(&self.allow, entry_name(entry)))
             .filter(|entry| !policy_gate::hidden(&self.policy, who, method, entry))
             .cloned()
-            .collect())
+            .collect()
     }
 
     /// Asks the page for one of its lists (the bridge's own request, as `tools/list` is).
@@ -214,34 +250,74 @@ impl PageSession {
                 "prompt '{name}' is not allowed on this bridge (its --allow list)"
             ))),
             Subject::Resource(uri) => {
-                // The URI as sent, or with every percent-encoding decoded (as the page reads it).
-                let decoded = served::percent_decoded(uri);
-                let forms = [uri.as_str(), &decoded];
                 let resources = self.list(method::RESOURCES_LIST).await?;
-                let listed = resources.iter().any(|r| {
-                    let listed = r.get("uri").and_then(Value::as_str);
-                    listed.is_some_and(|listed| forms.contains(&listed))
-                });
                 let templates = self.list(method::RESOURCE_TEMPLATES_LIST).await?;
-                let templated = templates.iter().any(|t| {
-                    let template = t.get("uriTemplate").and_then(Value::as_str);
-                    template.is_some_and(|t| {
-                        forms
-                            .iter()
-                            .any(|uri| t == *uri || template_matches(t, uri))
-                    })
-                });
-                if listed || templated {
-                    return Ok(());
+                match uri_listed(uri, &resources, &templates) {
+                    true => Ok(()),
+                    false => Err(not_allowed(uri)),
                 }
-                let mut error = served::invalid_params(format!(
-                    "resource '{uri}' is not allowed on this bridge (its --allow list names \
-                     the resources and templates agents may read)"
-                ));
-                error.data = Some(serde_json::json!({ "uri": uri }));
-                Err(error)
             }
         }
+    }
+
+    /// Whether the lists this node read of the page (as an agent sees them) hold `uri`, or a
+    /// template it is one of.
+    pub(crate) fn lists_uri_now(&self, uri: &str) -> bool {
+        let read = |method| match self.listed(method) {
+            Some(entries) => self.visible(method, &entries),
+            None => Vec::new(),
+        };
+        let resources = read(method::RESOURCES_LIST);
+        let templates = read(method::RESOURCE_TEMPLATES_LIST);
+        uri_listed(uri, &resources, &templates)
+    }
+
+    /// What a `subscriptions/listen` stream (2026-07-28) knows before it acknowledges: the
+    /// refusal of a subscription to `uri` that can be decided now, without asking the page — the
+    /// URI's own checks, a page that offers no subscriptions, the operator's policy (a `block`
+    /// rule, audited as the subscription would be) and the allow-list, when this node has read
+    /// the page's lists. `None`: the page decides (its answer comes later).
+    pub(crate) fn refuses_subscription_now(&self, uri: &str) -> Option<RpcError> {
+        let request = match ServedRequest::subscribe(uri) {
+            Ok(request) => request,
+            Err(refused) => return Some(refused),
+        };
+        if self.offered().is_some_and(|offered| !offered.subscribe) {
+            return Some(RpcError::new(
+                code::METHOD_NOT_FOUND,
+                format!("the page (session '{}') offers no subscriptions", self.id),
+            ));
+        }
+        if !self.policy.is_empty() {
+            let (target, input) = policy_gate::served_facts(&request)?;
+            if self
+                .policy
+                .check_input_on(target, self.who(), &input)
+                .is_err()
+            {
+                let id = self.next_request_id();
+                let decided = policy_gate::serving(
+                    &self.policy,
+                    &request,
+                    self.who(),
+                    &id,
+                    true,
+                    now(),
+                    self.log_payloads,
+                );
+                return decided.err();
+            }
+        }
+        if !self.allow.is_empty() {
+            let resources = self.listed(method::RESOURCES_LIST)?;
+            let templates = self.listed(method::RESOURCE_TEMPLATES_LIST)?;
+            let resources = self.visible(method::RESOURCES_LIST, &resources);
+            let templates = self.visible(method::RESOURCE_TEMPLATES_LIST, &templates);
+            if !uri_listed(uri, &resources, &templates) {
+                return Some(not_allowed(uri));
+            }
+        }
+        None
     }
 
     /// Asks the page what `request` asks, as a tool call is made: within a timeout (the options',
