@@ -365,11 +365,17 @@ pub fn check_answer(method: &str, answer: Value) -> Result<Value, RpcError> {
             if !values.iter().all(Value::is_string) {
                 return Err(malformed("'completion.values' must be strings".into()));
             }
-            if values.len() > MAX_COMPLETION_VALUES {
-                let total = values.len();
+            let given = values.len();
+            if given > MAX_COMPLETION_VALUES {
                 values.truncate(MAX_COMPLETION_VALUES);
-                completion.entry("total").or_insert(total.into());
                 completion.insert("hasMore".into(), true.into());
+            }
+            // `total` is at least the number of values the page gave.
+            let total = completion.get("total").and_then(Value::as_u64);
+            if given > MAX_COMPLETION_VALUES || completion.contains_key("total") {
+                if total.is_none_or(|total| total < given as u64) {
+                    completion.insert("total".into(), given.into());
+                }
             }
         }
         _ => {}
@@ -461,6 +467,17 @@ mod tests {
             (completion["total"].clone(), completion["hasMore"].clone()),
             (json!(150), json!(true))
         );
+        // A page's `total` below the values it gave is raised to their number.
+        let values: Vec<String> = (0..150).map(|n| n.to_string()).collect();
+        let answer = json!({"completion": {"values": values, "total": 3}});
+        let checked = check_answer(method::COMPLETION_COMPLETE, answer).unwrap();
+        assert_eq!(checked["completion"]["total"], json!(150));
+        let answer = json!({"completion": {"values": ["a", "b"], "total": 1}});
+        let checked = check_answer(method::COMPLETION_COMPLETE, answer).unwrap();
+        assert_eq!(checked["completion"]["total"], json!(2));
+        let answer = json!({"completion": {"values": ["a", "b"], "total": 9}});
+        let checked = check_answer(method::COMPLETION_COMPLETE, answer).unwrap();
+        assert_eq!(checked["completion"]["total"], json!(9));
         let few = json!({"completion": {"values": ["a"], "hasMore": false}});
         assert_eq!(
             check_answer(method::COMPLETION_COMPLETE, few.clone()).unwrap(),
