@@ -232,58 +232,34 @@ pub fn percent_decoded(uri: &str) -> std::borrow::Cow<'_, str> {
 }
 
 /// Whether `uri` is one `template` (RFC 6570, as MCP's resource templates use it) expands to:
-/// `{var}` matches one or more characters without `/`, `?` or `#`; `{+var}` and `{#var}` any;
-/// other operators (`{/var}`, `{?var}`, …) match what they may expand to, loosely (anything from
-/// their leading character). Literal text must match exactly.
+/// `{var}` matches one or more characters without `/`, `?` or `#`; `{+var}` and `{#var}` one or
+/// more of any; other operators (`{/var}`, `{?var}`, …) match what they may expand to, loosely
+/// (any run without `#`, maybe empty). Literal text must match exactly.
+///
+/// Compiled to a regular expression (the `regex` crate: linear in the URI, whatever the
+/// template — a page's `x:{+a}{+b}{+c}{+d}!` cannot make it backtrack), as the page matches.
 pub fn template_matches(template: &str, uri: &str) -> bool {
-    let mut parts: Vec<(bool, &str)> = Vec::new(); // (is_expression, text)
+    let mut pattern = String::from("^");
     let mut rest = template;
     while let Some(open) = rest.find('{') {
         let Some(close) = rest[open..].find('}') else {
             break;
         };
-        parts.push((false, &rest[..open]));
-        parts.push((true, &rest[open + 1..open + close]));
+        pattern.push_str(&regex::escape(&rest[..open]));
+        let expression = &rest[open + 1..open + close];
+        pattern.push_str(match expression.chars().next() {
+            Some('+' | '#') => "(?s:.+?)",
+            Some('/' | '?' | '&' | '.' | ';') => "[^#]*?",
+            _ => "[^/?#]+?",
+        });
         rest = &rest[open + close + 1..];
     }
-    parts.push((false, rest));
-    matches_from(&parts, uri)
-}
-
-fn matches_from(parts: &[(bool, &str)], uri: &str) -> bool {
-    let Some(((expression, text), rest)) = parts.split_first() else {
-        return uri.is_empty();
-    };
-    if !expression {
-        return uri
-            .strip_prefix(text)
-            .is_some_and(|after| matches_from(rest, after));
-    }
-    let (operator, optional) = match text.chars().next() {
-        Some('+' | '#') => ('+', false),
-        Some(c @ ('/' | '?' | '&' | '.' | ';')) => (c, true),
-        _ => (' ', false),
-    };
-    let allowed = |c: char| match operator {
-        '+' => true,
-        ' ' => !matches!(c, '/' | '?' | '#'),
-        _ => !matches!(c, '#'),
-    };
-    // Every length the expression may take, the shortest first (an optional one may be empty).
-    let mut end = 0;
-    let mut ends = vec![];
-    if optional {
-        ends.push(0);
-    }
-    for (index, c) in uri.char_indices() {
-        if !allowed(c) {
-            break;
-        }
-        end = index + c.len_utf8();
-        ends.push(end);
-    }
-    let _ = end;
-    ends.into_iter().any(|end| matches_from(rest, &uri[end..]))
+    pattern.push_str(&regex::escape(rest));
+    pattern.push('$');
+    regex::RegexBuilder::new(&pattern)
+        .size_limit(1 << 20)
+        .build()
+        .is_ok_and(|compiled| compiled.is_match(uri))
 }
 
 /// The page's answer to `request`, checked before an agent gets it: the shape its method's result
@@ -451,6 +427,28 @@ mod tests {
         assert!(template_matches("app://items{?page}", "app://items?page=2"));
         assert!(!template_matches("app://notes/{id}", "other://notes/1"));
         assert!(template_matches("app://static", "app://static"));
+        assert!(template_matches("app://a.b/{id}", "app://a.b/1"));
+        assert!(!template_matches("app://a.b/{id}", "app://aXb/1"));
+    }
+
+    #[test]
+    fn a_hostile_template_does_not_backtrack() {
+        let uri = format!("x:{}", "a".repeat(MAX_URI_BYTES - 2));
+        let started = std::time::Instant::now();
+        for template in [
+            "x:{+a}{+b}{+c}{+d}!",
+            "x:{a}{b}{c}{d}{e}{f}!",
+            "x:{+a}a{+b}a{+c}a{+d}!",
+        ] {
+            assert!(!template_matches(template, &uri), "{template}");
+        }
+        assert!(template_matches("x:{+a}{+b}{+c}{+d}", &uri));
+        // Backtracking took minutes here (~n^4 steps); linear matching takes milliseconds.
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(5),
+            "{:?}",
+            started.elapsed()
+        );
     }
 
     #[test]
