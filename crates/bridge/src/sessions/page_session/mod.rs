@@ -122,6 +122,9 @@ struct State {
     served: served::Lists,
     /// The resources agents are subscribed to on this page, with how many subscriptions each.
     subscribed: HashMap<String, usize>,
+    /// The URIs whose first subscription the page is being asked about: later subscribers wait
+    /// for its answer (`Some` once it came; the sender dropped: the asking ended unanswered).
+    subscribing: HashMap<String, served::Subscribing>,
 }
 
 /// A caller waiting on a request: where its outcome and the page's progress go.
@@ -251,6 +254,7 @@ impl PageSession {
                 activity: TabActivity::default(),
                 served: served::Lists::default(),
                 subscribed: HashMap::new(),
+                subscribing: HashMap::new(),
             })),
             timer: Arc::new(Notify::new()),
             instance: random_hex(6),

@@ -129,6 +129,30 @@ fn uri_listed(uri: &str, resources: &[Value], templates: &[Value]) -> bool {
         })
 }
 
+/// The page's answer to a URI's first subscription, for the subscribers waiting on it.
+pub(super) type Subscribing = tokio::sync::watch::Sender<Option<Result<(), RpcError>>>;
+
+/// The first subscription to a URI being asked of the page: dropped unanswered (its request
+/// cancelled), the URI is no longer being asked about and its waiters ask again.
+struct Asking<'a> {
+    session: &'a PageSession,
+    uri: &'a str,
+    answered: Subscribing,
+}
+
+impl Drop for Asking<'_> {
+    fn drop(&mut self) {
+        if self.answered.borrow().is_none() {
+            let mut state = self.session.lock();
+            let ours =
+                (state.subscribing.get(self.uri)).is_some_and(|s| s.same_channel(&self.answered));
+            if ours {
+                state.subscribing.remove(self.uri);
+            }
+        }
+    }
+}
+
 /// The allow-list's refusal of `uri`.
 fn not_allowed(uri: &str) -> RpcError {
     let mut error = served::invalid_params(format!(
@@ -531,37 +555,60 @@ impl PageSession {
         self.release_subscription(uri);
     }
 
-    /// Counts one more subscription to `uri`; the first asks the page (`request`).
+    /// Counts one more subscription to `uri`; the first asks the page (`request`). One that comes
+    /// while the page is being asked about the first waits for its answer: counted when the page
+    /// accepted, refused with the page's error when it refused (so no agent stays subscribed to
+    /// a URI the page does not watch).
     async fn count_subscription(&self, uri: &str, request: ServedRequest) -> Result<(), RpcError> {
-        {
-            let mut state = self.lock();
-            let known = state.subscribed.len();
-            match state.subscribed.get_mut(uri) {
-                Some(count) => {
+        let asking = loop {
+            let mut waiting = {
+                let mut state = self.lock();
+                if let Some(count) = state.subscribed.get_mut(uri) {
                     *count += 1;
                     return Ok(());
                 }
-                None if known >= MAX_SUBSCRIPTIONS_PER_SESSION => {
-                    return Err(served::invalid_params(format!(
-                        "too many resources subscribed on this page session (limit \
-                         {MAX_SUBSCRIPTIONS_PER_SESSION})"
-                    )))
+                match state.subscribing.get(uri) {
+                    Some(asking) => asking.subscribe(),
+                    None => {
+                        let known = state.subscribed.len() + state.subscribing.len();
+                        if known >= MAX_SUBSCRIPTIONS_PER_SESSION {
+                            return Err(served::invalid_params(format!(
+                                "too many resources subscribed on this page session (limit \
+                                 {MAX_SUBSCRIPTIONS_PER_SESSION})"
+                            )));
+                        }
+                        let (asking, _) = tokio::sync::watch::channel(None);
+                        state.subscribing.insert(uri.to_owned(), asking.clone());
+                        break Asking {
+                            session: self,
+                            uri,
+                            answered: asking,
+                        };
+                    }
                 }
-                None => {
-                    state.subscribed.insert(uri.to_owned(), 1);
-                }
+            };
+            // The first subscriber's answer; its asking dropped unanswered: ask again.
+            let answer = waiting.wait_for(Option::is_some).await.map(|a| a.clone());
+            if let Ok(Some(Err(refused))) = answer {
+                return Err(refused);
             }
-        }
+        };
         let asked = self.serve(request, CallOptions::new()).await;
-        match asked {
+        let answer = match asked {
             Some(Ok(_)) => Ok(()),
-            outcome => {
-                self.release_subscription(uri);
-                Err(outcome
-                    .and_then(Result::err)
-                    .unwrap_or_else(|| RpcError::new(code::INTERNAL_ERROR, "cancelled")))
+            outcome => Err(outcome
+                .and_then(Result::err)
+                .unwrap_or_else(|| RpcError::new(code::INTERNAL_ERROR, "cancelled"))),
+        };
+        {
+            let mut state = self.lock();
+            state.subscribing.remove(uri);
+            if answer.is_ok() {
+                *state.subscribed.entry(uri.to_owned()).or_insert(0) += 1;
             }
         }
+        asking.answered.send_replace(Some(answer.clone()));
+        answer
     }
 
     /// One agent subscription to `uri` less: the last one tells the page (`resources/unsubscribe`,

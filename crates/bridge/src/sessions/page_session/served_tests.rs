@@ -333,6 +333,41 @@ async fn subscriptions_are_counted_per_page_and_reach_it_once() {
     assert!(session.lock().subscribed.is_empty());
 }
 
+/// A second subscriber that comes while the page is asked about the first waits for its answer:
+/// refused with the page's error when the page refuses (it is not left subscribed to a URI the
+/// page does not watch), counted when it accepts.
+#[tokio::test(start_paused = true)]
+async fn a_subscriber_during_the_first_ones_asking_waits_for_the_pages_answer() {
+    let session = session();
+    offering(&session);
+    let mut page = FakePage::connect(&session);
+    let subscribe = |uri: &'static str| {
+        let session = session.clone();
+        tokio::spawn(async move { session.subscribe_resource(uri).await })
+    };
+    let first = subscribe("app://gone");
+    let (id, _) = page.request(method::RESOURCES_SUBSCRIBE).await;
+    let second = subscribe("app://gone");
+    // The second is waiting (not answered Ok at once).
+    tokio::task::yield_now().await;
+    assert!(!second.is_finished(), "the second did not wait");
+    session.resolve(&id, Err(RpcError::new(-32002, "Resource not found")));
+    assert_eq!(first.await.unwrap().unwrap_err().code, -32002);
+    assert_eq!(second.await.unwrap().unwrap_err().code, -32002);
+    assert!(session.lock().subscribed.is_empty());
+    assert!(page.has_nothing_queued(), "the page was asked once");
+
+    let first = subscribe("app://a");
+    let (id, _) = page.request(method::RESOURCES_SUBSCRIBE).await;
+    let second = subscribe("app://a");
+    tokio::task::yield_now().await;
+    page.answer(&id, json!({}));
+    first.await.unwrap().unwrap();
+    second.await.unwrap().unwrap();
+    assert_eq!(session.lock().subscribed.get("app://a"), Some(&2));
+    assert!(page.has_nothing_queued(), "the page was asked once");
+}
+
 /// An answer over the frame limit ends its request at once with an error naming the limit (not a
 /// timeout), a tool call's as its error result; the session answers on.
 #[tokio::test(start_paused = true)]
