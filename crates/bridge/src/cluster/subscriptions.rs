@@ -173,7 +173,7 @@ impl Cluster {
 
     /// The page's connection `generation` here ended: what other nodes subscribed on it is no
     /// longer counted (they subscribe again on their next link).
-    pub(super) fn forget_subscribers(&self, session: &PageSession, generation: u64) {
+    pub(super) fn forget_subscribers(&self, session: &Arc<PageSession>, generation: u64) {
         let forgotten = {
             let mut subscribers = self.subscribers.lock();
             match subscribers.get(session.id()) {

@@ -5,8 +5,10 @@
 /// subscribed to at once; one more is refused with an error naming this bound.
 pub const MAX_SUBSCRIPTIONS_PER_AGENT: usize = 64;
 
-/// Resources one page session is subscribed to at once for all its agents; one more is refused.
-pub const MAX_SUBSCRIPTIONS_PER_SESSION: usize = 1_024;
+/// Resources one page session is subscribed to at once for all its agents (and, in a cluster,
+/// all nodes); one more is refused. The page's own bound (the SDK's page server watches at most
+/// 256 resources at once; its error reaches the agent as it is).
+pub const MAX_SUBSCRIPTIONS_PER_SESSION: usize = 256;
 
 /// The most values a completion answers (MCP's own bound): more from the page are cut, and
 /// `hasMore` says so.

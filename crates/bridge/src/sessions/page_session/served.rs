@@ -549,10 +549,21 @@ impl PageSession {
         self.count_subscription(uri, request).await
     }
 
-    /// A subscription counted for another node whose page connection here ended: no longer
-    /// counted (the page is not told; that node subscribes again wherever the page is).
-    pub(crate) fn forget_subscription(&self, uri: &str) {
-        self.release_subscription(uri);
+    /// A subscription counted for another node that no longer holds it (the page's connection
+    /// here ended or was replaced): no longer counted; when it was the URI's last, the page is
+    /// told `resources/unsubscribe` (not awaited). That node subscribes again wherever the page is.
+    pub(crate) fn forget_subscription(self: &Arc<Self>, uri: &str) {
+        if !self.release_subscription(uri) {
+            return;
+        }
+        // The last one: the page stops watching the URI (a long-lived tab's watched set, bounded
+        // by the page, does not fill with URIs nobody is subscribed to).
+        let (session, uri) = (self.clone(), uri.to_owned());
+        tokio::spawn(async move {
+            if let Ok(request) = ServedRequest::unsubscribe(&uri) {
+                let _ = session.serve(request, CallOptions::new()).await;
+            }
+        });
     }
 
     /// Counts one more subscription to `uri`; the first asks the page (`request`). One that comes

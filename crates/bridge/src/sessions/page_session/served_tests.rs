@@ -368,6 +368,54 @@ async fn a_subscriber_during_the_first_ones_asking_waits_for_the_pages_answer() 
     assert!(page.has_nothing_queued(), "the page was asked once");
 }
 
+/// A forgotten subscription (another node's, in a cluster) that was a URI's last tells the page
+/// `resources/unsubscribe`, so a long-lived tab's watched set does not fill up.
+#[tokio::test(start_paused = true)]
+async fn forgetting_a_uris_last_subscription_tells_the_page() {
+    let session = session();
+    offering(&session);
+    let mut page = FakePage::connect(&session);
+    let relayed = {
+        let session = session.clone();
+        tokio::spawn(async move { session.subscribe_relayed("app://a").await })
+    };
+    let (id, _) = page.request(method::RESOURCES_SUBSCRIBE).await;
+    page.answer(&id, json!({}));
+    relayed.await.unwrap().unwrap();
+    session.subscribe_relayed("app://a").await.unwrap();
+    session.forget_subscription("app://a");
+    assert!(page.has_nothing_queued(), "another subscription is counted");
+    session.forget_subscription("app://a");
+    let (_, params) = page.request(method::RESOURCES_UNSUBSCRIBE).await;
+    assert_eq!(params["uri"], "app://a");
+}
+
+/// A page session counts at most as many subscriptions as the page watches (256): one more is
+/// refused naming the bound, before the page is asked.
+#[tokio::test(start_paused = true)]
+async fn a_page_session_subscribes_at_most_the_pages_bound() {
+    use crate::limits::MAX_SUBSCRIPTIONS_PER_SESSION;
+    assert_eq!(MAX_SUBSCRIPTIONS_PER_SESSION, 256);
+    let session = session();
+    offering(&session);
+    let mut page = FakePage::connect(&session);
+    for n in 0..MAX_SUBSCRIPTIONS_PER_SESSION {
+        let subscribed = {
+            let session = session.clone();
+            tokio::spawn(async move { session.subscribe_resource(&format!("app://r/{n}")).await })
+        };
+        let (id, _) = page.request(method::RESOURCES_SUBSCRIBE).await;
+        page.answer(&id, json!({}));
+        subscribed.await.unwrap().unwrap();
+    }
+    let refused = session
+        .subscribe_resource("app://r/last")
+        .await
+        .unwrap_err();
+    assert!(refused.message.contains("limit 256"), "{}", refused.message);
+    assert!(page.has_nothing_queued());
+}
+
 /// An answer over the frame limit ends its request at once with an error naming the limit (not a
 /// timeout), a tool call's as its error result; the session answers on.
 #[tokio::test(start_paused = true)]
