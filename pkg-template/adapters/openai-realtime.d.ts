@@ -18,10 +18,11 @@ export type RealtimeClientEventSent =
 export function realtimeTools(tools: PageTools): RealtimeFunctionTool[];
 
 /**
- * Handles the session's server events (call it with every one): runs each
- * `response.function_call_arguments.done` of a page tool once, then sends its
- * `function_call_output` (a failed call's output is `{"error": "…"}`) and `response.create`; sends
- * `session.update` when the page's tools change, until `stop()`.
+ * Handles the session's server events (call it with every one: `rt.on("event", handler)`): runs
+ * each `response.function_call_arguments.done` of a page tool once and sends its
+ * `function_call_output` (a failed call's output is `{"error": "…"}`); the calls of one response
+ * get one `response.create`, once all their outputs are sent and after its `response.done`, never
+ * while a response is active; sends `session.update` when the page's tools change, until `stop()`.
  */
 export function realtimeHandler(
   tools: PageTools,

@@ -13,17 +13,55 @@ export function realtimeTools(tools) {
 }
 
 /**
- * A handler for the session's server events: each `response.function_call_arguments.done` for a
- * page tool runs once, then `send` gets `conversation.item.create` (a `function_call_output`; a
- * failed call's output is `{"error": "…"}`) and `response.create`. When the page's tools change,
- * `send` gets a `session.update` with the new list. `handler.stop()` ends that.
+ * A handler for the session's server events (give it every event: `rt.on("event", handler)`):
+ * each `response.function_call_arguments.done` for a page tool runs once, and `send` gets its
+ * `conversation.item.create` (a `function_call_output`; a failed call's output is
+ * `{"error": "…"}`). Turn-taking: the calls of one response get one `response.create`, sent once
+ * all their outputs are sent and the response is done (`response.done`), and never while a
+ * response is active (`response.created` until its `response.done`): the Realtime API refuses a
+ * second one (`conversation_already_has_active_response`). When the page's tools change, `send`
+ * gets a `session.update` with the new list. `handler.stop()` ends that.
  */
 export function realtimeHandler(tools, send) {
   const seen = new Set();
+  // By response id: how many of its calls still run, and whether it is done.
+  const responses = new Map();
+  const active = new Set();
+  let owed = false;
+  const response = (id) => {
+    if (!responses.has(id)) responses.set(id, { running: 0, done: false });
+    return responses.get(id);
+  };
+  const answerWhenFree = () => {
+    if (owed && active.size === 0) {
+      owed = false;
+      send({ type: "response.create" });
+    }
+  };
+  const settle = (id) => {
+    const state = responses.get(id);
+    if (!state || state.running > 0 || !state.done) return;
+    responses.delete(id);
+    owed = true;
+    answerWhenFree();
+  };
   const handler = async (event) => {
+    const id = event?.response?.id ?? event?.response_id ?? "";
+    if (event?.type === "response.created") return void active.add(id);
+    if (event?.type === "response.done") {
+      active.delete(id);
+      if (responses.has(id)) {
+        response(id).done = true;
+        settle(id);
+      }
+      return answerWhenFree();
+    }
     if (event?.type !== "response.function_call_arguments.done") return;
     if (seen.has(event.call_id) || !isListed(tools, event.name)) return;
     seen.add(event.call_id);
+    // A call whose response was never announced (`response.created`) counts as one done already.
+    response(id).running += 1;
+    if (!active.has(id)) response(id).done = true;
     let result;
     try {
       // `invoke` turns every failure into an error result: only the parse can throw here.
@@ -40,7 +78,8 @@ export function realtimeHandler(tools, send) {
         output: result.isError ? JSON.stringify({ error: text }) : text,
       },
     });
-    send({ type: "response.create" });
+    response(id).running -= 1;
+    settle(id);
   };
   handler.stop = tools.on("toolschanged", () =>
     send({ type: "session.update", session: { type: "realtime", tools: realtimeTools(tools) } }),

@@ -77,10 +77,21 @@ export const realtime = {
     event_id: "event_0",
     session: { type: "realtime", object: "realtime.session", id: "sess_local", model: "gpt-realtime", tools: [] },
   },
-  argumentsDone: ([call_id, name, args], n) => ({
+  // `ResponseCreatedEvent` / `ResponseDoneEvent`: one response carries its function calls.
+  responseCreated: (response_id, n) => ({
+    type: "response.created",
+    event_id: `event_created_${n}`,
+    response: { id: response_id, object: "realtime.response", status: "in_progress", output: [] },
+  }),
+  responseDone: (response_id, n) => ({
+    type: "response.done",
+    event_id: `event_done_${n}`,
+    response: { id: response_id, object: "realtime.response", status: "completed", output: [] },
+  }),
+  argumentsDone: ([call_id, name, args], n, response_id = `resp_${n}`) => ({
     type: "response.function_call_arguments.done",
     event_id: `event_${n}`,
-    response_id: `resp_${n}`,
+    response_id,
     item_id: `item_${n}`,
     output_index: 0,
     call_id,

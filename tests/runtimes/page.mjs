@@ -112,12 +112,13 @@ async function openAiRealtime() {
   const failures = [];
   rt.on("error", (error) => failures.push(String(error?.message ?? error)));
   const handler = realtimeHandler(tools, (event) => rt.send(event));
-  rt.on("response.function_call_arguments.done", handler);
+  rt.on("event", handler);
   await new Promise((resolve) => rt.socket.addEventListener("open", resolve, { once: true }));
   rt.send({ type: "session.update", session: { type: "realtime", tools: realtimeTools(tools) } });
-  const received = await until("four function_call_output", async () => {
+  const received = await until("four function_call_output and two response.create", async () => {
     const got = await recorded("realtime");
-    return got.filter((m) => m.type === "conversation.item.create").length >= 4 && got;
+    const count = (type) => got.filter((m) => m.type === type).length;
+    return count("conversation.item.create") >= 4 && count("response.create") >= 2 && got;
   });
   handler.stop();
   rt.close();

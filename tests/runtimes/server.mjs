@@ -159,24 +159,45 @@ function elevenLabsSocket(socket) {
   });
 }
 
-/** OpenAI Realtime: `session.created`; the three calls once a `session.update` lists the page's
- * tools, the late one once an update lists it. */
+/** OpenAI Realtime: `session.created`; once a `session.update` lists the page's tools, one
+ * response (`resp_1`) with the three calls, whose `response.done` comes only after their three
+ * outputs (so a `response.create` sent before it would be recorded before the `(server)` marker);
+ * then, as the model would once asked to go on (`response.create`) and told of `late_tool` (a
+ * `session.update` listing it), a response of its own (`resp_9`) with the late call. */
 function realtimeSocket(socket) {
   let callsSent = false;
+  let lateListed = false;
+  let createSeen = false;
   let lateSent = false;
+  let firstDone = false;
+  const emit = (event) => {
+    if (event.type === "response.done") record.realtime.push({ type: "(server) response.done", response: event.response.id });
+    socket.send(JSON.stringify(event));
+  };
   socket.send(JSON.stringify(realtime.sessionCreated));
   socket.on("message", (data) => {
     const message = JSON.parse(String(data));
     record.realtime.push(message);
-    if (message.type !== "session.update") return;
-    const names = (message.session?.tools ?? []).map((t) => t.name);
-    if (!callsSent && has(names, "add_numbers")) {
-      callsSent = true;
-      CALLS.forEach((call, n) => socket.send(JSON.stringify(realtime.argumentsDone(call, n + 1))));
+    const outputs = record.realtime.filter((m) => m.type === "conversation.item.create").map((m) => m.item.call_id);
+    if (callsSent && !firstDone && CALLS.every(([id]) => outputs.includes(id))) {
+      firstDone = true;
+      emit(realtime.responseDone("resp_1", 1));
     }
-    if (!lateSent && has(names, LATE_CALL[1])) {
+    if (message.type === "session.update") {
+      const names = (message.session?.tools ?? []).map((t) => t.name);
+      lateListed ||= has(names, LATE_CALL[1]);
+      if (!callsSent && has(names, "add_numbers")) {
+        callsSent = true;
+        emit(realtime.responseCreated("resp_1", 1));
+        CALLS.forEach((call, n) => emit(realtime.argumentsDone(call, n + 1, "resp_1")));
+      }
+    }
+    createSeen ||= message.type === "response.create";
+    if (createSeen && lateListed && !lateSent) {
       lateSent = true;
-      socket.send(JSON.stringify(realtime.argumentsDone(LATE_CALL, 9)));
+      emit(realtime.responseCreated("resp_9", 9));
+      emit(realtime.argumentsDone(LATE_CALL, 9, "resp_9"));
+      emit(realtime.responseDone("resp_9", 9));
     }
   });
 }

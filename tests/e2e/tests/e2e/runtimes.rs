@@ -183,7 +183,19 @@ async fn openai_realtime(driven: &Driven) {
     let outcome = scenario(driven, "openAiRealtime").await;
     let received = outcome["received"].as_array().unwrap();
     let of_type = |t: &'static str| received.iter().filter(move |m| m["type"] == t);
-    assert_eq!(of_type("response.create").count(), 4, "{received:#?}");
+    // Turn-taking: one `response.create` per response, after its calls' outputs and its
+    // `response.done` — the three calls of `resp_1` get one, the late call's `resp_9` one.
+    assert_eq!(of_type("response.create").count(), 2, "{received:#?}");
+    let position = |found: &dyn Fn(&Value) -> bool| received.iter().position(|m| found(m));
+    let first_create = position(&|m| m["type"] == "response.create").unwrap();
+    let first_done = position(&|m| m["type"] == "(server) response.done" && m["response"] == "resp_1")
+        .expect("the server ended resp_1");
+    assert!(first_done < first_create, "response.create before response.done: {received:#?}");
+    for id in ["call_add", "call_bad", "call_wipe"] {
+        let output = position(&|m| m["type"] == "conversation.item.create" && m["item"]["call_id"] == id)
+            .unwrap_or_else(|| panic!("no output for {id}"));
+        assert!(output < first_create, "{id}'s output after response.create: {received:#?}");
+    }
     let output = |id: &str| -> String {
         of_type("conversation.item.create")
             .find(|m| m["item"]["call_id"] == id)
