@@ -545,7 +545,8 @@ pub(crate) fn hidden(policy: &Policy, who: Who<'_>, list: &str, entry: &Value) -
         served::PROMPTS_LIST => (
             Target {
                 kind: Kind::Prompt,
-                name: field("name"),
+                // By the name the page defined it by (`clienttools/originalName`), else `name`.
+                name: crate::sessions::page_session::entry_name(entry),
             },
             Value::Object(Map::new()),
         ),

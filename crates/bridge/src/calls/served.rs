@@ -155,6 +155,15 @@ impl ServedRequest {
         })
     }
 
+    /// The same request about the prompt `name` (what the policy decides on: a prompt by the
+    /// name the page defined it by).
+    pub(crate) fn about_prompt(&self, name: String) -> Self {
+        Self {
+            subject: Subject::Prompt(name),
+            ..self.clone()
+        }
+    }
+
     pub fn method(&self) -> &'static str {
         self.method
     }

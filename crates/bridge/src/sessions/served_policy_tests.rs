@@ -415,3 +415,61 @@ async fn the_allow_list_matches_the_percent_decoded_uri_too() {
     let refused = session.refuses_subscription_now("app://private/a").unwrap();
     assert!(refused.message.contains("--allow"), "{}", refused.message);
 }
+
+/// The page lists a prompt under a normalized `name` with its original in `_meta`: the allow-list
+/// and the policy's `prompts` patterns match the original, as for tools.
+#[tokio::test]
+async fn prompts_are_allowed_and_policed_by_their_original_name() {
+    let listed = vec![
+        json!({"name": "greet_me", "_meta": {"clienttools/originalName": "Greet Me"}}),
+        json!({"name": "admin_reset", "_meta": {"clienttools/originalName": "Admin Reset"}}),
+        json!({"name": "plain"}),
+    ];
+    let allowed = |allow: &[&str]| {
+        let session = Arc::new(PageSession::new(
+            "s1".into(),
+            allow.iter().map(|a| a.to_string()).collect(),
+            crate::limits::Limits::default(),
+            false,
+        ));
+        session.set_offered(&json!({"prompts": {}}));
+        session.set_listed(method::PROMPTS_LIST, listed.clone());
+        session
+    };
+    let session = allowed(&["Greet Me", "plain"]);
+    let names: Vec<Value> = (session.list(method::PROMPTS_LIST).await.unwrap())
+        .iter()
+        .map(|p| p["name"].clone())
+        .collect();
+    assert_eq!(names, [json!("greet_me"), json!("plain")]);
+    let get = ServedRequest::get_prompt("greet_me", None);
+    session.may_serve(get.subject()).await.unwrap();
+    let get = ServedRequest::get_prompt("admin_reset", None);
+    assert!(session.may_serve(get.subject()).await.is_err());
+    // The normalized name is not the one the allow-list names.
+    let session = allowed(&["greet_me"]);
+    assert!(session.list(method::PROMPTS_LIST).await.unwrap().is_empty());
+
+    let rules = "[[rule]]\nid = \"no-admin\"\nprompts = [\"Admin *\"]\naction = \"block\"\n";
+    let plain = Arc::try_unwrap(session_with_prompts(listed.clone()))
+        .ok()
+        .unwrap();
+    let session = Arc::new(plain.with_policy(Arc::new(Policy::parse(rules).unwrap())));
+    let names: Vec<Value> = (session.list(method::PROMPTS_LIST).await.unwrap())
+        .iter()
+        .map(|p| p["name"].clone())
+        .collect();
+    assert_eq!(names, [json!("greet_me"), json!("plain")]);
+    let get = ServedRequest::get_prompt("admin_reset", None);
+    let Some(Err(error)) = session.serve(get, CallOptions::new()).await else {
+        panic!("refused")
+    };
+    assert_eq!(named_rule(&error), "no-admin");
+}
+
+fn session_with_prompts(listed: Vec<Value>) -> Arc<PageSession> {
+    let session = session();
+    session.set_offered(&json!({"prompts": {}}));
+    session.set_listed(method::PROMPTS_LIST, listed);
+    session
+}

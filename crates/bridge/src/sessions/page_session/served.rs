@@ -101,11 +101,15 @@ pub(crate) const LIST_METHODS: [&str; 3] = [
     method::PROMPTS_LIST,
 ];
 
-/// The name an entry of a list is allowed by.
-fn entry_name(entry: &Value) -> &str {
-    entry
-        .get("name")
-        .and_then(Value::as_str)
+/// The name an entry of a list is allowed by: a prompt's original name (the page lists it with
+/// `_meta["clienttools/originalName"]`, its `name` normalized as a tool's is), else its `name`.
+pub(crate) fn entry_name(entry: &Value) -> &str {
+    let original = entry
+        .get("_meta")
+        .and_then(|m| m.get(meta::ORIGINAL_NAME))
+        .and_then(Value::as_str);
+    original
+        .or_else(|| entry.get("name").and_then(Value::as_str))
         .unwrap_or_default()
 }
 
@@ -269,7 +273,9 @@ impl PageSession {
         }
         match subject {
             Subject::List => Ok(()),
-            Subject::Prompt(name) if is_allowed(&self.allow, name) => Ok(()),
+            Subject::Prompt(name) if is_allowed(&self.allow, &self.prompt_original(name).await) => {
+                Ok(())
+            }
             Subject::Prompt(name) => Err(served::invalid_params(format!(
                 "prompt '{name}' is not allowed on this bridge (its --allow list)"
             ))),
@@ -294,6 +300,26 @@ impl PageSession {
         let resources = read(method::RESOURCES_LIST);
         let templates = read(method::RESOURCE_TEMPLATES_LIST);
         uri_listed(uri, &resources, &templates)
+    }
+
+    /// The name the page defined the prompt listed as `name` by (its entry's
+    /// `_meta["clienttools/originalName"]`), else `name`: the allow-list and the policy's
+    /// `prompts` patterns match it, as they match a tool's original name.
+    pub(crate) async fn prompt_original(&self, name: &str) -> String {
+        let entries = match self.listed(method::PROMPTS_LIST) {
+            Some(entries) => entries,
+            None => match self.offered() {
+                Some(offered) if !offered.prompts => return name.to_owned(),
+                _ => match self.fetch_list(method::PROMPTS_LIST).await {
+                    Ok(entries) => entries,
+                    Err(_) => return name.to_owned(),
+                },
+            },
+        };
+        let listed = entries
+            .iter()
+            .find(|entry| entry.get("name").and_then(Value::as_str) == Some(name));
+        listed.map_or(name, entry_name).to_owned()
     }
 
     /// What a `subscriptions/listen` stream (2026-07-28) knows before it acknowledges: the
@@ -379,9 +405,17 @@ impl PageSession {
             _ => {
                 let linked = matches!(self.via(), Some(Via::Node(_)));
                 let who = self.who();
+                // A prompt by the name the page defined it by.
+                let policed_as = match request.subject() {
+                    Subject::Prompt(name) if !self.policy.is_empty() => {
+                        let original = self.prompt_original(name).await;
+                        (original != *name).then(|| request.about_prompt(original))
+                    }
+                    _ => None,
+                };
                 policy_gate::serving(
                     &self.policy,
-                    &request,
+                    policed_as.as_ref().unwrap_or(&request),
                     who,
                     &id,
                     linked,
