@@ -546,7 +546,7 @@ pub(crate) fn hidden(policy: &Policy, who: Who<'_>, list: &str, entry: &Value) -
             Target {
                 kind: Kind::Prompt,
                 // By the name the page defined it by (`clienttools/originalName`), else `name`.
-                name: crate::sessions::page_session::entry_name(entry),
+                name: crate::calls::served::entry_name(entry),
             },
             Value::Object(Map::new()),
         ),

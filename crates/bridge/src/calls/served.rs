@@ -357,15 +357,26 @@ pub fn check_answer(method: &str, answer: Value) -> Result<Value, RpcError> {
             }
             // `total` is at least the number of values the page gave.
             let total = completion.get("total").and_then(Value::as_u64);
-            if given > MAX_COMPLETION_VALUES || completion.contains_key("total") {
-                if total.is_none_or(|total| total < given as u64) {
-                    completion.insert("total".into(), given.into());
-                }
+            let kept_total = given > MAX_COMPLETION_VALUES || completion.contains_key("total");
+            if kept_total && total.is_none_or(|total| total < given as u64) {
+                completion.insert("total".into(), given.into());
             }
         }
         _ => {}
     }
     Ok(Value::Object(answer))
+}
+
+/// The name an entry of a list is allowed by: a prompt's original name (the page lists it with
+/// `_meta["clienttools/originalName"]`, its `name` normalized as a tool's is), else its `name`.
+pub fn entry_name(entry: &Value) -> &str {
+    let original = entry
+        .get("_meta")
+        .and_then(|m| m.get(client_tools_core::protocol::meta::ORIGINAL_NAME))
+        .and_then(Value::as_str);
+    original
+        .or_else(|| entry.get("name").and_then(Value::as_str))
+        .unwrap_or_default()
 }
 
 /// The field of a list's answer that holds its entries.

@@ -43,7 +43,7 @@ mod served_tests;
 mod tests;
 
 pub(crate) use rounds::missing_capability_error;
-pub(crate) use served::{entry_name, LIST_METHODS};
+pub(crate) use served::LIST_METHODS;
 pub use served::{Offered, ServedOutcome};
 
 /// Close code sent to a connection replaced by its page's newer one (RFC 6455 private range).

@@ -22,7 +22,7 @@ use crate::calls::policy::Who;
 use crate::calls::policy_gate;
 use crate::calls::request_engine::{Purpose, RequestFailure};
 use crate::calls::served::{
-    self, check_answer, list_field, method, template_matches, ServedRequest, Subject,
+    self, check_answer, entry_name, list_field, method, template_matches, ServedRequest, Subject,
 };
 use crate::limits::{
     whole_ms, ANSWER_SLACK, MAX_SUBSCRIPTIONS_PER_SESSION, PAGE_HANDSHAKE_TIMEOUT,
@@ -100,18 +100,6 @@ pub(crate) const LIST_METHODS: [&str; 3] = [
     method::RESOURCE_TEMPLATES_LIST,
     method::PROMPTS_LIST,
 ];
-
-/// The name an entry of a list is allowed by: a prompt's original name (the page lists it with
-/// `_meta["clienttools/originalName"]`, its `name` normalized as a tool's is), else its `name`.
-pub(crate) fn entry_name(entry: &Value) -> &str {
-    let original = entry
-        .get("_meta")
-        .and_then(|m| m.get(meta::ORIGINAL_NAME))
-        .and_then(Value::as_str);
-    original
-        .or_else(|| entry.get("name").and_then(Value::as_str))
-        .unwrap_or_default()
-}
 
 /// Whether `uri` — as sent, or with every percent-encoding decoded (as the page reads it) — is
 /// one of `resources` or one of `templates`' URIs (or a template itself, for a completion).
@@ -304,17 +292,12 @@ impl PageSession {
 
     /// The name the page defined the prompt listed as `name` by (its entry's
     /// `_meta["clienttools/originalName"]`), else `name`: the allow-list and the policy's
-    /// `prompts` patterns match it, as they match a tool's original name.
+    /// `prompts` patterns match it, as they match a tool's original name. Read from the list as
+    /// this node keeps it (the page's, or mirrored from the node holding it); none kept (not read
+    /// yet): `name`.
     pub(crate) async fn prompt_original(&self, name: &str) -> String {
-        let entries = match self.listed(method::PROMPTS_LIST) {
-            Some(entries) => entries,
-            None => match self.offered() {
-                Some(offered) if !offered.prompts => return name.to_owned(),
-                _ => match self.fetch_list(method::PROMPTS_LIST).await {
-                    Ok(entries) => entries,
-                    Err(_) => return name.to_owned(),
-                },
-            },
+        let Some(entries) = self.listed(method::PROMPTS_LIST) else {
+            return name.to_owned();
         };
         let listed = entries
             .iter()
