@@ -453,8 +453,9 @@ mod tests {
 
     #[test]
     fn a_hostile_template_does_not_backtrack() {
+        // Backtracking took minutes here (~n^4 steps): the test would not end. No timed assertion
+        // (these machines are noisy): the regex crate's matching is linear by construction.
         let uri = format!("x:{}", "a".repeat(MAX_URI_BYTES - 2));
-        let started = std::time::Instant::now();
         for template in [
             "x:{+a}{+b}{+c}{+d}!",
             "x:{a}{b}{c}{d}{e}{f}!",
@@ -463,12 +464,6 @@ mod tests {
             assert!(!template_matches(template, &uri), "{template}");
         }
         assert!(template_matches("x:{+a}{+b}{+c}{+d}", &uri));
-        // Backtracking took minutes here (~n^4 steps); linear matching takes milliseconds.
-        assert!(
-            started.elapsed() < std::time::Duration::from_secs(5),
-            "{:?}",
-            started.elapsed()
-        );
     }
 
     #[test]
