@@ -188,13 +188,21 @@ async fn openai_realtime(driven: &Driven) {
     assert_eq!(of_type("response.create").count(), 2, "{received:#?}");
     let position = |found: &dyn Fn(&Value) -> bool| received.iter().position(|m| found(m));
     let first_create = position(&|m| m["type"] == "response.create").unwrap();
-    let first_done = position(&|m| m["type"] == "(server) response.done" && m["response"] == "resp_1")
-        .expect("the server ended resp_1");
-    assert!(first_done < first_create, "response.create before response.done: {received:#?}");
+    let first_done =
+        position(&|m| m["type"] == "(server) response.done" && m["response"] == "resp_1")
+            .expect("the server ended resp_1");
+    assert!(
+        first_done < first_create,
+        "response.create before response.done: {received:#?}"
+    );
     for id in ["call_add", "call_bad", "call_wipe"] {
-        let output = position(&|m| m["type"] == "conversation.item.create" && m["item"]["call_id"] == id)
-            .unwrap_or_else(|| panic!("no output for {id}"));
-        assert!(output < first_create, "{id}'s output after response.create: {received:#?}");
+        let output =
+            position(&|m| m["type"] == "conversation.item.create" && m["item"]["call_id"] == id)
+                .unwrap_or_else(|| panic!("no output for {id}"));
+        assert!(
+            output < first_create,
+            "{id}'s output after response.create: {received:#?}"
+        );
     }
     let output = |id: &str| -> String {
         of_type("conversation.item.create")
