@@ -9,11 +9,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use client_tools_bridge::{Bridge, BridgeConfig, Policy};
-use client_tools_core::connect::{self, ConnectParams};
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{json, Value};
 use tokio::net::TcpListener;
 use tokio_tungstenite::tungstenite::Message;
+
+mod page_socket;
 
 const POLICY: &str = r#"
 [[rule]]
@@ -24,20 +25,7 @@ action = "block"
 
 /// A page offering two resources, one prompt asking for context, and completions.
 async fn page(address: std::net::SocketAddr) -> String {
-    let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{address}/ws"))
-        .await
-        .unwrap();
-    let hello = connect::encode_connect(&ConnectParams {
-        token: None,
-        resume_secret: None,
-    });
-    ws.send(Message::Text(hello.into())).await.unwrap();
-    let welcome = loop {
-        if let Some(Ok(Message::Text(text))) = ws.next().await {
-            break serde_json::from_str::<Value>(text.as_str()).unwrap();
-        }
-    };
-    let id = welcome["result"]["sessionId"].as_str().unwrap().to_owned();
+    let (mut ws, id) = page_socket::connect_page(address).await;
     tokio::spawn(async move {
         let mut asking: Option<Value> = None;
         while let Some(Ok(message)) = ws.next().await {

@@ -13,12 +13,13 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use client_tools_bridge::{Bridge, BridgeConfig, ClusterOptions};
-use client_tools_core::connect::{self, ConnectParams};
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{json, Value};
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, watch};
 use tokio_tungstenite::tungstenite::Message;
+
+mod page_socket;
 
 /// How long any one awaited event may take before the test fails.
 const WAIT: Duration = Duration::from_secs(20);
@@ -114,20 +115,7 @@ struct Page {
 /// A page on `address` that offers a prompt asking the agent for context (`ask`), a resource,
 /// and subscriptions; it adds prompts and resources, and updates resources, when told.
 async fn page(address: SocketAddr) -> Page {
-    let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{address}/ws"))
-        .await
-        .unwrap();
-    let hello = connect::encode_connect(&ConnectParams {
-        token: None,
-        resume_secret: None,
-    });
-    ws.send(Message::Text(hello.into())).await.unwrap();
-    let welcome = loop {
-        if let Some(Ok(Message::Text(text))) = ws.next().await {
-            break serde_json::from_str::<Value>(text.as_str()).unwrap();
-        }
-    };
-    let session = welcome["result"]["sessionId"].as_str().unwrap().to_owned();
+    let (mut ws, session) = page_socket::connect_page(address).await;
     let (tell, mut told) = mpsc::channel::<Do>(8);
     let (subscribed_tx, subscribed) = watch::channel(Vec::<String>::new());
     tokio::spawn(async move {

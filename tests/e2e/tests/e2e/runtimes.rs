@@ -186,7 +186,7 @@ async fn openai_realtime(driven: &Driven) {
     // Turn-taking: one `response.create` per response, after its calls' outputs and its
     // `response.done` — the three calls of `resp_1` get one, the late call's `resp_9` one.
     assert_eq!(of_type("response.create").count(), 2, "{received:#?}");
-    let position = |found: &dyn Fn(&Value) -> bool| received.iter().position(|m| found(m));
+    let position = |found: &dyn Fn(&Value) -> bool| received.iter().position(found);
     let first_create = position(&|m| m["type"] == "response.create").unwrap();
     let first_done =
         position(&|m| m["type"] == "(server) response.done" && m["response"] == "resp_1")
