@@ -139,7 +139,7 @@ mod tests {
     #[test]
     fn the_typescript_unions_are_well_formed() {
         assert!(ERROR_CODE_TS.starts_with("export type ErrorCode = | \"INVALID_NAME\" | "));
-        assert!(ERROR_CODE_TS.ends_with(" | \"AGENT_FAILED\";\n"));
+        assert!(ERROR_CODE_TS.ends_with(" | \"INVALID_DEFINITION\";\n"));
         assert_eq!(ERROR_CODE_TS.matches(" | \"").count(), ErrorCode::ALL.len());
         assert!(
             WARNING_CODE_TS.starts_with("export type WarningCode = | \"parameters_not_object\"")
