@@ -25,7 +25,7 @@ use crate::{declaration, driver, errors, js, session};
 #[derive(Clone)]
 pub struct ClientTools {
     page: Rc<Page>,
-    /// The page's resources and prompts (`page_server.js`), which answer for themselves.
+    /// The page's resources and prompts (`pageServer` in `js.js`), which answer for themselves.
     server: PageServer,
 }
 

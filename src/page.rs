@@ -155,7 +155,7 @@ impl Page {
                     let Some(page) = weak.upgrade() else { return };
                     let call = CallHandle(call as u64);
                     let requests = a.as_string().unwrap_or_default();
-                    // The page server's notifications (`page_server.js`): `(0, "notify", method, params)`.
+                    // The page server's notifications (`pageServer` in `js.js`): `(0, "notify", method, params)`.
                     let params = (what == "notify").then(|| b.as_string().unwrap_or_default());
                     page.feed(match what.as_str() {
                         "notify" => Input::Notify {

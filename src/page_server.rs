@@ -1,11 +1,13 @@
-//! The page's resources, prompts and completion (SPEC §11), kept in `page_server.js`: the page
-//! engine runs the requests for them like calls, with [`PageServer::serve`] as their handler.
+//! The page's resources, prompts and completion (SPEC §11), kept by `pageServer` at the end of
+//! `js.js` (one script file with the rest of the SDK's JavaScript: a test page's runner stalls with
+//! more files in flight, docs/building.md): the page engine runs the requests for them like calls,
+//! with [`PageServer::serve`] as their handler.
 
 use wasm_bindgen::prelude::*;
 
 use crate::typescript::Undefine;
 
-#[wasm_bindgen(module = "/src/page_server.js")]
+#[wasm_bindgen(module = "/src/js.js")]
 extern "C" {
     /// What `defineResource` and `definePrompt` added, and the function that answers for them.
     #[derive(Clone)]

@@ -168,9 +168,130 @@ export function fakeBridge() {
   bridge.answer = bridge.accept(false);
   return bridge;
 }
+// Defines a board resource, a template, two prompts and their completions on `tools`, then asks
+// through a transport the page supplies, as a runtime would: `[what, got, wanted]` for each check.
+export async function exerciseServer(tools) {
+  const sent = [];
+  let waiting = null;
+  tools.attachTransport((frame) => { sent.push(JSON.parse(frame)); if (waiting) waiting(); });
+  let id = 100;
+  const ask = async (method, params) => {
+    const my = ++id;
+    tools.receiveFrame(JSON.stringify({ jsonrpc: "2.0", id: my, method, params }));
+    for (;;) {
+      const found = sent.find((f) => f.id === my);
+      if (found) return found;
+      await new Promise((r) => { waiting = r; });
+    }
+  };
+  const checks = [];
+  const check = (what, got, wanted) => checks.push([what, JSON.stringify(got), JSON.stringify(wanted)]);
+  const thrown = (f) => { try { f(); return null; } catch (e) { return [e.name, e.code]; } };
+
+  let tasks = "3 tasks";
+  tools.defineResource({ uri: "board://tasks", name: "tasks", description: "The board", read: () => tasks });
+  tools.defineResource({ uri: "board://logo", name: "logo", mimeType: "image/png", read: () => new Uint8Array([137, 80, 78, 71]) });
+  tools.defineResource({
+    uriTemplate: "board://task/{id}", name: "task", mimeType: "application/json",
+    read: (uri, vars) => ({ contents: [{ uri, text: JSON.stringify({ id: vars.id }) }] }),
+    complete: { id: (value) => ["t1", "t2", "x9"].filter((t) => t.startsWith(value)) },
+  });
+  tools.defineResource({ uri: "board://slow", name: "slow", read: () => new Promise(() => {}) });
+  tools.defineResource({ uri: "board://broken", name: "broken", read: () => { throw new Error("disk on fire"); } });
+  tools.definePrompt({
+    name: "Plan Day", description: "Plan the day",
+    arguments: [{ name: "focus", required: true }, { name: "mood" }],
+    get: (args) => `Plan around ${args.focus}`,
+    complete: { focus: () => ({ values: Array.from({ length: 150 }, (_, i) => `f${i}`) }) },
+  });
+  const removeAsk = tools.definePrompt({
+    name: "ask", get: async (_args, ctx) => {
+      const answer = await ctx.elicit({ message: "Which?", requestedSchema: { type: "object", properties: {} } });
+      return { messages: [{ role: "user", content: { type: "text", text: answer.action } }] };
+    },
+  });
+
+  check("a definition with both uri and uriTemplate", thrown(() => tools.defineResource({ name: "x", uri: "a:b", uriTemplate: "a:{b}", read() {} })), ["TypeError", "INVALID_DEFINITION"]);
+  check("a URI without a scheme", thrown(() => tools.defineResource({ name: "x", uri: "tasks", read() {} })), ["TypeError", "INVALID_DEFINITION"]);
+  check("a template operator the page cannot match", thrown(() => tools.defineResource({ name: "x", uriTemplate: "a:{?q}", read() {} })), ["TypeError", "INVALID_DEFINITION"]);
+  check("a prompt without get", thrown(() => tools.definePrompt({ name: "x" })), ["TypeError", "INVALID_DEFINITION"]);
+  check("completing what the prompt does not have", thrown(() => tools.definePrompt({ name: "x", get() {}, complete: { nope() {} } })), ["TypeError", "INVALID_DEFINITION"]);
+
+  const init = await ask("initialize", { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "t", version: "1" } });
+  check("capabilities", init.result.capabilities.resources, { subscribe: true, listChanged: true });
+  const list = await ask("resources/list", {});
+  check("resources/list", list.result.resources.map((r) => r.uri), ["board://tasks", "board://logo", "board://slow", "board://broken"]);
+  check("a listed resource", list.result.resources[0], { uri: "board://tasks", name: "tasks", description: "The board" });
+  check("templates", (await ask("resources/templates/list", {})).result.resourceTemplates, [{ uriTemplate: "board://task/{id}", name: "task", mimeType: "application/json" }]);
+  check("text", (await ask("resources/read", { uri: "board://tasks" })).result, { contents: [{ uri: "board://tasks", mimeType: "text/plain", text: "3 tasks" }] });
+  check("bytes", (await ask("resources/read", { uri: "board://logo" })).result.contents[0].blob, "iVBORw==");
+  check("a template", (await ask("resources/read", { uri: "board://task/t%201" })).result.contents[0], { uri: "board://task/t%201", text: '{"id":"t 1"}', mimeType: "application/json" });
+  const escape = await ask("resources/read", { uri: "board://task/..%2F..%2Fsecret" });
+  check("a variable reaching out", [escape.error.code, escape.error.data], [-32602, { uri: "board://task/..%2F..%2Fsecret" }]);
+  const unknown = await ask("resources/read", { uri: "ftp://elsewhere/x" });
+  check("an unknown URI", [unknown.error.code, unknown.error.data], [-32002, { uri: "ftp://elsewhere/x" }]);
+  check("no URI", (await ask("resources/read", {})).error.code, -32602);
+  const broken = await ask("resources/read", { uri: "board://broken" });
+  check("a read that throws", [broken.error.code, broken.error.message.includes("disk on fire")], [-32603, true]);
+
+  check("subscribe", (await ask("resources/subscribe", { uri: "board://tasks" })).result, {});
+  const before = sent.length;
+  tasks = "4 tasks";
+  check("a watched change", [tools.resourceChanged("board://tasks"), tools.resourceChanged("board://tasks"), tools.resourceChanged("board://logo")], [true, true, false]);
+  const updates = () => sent.slice(before).filter((f) => f.method === "notifications/resources/updated");
+  while (!updates().length) await new Promise((r) => { waiting = r; });
+  // A change made after the first update is sent after any update scheduled with it: once it is
+  // here, a second update of the first change would be too.
+  check("subscribe another", (await ask("resources/subscribe", { uri: "board://logo" })).result, {});
+  tools.resourceChanged("board://logo");
+  while (!updates().some((f) => f.params.uri === "board://logo")) await new Promise((r) => { waiting = r; });
+  check("one update per URI", updates().filter((f) => f.params.uri === "board://tasks").length, 1);
+  check("the update", updates().filter((f) => f.params.uri === "board://tasks"), [{ jsonrpc: "2.0", method: "notifications/resources/updated", params: { uri: "board://tasks" } }]);
+  check("unsubscribe", (await ask("resources/unsubscribe", { uri: "board://tasks" })).result, {});
+  check("unwatched", tools.resourceChanged("board://tasks"), false);
+
+  const prompts = (await ask("prompts/list", {})).result.prompts;
+  check("prompts/list", prompts[0], { name: "plan_day", description: "Plan the day", arguments: [{ name: "focus", required: true }, { name: "mood" }], _meta: { "clienttools/originalName": "Plan Day" } });
+  check("prompts/get", (await ask("prompts/get", { name: "plan_day", arguments: { focus: "billing" } })).result, { messages: [{ role: "user", content: { type: "text", text: "Plan around billing" } }], description: "Plan the day" });
+  const missing = await ask("prompts/get", { name: "plan_day", arguments: {} });
+  check("a missing argument", [missing.error.code, missing.error.message], [-32602, "prompt 'plan_day' needs argument 'focus'"]);
+  tools.definePrompt({ name: "proto", arguments: [{ name: "constructor", required: true }], get: () => "x" });
+  check("a missing argument named as an Object property", (await ask("prompts/get", { name: "proto", arguments: {} })).error.code, -32602);
+  const extra = await ask("prompts/get", { name: "plan_day", arguments: { focus: "a", budget: "b" } });
+  check("an extra argument", [extra.error.code, extra.error.message], [-32602, "prompt 'plan_day' has no argument 'budget'"]);
+  check("an unknown prompt", (await ask("prompts/get", { name: "nope" })).error.code, -32602);
+
+  const many = (await ask("completion/complete", { ref: { type: "ref/prompt", name: "plan_day" }, argument: { name: "focus", value: "" } })).result.completion;
+  check("at most 100 values", [many.values.length, many.total, many.hasMore], [100, 150, true]);
+  check("a template's variable", (await ask("completion/complete", { ref: { type: "ref/resource", uri: "board://task/{id}" }, argument: { name: "id", value: "t" } })).result.completion, { values: ["t1", "t2"], total: 2, hasMore: false });
+  check("nothing to complete with", (await ask("completion/complete", { ref: { type: "ref/prompt", name: "plan_day" }, argument: { name: "mood", value: "" } })).result.completion, { values: [], total: 0, hasMore: false });
+  check("an argument that does not exist", (await ask("completion/complete", { ref: { type: "ref/prompt", name: "plan_day" }, argument: { name: "budget", value: "" } })).error.code, -32602);
+
+  // A prompt that asks the agent: a `clienttools/input` round tied to the request, as for a call.
+  tools.receiveFrame(JSON.stringify({ jsonrpc: "2.0", id: 900, method: "prompts/get", params: { name: "ask" } }));
+  while (!sent.some((f) => f.method === "clienttools/input")) await new Promise((r) => { waiting = r; });
+  const round = sent.find((f) => f.method === "clienttools/input");
+  check("the round's call", round.params._meta["clienttools/callId"], "900");
+  const key = Object.keys(round.params.inputRequests)[0];
+  tools.receiveFrame(JSON.stringify({ jsonrpc: "2.0", id: round.id, result: { inputResponses: { [key]: { action: "accept", content: {} } } } }));
+  while (!sent.some((f) => f.id === 900)) await new Promise((r) => { waiting = r; });
+  check("answered after the round", sent.find((f) => f.id === 900).result.messages[0].content.text, "accept");
+
+  // A cancelled read ends without an answer; removing a prompt tells the runtime.
+  tools.receiveFrame(JSON.stringify({ jsonrpc: "2.0", id: 901, method: "resources/read", params: { uri: "board://slow" } }));
+  tools.receiveFrame(JSON.stringify({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: 901 } }));
+  const changes = sent.length;
+  check("removed", [removeAsk(), removeAsk()], [true, false]);
+  while (!sent.slice(changes).some((f) => f.method === "notifications/prompts/list_changed")) await new Promise((r) => { waiting = r; });
+  check("no answer to a cancelled read", sent.some((f) => f.id === 901), false);
+  tools.disconnect();
+  return checks;
+}
 "#)]
 extern "C" {
     fn declaration(name: &str, extra: JsValue) -> JsValue;
+    #[wasm_bindgen(js_name = exerciseServer)]
+    async fn exercise_server(tools: ClientTools) -> JsValue;
     fn throwing(value: JsValue) -> JsValue;
     fn rejecting(message: &str) -> JsValue;
     fn never() -> JsValue;
@@ -1484,132 +1605,6 @@ async fn a_connected_page_lives_without_a_reference_to_it() {
 }
 
 // --- resources, prompts and completion: the page answers for itself (SPEC §11) ------------------
-
-#[wasm_bindgen(inline_js = r#"
-// Defines a board resource, a template, two prompts and their completions on `tools`, then asks
-// through a transport the page supplies, as a runtime would: `[what, got, wanted]` for each check.
-export async function exerciseServer(tools) {
-  const sent = [];
-  let waiting = null;
-  tools.attachTransport((frame) => { sent.push(JSON.parse(frame)); if (waiting) waiting(); });
-  let id = 100;
-  const ask = async (method, params) => {
-    const my = ++id;
-    tools.receiveFrame(JSON.stringify({ jsonrpc: "2.0", id: my, method, params }));
-    for (;;) {
-      const found = sent.find((f) => f.id === my);
-      if (found) return found;
-      await new Promise((r) => { waiting = r; });
-    }
-  };
-  const checks = [];
-  const check = (what, got, wanted) => checks.push([what, JSON.stringify(got), JSON.stringify(wanted)]);
-  const thrown = (f) => { try { f(); return null; } catch (e) { return [e.name, e.code]; } };
-
-  let tasks = "3 tasks";
-  tools.defineResource({ uri: "board://tasks", name: "tasks", description: "The board", read: () => tasks });
-  tools.defineResource({ uri: "board://logo", name: "logo", mimeType: "image/png", read: () => new Uint8Array([137, 80, 78, 71]) });
-  tools.defineResource({
-    uriTemplate: "board://task/{id}", name: "task", mimeType: "application/json",
-    read: (uri, vars) => ({ contents: [{ uri, text: JSON.stringify({ id: vars.id }) }] }),
-    complete: { id: (value) => ["t1", "t2", "x9"].filter((t) => t.startsWith(value)) },
-  });
-  tools.defineResource({ uri: "board://slow", name: "slow", read: () => new Promise(() => {}) });
-  tools.defineResource({ uri: "board://broken", name: "broken", read: () => { throw new Error("disk on fire"); } });
-  tools.definePrompt({
-    name: "Plan Day", description: "Plan the day",
-    arguments: [{ name: "focus", required: true }, { name: "mood" }],
-    get: (args) => `Plan around ${args.focus}`,
-    complete: { focus: () => ({ values: Array.from({ length: 150 }, (_, i) => `f${i}`) }) },
-  });
-  const removeAsk = tools.definePrompt({
-    name: "ask", get: async (_args, ctx) => {
-      const answer = await ctx.elicit({ message: "Which?", requestedSchema: { type: "object", properties: {} } });
-      return { messages: [{ role: "user", content: { type: "text", text: answer.action } }] };
-    },
-  });
-
-  check("a definition with both uri and uriTemplate", thrown(() => tools.defineResource({ name: "x", uri: "a:b", uriTemplate: "a:{b}", read() {} })), ["TypeError", "INVALID_DEFINITION"]);
-  check("a URI without a scheme", thrown(() => tools.defineResource({ name: "x", uri: "tasks", read() {} })), ["TypeError", "INVALID_DEFINITION"]);
-  check("a template operator the page cannot match", thrown(() => tools.defineResource({ name: "x", uriTemplate: "a:{?q}", read() {} })), ["TypeError", "INVALID_DEFINITION"]);
-  check("a prompt without get", thrown(() => tools.definePrompt({ name: "x" })), ["TypeError", "INVALID_DEFINITION"]);
-  check("completing what the prompt does not have", thrown(() => tools.definePrompt({ name: "x", get() {}, complete: { nope() {} } })), ["TypeError", "INVALID_DEFINITION"]);
-
-  const init = await ask("initialize", { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "t", version: "1" } });
-  check("capabilities", init.result.capabilities.resources, { subscribe: true, listChanged: true });
-  const list = await ask("resources/list", {});
-  check("resources/list", list.result.resources.map((r) => r.uri), ["board://tasks", "board://logo", "board://slow", "board://broken"]);
-  check("a listed resource", list.result.resources[0], { uri: "board://tasks", name: "tasks", description: "The board" });
-  check("templates", (await ask("resources/templates/list", {})).result.resourceTemplates, [{ uriTemplate: "board://task/{id}", name: "task", mimeType: "application/json" }]);
-  check("text", (await ask("resources/read", { uri: "board://tasks" })).result, { contents: [{ uri: "board://tasks", mimeType: "text/plain", text: "3 tasks" }] });
-  check("bytes", (await ask("resources/read", { uri: "board://logo" })).result.contents[0].blob, "iVBORw==");
-  check("a template", (await ask("resources/read", { uri: "board://task/t%201" })).result.contents[0], { uri: "board://task/t%201", text: '{"id":"t 1"}', mimeType: "application/json" });
-  const escape = await ask("resources/read", { uri: "board://task/..%2F..%2Fsecret" });
-  check("a variable reaching out", [escape.error.code, escape.error.data], [-32602, { uri: "board://task/..%2F..%2Fsecret" }]);
-  const unknown = await ask("resources/read", { uri: "ftp://elsewhere/x" });
-  check("an unknown URI", [unknown.error.code, unknown.error.data], [-32002, { uri: "ftp://elsewhere/x" }]);
-  check("no URI", (await ask("resources/read", {})).error.code, -32602);
-  const broken = await ask("resources/read", { uri: "board://broken" });
-  check("a read that throws", [broken.error.code, broken.error.message.includes("disk on fire")], [-32603, true]);
-
-  check("subscribe", (await ask("resources/subscribe", { uri: "board://tasks" })).result, {});
-  const before = sent.length;
-  tasks = "4 tasks";
-  check("a watched change", [tools.resourceChanged("board://tasks"), tools.resourceChanged("board://tasks"), tools.resourceChanged("board://logo")], [true, true, false]);
-  const updates = () => sent.slice(before).filter((f) => f.method === "notifications/resources/updated");
-  while (!updates().length) await new Promise((r) => { waiting = r; });
-  // A change made after the first update is sent after any update scheduled with it: once it is
-  // here, a second update of the first change would be too.
-  check("subscribe another", (await ask("resources/subscribe", { uri: "board://logo" })).result, {});
-  tools.resourceChanged("board://logo");
-  while (!updates().some((f) => f.params.uri === "board://logo")) await new Promise((r) => { waiting = r; });
-  check("one update per URI", updates().filter((f) => f.params.uri === "board://tasks").length, 1);
-  check("the update", updates().filter((f) => f.params.uri === "board://tasks"), [{ jsonrpc: "2.0", method: "notifications/resources/updated", params: { uri: "board://tasks" } }]);
-  check("unsubscribe", (await ask("resources/unsubscribe", { uri: "board://tasks" })).result, {});
-  check("unwatched", tools.resourceChanged("board://tasks"), false);
-
-  const prompts = (await ask("prompts/list", {})).result.prompts;
-  check("prompts/list", prompts[0], { name: "plan_day", description: "Plan the day", arguments: [{ name: "focus", required: true }, { name: "mood" }], _meta: { "clienttools/originalName": "Plan Day" } });
-  check("prompts/get", (await ask("prompts/get", { name: "plan_day", arguments: { focus: "billing" } })).result, { messages: [{ role: "user", content: { type: "text", text: "Plan around billing" } }], description: "Plan the day" });
-  const missing = await ask("prompts/get", { name: "plan_day", arguments: {} });
-  check("a missing argument", [missing.error.code, missing.error.message], [-32602, "prompt 'plan_day' needs argument 'focus'"]);
-  tools.definePrompt({ name: "proto", arguments: [{ name: "constructor", required: true }], get: () => "x" });
-  check("a missing argument named as an Object property", (await ask("prompts/get", { name: "proto", arguments: {} })).error.code, -32602);
-  const extra = await ask("prompts/get", { name: "plan_day", arguments: { focus: "a", budget: "b" } });
-  check("an extra argument", [extra.error.code, extra.error.message], [-32602, "prompt 'plan_day' has no argument 'budget'"]);
-  check("an unknown prompt", (await ask("prompts/get", { name: "nope" })).error.code, -32602);
-
-  const many = (await ask("completion/complete", { ref: { type: "ref/prompt", name: "plan_day" }, argument: { name: "focus", value: "" } })).result.completion;
-  check("at most 100 values", [many.values.length, many.total, many.hasMore], [100, 150, true]);
-  check("a template's variable", (await ask("completion/complete", { ref: { type: "ref/resource", uri: "board://task/{id}" }, argument: { name: "id", value: "t" } })).result.completion, { values: ["t1", "t2"], total: 2, hasMore: false });
-  check("nothing to complete with", (await ask("completion/complete", { ref: { type: "ref/prompt", name: "plan_day" }, argument: { name: "mood", value: "" } })).result.completion, { values: [], total: 0, hasMore: false });
-  check("an argument that does not exist", (await ask("completion/complete", { ref: { type: "ref/prompt", name: "plan_day" }, argument: { name: "budget", value: "" } })).error.code, -32602);
-
-  // A prompt that asks the agent: a `clienttools/input` round tied to the request, as for a call.
-  tools.receiveFrame(JSON.stringify({ jsonrpc: "2.0", id: 900, method: "prompts/get", params: { name: "ask" } }));
-  while (!sent.some((f) => f.method === "clienttools/input")) await new Promise((r) => { waiting = r; });
-  const round = sent.find((f) => f.method === "clienttools/input");
-  check("the round's call", round.params._meta["clienttools/callId"], "900");
-  const key = Object.keys(round.params.inputRequests)[0];
-  tools.receiveFrame(JSON.stringify({ jsonrpc: "2.0", id: round.id, result: { inputResponses: { [key]: { action: "accept", content: {} } } } }));
-  while (!sent.some((f) => f.id === 900)) await new Promise((r) => { waiting = r; });
-  check("answered after the round", sent.find((f) => f.id === 900).result.messages[0].content.text, "accept");
-
-  // A cancelled read ends without an answer; removing a prompt tells the runtime.
-  tools.receiveFrame(JSON.stringify({ jsonrpc: "2.0", id: 901, method: "resources/read", params: { uri: "board://slow" } }));
-  tools.receiveFrame(JSON.stringify({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId: 901 } }));
-  const changes = sent.length;
-  check("removed", [removeAsk(), removeAsk()], [true, false]);
-  while (!sent.slice(changes).some((f) => f.method === "notifications/prompts/list_changed")) await new Promise((r) => { waiting = r; });
-  check("no answer to a cancelled read", sent.some((f) => f.id === 901), false);
-  tools.disconnect();
-  return checks;
-}
-"#)]
-extern "C" {
-    #[wasm_bindgen(js_name = exerciseServer)]
-    async fn exercise_server(tools: ClientTools) -> JsValue;
-}
 
 #[wasm_bindgen_test]
 async fn the_page_serves_its_resources_prompts_and_completions() {

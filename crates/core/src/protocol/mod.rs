@@ -77,7 +77,7 @@ pub mod method {
     pub const SAMPLING_CREATE_MESSAGE: &str = "sampling/createMessage";
     pub const ROOTS_LIST: &str = "roots/list";
     /// What the page serves besides tools (SPEC §11): requests the engine runs like calls, with
-    /// the page's server (`src/page_server.js`) as their handler.
+    /// the page's server (`pageServer` in `src/js.js`) as their handler.
     pub const SERVED: [&str; 8] = [
         "resources/list",
         "resources/templates/list",
