@@ -3,7 +3,8 @@
 //! balancer, agents on node 3. `cargo xtask test` installs `nats-server` and sets `NATS_SERVER`.
 //!
 //! Each test says what a user of a cluster counts on: an MCP client on any node reaches a page on
-//! any other (tools, calls, `list_changed`, cancellation); a page whose node dies resumes on another
+//! any other (tools, calls, `list_changed`, cancellation, and the page's resources and prompts with a
+//! subscription that hears its change); a page whose node dies resumes on another
 //! node and a call waiting on it ends once, its handler having run once; NATS going away fails calls
 //! cleanly and the cluster recovers when it is back; access settings hold across nodes.
 
@@ -212,6 +213,8 @@ async fn python_client_through_node_3(revision: &str) {
             "call-invalid",
             "list-changed",
             "cancel",
+            "resources",
+            "prompts",
             "tab-closed",
             "close"
         ]
