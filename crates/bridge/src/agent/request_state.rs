@@ -63,7 +63,9 @@ impl Spent {
     ) -> Result<(), String> {
         self.forget_expired(now_ms);
         if self.nonces.contains_key(&nonce) {
-            return Err("requestState was already used: call the tool again".to_owned());
+            return Err(
+                "requestState was already used: make the request again without it".to_owned(),
+            );
         }
         let in_session = self.per_session.get(&session).copied().unwrap_or(0);
         if in_session >= MAX_SPENT_STATES_PER_SESSION {

@@ -387,7 +387,7 @@ impl<T> SuspendedCalls<T> {
             serde_json::from_slice(&payload).map_err(|_| "requestState integrity check failed")?;
         if now_unix_ms() >= claims.e {
             return Err(format!(
-                "requestState expired (valid for {} s): call the tool again",
+                "requestState expired (valid for {} s): make the request again without it",
                 REQUEST_STATE_TTL_MS / 1000
             ));
         }

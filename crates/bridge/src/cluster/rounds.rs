@@ -97,8 +97,8 @@ impl Cluster {
         }
         if !self.directory().trusted(holder) {
             return Driven::Refused(
-                "requestState was issued by a node that is gone (or not trusted here): its call \
-                 ended; call the tool again"
+                "requestState was issued by a node that is gone (or not trusted here): its request \
+                 ended; make the request again without it"
                     .to_owned(),
             );
         }
@@ -160,8 +160,8 @@ impl Cluster {
             };
             if message.status == Some(async_nats::StatusCode::NO_RESPONDERS) {
                 return Driven::Refused(
-                    "requestState was already used, or its call ended or was forgotten (its \
-                     node is gone): call the tool again"
+                    "requestState was already used, or its request ended or was forgotten (its \
+                     node is gone): make the request again without it"
                         .to_owned(),
                 );
             }
