@@ -346,11 +346,24 @@ pub fn collect_files(dir: &Path, found: &mut Vec<PathBuf>) {
     }
 }
 
-/// The whole package may not grow past this (gzip, wasm + JS), or `cargo xtask test` fails. Lowered
-/// with every cut to the new size + 2 % (BENCHMARKS.md, "Size history"); the goal is 300 KB. Now:
-/// 369 KB, for the 361.6 KB issue 25 left (from 410 KB, then 394, 388; the cuts: bench/notes.md,
-/// issue 25).
-pub const SIZE_BUDGET_GZIP: usize = 369 * 1024;
+/// What a page fetches to start (gzip): the module, its glue, the embed loader and the snippets the
+/// glue imports — everything but the opt-in runtime adapters. Not raised for a feature: what one
+/// adds, the same issue pays back (BENCHMARKS.md, "Size history"). Now: 366.8 KB, the 366.4 KB
+/// issue 34 left plus the 0.4 KB of room the whole package had then (369 KB, the adapters inside).
+pub const FIRST_LOAD_BUDGET_GZIP: usize = 375_577;
+
+/// The runtime adapters together (gzip, `adapters/`): each is loaded only by a page that imports
+/// it (`client-tools/ag-ui`, …), so they are budgeted apart from the first load.
+pub const ADAPTERS_BUDGET_GZIP: usize = 8 * 1024;
+
+/// The whole package may not grow past this (gzip, wasm + JS), or `cargo xtask test` fails: the
+/// first load's budget plus the adapters'. The goal is 300 KB.
+pub const SIZE_BUDGET_GZIP: usize = FIRST_LOAD_BUDGET_GZIP + ADAPTERS_BUDGET_GZIP;
+
+/// Whether a row of [`package_sizes`] is a runtime adapter (not part of the first load).
+pub fn is_adapter(name: &str) -> bool {
+    name.starts_with("adapters/")
+}
 
 /// Every shipped file's size, then the total (named `total`).
 pub fn sizes_with_total(pkg: &Path) -> Result<Vec<(String, Size)>> {
@@ -389,30 +402,52 @@ pub fn print_sizes(pkg: &Path) -> Result {
             kb(size.brotli)
         );
     }
-    let total = sizes.last().map_or(0, |(_, size)| size.gzip);
+    let first_load: usize = sizes
+        .iter()
+        .filter(|(name, _)| name != "total" && !is_adapter(name))
+        .map(|(_, size)| size.gzip)
+        .sum();
     eprintln!(
-        "    budget (gzip): {} ({total} of {SIZE_BUDGET_GZIP} bytes)",
+        "    first load (gzip): {} ({first_load} of {FIRST_LOAD_BUDGET_GZIP} bytes); budget of the \
+         whole package: {}",
+        kb(first_load),
         kb(SIZE_BUDGET_GZIP)
     );
     Ok(())
 }
 
-/// Fails when the package is over [`SIZE_BUDGET_GZIP`].
+/// Fails when the first load is over [`FIRST_LOAD_BUDGET_GZIP`] or the adapters over
+/// [`ADAPTERS_BUDGET_GZIP`].
 pub fn check_size_budget(pkg: &Path) -> Result {
-    let rows = sizes_with_total(pkg)?;
-    let total = &rows.last().expect("a total row").1;
-    if total.gzip > SIZE_BUDGET_GZIP {
+    let rows = package_sizes(pkg)?;
+    let sum = |adapters: bool| -> usize {
+        rows.iter()
+            .filter(|(name, _)| is_adapter(name) == adapters)
+            .map(|(_, size)| size.gzip)
+            .sum()
+    };
+    let (first_load, adapters) = (sum(false), sum(true));
+    if first_load > FIRST_LOAD_BUDGET_GZIP {
         return Err(format!(
-            "the package is {} bytes gzip, over its budget of {SIZE_BUDGET_GZIP} bytes \
-             (xtask/src/build.rs SIZE_BUDGET_GZIP): find what grew with `cargo xtask size` (the \
-             un-optimized module by crate and function), or raise the budget with a reason in BENCHMARKS.md",
-            total.gzip
+            "the first load (module, glue, loader, snippets) is {first_load} bytes gzip, over its \
+             budget of {FIRST_LOAD_BUDGET_GZIP} bytes (xtask/src/build.rs FIRST_LOAD_BUDGET_GZIP): \
+             find what grew with `cargo xtask size` (the un-optimized module by crate and \
+             function) and pay it back in the same change"
         ));
     }
+    if adapters > ADAPTERS_BUDGET_GZIP {
+        return Err(format!(
+            "the runtime adapters are {adapters} bytes gzip, over their budget of \
+             {ADAPTERS_BUDGET_GZIP} bytes (xtask/src/build.rs ADAPTERS_BUDGET_GZIP)"
+        ));
+    }
+    let kb = |n: usize| n as f64 / 1024.0;
     eprintln!(
-        "    size budget: {:.1} KB gzip of {:.1} KB",
-        total.gzip as f64 / 1024.0,
-        SIZE_BUDGET_GZIP as f64 / 1024.0
+        "    size budget: first load {:.1} KB gzip of {:.1} KB; adapters {:.1} KB of {:.1} KB",
+        kb(first_load),
+        kb(FIRST_LOAD_BUDGET_GZIP),
+        kb(adapters),
+        kb(ADAPTERS_BUDGET_GZIP)
     );
     Ok(())
 }
