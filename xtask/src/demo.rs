@@ -23,9 +23,11 @@ pub fn demo(args: &[String]) -> Result {
         "--quiet",
         "-p",
         "client-tools-bridge",
+        "-p",
+        "client-tools-demo-site",
         "--bin",
         "client-tools-bridge",
-        "--example",
+        "--bin",
         "demo_site_backend",
     ]))?;
     // The package in the demo's profile (wasm-demo: compiled fast, not for size; or the
@@ -48,18 +50,17 @@ pub fn demo(args: &[String]) -> Result {
          alice and bob: a real site does this after its own login)"
     ));
     let _ = std::fs::remove_file(&keys);
-    let mut backend =
-        std::process::Command::new(root().join("target/debug/examples/demo_site_backend"))
-            .args([
-                "--listen",
-                &backend_listen,
-                "--site-origin",
-                &format!("http://{listen}"),
-            ])
-            .arg("--keys-out")
-            .arg(&keys)
-            .spawn()
-            .map_err(|e| format!("could not start the demo's site backend: {e}"))?;
+    let mut backend = std::process::Command::new(root().join("target/debug/demo_site_backend"))
+        .args([
+            "--listen",
+            &backend_listen,
+            "--site-origin",
+            &format!("http://{listen}"),
+        ])
+        .arg("--keys-out")
+        .arg(&keys)
+        .spawn()
+        .map_err(|e| format!("could not start the demo's site backend: {e}"))?;
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     while !keys.is_file() {
         if std::time::Instant::now() > deadline || backend.try_wait().ok().flatten().is_some() {

@@ -7,7 +7,7 @@
 //! `role`, `aud: client-tools`, `exp` ten minutes on), readable by the demo site's origin
 //! (`--site-origin`) only. `cargo xtask demo` starts it, then the bridge with `--token-keys`.
 //!
-//! `cargo run -p client-tools-bridge --example demo_site_backend -- --listen 127.0.0.1:8788
+//! `cargo run -p client-tools-demo-site -- --listen 127.0.0.1:8788
 //!  --site-origin http://127.0.0.1:8787 --keys-out target/demo/token-keys.json`
 
 use std::collections::HashMap;
