@@ -129,3 +129,106 @@ export function aiSdkModelParts(calls) {
     { type: "finish", finishReason: { unified: "tool-calls", raw: "tool_calls" }, usage },
   ];
 }
+
+/**
+ * UiPath conversational agents (`@uipath/uipath-typescript`'s `ConversationalAgent`, socket.io
+ * event `ConversationEvent`): the events as 1.3.8's `dist/conversational-agent/index.d.ts` types
+ * them (`ConversationEvent` → `ExchangeEvent` → `MessageEvent` → `ToolCallEvent`: `startToolCall`,
+ * `toolCallError`, `endToolCall`; `sessionStarted`, `sessionEnding`) and its event helpers read them
+ * (`MessageEventHelperImpl.dispatch`, `ToolCallEventHelperImpl.dispatch`), with what the releases
+ * after it add in the repository's
+ * `src/models/conversational-agent/conversations/types/events/protocol.types.ts` (1.5.1 to 1.6.2:
+ * `clientSideTools` on `startExchange`, `isClientSideTool` and `outputSchema` on `startToolCall`,
+ * `executingToolCall` with the final input, "emitted for both server-side and client-side tools").
+ * The runtime sends `executingToolCall` once a confirmation was approved, else a moment after the
+ * start. What the client sends is what 1.3.8's helpers emit: `startSession`, `startExchange`, the
+ * user's message, `confirmToolCall` (`sendToolCallConfirm`), `endToolCall` (`sendToolCallEnd`).
+ */
+export const UIPATH = {
+  // The SDK's `secret`, sent as socket.io `auth: {token}`; the org and tenant as query parameters
+  // (its `WEBSOCKET_QUERY_PARAMS`).
+  token: "uipath-local-secret",
+  orgName: "local-org",
+  tenantName: "local-tenant",
+  orgParam: "x-uipath-internal-accountid",
+  tenantParam: "x-uipath-internal-tenantid",
+  // How long after a start the runtime sends `executingToolCall` (no confirmation asked).
+  executingAfterMs: 300,
+};
+
+const ADD_SCHEMA = {
+  type: "object",
+  properties: { a: { type: "number" }, b: { type: "number" } },
+  required: ["a", "b"],
+};
+
+/** The agent's calls in the first exchange: [toolCallId, toolName, input, more of `startToolCall`]
+ * (`isClientSideTool: true` unless said; `undefined`: the field left out, as a runtime of 1.3.8's
+ * time sends a start). A sum; input the page's schema rejects; a tool the page asks the person
+ * about itself (rejected); the runtime asking for confirmation, approved with an edit and refused;
+ * an agent-defined tool the page has no handler for (its result form); a tool no one defined; a
+ * call the runtime reports an error for while it runs; a server-side tool; and without the field,
+ * a page tool and a server-side tool. */
+export const UIPATH_CALLS = [
+  ["call_add", "add_numbers", { a: 2, b: 3 }],
+  ["call_bad", "add_numbers", { a: "two" }],
+  ["call_wipe", "wipe_board", {}],
+  ["call_confirm", "add_numbers", { a: 1, b: 1 }, { requireConfirmation: true, inputSchema: ADD_SCHEMA }],
+  ["call_refuse", "add_numbers", { a: 5, b: 5 }, { requireConfirmation: true, inputSchema: ADD_SCHEMA }],
+  [
+    "call_form",
+    "approve_invoice",
+    { invoice: "INV-7" },
+    {
+      outputSchema: {
+        type: "object",
+        title: "Approve the invoice",
+        properties: { approved: { type: "boolean" }, note: { type: "string" } },
+        required: ["approved"],
+      },
+    },
+  ],
+  ["call_unknown", "no_such_tool", {}],
+  ["call_error", "wait_for_signal", {}],
+  ["call_server", "search_web", { query: "weather" }, { isClientSideTool: false }],
+  ["call_old", "add_numbers", { a: 4, b: 4 }, { isClientSideTool: undefined }],
+  ["call_old_server", "search_web", { query: "news" }, { isClientSideTool: undefined }],
+];
+/** The tools the runtime runs itself (it sends their `endToolCall`). */
+export const UIPATH_SERVER_TOOLS = ["search_web"];
+/** The second exchange, when its `clientSideTools` name the tool the page defined meanwhile. */
+export const UIPATH_LATE_CALL = ["call_late", "late_tool", { word: "hello" }];
+/** What happens to a running call of `wait_for_signal`, by call id, once its handler runs. */
+export const UIPATH_INTERRUPTIONS = {
+  call_error: "toolCallError",
+  call_ending: "sessionEnding",
+  call_cut: "disconnect",
+};
+
+/** The runtime's events, each wrapped as the `ConversationEvent` of one exchange's message. */
+export const uiPath = {
+  sessionStarted: (conversationId) => ({ conversationId, sessionStarted: {} }),
+  sessionEnding: (conversationId) => ({ conversationId, sessionEnding: { timeToLiveMS: 500 } }),
+  inMessage: (conversationId, exchangeId, messageId, message) => ({
+    conversationId,
+    exchange: { exchangeId, message: { messageId, ...message } },
+  }),
+  messageStart: () => ({ startMessage: { role: "assistant" } }),
+  text: (contentPartId, data) => ({
+    contentPart: { contentPartId, startContentPart: { mimeType: "text/markdown" }, chunk: { data }, endContentPart: {} },
+  }),
+  messageEnd: () => ({ endMessage: {} }),
+  exchangeEnd: (conversationId, exchangeId) => ({ conversationId, exchange: { exchangeId, endExchange: {} } }),
+  toolCallStart: ([toolCallId, toolName, input, more]) => ({
+    toolCall: { toolCallId, startToolCall: { toolName, input, isClientSideTool: true, ...more } },
+  }),
+  executing: (toolCallId, input) => ({ toolCall: { toolCallId, executingToolCall: { input } } }),
+  toolCallError: (toolCallId) => ({
+    toolCall: {
+      toolCallId,
+      toolCallError: { errorId: `error_${toolCallId}`, startError: { message: "the tool call timed out on the runtime" } },
+    },
+  }),
+  // A server-side tool's result, sent by the runtime itself.
+  toolCallEnd: (toolCallId, output) => ({ toolCall: { toolCallId, endToolCall: { output, isError: false } } }),
+};

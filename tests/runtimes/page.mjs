@@ -7,23 +7,33 @@ import { agUiSubscriber, agUiTools } from "client-tools/ag-ui";
 import { aiSdkOnToolCall, aiSdkTools } from "client-tools/ai-sdk";
 import { elevenLabsClientTools } from "client-tools/elevenlabs";
 import { realtimeHandler, realtimeTools } from "client-tools/openai-realtime";
+import { uiPathToolCalls } from "client-tools/uipath";
 
 import { HttpAgent } from "@ag-ui/client";
 import { Conversation } from "@elevenlabs/client";
 import { AbstractChat, DefaultChatTransport, lastAssistantMessageIsCompleteWithToolCalls } from "ai";
 import OpenAI from "openai";
 import { OpenAIRealtimeWebSocket } from "openai/realtime/websocket";
+import { UiPath } from "@uipath/uipath-typescript/core";
+import {
+  ConversationalAgent,
+  ToolCallEventHelper,
+  ToolCallEventHelperImpl,
+} from "@uipath/uipath-typescript/conversational-agent";
+
+import { UIPATH } from "./fixtures.mjs";
 
 await init();
 
 /** The page's tools: a sum, a tool the person must confirm (and rejects), and `late_tool`,
  * defined once the first call starts (a tool list that changes during the session). */
-function pageTools() {
-  const tools = new ClientTools({
+function pageTools(
+  tools = new ClientTools({
     forms: false,
     exposeToBrowser: false,
     confirm: () => ({ action: "reject", reason: "not now" }),
-  });
+  }),
+) {
   tools.defineFunction({
     name: "add_numbers",
     description: "Adds two numbers",
@@ -166,5 +176,191 @@ async function aiSdk() {
   return { messages: chat.messages, requests, errors, events };
 }
 
-window.scenarios = { agUi, elevenLabs: elevenLabsTurn, openAiRealtime, aiSdk };
+/** What the person decides, in the `confirm` callback (1.3.8) or the dialog (the later releases):
+ * the page's own question about `wipe_board` is rejected; of the runtime's confirmations of
+ * `add_numbers`, the one with `a: 1` is approved with `b` changed to 41, the other refused. */
+function decide(toolName, input) {
+  if (toolName === "wipe_board") return { action: "reject", reason: "not now" };
+  if (input.a === 1) return { action: "modify", input: { ...input, b: 41 } };
+  return { action: "reject", reason: "not this one" };
+}
+
+/** The page's tools for UiPath: `pageTools()`'s, and `wait_for_signal`, whose handler runs until
+ * its `ctx.signal` aborts (and tells the runtime's server it runs). */
+function uiPathPage(options) {
+  const { tools, events } = pageTools(new ClientTools({ forms: false, exposeToBrowser: false, ...options }));
+  tools.on("toolcancel", (e) => events.push(`toolcancel ${e.toolName}: ${e.reason}`));
+  const aborts = {};
+  tools.defineFunction({
+    name: "wait_for_signal",
+    description: "Runs until it is stopped",
+    parameters: { type: "object", properties: {} },
+    handler: (_input, ctx) =>
+      new Promise((resolve) => {
+        ctx.signal.addEventListener("abort", () => {
+          aborts[ctx.callId] = ctx.signal.reason.message;
+          resolve("stopped");
+        });
+        void fetch(`/uipath/running/${ctx.callId}`, { method: "POST" });
+      }),
+  });
+  return { tools, events, aborts };
+}
+
+/** The person at the built-in dialog: answers each request as `decide` says (`confirmations`
+ * false: result forms only), fills the invoice's result form, until `done()`. */
+async function personAtTheDialog(done, confirmations) {
+  const answered = new WeakSet();
+  const root = () => document.querySelector("client-tools-ui")?.shadowRoot;
+  const input = (form, path, value) => {
+    const field = form.querySelector(`[data-path="${path}"]`);
+    if (field.type === "checkbox") field.checked = value;
+    else field.value = String(value);
+    field.dispatchEvent(new Event("input", { bubbles: true }));
+  };
+  while (!done()) {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const dialog = root()?.querySelector("dialog");
+    const form = dialog?.querySelector('form[data-ct="form"]');
+    if (!dialog?.open || !form || answered.has(form) || dialog.getAttribute("aria-busy") === "true") continue;
+    const click = (action) => dialog.querySelector(`button[data-action="${action}"]`).click();
+    if (dialog.querySelector('button[data-action="submit"]')) {
+      answered.add(form);
+      input(form, "/approved", true);
+      input(form, "/note", "ok");
+      click("submit");
+      continue;
+    }
+    if (!confirmations) continue;
+    answered.add(form);
+    const name = dialog.querySelector('[data-ct="original-name"]').textContent;
+    const a = Number(form.querySelector('[data-path="/a"]')?.value);
+    const decision = decide(name, { a });
+    if (decision.action === "modify") {
+      click("edit");
+      input(dialog.querySelector('form[data-ct="form"]'), "/b", decision.input.b);
+      click("approve");
+    } else {
+      dialog.querySelector('textarea[data-ct="reason"]').value = decision.reason;
+      click("reject");
+    }
+  }
+}
+
+/** The releases after 1.3.8 (1.5.1 to 1.6.2), applied to 1.3.8's tool call helper for `run`: what
+ * `UiPath/uipath-typescript` commit c3a1a9d9a (PR #508, "add client-side tool support") adds to
+ * `src/services/conversational-agent/helpers/tool-call-event-helper.ts`, unchanged since —
+ * `onExecutingToolCall(cb)`, and in `dispatch` the `executingToolCall` handlers, after the
+ * confirmation's and before the end's. */
+async function withExecutingToolCall(run) {
+  const base = ToolCallEventHelper.prototype;
+  const impl = ToolCallEventHelperImpl.prototype;
+  const dispatch = impl.dispatch;
+  base.onExecutingToolCall = function (cb) {
+    (this._executingHandlers ??= []).push(cb);
+    return () => {
+      const index = this._executingHandlers.indexOf(cb);
+      if (index >= 0) this._executingHandlers.splice(index, 1);
+    };
+  };
+  impl.dispatch = function (toolCallEvent) {
+    const { executingToolCall, endToolCall, ...before } = toolCallEvent;
+    if (toolCallEvent.toolCallId !== this.toolCallId || this._eventBuffer || !executingToolCall) {
+      return dispatch.call(this, toolCallEvent);
+    }
+    dispatch.call(this, before);
+    (this._executingHandlers ?? []).forEach((cb) => cb(executingToolCall));
+    if (endToolCall) dispatch.call(this, { toolCallId: toolCallEvent.toolCallId, endToolCall });
+  };
+  try {
+    return await run();
+  } finally {
+    delete base.onExecutingToolCall;
+    impl.dispatch = dispatch;
+  }
+}
+
+/** A session of a conversation with its own `ConversationalAgent` (its own socket), the SDK pointed
+ * at this server (a loopback `baseUrl`: socket.io at `/socket.io`, no HTTP for `startSession`). */
+async function uiPathSession(conversationId) {
+  const sdk = new UiPath({
+    baseUrl: location.origin,
+    orgName: UIPATH.orgName,
+    tenantName: UIPATH.tenantName,
+    secret: UIPATH.token,
+  });
+  const agent = new ConversationalAgent(sdk);
+  const session = agent.conversations.startSession(conversationId);
+  const errors = [];
+  session.onErrorStart((error) => errors.push(error.errorId));
+  await new Promise((resolve) => session.onSessionStarted(resolve));
+  return { agent, session, errors };
+}
+
+/** One exchange through the adapter: the user's message, then until the runtime ends it. */
+async function uiPathExchange(calls, text) {
+  const exchange = calls.startExchange();
+  const ended = new Promise((resolve) => exchange.onExchangeEnd(resolve));
+  await exchange.sendMessageWithContentPart({ data: text });
+  await ended;
+}
+
+/** UiPath with `flavour` "1.3.8" (the library as installed, the person answering through the
+ * `confirm` callback) or "later" (`withExecutingToolCall`, the person at the dialog): the main
+ * conversation's two exchanges, then a call stopped by `sessionEnding`, then one stopped by the
+ * socket's disconnect. */
+async function uiPathScenario(flavour) {
+  const confirm = (call) => decide(call.toolName, call.input);
+  const { tools, events, aborts } = uiPathPage(flavour === "1.3.8" ? { confirm } : {});
+  const options = flavour === "1.3.8" ? { confirm } : {};
+  let finished = false;
+  const person = personAtTheDialog(() => finished, flavour !== "1.3.8");
+  // An instance on its way to another runtime is refused, not disconnected.
+  let refused;
+  const elsewhere = new ClientTools({ endpoint: `wss://${location.host}/silent`, forms: false, exposeToBrowser: false });
+  elsewhere.connect().catch(() => {});
+  await until("the other instance connecting", () => elsewhere.connectionState === "connecting");
+  try {
+    uiPathToolCalls(elsewhere, { onExchangeStart: () => () => {} });
+  } catch (error) {
+    refused = `${error.name}: ${error.message}`;
+  }
+  elsewhere.disconnect();
+  try {
+    const main = await uiPathSession(`conv-${flavour}-main`);
+    const calls = uiPathToolCalls(tools, main.session, options);
+    await uiPathExchange(calls, "Add 2 and 3, clear the board, approve the invoice");
+    await uiPathExchange(calls, "Now echo a word");
+    calls.stop();
+    main.agent.conversations.endSession(`conv-${flavour}-main`);
+    main.agent.conversations.disconnect();
+
+    const interrupted = {};
+    for (const [part, callId] of [["ending", "call_ending"], ["cut", "call_cut"]]) {
+      const { agent, session, errors } = await uiPathSession(`conv-${flavour}-${part}`);
+      const partCalls = uiPathToolCalls(tools, session, options);
+      const exchange = partCalls.startExchange();
+      await exchange.sendMessageWithContentPart({ data: "Wait for a signal" });
+      await until(`the abort of ${callId}`, () => aborts[callId]);
+      partCalls.stop();
+      agent.conversations.disconnect();
+      interrupted[part] = errors;
+    }
+    await until("the abort of call_error", () => aborts.call_error);
+    const received = await recorded("uiPath");
+    return { received, events, aborts, interrupted, refused };
+  } finally {
+    finished = true;
+    await person;
+  }
+}
+
+window.scenarios = {
+  agUi,
+  elevenLabs: elevenLabsTurn,
+  openAiRealtime,
+  aiSdk,
+  uiPath: () => uiPathScenario("1.3.8"),
+  uiPathLater: () => withExecutingToolCall(() => uiPathScenario("later")),
+};
 window.scenariosReady = true;

@@ -1,7 +1,8 @@
 // The agent runtimes' side, on one local HTTPS origin (the OpenAI Realtime client opens only
 // `wss:` URLs): the test page and its bundle (the runtimes' client libraries and the package's
 // adapters, bundled by esbuild for the browser), an AG-UI agent endpoint, an ElevenLabs ConvAI
-// socket, an OpenAI Realtime socket and an AI SDK chat route, each replaying `fixtures.mjs`.
+// socket, an OpenAI Realtime socket, an AI SDK chat route and a UiPath conversational agents
+// socket.io server (`/socket.io`), each replaying `fixtures.mjs`.
 // `GET /record` returns what each runtime received. Prints `listening <url>` once ready.
 //
 // A self-signed certificate is made with `openssl` for 127.0.0.1; the browser under test accepts
@@ -18,9 +19,23 @@ import { EventEncoder } from "@ag-ui/encoder";
 import { convertToModelMessages, jsonSchema, simulateReadableStream, streamText, tool } from "ai";
 import { MockLanguageModelV4 } from "ai/test";
 import * as esbuild from "esbuild";
+import { Server as SocketIoServer } from "socket.io";
 import { WebSocketServer } from "ws";
 
-import { agUiRun, aiSdkModelParts, CALLS, elevenLabs, LATE_CALL, realtime } from "./fixtures.mjs";
+import {
+  agUiRun,
+  aiSdkModelParts,
+  CALLS,
+  elevenLabs,
+  LATE_CALL,
+  realtime,
+  UIPATH,
+  UIPATH_CALLS,
+  UIPATH_INTERRUPTIONS,
+  UIPATH_LATE_CALL,
+  UIPATH_SERVER_TOOLS,
+  uiPath,
+} from "./fixtures.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const MAX_BODY = 1 << 20;
@@ -56,8 +71,8 @@ const files = {
   ],
 };
 
-/** What each runtime received, in order. */
-const record = { agUi: [], elevenLabs: [], realtime: [], aiSdk: [] };
+/** What each runtime received, in order (UiPath: both ways, and each socket's handshake). */
+const record = { agUi: [], elevenLabs: [], realtime: [], aiSdk: [], uiPath: [] };
 
 const has = (names, name) => names.includes(name);
 
@@ -125,6 +140,13 @@ const server = createServer(certificate, (request, response) => {
       if (!response.headersSent) response.writeHead(500);
       response.end(String(error));
     });
+    return;
+  }
+  const running = path.match(/^\/uipath\/running\/([\w-]+)$/);
+  if (request.method === "POST" && running) {
+    uiPathInterrupt(running[1]);
+    response.writeHead(204);
+    response.end();
     return;
   }
   if (path === "/record") {
@@ -203,15 +225,144 @@ function realtimeSocket(socket) {
 }
 
 const sockets = {
+  // A runtime that never answers the page's connect (the page stays "connecting" for 10 s).
+  "/silent": [new WebSocketServer({ noServer: true }), () => {}],
   "/elevenlabs": [new WebSocketServer({ noServer: true, handleProtocols: (p) => (p.has("convai") ? "convai" : false) }), elevenLabsSocket],
   "/v1/realtime": [new WebSocketServer({ noServer: true, handleProtocols: (p) => (p.has("realtime") ? "realtime" : false) }), realtimeSocket],
 };
 server.on("upgrade", (request, socket, head) => {
-  const entry = sockets[new URL(request.url, "https://127.0.0.1").pathname];
+  const path = new URL(request.url, "https://127.0.0.1").pathname;
+  if (path.startsWith("/socket.io/")) return; // socket.io's own (below)
+  const entry = sockets[path];
   if (!entry) return socket.destroy();
   const [wss, serve] = entry;
   wss.handleUpgrade(request, socket, head, (ws) => serve(ws));
 });
+
+/** UiPath conversational agents, by conversation id (`conv-<flavour>-main`, `-ending`, `-cut`): the
+ * session starts; each exchange's user message is answered by one assistant message with the
+ * exchange's tool calls (the main conversation: `UIPATH_CALLS`, then the late tool once the second
+ * exchange declares it; the others: one call of `wait_for_signal`, interrupted as
+ * `UIPATH_INTERRUPTIONS` says once its handler runs). `executingToolCall` follows an approved
+ * confirmation, else comes `UIPATH.executingAfterMs` after the start; a server-side tool's end is
+ * the runtime's own. Once every call of the first exchange is answered, the runtime sends one of
+ * them again (start and `executingToolCall`), then ends the message and the exchange. */
+const conversations = new Map();
+const uiPathCalls = new Map();
+
+function uiPathEvent(socket, event) {
+  record.uiPath.push({ client: event });
+  const id = event.conversationId;
+  if (event.startSession) {
+    conversations.set(id, { socket, exchanges: 0, answered: new Set() });
+    return uiPathEmit(id, uiPath.sessionStarted(id));
+  }
+  const conversation = conversations.get(id);
+  const exchange = event.exchange;
+  if (!conversation || !exchange) return;
+  if (exchange.startExchange) {
+    conversation.exchangeId = exchange.exchangeId;
+    conversation.exchanges += 1;
+    conversation.declared = (exchange.startExchange.clientSideTools ?? []).map((tool) => tool.name);
+  }
+  const message = exchange.message;
+  if (message?.endMessage && message.messageId !== conversation.replyId) return uiPathReply(id, conversation);
+  const toolCall = message?.toolCall;
+  if (toolCall?.confirmToolCall) {
+    conversation.answered.add(toolCall.toolCallId);
+    if (toolCall.confirmToolCall.approved) {
+      uiPathSay(id, uiPath.executing(toolCall.toolCallId, toolCall.confirmToolCall.input));
+    }
+  }
+  if (toolCall?.endToolCall) conversation.answered.add(toolCall.toolCallId);
+  if (conversation.waitingFor?.every((call) => conversation.answered.has(call))) {
+    conversation.waitingFor = undefined;
+    uiPathEndTurn(id, conversation);
+  }
+}
+
+function uiPathEmit(id, event) {
+  record.uiPath.push({ server: event });
+  conversations.get(id)?.socket.emit("ConversationEvent", event);
+}
+
+/** One event of the conversation's assistant message. */
+function uiPathSay(id, messageEvent) {
+  const conversation = conversations.get(id);
+  uiPathEmit(id, uiPath.inMessage(id, conversation.exchangeId, conversation.replyId, messageEvent));
+}
+
+function uiPathReply(id, conversation) {
+  conversation.replyId = `msg_${conversation.exchanges}`;
+  let calls = [];
+  if (id.endsWith("-main") && conversation.exchanges === 1) calls = UIPATH_CALLS;
+  else if (id.endsWith("-main") && has(conversation.declared, UIPATH_LATE_CALL[1])) calls = [UIPATH_LATE_CALL];
+  else if (id.endsWith("-ending")) calls = [["call_ending", "wait_for_signal", {}]];
+  else if (id.endsWith("-cut")) calls = [["call_cut", "wait_for_signal", {}]];
+  uiPathSay(id, uiPath.messageStart());
+  for (const call of calls) {
+    const [callId, , input, more] = call;
+    uiPathCalls.set(callId, id);
+    uiPathSay(id, uiPath.toolCallStart(call));
+    if (!more?.requireConfirmation) {
+      setTimeout(() => uiPathSay(id, uiPath.executing(callId, input)), UIPATH.executingAfterMs);
+    }
+    if (has(UIPATH_SERVER_TOOLS, call[1])) {
+      setTimeout(() => uiPathSay(id, uiPath.toolCallEnd(callId, "sunny")), 2 * UIPATH.executingAfterMs);
+    }
+  }
+  // The calls the client answers (with its end, or a refused confirmation).
+  const waitingFor = calls
+    .filter(([callId, tool]) => !has(UIPATH_SERVER_TOOLS, tool) && !UIPATH_INTERRUPTIONS[callId])
+    .map(([callId]) => callId);
+  conversation.waitingFor = waitingFor.length > 0 ? waitingFor : undefined;
+  if (calls.length === 0) uiPathEndTurn(id, conversation);
+}
+
+function uiPathEndTurn(id, conversation) {
+  if (id.endsWith("-main") && conversation.exchanges === 1) {
+    // A repeated start and a late `executingToolCall` of a call that ended.
+    const [callId, , input] = UIPATH_CALLS[0];
+    uiPathSay(id, uiPath.toolCallStart(UIPATH_CALLS[0]));
+    uiPathSay(id, uiPath.executing(callId, input));
+  }
+  uiPathSay(id, uiPath.text(`text_${conversation.exchanges}`, "All done."));
+  uiPathSay(id, uiPath.messageEnd());
+  uiPathEmit(id, uiPath.exchangeEnd(id, conversation.exchangeId));
+}
+
+/** The page's `wait_for_signal` handler runs (it posts `/uipath/running/<call id>`). */
+function uiPathInterrupt(callId) {
+  const id = uiPathCalls.get(callId);
+  const conversation = conversations.get(id);
+  if (!conversation) return;
+  switch (UIPATH_INTERRUPTIONS[callId]) {
+    case "toolCallError":
+      return uiPathSay(id, uiPath.toolCallError(callId));
+    case "sessionEnding":
+      uiPathEmit(id, uiPath.sessionEnding(id));
+      return setTimeout(() => conversation.socket.disconnect(true), 500);
+    case "disconnect":
+      record.uiPath.push({ server: { conversationId: id, disconnect: callId } });
+      return conversation.socket.disconnect(true);
+  }
+}
+
+const io = new SocketIoServer(server, {
+  path: "/socket.io",
+  transports: ["websocket"],
+  serveClient: false,
+  // The ElevenLabs and Realtime sockets share the server's upgrades.
+  destroyUpgrade: false,
+});
+io.use((socket, next) => {
+  const { auth, query } = socket.handshake;
+  const handshake = { token: auth.token, org: query[UIPATH.orgParam], tenant: query[UIPATH.tenantParam] };
+  record.uiPath.push({ handshake });
+  const known = handshake.token === UIPATH.token && handshake.org === UIPATH.orgName && handshake.tenant === UIPATH.tenantName;
+  next(known ? undefined : new Error("unknown token, organization or tenant"));
+});
+io.on("connection", (socket) => socket.on("ConversationEvent", (event) => uiPathEvent(socket, event)));
 
 server.listen(0, "127.0.0.1", () => {
   console.log(`listening https://127.0.0.1:${server.address().port}`);

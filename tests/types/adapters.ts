@@ -6,6 +6,13 @@ import { agUiSubscriber, agUiTools, type AgUiTool } from "client-tools/ag-ui";
 import { aiSdkOnToolCall, aiSdkTools, type AiSdkToolOutput } from "client-tools/ai-sdk";
 import { elevenLabsClientTools } from "client-tools/elevenlabs";
 import { realtimeHandler, realtimeTools, type RealtimeFunctionTool } from "client-tools/openai-realtime";
+import {
+  uiPathClientSideTools,
+  uiPathToolCalls,
+  type UiPathClientSideTool,
+  type UiPathExchange,
+  type UiPathToolCall,
+} from "client-tools/uipath";
 
 export function adapters(tools: ClientTools): void {
   // AG-UI: the tools for a run, and the subscriber that answers the page's tool calls.
@@ -52,4 +59,38 @@ export function adapters(tools: ClientTools): void {
   });
   onToolCall({ toolCall: { toolCallId: "c1", toolName: "add_numbers", input: { a: 1, b: 2 } } });
   void schema;
+
+  // UiPath: a `@uipath/uipath-typescript` session (its `SessionStream`, as far as the adapter uses
+  // it); `startExchange` keeps the session's own signature.
+  const toolCall: UiPathToolCall = {
+    toolCallId: "t1",
+    startEventMaybe: { toolName: "add_numbers", input: { a: 1, b: 2 }, isClientSideTool: true },
+    ended: false,
+    onErrorStart: () => () => {},
+    onToolCallEnd: () => () => {},
+    onExecutingToolCall: () => () => {},
+    sendToolCallConfirm(_confirm) {},
+    sendToolCallEnd(_end) {},
+  };
+  const exchange: UiPathExchange = {
+    onMessageStart: (cb) => (cb({ onToolCallStart: (onStart) => (onStart(toolCall), () => {}) }), () => {}),
+  };
+  const session = {
+    ended: false,
+    startExchange(args?: { clientSideTools?: UiPathClientSideTool[] }) {
+      return { clientSideTools: args?.clientSideTools, sendMessageWithContentPart: async (_m: { data: string }) => {} };
+    },
+    onExchangeStart: (cb: (exchange: UiPathExchange) => void) => (cb(exchange), () => {}),
+    onSessionEnding: (_cb: (event: { timeToLiveMS: number }) => void) => () => {},
+    onSessionEnd: (_cb: (event: object) => void) => () => {},
+    onErrorStart: (_cb: (error: { errorId: string; message: string }) => void) => () => {},
+  };
+  const declared: UiPathClientSideTool[] = uiPathClientSideTools(tools);
+  const calls = uiPathToolCalls(tools, session, { confirm: (call) => ({ action: "modify", input: call.input }) });
+  void calls.startExchange({ clientSideTools: [...declared, { name: "approve_invoice" }] }).sendMessageWithContentPart({ data: "Hi" });
+  calls.stop();
+  // @ts-expect-error a session must say when its tool calls start (its exchanges)
+  uiPathToolCalls(tools, { ended: false, startExchange() {} });
+  // @ts-expect-error a confirmation carries the approved input
+  toolCall.sendToolCallConfirm({ approved: true });
 }

@@ -26,7 +26,14 @@ const TEMPLATE_FILES: &[&str] = &[
 /// The adapters for other agent runtimes (SPEC §12): JavaScript modules of the package, each with
 /// its types, copied from `pkg-template/adapters/` into `adapters/` (subpath exports such as
 /// `client-tools/ag-ui`; `shared.js` is what they share).
-pub const ADAPTERS: &[&str] = &["shared", "ag-ui", "elevenlabs", "openai-realtime", "ai-sdk"];
+pub const ADAPTERS: &[&str] = &[
+    "shared",
+    "ag-ui",
+    "elevenlabs",
+    "openai-realtime",
+    "ai-sdk",
+    "uipath",
+];
 /// The crate's dual license, shipped in the package too.
 pub const LICENSE_FILES: &[&str] = &["LICENSE-MIT", "LICENSE-APACHE"];
 

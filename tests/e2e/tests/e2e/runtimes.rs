@@ -1,13 +1,16 @@
 //! The page's tools in other agent runtimes (SPEC §12), through the package's adapters
-//! (`client-tools/ag-ui`, `/elevenlabs`, `/openai-realtime`, `/ai-sdk`), each against the runtime's
-//! own client library in real Chromium and Firefox: `@ag-ui/client`'s `HttpAgent`,
+//! (`client-tools/ag-ui`, `/elevenlabs`, `/openai-realtime`, `/ai-sdk`, `/uipath`), each against the
+//! runtime's own client library in real Chromium and Firefox: `@ag-ui/client`'s `HttpAgent`,
 //! `@elevenlabs/client`'s `Conversation`, the `openai` package's `OpenAIRealtimeWebSocket`, the
-//! `ai` package's `AbstractChat` with `DefaultChatTransport`. The runtimes' side is
-//! `tests/runtimes/server.mjs` (fixtures and where they come from: `tests/runtimes/fixtures.mjs`).
+//! `ai` package's `AbstractChat` with `DefaultChatTransport`, `@uipath/uipath-typescript`'s
+//! `ConversationalAgent` sessions. The runtimes' side is `tests/runtimes/server.mjs` (fixtures and
+//! where they come from: `tests/runtimes/fixtures.mjs`).
 //!
 //! Every runtime asks in one turn for a call that succeeds, one whose input the schema rejects and
 //! one the person rejects (the page's `confirm`), then for a tool the page defined during the turn
-//! (its tool list followed): the runtime must get each outcome in its own form, once.
+//! (its tool list followed): the runtime must get each outcome in its own form, once. UiPath's turn
+//! has more (its confirmations, the result form, an unknown tool, calls stopped by the runtime),
+//! with 1.3.8 as published and with the later releases' `executingToolCall`.
 
 use std::process::Stdio;
 use std::time::Duration;
@@ -273,6 +276,243 @@ async fn ai_sdk(driven: &Driven) {
     assert_each_ran_once(&outcome["events"], "AI SDK");
 }
 
+/// UiPath's record, for one scenario: what the client sent and the server sent, in order.
+struct UiPathRecord<'a> {
+    entries: Vec<(&'a str, &'a Value)>,
+}
+
+impl<'a> UiPathRecord<'a> {
+    fn new(received: &'a Value, flavour: &str) -> Self {
+        let prefix = format!("conv-{flavour}-");
+        let entries = received
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|entry| {
+                let (side, event) = ["client", "server"]
+                    .into_iter()
+                    .find_map(|side| entry.get(side).map(|event| (side, event)))?;
+                let ours = event["conversationId"]
+                    .as_str()
+                    .is_some_and(|id| id.starts_with(&prefix));
+                ours.then_some((side, event))
+            })
+            .collect();
+        UiPathRecord { entries }
+    }
+
+    /// Positions and contents of `side`'s `kind` events (`endToolCall`, …) of call `id`.
+    fn of_call(&self, side: &str, id: &str, kind: &str) -> Vec<(usize, &'a Value)> {
+        self.entries
+            .iter()
+            .enumerate()
+            .filter(|(_, (s, _))| *s == side)
+            .filter_map(|(n, (_, event))| {
+                let call = &event["exchange"]["message"]["toolCall"];
+                (call["toolCallId"] == id).then(|| call.get(kind).map(|v| (n, v)))?
+            })
+            .collect()
+    }
+
+    /// The client's one `endToolCall` of `id`.
+    fn end(&self, id: &str) -> &'a Value {
+        let ends = self.of_call("client", id, "endToolCall");
+        assert_eq!(ends.len(), 1, "one endToolCall for {id}: {ends:#?}");
+        ends[0].1
+    }
+
+    fn declared(&self) -> Vec<Vec<&'a str>> {
+        self.entries
+            .iter()
+            .filter_map(|(_, event)| event["exchange"]["startExchange"].get("clientSideTools"))
+            .map(names)
+            .collect()
+    }
+}
+
+/// UiPath conversational agents, `flavour` "1.3.8" (the library as published: the adapter runs
+/// each call by itself; the person answers through `confirm`) or "later" (1.3.8 with the change
+/// of 1.5.1: the adapter waits for `executingToolCall`; the person answers at the dialog).
+async fn ui_path(driven: &Driven, name: &str, flavour: &str) {
+    let outcome = scenario(driven, name).await;
+    let received = &outcome["received"];
+    let handshakes: Vec<&Value> = received
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|entry| entry.get("handshake"))
+        .collect();
+    assert!(!handshakes.is_empty());
+    for handshake in handshakes {
+        assert_eq!(
+            handshake,
+            &serde_json::json!({"token": "uipath-local-secret", "org": "local-org", "tenant": "local-tenant"}),
+            "the SDK's secret as socket.io auth, the org and tenant as query parameters"
+        );
+    }
+    let record = UiPathRecord::new(received, flavour);
+    let declared = record.declared();
+    assert_eq!(
+        declared[0],
+        ["add_numbers", "wait_for_signal", "wipe_board"]
+    );
+    assert_eq!(
+        declared[1],
+        ["add_numbers", "late_tool", "wait_for_signal", "wipe_board"],
+        "the second exchange declares the tool defined during the first"
+    );
+    let first = received
+        .as_array()
+        .unwrap()
+        .iter()
+        .find_map(|e| e["client"]["exchange"]["startExchange"]["clientSideTools"].as_array())
+        .unwrap();
+    assert_eq!(
+        first[0]["inputSchema"]["required"],
+        serde_json::json!(["a", "b"])
+    );
+
+    let end = |id: &str| record.end(id);
+    let output = |id: &str| -> &Value {
+        assert_eq!(end(id)["isError"], false, "{id}: {}", end(id));
+        &end(id)["output"]
+    };
+    let error = |id: &str| -> String {
+        assert_eq!(end(id)["isError"], true, "{id}: {}", end(id));
+        end(id)["output"].as_str().unwrap().to_owned()
+    };
+    assert_eq!(output("call_add"), &serde_json::json!({"sum": 5}));
+    assert!(error("call_bad").contains(INVALID));
+    assert_eq!(error("call_wipe"), REJECTED);
+    assert_eq!(
+        output("call_form"),
+        &serde_json::json!({"approved": true, "note": "ok"}),
+        "the person's result form"
+    );
+    assert_eq!(
+        error("call_unknown"),
+        "no handler registered for tool 'no_such_tool' on this page"
+    );
+    assert_eq!(
+        output("call_old"),
+        &serde_json::json!({"sum": 8}),
+        "a start without isClientSideTool, of a page tool"
+    );
+    assert_eq!(output("call_late"), "echo hello");
+    // The runtime's confirmations: approved with the person's edit, which the call ran with.
+    let confirms = |id: &str| -> Vec<&Value> {
+        record
+            .of_call("client", id, "confirmToolCall")
+            .into_iter()
+            .map(|(_, c)| c)
+            .collect()
+    };
+    assert_eq!(
+        confirms("call_confirm"),
+        [&serde_json::json!({"approved": true, "input": {"a": 1, "b": 41}})]
+    );
+    assert_eq!(output("call_confirm"), &serde_json::json!({"sum": 42}));
+    assert_eq!(
+        confirms("call_refuse"),
+        [&serde_json::json!({"approved": false})]
+    );
+    // What the client leaves alone: server-side tools (said or not), the calls stopped.
+    for id in [
+        "call_server",
+        "call_old_server",
+        "call_error",
+        "call_ending",
+        "call_cut",
+    ] {
+        assert!(
+            record.of_call("client", id, "endToolCall").is_empty(),
+            "no endToolCall for {id}"
+        );
+    }
+    for id in ["call_add", "call_wipe", "call_form", "call_late"] {
+        assert!(confirms(id).is_empty(), "no confirmToolCall for {id}");
+    }
+    let executing = |id: &str| -> usize { record.of_call("server", id, "executingToolCall")[0].0 };
+    let ended_at = |id: &str| record.of_call("client", id, "endToolCall")[0].0;
+    if flavour == "1.3.8" {
+        // Without `executingToolCall` the adapter answers by itself, the refusal too.
+        assert_eq!(error("call_refuse"), "rejected by the user: not this one");
+        assert!(
+            ended_at("call_add") < executing("call_add"),
+            "1.3.8 runs at once"
+        );
+    } else {
+        // The runtime goes on from a refusal; each call runs on its `executingToolCall`.
+        assert!(record
+            .of_call("client", "call_refuse", "endToolCall")
+            .is_empty());
+        let confirmed = record.of_call("client", "call_confirm", "confirmToolCall")[0].0;
+        assert!(confirmed < executing("call_confirm"));
+        for id in [
+            "call_add",
+            "call_bad",
+            "call_wipe",
+            "call_confirm",
+            "call_form",
+            "call_unknown",
+            "call_old",
+            "call_late",
+        ] {
+            assert!(
+                executing(id) < ended_at(id),
+                "{id} answered before its executingToolCall: {:#?}",
+                record.entries
+            );
+        }
+    }
+    // The handler's `ctx.signal` aborted by each way the runtime stops a call.
+    assert_eq!(
+        outcome["aborts"],
+        serde_json::json!({
+            "call_error": "the UiPath runtime reported an error for the call: the tool call timed out on the runtime",
+            "call_ending": "the UiPath session is ending",
+            "call_cut": "WebSocket disconnected: io server disconnect",
+        })
+    );
+    assert!(
+        outcome["refused"].as_str().unwrap().starts_with(
+            "TypeError: client-tools/uipath: this ClientTools is connecting to a runtime"
+        ),
+        "{}",
+        outcome["refused"]
+    );
+    // The page's events: each call once (the refused one never reached the page's tool).
+    let mut events: Vec<&str> = outcome["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e.as_str().unwrap())
+        .collect();
+    events.sort_unstable();
+    let mut expected = vec![
+        "toolactivated add_numbers",
+        "toolactivated add_numbers",
+        "toolactivated add_numbers",
+        "toolactivated approve_invoice",
+        "toolactivated late_tool",
+        "toolactivated wait_for_signal",
+        "toolactivated wait_for_signal",
+        "toolactivated wait_for_signal",
+        "toolactivated wipe_board",
+        "toolcancel wait_for_signal: WebSocket disconnected: io server disconnect",
+        "toolcancel wait_for_signal: the UiPath runtime reported an error for the call: the tool call timed out on the runtime",
+        "toolcancel wait_for_signal: the UiPath session is ending",
+        "toolresult add_numbers",
+        "toolresult add_numbers",
+        "toolresult add_numbers",
+        "toolresult approve_invoice",
+        "toolresult late_tool",
+        "toolresult wipe_board",
+    ];
+    expected.sort_unstable();
+    assert_eq!(events, expected, "UiPath ({flavour}): the page's events");
+}
+
 async fn every_runtime_in(kind: BrowserKind) {
     let server = start_server().await;
     let driven = Driven::start_accepting_self_signed(kind).await;
@@ -287,6 +527,8 @@ async fn every_runtime_in(kind: BrowserKind) {
     eleven_labs(&driven).await;
     openai_realtime(&driven).await;
     ai_sdk(&driven).await;
+    ui_path(&driven, "uiPath", "1.3.8").await;
+    ui_path(&driven, "uiPathLater", "later").await;
     driven.quit().await;
 }
 
