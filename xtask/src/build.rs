@@ -32,6 +32,7 @@ pub const ADAPTERS: &[&str] = &[
     "elevenlabs",
     "openai-realtime",
     "ai-sdk",
+    "react",
     "uipath",
 ];
 /// The crate's dual license, shipped in the package too.

@@ -328,7 +328,8 @@ pub fn ensure_ts_mcp_client() -> Result<PathBuf> {
 
 /// The projects that install the tarball just packed (`target/npm/client-tools.tgz`): the bundler
 /// apps of `tests/bundlers/`, the type check of `tests/types/` and the agent runtimes' client
-/// libraries the adapters are tested against (`tests/runtimes/`, tests/e2e/tests/e2e/runtimes.rs).
+/// libraries the adapters are tested against (`tests/runtimes/`, tests/e2e/tests/e2e/runtimes.rs)
+/// and the React app of `client-tools/react` (`tests/react/`, tests/e2e/tests/e2e/react.rs).
 /// `npm ci` every time: their lock files do not change with the tarball, so a stamp would keep a
 /// stale one.
 pub fn install_tarball_projects() -> Result {
@@ -345,6 +346,7 @@ pub fn install_tarball_projects() -> Result {
         "tests/bundlers/webpack",
         "tests/types",
         "tests/runtimes",
+        "tests/react",
     ] {
         step(&format!(
             "Installing {project} with the packed tarball (npm ci)"

@@ -18,7 +18,8 @@ use crate::{bench, build, package_check, pictures, root, step, wasm_pack, Result
 
 /// The end-to-end suites built on `client_tools_e2e::Stack` or `Tab` (the harness opens the page itself, in
 /// the browser `E2E_BROWSER` names): run a second time in Firefox. The WebDriver suites (`hitl`,
-/// `injection`, `webmcp`, `embed`, `bundlers`, `runtimes`) run in both browsers in one pass.
+/// `injection`, `webmcp`, `embed`, `bundlers`, `runtimes`, `react`) run in both browsers in one
+/// pass.
 const STACK_SUITES: &[&str] = &[
     "agent_tools",
     "api_rounds",

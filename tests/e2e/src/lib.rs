@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 pub mod cluster;
+pub mod npm_app;
 pub mod python_steps;
 pub mod raw_page;
 pub mod site;

@@ -15,11 +15,12 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use client_tools_bridge::{BridgeConfig, CallOptions};
+use client_tools_e2e::npm_app::{check_installed, ViteDev};
 use client_tools_e2e::site::Site;
 use client_tools_e2e::webdriver::{BrowserKind, Driven};
 use client_tools_e2e::{e2e_dir, BridgeOnly};
 use serde_json::{json, Value};
-use tokio::process::{Child, Command};
+use tokio::process::Command;
 use tokio::sync::{Mutex, OnceCell};
 
 const TIMEOUT: Duration = Duration::from_secs(20);
@@ -59,65 +60,11 @@ impl App {
             .unwrap_or_else(|| e2e_dir().join("../bundlers"));
         let dir = apps.join(self.name());
         let dir = dir.canonicalize().unwrap_or(dir);
-        let shown = dir.display();
-        let install = format!(
-            "run `cargo xtask pack`, then `npm ci` in {shown} (`cargo xtask test` does both)"
+        check_installed(
+            &dir,
+            self.bundler(),
+            &["client_tools_bg.wasm", "client_tools.js"],
         );
-        let manifest: Value = serde_json::from_str(
-            &std::fs::read_to_string(dir.join("package.json"))
-                .unwrap_or_else(|e| panic!("no app in {shown}: {e}")),
-        )
-        .expect("the app's package.json is JSON");
-        let dependency = manifest["dependencies"]["client-tools"]
-            .as_str()
-            .expect("the app depends on client-tools");
-        let tarball = dir.join(
-            dependency
-                .strip_prefix("file:")
-                .expect("the app depends on client-tools through its tarball (file:…)"),
-        );
-        let lock: Value = serde_json::from_str(
-            &std::fs::read_to_string(dir.join("package-lock.json"))
-                .unwrap_or_else(|e| panic!("no package-lock.json in {shown}: {e}")),
-        )
-        .expect("the app's package-lock.json is JSON");
-        assert!(
-            lock["packages"]["node_modules/client-tools"]["integrity"].is_null(),
-            "{shown}/package-lock.json names an integrity for client-tools: with the next tarball \
-             npm ci would fail, or install the older one from its cache. Remove it \
-             (tests/bundlers/README.md, \"The lock files\")"
-        );
-        assert!(
-            tarball.is_file(),
-            "no package tarball at {}: {install}",
-            tarball.display()
-        );
-        assert!(
-            self.bin(&dir).is_file(),
-            "{shown} has no {} in node_modules: {install}",
-            self.bundler()
-        );
-        // An install from an older tarball would test an older package (npm ci installs the
-        // tarball as it is now only because the lock file names no integrity for it:
-        // tests/bundlers/README.md).
-        let installed = dir.join("node_modules/client-tools");
-        for file in ["client_tools_bg.wasm", "client_tools.js"] {
-            let packed = std::process::Command::new("tar")
-                .arg("-xzOf")
-                .arg(&tarball)
-                .arg(format!("package/{file}"))
-                .output()
-                .expect("run tar");
-            assert!(
-                packed.status.success(),
-                "no {file} in {}",
-                tarball.display()
-            );
-            assert!(
-                std::fs::read(installed.join(file)).ok() == Some(packed.stdout),
-                "{shown}/node_modules/client-tools/{file} is not the tarball's: {install}"
-            );
-        }
         dir
     }
 
@@ -175,109 +122,22 @@ impl App {
     }
 }
 
-/// Vite's dev server on a free loopback port, stopped when dropped.
-struct ViteDev {
-    base_url: String,
-    child: Child,
-    log: PathBuf,
+/// Vite's dev server on an app, one at a time per app: the dev servers of one app share its
+/// dependency cache (node_modules/.vite).
+struct AppDev {
+    dev: ViteDev,
     _serial: tokio::sync::MutexGuard<'static, ()>,
 }
 
-impl ViteDev {
-    /// Starts `vite` in the folder of `app` (with the app's own config, or `config`) and waits
-    /// until it answers.
-    async fn start(app: App, config: Option<&Path>) -> ViteDev {
-        // Dev servers of one app share its dependency cache (node_modules/.vite): one at a time.
+impl AppDev {
+    async fn start(app: App, config: Option<&Path>) -> AppDev {
         static SERIAL: Mutex<()> = Mutex::const_new(());
         let serial = SERIAL.lock().await;
-        let dir = app.dir();
-        let port = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind a loopback port")
-            .local_addr()
-            .unwrap()
-            .port();
-        let log = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-            .join(format!("vite-dev-{}-{port}.log", std::process::id()));
-        let log_file = std::fs::File::create(&log).expect("create the dev server's log");
-        let mut command = Command::new(app.bin(&dir));
-        command.args([
-            "--port",
-            &port.to_string(),
-            "--strictPort",
-            "--host",
-            "127.0.0.1",
-            "--clearScreen",
-            "false",
-        ]);
-        if let Some(config) = config {
-            command.arg("--config").arg(config);
-        }
-        let child = command
-            .current_dir(&dir)
-            .stdin(Stdio::null())
-            .stdout(log_file.try_clone().expect("the log again"))
-            .stderr(log_file)
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap_or_else(|e| panic!("could not start the Vite dev server: {e}"));
-        let mut dev = ViteDev {
-            base_url: format!("http://127.0.0.1:{port}"),
-            child,
-            log,
+        AppDev {
+            dev: ViteDev::start(&app.dir(), config).await,
             _serial: serial,
-        };
-        dev.wait_until_serving().await;
-        dev
-    }
-
-    async fn wait_until_serving(&mut self) {
-        let address = self.base_url.trim_start_matches("http://").to_owned();
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-        loop {
-            if let Some(status) = self.child.try_wait().expect("the dev server's status") {
-                panic!("the Vite dev server exited ({status}):\n{}", self.log());
-            }
-            if let Ok(response) = http_get(&address).await {
-                if response.starts_with("HTTP/1.1 200") {
-                    return;
-                }
-            }
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "the Vite dev server did not serve the page within 60 s:\n{}",
-                self.log()
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
-
-    fn log(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-}
-
-impl Drop for ViteDev {
-    fn drop(&mut self) {
-        let _ = self.child.start_kill();
-        let _ = std::fs::remove_file(&self.log);
-    }
-}
-
-/// A bare `GET /` (the dev server is up once it answers it).
-async fn http_get(address: &str) -> std::io::Result<String> {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut stream = tokio::net::TcpStream::connect(address).await?;
-    stream
-        .write_all(
-            format!("GET / HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n").as_bytes(),
-        )
-        .await?;
-    let mut head = vec![0; 64];
-    let read = tokio::time::timeout(Duration::from_secs(5), stream.read(&mut head))
-        .await
-        .map_err(|_| std::io::Error::other("no answer"))??;
-    Ok(String::from_utf8_lossy(&head[..read]).into_owned())
 }
 
 /// What the app's page reported: `{state: "connected"}`, or `{state: "failed", detail}`.
@@ -358,14 +218,14 @@ async fn answers_through_the_bridge(
 
 /// What serves the app; kept until the test ends.
 enum Served {
-    Dev(ViteDev),
+    Dev(AppDev),
     Built(Site),
 }
 
 impl Served {
     fn hint(&self) -> String {
         match self {
-            Served::Dev(dev) => format!("\nthe dev server said:\n{}", dev.log()),
+            Served::Dev(app) => format!("\nthe dev server said:\n{}", app.dev.log()),
             Served::Built(site) => format!("\n(served under the policy: {})", site.csp),
         }
     }
@@ -373,8 +233,8 @@ impl Served {
 
 async fn vite_dev_server(kind: BrowserKind, app: App) {
     answers_through_the_bridge(kind, async |_| {
-        let dev = ViteDev::start(app, None).await;
-        (dev.base_url.clone(), Served::Dev(dev))
+        let dev = AppDev::start(app, None).await;
+        (dev.dev.base_url.clone(), Served::Dev(dev))
     })
     .await;
 }
@@ -446,8 +306,8 @@ async fn without_the_setting_the_vite7_dev_server_breaks_the_wasm_url() {
     )
     .expect("write the config");
     let bridge = BridgeOnly::start(BridgeConfig::default()).await;
-    let dev = ViteDev::start(App::Vite7, Some(&config)).await;
-    let url = format!("{}/?bridge={}", dev.base_url, bridge.ws_url);
+    let dev = AppDev::start(App::Vite7, Some(&config)).await;
+    let url = format!("{}/?bridge={}", dev.dev.base_url, bridge.ws_url);
     let driven = Driven::start(BrowserKind::Chromium).await;
     driven.goto(&url).await;
     let report = reported(&driven, &url).await;

@@ -22,6 +22,7 @@ mod hitl;
 mod injection;
 mod mcp_access;
 mod mcp_interop;
+mod react;
 mod runtimes;
 mod soak;
 mod tasks;
