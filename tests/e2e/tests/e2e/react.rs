@@ -95,11 +95,12 @@ fn copy_tree(from: &Path, to: &Path, linked: bool) {
     }
 }
 
-/// The app's copy, its dev server and the browser showing it.
+/// The app's copy, its dev server and the browser showing it (dropped in this order: the copy
+/// last, once its dev server is stopped).
 struct Run {
-    app: AppCopy,
-    dev: ViteDev,
     driven: Driven,
+    dev: ViteDev,
+    app: AppCopy,
     kind: BrowserKind,
 }
 
@@ -221,9 +222,9 @@ async fn react_app_in(kind: BrowserKind) {
     let driven = Driven::start(kind).await;
     driven.goto(&url).await;
     let run = Run {
-        app,
-        dev,
         driven,
+        dev,
+        app,
         kind,
     };
     run.until(
