@@ -57,6 +57,13 @@ impl WasmCargo {
                 ("RUSTDOC".into(), "/usr/bin/rustdoc".into()),
                 ("RUSTC_BOOTSTRAP".into(), "1".into()),
                 ("CARGO_UNSTABLE_BUILD_STD".into(), "std,panic_abort".into()),
+                // The standard library's own size mode (smaller sorts, formatting and collections
+                // code; the same results): the package's module −6.5 KB gzip (BENCHMARKS.md). It
+                // replaces the default `panic-unwind` feature, which `panic = "abort"` never uses.
+                (
+                    "CARGO_UNSTABLE_BUILD_STD_FEATURES".into(),
+                    "optimize_for_size".into(),
+                ),
                 // Size (BENCHMARKS.md): with the standard library rebuilt, a panic can stop at once
                 // without formatting its message, and no file/line strings or derived Debug bodies
                 // are kept. Set for every wasm command alike, so they share one build cache.
