@@ -69,7 +69,7 @@ fn module_path(profile: &str) -> PathBuf {
 }
 
 /// The package `cargo xtask demo` serves, in [`demo_pkg_dir`]: compiled for a short build, not for
-/// size (profile wasm-demo: opt-level 1, no LTO, 16 codegen units), and neither wasm-opt nor terser
+/// size (profile wasm-demo: opt-level 0, no LTO, 16 codegen units), and neither wasm-opt nor terser
 /// run (they only make it smaller). Where `cargo xtask build`/`test` compiled the module in
 /// wasm-release more recently than the demo compiled its own, that build is reused instead: cargo
 /// then rebuilds only what changed since, where the demo's profile would compile everything again.

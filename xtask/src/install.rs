@@ -135,7 +135,7 @@ fn ensure_wasm_bindgen_announced(as_step: bool) -> Result<PathBuf> {
     // `--force`: we only get here when no binary of that version is found, and cargo's own record
     // may still say it is installed (a binary deleted by hand), which would make it do nothing.
     // Compiled unoptimized (opt-level 0): a first run waits on this compile, which takes 81 CPU
-    // seconds so against 188 at opt-level 1 (docs/building.md, "A first demo"); the CLI's own work
+    // seconds so against 188 at opt-level 1 (docs/building.md, "The demo's own profile"); the CLI's own work
     // stays short (the package's bindings 0.7 s, a browser test module's 3.7 s) and its output
     // does not depend on how it was optimized.
     run(Command::new(env!("CARGO"))
