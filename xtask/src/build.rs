@@ -74,7 +74,6 @@ fn module_path(profile: &str) -> PathBuf {
 /// wasm-release more recently than the demo compiled its own, that build is reused instead: cargo
 /// then rebuilds only what changed since, where the demo's profile would compile everything again.
 pub fn build_demo(cargo: &WasmCargo) -> Result<PathBuf> {
-    let pkg = demo_pkg_dir();
     let modified = |profile| {
         std::fs::metadata(module_path(profile))
             .and_then(|m| m.modified())
@@ -84,6 +83,13 @@ pub fn build_demo(cargo: &WasmCargo) -> Result<PathBuf> {
         (Some(release), demo) if demo.is_none_or(|demo| release > demo) => wasm::PROFILE,
         _ => wasm::DEMO_PROFILE,
     };
+    build_demo_in(cargo, profile)
+}
+
+/// [`build_demo`] in `profile`: `cargo xtask test` builds it in wasm-demo, whatever is newer, so
+/// the module a first demo serves (unoptimized) is the one its end-to-end test loads.
+pub fn build_demo_in(cargo: &WasmCargo, profile: &str) -> Result<PathBuf> {
+    let pkg = demo_pkg_dir();
     if profile == wasm::PROFILE {
         step("Compiling the SDK for wasm32 (profile wasm-release: reusing the build `cargo xtask build`/`test` made; the wasm-bindgen CLI installed alongside if missing)");
     } else {

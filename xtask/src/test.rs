@@ -4,7 +4,8 @@
 //! (wasm-bindgen-test in headless Chromium, then Firefox) → package build → npm pack and
 //! `npm publish --dry-run` → the same package built by wasm-pack → `tsc --strict` on a page using
 //! every API → end-to-end tests (bridge + headless Chromium and Firefox + the built package and its
-//! npm tarball) → the docs' pictures → a short benchmark run.
+//! npm tarball) → the demo's own unoptimized package in the demo console's end-to-end test → the
+//! docs' pictures → a short benchmark run.
 
 use std::process::Command;
 
@@ -178,6 +179,13 @@ pub fn test() -> Result {
     run(&mut e2e("chromium", &[]))?;
     step("End-to-end tests that open their page without WebDriver, again in Firefox");
     run(&mut e2e("firefox", STACK_SUITES))?;
+
+    step(
+        "The demo's own package (profile wasm-demo: unoptimized, as a first `cargo xtask demo` \
+         builds it) in the demo console's end-to-end test, Chromium and Firefox",
+    );
+    let demo_pkg = build::build_demo_in(&wasm, wasm::DEMO_PROFILE)?;
+    run(e2e("chromium", &["demo_console"]).env("CLIENT_TOOLS_PKG", &demo_pkg))?;
 
     step("The docs' pictures of the dialog still render (into target/pictures)");
     pictures::render(&browsers, &pkg, &root().join("target/pictures"))?;
