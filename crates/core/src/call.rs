@@ -372,6 +372,21 @@ pub fn mark_modified(result: &mut CallToolResult, input: Value) {
         .insert(meta::MODIFIED_INPUT.into(), input);
 }
 
+/// Whether a tool's annotations say its results hold untrusted content: `untrustedContentHint` is
+/// `true` (anything else, absent included, is not).
+pub fn is_untrusted(annotations: Option<&Value>) -> bool {
+    annotations.and_then(|a| a.get("untrustedContentHint")) == Some(&Value::Bool(true))
+}
+
+/// Marks a result of such a tool (SPEC §7): `_meta["clienttools/untrusted"]: true`, whatever was
+/// under that key (a handler may mark, never unmark).
+pub fn mark_untrusted(result: &mut CallToolResult) {
+    result
+        .meta
+        .get_or_insert_with(Default::default)
+        .insert(meta::UNTRUSTED.into(), Value::Bool(true));
+}
+
 /// A handler's value, JSON text, as the call's result (SPEC §4): an MCP result the handler shaped
 /// (`{content: [...], structuredContent?, isError?, _meta?}`) is sent as it is once its blocks are
 /// checked, its `structuredContent` against the output schema (a tool with an output schema must

@@ -65,7 +65,7 @@ struct Entry {
     #[serde(default)]
     fallback: Option<String>,
     #[serde(default)]
-    annotations: Option<Map<String, Value>>,
+    annotations: Option<Value>,
     #[serde(default)]
     timeout_ms: Option<f64>,
     #[serde(default)]
@@ -276,8 +276,8 @@ fn check(entry: Value) -> Result<AgentTool, String> {
             Some(ms)
         }
     };
-    let require_confirmation =
-        entry.require_confirmation || annotations_ask(entry.annotations.as_ref());
+    let annotations = entry.annotations.map(check_annotations).transpose()?;
+    let require_confirmation = entry.require_confirmation || annotations_ask(annotations.as_ref());
     let task_support = match entry.task_support.as_deref() {
         None => TaskSupport::default_for(
             client_tools_core::registry::ToolKind::Handler,
@@ -295,12 +295,43 @@ fn check(entry: Value) -> Result<AgentTool, String> {
         description,
         input: Arc::new(input),
         output: output.map(Arc::new),
-        annotations: entry.annotations,
+        annotations,
         require_confirmation,
         fallback_form,
         timeout_ms,
         task_support,
     })
+}
+
+/// The hints the bridge and the page act on are booleans (MCP's and WebMCP's), `title` a string:
+/// a hint written as `"true"` would silently not act (no confirmation, results not marked).
+/// Other keys are the file's own and pass as written.
+fn check_annotations(annotations: Value) -> Result<Map<String, Value>, String> {
+    let Value::Object(annotations) = annotations else {
+        return Err(format!(
+            "annotations must be an object, not {}",
+            validate::json_type_name(&annotations)
+        ));
+    };
+    const HINTS: [&str; 6] = [
+        "readOnlyHint",
+        "destructiveHint",
+        "idempotentHint",
+        "openWorldHint",
+        "consequentialHint",
+        "untrustedContentHint",
+    ];
+    for (key, value) in &annotations {
+        let wrong = match key.as_str() {
+            "title" => (!value.is_string()).then_some("a string"),
+            hint if HINTS.contains(&hint) => (!value.is_boolean()).then_some("true or false"),
+            _ => None,
+        };
+        if let Some(what) = wrong {
+            return Err(format!("annotations.{key} must be {what}, not {value}"));
+        }
+    }
+    Ok(annotations)
 }
 
 /// MCP lists object schemas only (`"type": "object"`); the schema must compile.
@@ -410,6 +441,44 @@ mod tests {
         let tool = tools.get("search_cars").unwrap();
         assert!(tool.require_confirmation);
         assert_eq!(tool.call_meta()[meta::REQUIRE_CONFIRMATION], true);
+    }
+
+    #[test]
+    fn hints_are_booleans_and_the_untrusted_one_is_kept() {
+        let with = |annotations: Value| {
+            let mut tool = search();
+            tool["annotations"] = annotations;
+            parse(json!([tool]))
+        };
+        let tools = with(json!({"untrustedContentHint": true, "x-own": "kept"})).unwrap();
+        let tool = tools.get("search_cars").unwrap();
+        let annotations = tool.annotations.as_ref().unwrap();
+        assert_eq!(annotations["untrustedContentHint"], true);
+        assert_eq!(annotations["x-own"], "kept");
+        assert_eq!(
+            tool.to_listed().annotations.unwrap()["untrustedContentHint"],
+            true
+        );
+        let error = with(json!({"untrustedContentHint": "yes"})).unwrap_err();
+        assert_eq!(
+            error,
+            "tool 'search_cars': annotations.untrustedContentHint must be true or false, not \"yes\""
+        );
+        let error = with(json!({"destructiveHint": 1})).unwrap_err();
+        assert!(
+            error.contains("annotations.destructiveHint must be true or false, not 1"),
+            "{error}"
+        );
+        let error = with(json!({"title": false})).unwrap_err();
+        assert!(
+            error.contains("annotations.title must be a string, not false"),
+            "{error}"
+        );
+        let error = with(json!(["untrustedContentHint"])).unwrap_err();
+        assert!(
+            error.ends_with("annotations must be an object, not array"),
+            "{error}"
+        );
     }
 
     #[test]

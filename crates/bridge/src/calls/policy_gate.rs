@@ -18,6 +18,7 @@ use crate::calls::policy::{
 };
 use crate::calls::prepared_call::{listed_original, PreparedCall};
 use crate::calls::served::{method as served, ServedRequest, Subject};
+use crate::calls::tool_annotations;
 
 /// Every route's call, once prepared (`PageSession::prepare`): `block` refuses it (with an audit
 /// event under `call`, the id it would have had), `confirm` makes it need the person's approval.
@@ -31,7 +32,8 @@ pub(crate) fn prepared(
         return Ok(call);
     }
     let tool = call.original_name().to_owned();
-    match policy.check_input(&tool, call.who(), call.arguments()) {
+    let target = Target::annotated(&tool, call.annotations());
+    match policy.check_input(target, call.who(), call.arguments()) {
         Ok(verdict) => {
             if verdict.confirm {
                 call.require_confirmation_by_policy();
@@ -53,6 +55,8 @@ pub(crate) struct Running {
     /// What runs: a tool (its original name), a prompt, a resource.
     kind: Kind,
     tool: String,
+    /// A tool's annotations, for the result rules' `annotations`.
+    annotations: Option<Value>,
     verdict: InputVerdict,
     input: Value,
     /// The `redact` rules on what the page sends while it runs; `None`: none applies.
@@ -186,8 +190,9 @@ pub(crate) fn running(
         true => call.arguments().clone(),
         false => Value::Null,
     };
+    let target = Target::annotated(tool, call.annotations());
     let events = match verdict.has_result_rules {
-        true => policy.event_redactions(tool, call.who(), call.arguments()),
+        true => policy.event_redactions(target, call.who(), call.arguments()),
         false => Vec::new(),
     };
     let events = (!events.is_empty()).then(|| {
@@ -202,9 +207,14 @@ pub(crate) fn running(
             log_payloads,
         })
     });
+    let annotations = match verdict.has_result_rules {
+        true => call.annotations().cloned(),
+        false => None,
+    };
     Ok(Some(Running {
         kind: Kind::Tool,
         tool: tool.to_owned(),
+        annotations,
         verdict,
         input,
         events,
@@ -223,7 +233,8 @@ pub(crate) fn answered(
     log_payloads: bool,
 ) {
     let acted = if running.verdict.has_result_rules {
-        policy.check_result(&running.tool, who, &running.input, result)
+        let target = Target::annotated(&running.tool, running.annotations.as_ref());
+        policy.check_result(target, who, &running.input, result)
     } else {
         Vec::new()
     };
@@ -324,7 +335,9 @@ pub(crate) fn relayed(
         .unwrap_or_default();
     let input = params.get("arguments").cloned().unwrap_or(Value::Null);
     let tool = listed_original(name, agent_tools, page_tools);
-    match policy.admit_relayed(&tool, who, &input, now) {
+    let annotations = tool_annotations::of_listed(name, agent_tools, page_tools);
+    let target = Target::annotated(&tool, annotations.as_ref());
+    match policy.admit_relayed(target, who, &input, now) {
         Ok(()) => Ok(()),
         Err(refusal) => {
             let (acted, result) = *refusal;
@@ -374,14 +387,8 @@ fn request_text(id: &protocol::RequestId) -> String {
 pub(crate) fn served_facts(request: &ServedRequest) -> Option<(Target<'_>, Value)> {
     let target = match request.subject() {
         Subject::List => return None,
-        Subject::Prompt(name) => Target {
-            kind: Kind::Prompt,
-            name,
-        },
-        Subject::Resource(uri) => Target {
-            kind: Kind::Resource,
-            name: uri,
-        },
+        Subject::Prompt(name) => Target::of(Kind::Prompt, name),
+        Subject::Resource(uri) => Target::of(Kind::Resource, uri),
     };
     let params = request.params();
     let input = match request.method() {
@@ -474,6 +481,7 @@ pub(crate) fn serving(
     Ok(Some(Running {
         kind: target.kind,
         tool: target.name.to_owned(),
+        annotations: None,
         verdict,
         input,
         events,
@@ -493,10 +501,7 @@ pub(crate) fn served_answered(
     answer: &mut Value,
     log_payloads: bool,
 ) -> Result<(), RpcError> {
-    let target = Target {
-        kind: running.kind,
-        name: &running.tool,
-    };
+    let target = Target::of(running.kind, &running.tool);
     let audited = target.audited();
     let decided = match running.verdict.has_result_rules {
         true => policy.check_answer(target, who, &running.input, method, answer),
@@ -543,25 +548,16 @@ pub(crate) fn hidden(policy: &Policy, who: Who<'_>, list: &str, entry: &Value) -
     let field = |name: &str| entry.get(name).and_then(Value::as_str).unwrap_or_default();
     let (target, input) = match list {
         served::PROMPTS_LIST => (
-            Target {
-                kind: Kind::Prompt,
-                // By the name the page defined it by (`clienttools/originalName`), else `name`.
-                name: crate::calls::served::entry_name(entry),
-            },
+            // By the name the page defined it by (`clienttools/originalName`), else `name`.
+            Target::of(Kind::Prompt, crate::calls::served::entry_name(entry)),
             Value::Object(Map::new()),
         ),
         served::RESOURCE_TEMPLATES_LIST => (
-            Target {
-                kind: Kind::Resource,
-                name: field("uriTemplate"),
-            },
+            Target::of(Kind::Resource, field("uriTemplate")),
             serde_json::json!({ "uri": field("uriTemplate") }),
         ),
         _ => (
-            Target {
-                kind: Kind::Resource,
-                name: field("uri"),
-            },
+            Target::of(Kind::Resource, field("uri")),
             serde_json::json!({ "uri": field("uri") }),
         ),
     };

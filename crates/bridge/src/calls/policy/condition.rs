@@ -1,5 +1,6 @@
-//! A rule's condition: a CEL expression (cel-rust) over `input`, `result`, `tool`, `session` and
-//! `user` (the session's user, SPEC §13: `""` without one),
+//! A rule's condition: a CEL expression (cel-rust) over `input`, `result`, `tool`, `session`,
+//! `user` (the session's user, SPEC §13: `""` without one) and `annotations` (the tool's, `{}`
+//! without any),
 //! with the detectors of personal data as functions, compiled once when the policy loads and
 //! evaluated within bounds.
 //!
@@ -33,13 +34,15 @@ use crate::limits::{
 };
 
 /// The variables a condition may read.
-pub const VARIABLES: [&str; 5] = ["input", "result", "tool", "session", "user"];
+pub const VARIABLES: [&str; 6] = ["input", "result", "tool", "session", "user", "annotations"];
 
 /// A compiled condition.
 pub struct Condition {
     program: Program,
     source: String,
     reads_result: bool,
+    /// Whether it reads `annotations` (converted for it alone: today's rules pay nothing).
+    reads_annotations: bool,
     /// The patterns `matches` is called with as literals, compiled at load (an invalid one is a
     /// load error; none is compiled on the clock of a call).
     patterns: Vec<(String, regex::Regex)>,
@@ -61,6 +64,9 @@ pub struct Facts<'a> {
     /// The call's result as MCP writes it (`content`, `structuredContent`, `isError`); `None`
     /// before the call ran.
     pub result: Option<&'a Json>,
+    /// The tool's annotations (crate::calls::tool_annotations); `None` is read as `{}` (a tool
+    /// without any, a prompt, a resource).
+    pub annotations: Option<&'a Json>,
 }
 
 impl Condition {
@@ -103,10 +109,12 @@ impl Condition {
             }
         }
         let reads_result = references.has_variable("result");
+        let reads_annotations = references.has_variable("annotations");
         Ok(Self {
             program,
             source: source.to_owned(),
             reads_result,
+            reads_annotations,
             patterns,
         })
     }
@@ -126,12 +134,20 @@ impl Condition {
             Some(result) => to_cel(result, "result")?,
             None => Value::Null,
         };
+        let annotations = match (self.reads_annotations, facts.annotations) {
+            (false, _) => Value::Null,
+            (true, Some(annotations)) => to_cel(annotations, "annotations")?,
+            (true, None) => Value::Map(CelMap {
+                map: Arc::new(HashMap::new()),
+            }),
+        };
         let resolver = Variables {
             input: into_val(input)?,
             result: into_val(result)?,
             tool: into_val(Value::String(Arc::new(facts.tool.to_owned())))?,
             session: into_val(Value::String(Arc::new(facts.session.to_owned())))?,
             user: into_val(Value::String(Arc::new(facts.user.to_owned())))?,
+            annotations: into_val(annotations)?,
             deadline,
             overran: AtomicBool::new(false),
         };
@@ -164,6 +180,7 @@ struct Variables {
     tool: Box<dyn cel::common::value::Val>,
     session: Box<dyn cel::common::value::Val>,
     user: Box<dyn cel::common::value::Val>,
+    annotations: Box<dyn cel::common::value::Val>,
     deadline: Instant,
     overran: AtomicBool,
 }
@@ -180,6 +197,7 @@ impl VariableResolver for Variables {
             "tool" => &self.tool,
             "session" => &self.session,
             "user" => &self.user,
+            "annotations" => &self.annotations,
             _ => return None,
         };
         Some(CowVal::Borrowed(value.as_ref()))

@@ -135,13 +135,31 @@ pub struct Target<'a> {
     pub kind: Kind,
     /// What a condition's `tool` reads: the tool's or the prompt's name, the resource's URI.
     pub name: &'a str,
+    /// What a condition's `annotations` reads: a tool's (crate::calls::tool_annotations); `None`
+    /// (read as `{}`) for a tool without any, a prompt, a resource.
+    pub annotations: Option<&'a serde_json::Value>,
 }
 
 impl<'a> Target<'a> {
+    /// A tool by its original name, without annotations.
     pub fn tool(name: &'a str) -> Self {
+        Self::of(Kind::Tool, name)
+    }
+
+    /// A tool by its original name, with its annotations.
+    pub fn annotated(name: &'a str, annotations: Option<&'a serde_json::Value>) -> Self {
         Self {
-            kind: Kind::Tool,
+            annotations,
+            ..Self::tool(name)
+        }
+    }
+
+    /// A tool, a prompt or a resource (annotations are a tool's: see [`Self::annotated`]).
+    pub fn of(kind: Kind, name: &'a str) -> Self {
+        Self {
+            kind,
             name,
+            annotations: None,
         }
     }
 
@@ -152,6 +170,13 @@ impl<'a> Target<'a> {
             Kind::Prompt => format!("prompt:{}", self.name).into(),
             Kind::Resource => format!("resource:{}", self.name).into(),
         }
+    }
+}
+
+impl<'a> From<&'a str> for Target<'a> {
+    /// A tool by its original name, without annotations.
+    fn from(name: &'a str) -> Self {
+        Self::tool(name)
     }
 }
 
@@ -169,11 +194,6 @@ pub struct Rule {
 }
 
 impl Rule {
-    /// Whether the rule covers `tool` (an original name).
-    pub fn covers(&self, tool: &str) -> bool {
-        self.covers_target(Target::tool(tool))
-    }
-
     /// What a `limit` rule counts `target`'s calls under: a tool alone (as every tool it covers);
     /// a prompt or a resource with every other one its first matching pattern covers
     /// (`resource:app://notes/*`: URIs and names are the agent's to choose, so counting each

@@ -152,15 +152,16 @@ impl Policy {
             .any(|r| matches!(r.action, Action::Limit { .. }))
     }
 
-    /// The input rules for a call of `tool` (its original name) in `session`: `Err` with the
-    /// blocking rule and its result when one blocks (or cannot be decided).
-    pub fn check_input<'a>(
+    /// The input rules for a call of `tool` (its original name, and its annotations: a bare name
+    /// has none) in `session`: `Err` with the blocking rule and its result when one blocks (or
+    /// cannot be decided).
+    pub fn check_input<'a, 't>(
         &self,
-        tool: &str,
+        tool: impl Into<Target<'t>>,
         who: impl Into<Who<'a>>,
         input: &Value,
     ) -> Result<InputVerdict, Refusal> {
-        self.check_input_on(Target::tool(tool), who.into(), input)
+        self.check_input_on(tool.into(), who.into(), input)
             .map_err(|refusal| {
                 let (acted, message) = *refusal;
                 Box::new((acted.clone(), blocked(&[acted], &message)))
@@ -183,6 +184,7 @@ impl Policy {
             user: who.user.unwrap_or(""),
             input,
             result: None,
+            annotations: target.annotations,
         };
         for (at, rule) in self.rules.iter().enumerate() {
             if !rule.covers_target(target) {
@@ -223,6 +225,7 @@ impl Policy {
             user: who.user.unwrap_or(""),
             input,
             result: None,
+            annotations: target.annotations,
         };
         self.rules.iter().any(|rule| {
             matches!(rule.action, Action::Block { .. })
@@ -298,16 +301,16 @@ impl Policy {
     /// The input rules of a call relayed from another cluster node (its `tools/call` params),
     /// counted against the limits here, where the page's socket is: `Err` with the result to
     /// answer instead of the page.
-    pub fn admit_relayed<'a>(
+    pub fn admit_relayed<'a, 't>(
         &self,
-        tool: &str,
+        tool: impl Into<Target<'t>>,
         who: impl Into<Who<'a>>,
         input: &Value,
         now: Instant,
     ) -> Result<(), Refusal> {
-        let who = who.into();
+        let (tool, who) = (tool.into(), who.into());
         let verdict = self.check_input(tool, who, input)?;
-        self.admit(&verdict, tool, who, now)
+        self.admit(&verdict, tool.name, who, now)
     }
 
     /// [`Self::admit_relayed`] for a prompt or a resource: `Err` with the rule and the message.
@@ -324,27 +327,32 @@ impl Policy {
 
     /// The result rules for a call's `result`, in file order: `redact` replaces, `block`
     /// withholds it (an error result instead), `log` notes. Returns the rules that acted.
-    pub fn check_result<'a>(
+    pub fn check_result<'a, 't>(
         &self,
-        tool: &str,
+        tool: impl Into<Target<'t>>,
         who: impl Into<Who<'a>>,
         input: &Value,
         result: &mut CallToolResult,
     ) -> Vec<Acted> {
-        let who = who.into();
+        let (target, who) = (tool.into(), who.into());
         let mut acted_on = Vec::new();
         let mut as_json: Option<Value> = None;
-        for rule in self.rules.iter().filter(|r| r.on_result && r.covers(tool)) {
+        let covering = self
+            .rules
+            .iter()
+            .filter(|r| r.on_result && r.covers_target(target));
+        for rule in covering {
             if let Some(condition) = &rule.when {
                 if condition.reads_result() && as_json.is_none() {
                     as_json = Some(serde_json::to_value(&*result).unwrap_or(Value::Null));
                 }
                 let facts = Facts {
-                    tool,
+                    tool: target.name,
                     session: who.session,
                     user: who.user.unwrap_or(""),
                     input,
                     result: as_json.as_ref(),
+                    annotations: target.annotations,
                 };
                 match condition.holds(&facts, &self.evaluator) {
                     Ok(true) => {}
@@ -388,13 +396,13 @@ impl Policy {
     /// progress messages, its rounds: crate::calls::policy_gate::EventRedaction), in file order: those
     /// covering the tool whose condition holds on the call. The result does not exist yet, so a
     /// rule whose condition reads it, or one that cannot be decided, applies (fail closed).
-    pub(crate) fn event_redactions<'a>(
+    pub(crate) fn event_redactions<'a, 't>(
         &self,
-        tool: &str,
+        tool: impl Into<Target<'t>>,
         who: impl Into<Who<'a>>,
         input: &Value,
     ) -> Vec<usize> {
-        self.event_redactions_on(Target::tool(tool), who.into(), input)
+        self.event_redactions_on(tool.into(), who.into(), input)
     }
 
     /// [`Self::event_redactions`] for any target (a prompt, a resource).
@@ -410,6 +418,7 @@ impl Policy {
             user: who.user.unwrap_or(""),
             input,
             result: None,
+            annotations: target.annotations,
         };
         let redacts =
             |rule: &Rule| matches!(rule.action, Action::Redact(_)) && rule.covers_target(target);
@@ -453,6 +462,7 @@ impl Policy {
                     user: who.user.unwrap_or(""),
                     input,
                     result: Some(&*answer),
+                    annotations: target.annotations,
                 };
                 match condition.holds(&facts, &self.evaluator) {
                     Ok(true) => {}

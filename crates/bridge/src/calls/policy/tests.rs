@@ -135,6 +135,124 @@ fn an_undecidable_condition_fails_closed() {
     );
 }
 
+/// Issue 36 point 3: `annotations` is the tool's (`{}` without any); `tool` stays its name.
+#[test]
+fn conditions_read_the_tools_annotations_beside_its_name() {
+    let p = policy(
+        r#"
+[[rule]]
+id = "no-untrusted-writes"
+tools = ["*"]
+when = 'has(annotations.untrustedContentHint) && annotations.untrustedContentHint && has(input.send)'
+action = "block"
+message = "a tool that reads others' content does not send"
+
+[[rule]]
+id = "mask-untrusted"
+tools = ["*"]
+when = 'has(annotations.untrustedContentHint) && annotations.untrustedContentHint == true'
+action = "redact"
+redact = ["email"]
+
+[[rule]]
+id = "strict"
+tools = ["reviews_strict"]
+when = "annotations.untrustedContentHint == true"
+action = "confirm"
+
+[[rule]]
+id = "by-name"
+tools = ["*"]
+when = "tool == 'plain'"
+action = "confirm"
+"#,
+    );
+    let untrusted = json!({"readOnlyHint": true, "untrustedContentHint": true});
+    let reviews = Target::annotated("reviews", Some(&untrusted));
+    let (acted, result) = *p
+        .check_input(reviews, "s1", &json!({"send": "x"}))
+        .unwrap_err();
+    assert_eq!(acted, acted_rule("no-untrusted-writes", "block"));
+    assert_eq!(
+        result.text(),
+        "a tool that reads others' content does not send"
+    );
+    assert!(p.check_input(reviews, "s1", &json!({})).is_ok());
+    // The same input for a tool without the hint, or with it false: allowed.
+    let trusted = json!({"untrustedContentHint": false});
+    for other in [
+        Target::tool("reviews"),
+        Target::annotated("reviews", Some(&trusted)),
+    ] {
+        let verdict = p.check_input(other, "s1", &json!({"send": "x"})).unwrap();
+        assert!(!verdict.confirm, "{other:?}");
+    }
+    // Its results are redacted; another tool's are not.
+    let mail = || CallToolResult::success(json!({"review": "write to eve@example.com"}));
+    let mut marked = mail();
+    let acted = p.check_result(reviews, "s1", &json!({}), &mut marked);
+    assert_eq!(acted, [acted_rule("mask-untrusted", "redact")]);
+    assert!(!marked.text().contains("eve@"), "{}", marked.text());
+    let mut plain = mail();
+    assert!(p
+        .check_result(Target::tool("reviews"), "s1", &json!({}), &mut plain)
+        .is_empty());
+    assert!(plain.text().contains("eve@"));
+    // A rule without `has` decides only tools that have the annotation: on any other, the key is
+    // missing and the call is blocked (fail closed), as for `input`.
+    let strict = Target::annotated("reviews_strict", Some(&untrusted));
+    assert!(p.check_input(strict, "s1", &json!({})).unwrap().confirm);
+    let (acted, result) = *p
+        .check_input("reviews_strict", "s1", &json!({}))
+        .unwrap_err();
+    assert_eq!(acted, acted_rule("strict", "block"));
+    assert!(
+        result.text().contains("rule 'strict' could not be decided"),
+        "{}",
+        result.text()
+    );
+    // A hint the page wrote as a string is not `true`: `== true` decides it (not redacted).
+    let stringly = json!({"untrustedContentHint": "true"});
+    let mut kept = mail();
+    let acted = p.check_result(
+        Target::annotated("reviews", Some(&stringly)),
+        "s1",
+        &json!({}),
+        &mut kept,
+    );
+    assert!(acted.is_empty(), "{acted:?}");
+    assert!(kept.text().contains("eve@"), "{}", kept.text());
+    // Today's rules on `tool` decide as before, with or without annotations.
+    assert!(p.check_input("plain", "s1", &json!({})).unwrap().confirm);
+    let annotated_plain = Target::annotated("plain", Some(&trusted));
+    assert!(
+        p.check_input(annotated_plain, "s1", &json!({}))
+            .unwrap()
+            .confirm
+    );
+    // A prompt or a resource has none: `{}`.
+    let served = Target::of(Kind::Prompt, "reviews");
+    assert!(p
+        .check_input_on(served, Who::from("s1"), &json!({"send": "x"}))
+        .is_ok());
+    // Annotations count against a condition's data bound too.
+    let huge = json!({"untrustedContentHint": true, "x": "a".repeat(MAX_CONDITION_DATA_BYTES)});
+    let (_, result) = *p
+        .check_input(Target::annotated("reviews", Some(&huge)), "s1", &json!({}))
+        .unwrap_err();
+    assert!(
+        result.text().contains("'annotations' is too large"),
+        "{}",
+        result.text()
+    );
+    // An unknown variable names the ones there are.
+    let error = refused(&rule("action = \"block\"\nwhen = \"annotation.x\""));
+    assert!(
+        error.contains("which is not one of input, result, tool, session, user, annotations"),
+        "{error}"
+    );
+}
+
 #[test]
 fn limit_counts_per_session_and_tool_and_names_the_limit() {
     let p = policy(EXAMPLE);
@@ -680,14 +798,8 @@ action = "block"
 "#,
     );
     let who = Who::from("s1");
-    let resource = |uri| Target {
-        kind: Kind::Resource,
-        name: uri,
-    };
-    let prompt = |name| Target {
-        kind: Kind::Prompt,
-        name,
-    };
+    let resource = |uri| Target::of(Kind::Resource, uri);
+    let prompt = |name| Target::of(Kind::Prompt, name);
     let input = |uri: &str| json!({ "uri": uri });
     let refused = policy
         .check_input_on(
