@@ -110,17 +110,24 @@ export async function startConsole(tools, preselect) {
     if (state === "connected") setTimeout(refreshTools, 150);
   });
   tools.on("toolschanged", () => setTimeout(refreshTools, 150));
-  // A call in this tab is listed once: its running entry, by call id, is replaced in place by its
-  // outcome (a result, or a cancel).
+  // A call in this tab is listed once: its entry, by call id, is replaced in place as it goes on —
+  // waiting for its turn (a tool's `concurrency`), running, then its outcome (a result, or a
+  // cancel).
   const running = new Map();
-  function callEnded(callId, kind, title, body) {
+  function callEntry(callId, kind, title, body) {
     const entry = running.get(callId);
-    running.delete(callId);
-    const outcome = logEntry(kind, title, body);
-    if (entry?.isConnected) entry.replaceWith(outcome);
+    const now = logEntry(kind, title, body);
+    if (entry?.isConnected) entry.replaceWith(now);
+    return now;
   }
+  function callEnded(callId, kind, title, body) {
+    callEntry(callId, kind, title, body);
+    running.delete(callId);
+  }
+  tools.on("toolqueued", ({ toolName, callId, position }) =>
+    running.set(callId, callEntry(callId, "queued", `⏸ ${toolName} (call ${callId})`, `waiting for its turn: ${position} in line when it came`)));
   tools.on("toolactivated", ({ toolName, callId }) =>
-    running.set(callId, logEntry("activated", `▶ ${toolName} (call ${callId})`, "handler running in this tab")));
+    running.set(callId, callEntry(callId, "activated", `▶ ${toolName} (call ${callId})`, "handler running in this tab")));
   tools.on("toolresult", ({ toolName, callId, isError, durationMs }) =>
     callEnded(callId, isError ? "error" : "ok", `${isError ? "✖" : "✔"} ${toolName} (call ${callId})`, `${durationMs.toFixed(1)} ms in the page`));
   tools.on("toolcancel", ({ toolName, callId, reason }) =>

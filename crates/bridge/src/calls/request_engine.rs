@@ -129,6 +129,8 @@ struct Pending {
     timeout: Duration,
     /// Set while the page is away; the request fails [`RECONNECT_GRACE`] after it.
     disconnected_at: Option<Instant>,
+    /// [`RequestEngine::heard`] when the request began.
+    heard_before: u64,
 }
 
 impl Pending {
@@ -158,9 +160,13 @@ enum Link {
 pub(crate) struct RequestEngine {
     pending: HashMap<String, Pending>,
     link: Link,
-    /// A request timed out on a connected page: tool calls fail at once until the page answers
-    /// anything again (or reconnects).
+    /// A request timed out on a connected page that had answered nothing since it was sent: tool
+    /// calls fail at once until the page answers anything again (or reconnects).
     unresponsive: bool,
+    /// How many answers and progress reports the page sent: a request that times out after the
+    /// page sent one since it began did not find the page stuck (it waited its turn there, its
+    /// tool's `concurrency` taken: the wait counts against the bridge's deadline).
+    heard: u64,
     max_pending: usize,
     outputs: VecDeque<Output>,
 }
@@ -171,6 +177,7 @@ impl RequestEngine {
             pending: HashMap::new(),
             link: Link::Never { since: now },
             unresponsive: false,
+            heard: 0,
             max_pending,
             outputs: VecDeque::new(),
         }
@@ -240,6 +247,7 @@ impl RequestEngine {
                 hard_deadline: now + request.timeout + Duration::from_millis(HUMAN_WAIT_MAX_MS),
                 timeout: request.timeout,
                 disconnected_at,
+                heard_before: self.heard,
             },
         );
         Ok(())
@@ -281,7 +289,7 @@ impl RequestEngine {
         };
         let pending = entry.remove();
         if failure == RequestFailure::TimedOut && pending.purpose != Purpose::Probe {
-            if self.is_connected() {
+            if self.is_connected() && self.heard == pending.heard_before {
                 self.unresponsive = true;
             }
             self.send_cancelled(id, "the runtime stopped waiting (timeout)");
@@ -293,6 +301,7 @@ impl RequestEngine {
     /// request of this engine is handed back (it may be another cluster node's: crate::cluster).
     pub(crate) fn answer(&mut self, id: &RequestId, answer: Answer) -> Option<Answer> {
         self.unresponsive = false;
+        self.heard += 1;
         // The bridge's ids are strings: looked up as they are, without a copy.
         let id = match id {
             RequestId::String(id) => self.pending.remove_entry(id.as_str()),
@@ -322,6 +331,7 @@ impl RequestEngine {
         let Some(pending) = self.pending.get_mut(token) else {
             return Some(progress);
         };
+        self.heard += 1;
         pending.deadline = (now + pending.timeout).min(pending.hard_deadline);
         let id = token.to_owned();
         self.outputs.push_back(Output::Progress {
@@ -723,6 +733,53 @@ mod engine_tests {
         engine
             .begin(request("b-5", Purpose::ToolCall), t0 + TIMEOUT * 2)
             .unwrap();
+    }
+
+    /// Issue 36 point 2: a call that waited its turn in the page (its tool's `concurrency`) past
+    /// the bridge's deadline times out, but the page answered meanwhile: it is not stuck, and the
+    /// next call goes to it.
+    #[test]
+    fn a_timeout_after_the_page_answered_since_leaves_it_responsive() {
+        let t0 = Instant::now();
+        let mut engine = engine(t0);
+        engine.begin(request("b-1", Purpose::ToolCall), t0).unwrap();
+        engine.begin(request("b-2", Purpose::ToolCall), t0).unwrap();
+        let first = RequestId::String("b-1".into());
+        engine.answer(&first, answer("{}"));
+        outputs(&mut engine);
+        engine.handle_timeout(t0 + TIMEOUT);
+        let out = outputs(&mut engine);
+        assert_eq!(
+            settled(&out),
+            [("b-2".into(), Err(RequestFailure::TimedOut))]
+        );
+        let [(None, cancelled)] = &sent(&out)[..] else {
+            panic!("the page is told to stop the call: {out:?}")
+        };
+        assert!(cancelled.contains("notifications/cancelled") && cancelled.contains("b-2"));
+        engine
+            .begin(request("b-3", Purpose::ToolCall), t0 + TIMEOUT)
+            .unwrap();
+        // Progress counts as a sign of life too; silence since the call began does not.
+        engine
+            .begin(request("b-4", Purpose::ToolCall), t0 + TIMEOUT)
+            .unwrap();
+        let report = ProgressParams {
+            progress_token: json!("b-3"),
+            progress: 1.0,
+            total: None,
+            message: None,
+        };
+        assert!(engine.progress(report, t0 + TIMEOUT).is_none());
+        engine.handle_timeout(t0 + TIMEOUT * 3);
+        outputs(&mut engine);
+        engine
+            .begin(request("b-5", Purpose::ToolCall), t0 + TIMEOUT * 3)
+            .unwrap();
+        engine.handle_timeout(t0 + TIMEOUT * 5);
+        outputs(&mut engine);
+        let fast = engine.begin(request("b-6", Purpose::ToolCall), t0 + TIMEOUT * 5);
+        assert_eq!(fast, Err(RequestFailure::Unresponsive));
     }
 
     #[test]
