@@ -18,9 +18,11 @@ export function realtimeTools(tools) {
  * `conversation.item.create` (a `function_call_output`; a failed call's output is
  * `{"error": "…"}`). Turn-taking: the calls of one response get one `response.create`, sent once
  * all their outputs are sent and the response is done (`response.done`), and never while a
- * response is active (`response.created` until its `response.done`): the Realtime API refuses a
- * second one (`conversation_already_has_active_response`). When the page's tools change, `send`
- * gets a `session.update` with the new list. `handler.stop()` ends that.
+ * response is active (`response.created` until its `response.done`) or asked for and not yet
+ * begun (the handler's own `response.create` until the `response.created` that carries its tag,
+ * `response.metadata.client_tools`): the Realtime API refuses a second one
+ * (`conversation_already_has_active_response`). When the page's tools change, `send` gets a
+ * `session.update` with the new list. `handler.stop()` ends that.
  */
 export function realtimeHandler(tools, send) {
   const seen = new Set();
@@ -28,14 +30,19 @@ export function realtimeHandler(tools, send) {
   const responses = new Map();
   const active = new Set();
   let owed = false;
+  // The tag (and event id) of the handler's `response.create` whose response has not begun: the
+  // API counts it as active from the moment it reads it, so no second one goes out until then.
+  let asked;
+  let count = 0;
   const response = (id) => {
     if (!responses.has(id)) responses.set(id, { running: 0, done: false });
     return responses.get(id);
   };
   const answerWhenFree = () => {
-    if (owed && active.size === 0) {
+    if (owed && active.size === 0 && !asked) {
       owed = false;
-      send({ type: "response.create" });
+      asked = `client_tools_${++count}`;
+      send({ type: "response.create", event_id: asked, response: { metadata: { client_tools: asked } } });
     }
   };
   const settle = (id) => {
@@ -47,7 +54,18 @@ export function realtimeHandler(tools, send) {
   };
   const handler = async (event) => {
     const id = event?.response?.id ?? event?.response_id ?? "";
-    if (event?.type === "response.created") return void active.add(id);
+    if (event?.type === "response.created") {
+      // Another response (the server's own, e.g. voice activity) may begin first: only the one
+      // with the tag is the answer asked for.
+      if (asked && event.response?.metadata?.client_tools === asked) asked = undefined;
+      return void active.add(id);
+    }
+    if (event?.type === "error" && asked && event.error?.event_id === asked) {
+      // Refused (a response began before the API read ours): asked again when the active one ends.
+      asked = undefined;
+      owed ||= event.error.code === "conversation_already_has_active_response";
+      return;
+    }
     if (event?.type === "response.done") {
       active.delete(id);
       if (responses.has(id)) {

@@ -27,7 +27,8 @@ export interface UiPathToolCall {
   readonly ended: boolean;
   onErrorStart(cb: (error: { errorId: string; message: string }) => void): () => void;
   onToolCallEnd(cb: (endToolCall: unknown) => void): () => void;
-  /** The releases after 1.3.8: the runtime's go-ahead, with the final input. */
+  /** The releases after 1.3.8: the runtime's go-ahead, with the final input (waited for 5 s at
+   * most, then the adapter runs the call itself). */
   onExecutingToolCall?(cb: (event: { input?: Record<string, unknown> }) => void): () => void;
   sendToolCallConfirm(confirmToolCall: { approved: true; input: any } | { approved: false; input?: any }): void;
   sendToolCallEnd(endToolCall?: { output?: unknown; isError?: boolean }): void;
@@ -68,7 +69,9 @@ export interface UiPathToolCalls<S extends UiPathSession> {
   startExchange(
     args?: NonNullable<Parameters<S["startExchange"]>[0]> & { clientSideTools?: UiPathClientSideTool[] },
   ): ReturnType<S["startExchange"]>;
-  /** Stops answering: running calls are aborted, the `ClientTools` is detached. */
+  /** Stops answering: each running call ends with the error result "the page stopped
+   * client-tools/uipath" (`sendToolCallEnd({isError: true})`) and its handler's `ctx.signal`
+   * aborts with that reason; the `ClientTools` is detached. */
   stop(): void;
 }
 
@@ -80,9 +83,10 @@ export function uiPathClientSideTools(tools: PageTools): UiPathClientSideTool[];
  * isError})`), after the person's confirmation when the runtime asks for one
  * (`sendToolCallConfirm({approved, input})`), on the runtime's `executingToolCall` where the library
  * has it; an agent-defined tool without a handler is answered by the person through the result form
- * from its `outputSchema`. `toolCallError`, `sessionEnding` and a disconnect abort the handler's
- * `ctx.signal`. The adapter is the runtime of `tools` (`attachTransport`): throws a `TypeError`
- * when `tools` is connected to another.
+ * from its `outputSchema`. Input the tool's schema rejects is the call's error result (the person is
+ * not asked). `toolCallError`, `sessionEnding` and a disconnect abort the handler's `ctx.signal`.
+ * The adapter is the runtime of `tools` (`attachTransport`): throws a `TypeError` when `tools` is
+ * connected to another.
  */
 export function uiPathToolCalls<S extends UiPathSession>(
   tools: ClientTools,

@@ -8,6 +8,14 @@
 // same dialog, or the `confirm` option) before the call runs.
 import { failed, resultText } from "./shared.js";
 
+/** How long a call waits for the runtime's go-ahead (`executingToolCall`) where the library has
+ * it, from the start or from the person's approval: the runtime sends it at once then (no person
+ * is waited for any more). A runtime that does not send it gets the call run by the adapter, with
+ * the input it has, as on 1.3.8 — slower, never hanging. */
+const GO_AHEAD_WAIT_MS = 5_000;
+/** What the runtime reads, and the handler's `ctx.signal` says, of a call `stop()` ended. */
+const STOPPED = "the page stopped client-tools/uipath";
+
 /** The page's tools as an exchange's `clientSideTools`: name and schemas (a `registerHandler` tool
  * by name: the agent defines its schemas). */
 export function uiPathClientSideTools(tools) {
@@ -28,7 +36,7 @@ export function uiPathToolCalls(tools, session, options = {}) {
   const seen = new Set();
   const live = new Map(); // toolCallId → abort(reason)
   const watched = new WeakSet();
-  const abortAll = (reason) => [...live.values()].forEach((abort) => abort(reason));
+  const abortAll = (reason, tell) => [...live.values()].forEach((abort) => abort(reason, tell));
   const pageTool = (name) => tools.list().find((t) => t.name === name || t.originalName === name);
 
   // The socket's disconnect reaches the session as its error: listened to only while calls run,
@@ -69,18 +77,25 @@ export function uiPathToolCalls(tools, session, options = {}) {
     const finish = () => {
       over = true;
       live.delete(id);
-      stops.forEach((stop) => stop());
-      followErrors();
+      asker?.activated.delete(id);
+      // After the event being dispatched, if any: the library counts an error as handled when a
+      // listener is still there once its listeners ran (the one that aborts here included).
+      queueMicrotask(() => {
+        stops.forEach((stop) => stop());
+        followErrors();
+      });
     };
-    const abort = (reason) => {
+    const send = (what, event) => {
+      if (!session.ended && !toolCall.ended) toolCall[what](event);
+    };
+    // `tell`: the runtime does not know (the page stopped the adapter), so it gets the error.
+    const abort = (reason, tell) => {
       if (over) return;
       finish();
       page.cancel(id, reason);
       asker?.peer.cancel(id, reason);
       cut();
-    };
-    const send = (what, event) => {
-      if (!session.ended && !toolCall.ended) toolCall[what](event);
+      if (tell) send("sendToolCallEnd", { output: reason, isError: true });
     };
     const end = (result) => {
       finish();
@@ -108,6 +123,9 @@ export function uiPathToolCalls(tools, session, options = {}) {
         const asked = await Promise.race([confirmation(id, start, input), aborted]);
         if (over) return;
         if (asked.isError) {
+          // Not asked (the call never activated): the input the schema rejects — the call's error
+          // result, not a refusal.
+          if (!asker.activated.has(id)) return end(asked);
           send("sendToolCallConfirm", { approved: false });
           // After a refusal the runtime goes on by itself; without `executingToolCall` the adapter
           // answers, with the reason.
@@ -117,7 +135,11 @@ export function uiPathToolCalls(tools, session, options = {}) {
         send("sendToolCallConfirm", { approved: true, input });
       }
       if (goAhead) {
-        input = (await Promise.race([goAhead, aborted])) ?? input;
+        const late = new Promise((resolve) => {
+          const timer = setTimeout(resolve, GO_AHEAD_WAIT_MS);
+          stops.push(() => clearTimeout(timer));
+        });
+        input = (await Promise.race([goAhead, late, aborted])) ?? input;
         if (over) return;
       }
       const result = await Promise.race([
@@ -172,7 +194,7 @@ export function uiPathToolCalls(tools, session, options = {}) {
     stop() {
       if (stopped) return;
       stopped = true;
-      abortAll("client-tools/uipath stopped");
+      abortAll(STOPPED, true);
       sessionStops.forEach((stop) => stop());
       if (asker) {
         asker.tools.disconnect();
@@ -192,7 +214,10 @@ function privateAsker(tools, { confirm, strings }) {
     ...(confirm && { confirm }),
     ...(strings && { strings }),
   });
-  return { tools: asker, peer: runtime(asker), names: new Set() };
+  // The calls put to the person (activated: their input passed the schema).
+  const activated = new Set();
+  asker.on("toolactivated", ({ callId }) => activated.add(callId));
+  return { tools: asker, peer: runtime(asker), names: new Set(), activated };
 }
 
 /** Each `ClientTools` has one runtime, shared by the sessions answered with its tools. */

@@ -68,7 +68,8 @@ export const elevenLabs = {
 
 /**
  * OpenAI Realtime (WebSocket): the server events of the `openai` package's types
- * (`resources/realtime/realtime.d.ts`: `SessionCreatedEvent`, `ResponseFunctionCallArgumentsDoneEvent`),
+ * (`resources/realtime/realtime.d.ts`: `SessionCreatedEvent`, `ResponseCreatedEvent`,
+ * `ResponseFunctionCallArgumentsDoneEvent`, `ResponseDoneEvent`, `RealtimeErrorEvent`),
  * the arguments as the JSON text the model wrote.
  */
 export const realtime = {
@@ -77,16 +78,30 @@ export const realtime = {
     event_id: "event_0",
     session: { type: "realtime", object: "realtime.session", id: "sess_local", model: "gpt-realtime", tools: [] },
   },
-  // `ResponseCreatedEvent` / `ResponseDoneEvent`: one response carries its function calls.
-  responseCreated: (response_id, n) => ({
+  // `ResponseCreatedEvent` / `ResponseDoneEvent`: one response carries its function calls; its
+  // `metadata` is the one its `response.create` gave (`null` for one the server began itself).
+  responseCreated: (response_id, n, metadata = null) => ({
     type: "response.created",
     event_id: `event_created_${n}`,
-    response: { id: response_id, object: "realtime.response", status: "in_progress", output: [] },
+    response: { id: response_id, object: "realtime.response", status: "in_progress", output: [], metadata },
   }),
   responseDone: (response_id, n) => ({
     type: "response.done",
     event_id: `event_done_${n}`,
     response: { id: response_id, object: "realtime.response", status: "completed", output: [] },
+  }),
+  // `RealtimeErrorEvent`: what the API answers a `response.create` while a response is under way
+  // (or asked for and not begun), naming the client event it refuses (`error.event_id`).
+  activeResponseError: (event_id, response_id) => ({
+    type: "error",
+    event_id: `event_error_${event_id}`,
+    error: {
+      type: "invalid_request_error",
+      code: "conversation_already_has_active_response",
+      message: `Conversation already has an active response in progress: ${response_id ?? "(not begun)"}. Wait until the response is finished before creating a new one.`,
+      param: null,
+      event_id: event_id ?? null,
+    },
   }),
   argumentsDone: ([call_id, name, args], n, response_id = `resp_${n}`) => ({
     type: "response.function_call_arguments.done",
@@ -154,6 +169,9 @@ export const UIPATH = {
   tenantParam: "x-uipath-internal-tenantid",
   // How long after a start the runtime sends `executingToolCall` (no confirmation asked).
   executingAfterMs: 300,
+  // How long a session lives after `sessionEnding` unless the client ends it (then the server
+  // disconnects it).
+  endingTtlMs: 10_000,
 };
 
 const ADD_SCHEMA = {
@@ -165,16 +183,22 @@ const ADD_SCHEMA = {
 /** The agent's calls in the first exchange: [toolCallId, toolName, input, more of `startToolCall`]
  * (`isClientSideTool: true` unless said; `undefined`: the field left out, as a runtime of 1.3.8's
  * time sends a start). A sum; input the page's schema rejects; a tool the page asks the person
- * about itself (rejected); the runtime asking for confirmation, approved with an edit and refused;
- * an agent-defined tool the page has no handler for (its result form); a tool no one defined; a
- * call the runtime reports an error for while it runs; a server-side tool; and without the field,
- * a page tool and a server-side tool. */
+ * about itself (rejected); the runtime asking for confirmation, approved with an edit, refused,
+ * approved as it is (the runtime's `executingToolCall` then carries another final input,
+ * `UIPATH_FINAL_INPUTS`), approved and never followed by `executingToolCall`
+ * (`UIPATH_NO_GO_AHEAD`), and asked with input the schema rejects; an agent-defined tool the page
+ * has no handler for (its result form); a tool no one defined; a call the runtime reports an error
+ * for while it runs; a server-side tool; and without the field, a page tool and a server-side
+ * tool. */
 export const UIPATH_CALLS = [
   ["call_add", "add_numbers", { a: 2, b: 3 }],
   ["call_bad", "add_numbers", { a: "two" }],
   ["call_wipe", "wipe_board", {}],
   ["call_confirm", "add_numbers", { a: 1, b: 1 }, { requireConfirmation: true, inputSchema: ADD_SCHEMA }],
   ["call_refuse", "add_numbers", { a: 5, b: 5 }, { requireConfirmation: true, inputSchema: ADD_SCHEMA }],
+  ["call_final", "add_numbers", { a: 10, b: 10 }, { requireConfirmation: true, inputSchema: ADD_SCHEMA }],
+  ["call_no_go", "add_numbers", { a: 6, b: 6 }, { requireConfirmation: true, inputSchema: ADD_SCHEMA }],
+  ["call_confirm_bad", "add_numbers", { a: "two", b: 1 }, { requireConfirmation: true, inputSchema: ADD_SCHEMA }],
   [
     "call_form",
     "approve_invoice",
@@ -194,11 +218,18 @@ export const UIPATH_CALLS = [
   ["call_old", "add_numbers", { a: 4, b: 4 }, { isClientSideTool: undefined }],
   ["call_old_server", "search_web", { query: "news" }, { isClientSideTool: undefined }],
 ];
+/** The final input the runtime's `executingToolCall` carries after an approval, where it is not
+ * the one the person approved (later releases: "the final tool input, reflecting any modifications
+ * made during tool-call confirmation"). */
+export const UIPATH_FINAL_INPUTS = { call_final: { a: 10, b: 20 } };
+/** The calls whose approval the runtime never follows with `executingToolCall`. */
+export const UIPATH_NO_GO_AHEAD = ["call_no_go"];
 /** The tools the runtime runs itself (it sends their `endToolCall`). */
 export const UIPATH_SERVER_TOOLS = ["search_web"];
 /** The second exchange, when its `clientSideTools` name the tool the page defined meanwhile. */
 export const UIPATH_LATE_CALL = ["call_late", "late_tool", { word: "hello" }];
-/** What happens to a running call of `wait_for_signal`, by call id, once its handler runs. */
+/** What the runtime does to a running call of `wait_for_signal`, by call id, once its handler runs
+ * (`call_stopped`: nothing; the page stops the adapter). */
 export const UIPATH_INTERRUPTIONS = {
   call_error: "toolCallError",
   call_ending: "sessionEnding",
@@ -208,7 +239,7 @@ export const UIPATH_INTERRUPTIONS = {
 /** The runtime's events, each wrapped as the `ConversationEvent` of one exchange's message. */
 export const uiPath = {
   sessionStarted: (conversationId) => ({ conversationId, sessionStarted: {} }),
-  sessionEnding: (conversationId) => ({ conversationId, sessionEnding: { timeToLiveMS: 500 } }),
+  sessionEnding: (conversationId) => ({ conversationId, sessionEnding: { timeToLiveMS: UIPATH.endingTtlMs } }),
   inMessage: (conversationId, exchangeId, messageId, message) => ({
     conversationId,
     exchange: { exchangeId, message: { messageId, ...message } },

@@ -25,6 +25,17 @@ import { UIPATH } from "./fixtures.mjs";
 
 await init();
 
+/** What went wrong on the page outside any scenario's own reporting: uncaught exceptions and
+ * unhandled rejections (where `@uipath/uipath-typescript` reports a session error no listener
+ * handled). Each scenario returns those of its run; none may happen. */
+const pageErrors = [];
+window.pageErrors = pageErrors;
+const described = (error) => (error?.stack?.includes(error.message) ? error.stack : `${error?.message ?? error}\n${error?.stack ?? ""}`);
+window.addEventListener("error", (e) => pageErrors.push(`uncaught: ${described(e.error ?? e.message)}`));
+window.addEventListener("unhandledrejection", (e) => pageErrors.push(`unhandled rejection: ${described(e.reason)}`));
+/** A turn of the event loop: an unhandled rejection of the turn before is reported by then. */
+const aTurn = () => new Promise((resolve) => setTimeout(resolve, 0));
+
 /** The page's tools: a sum, a tool the person must confirm (and rejects), and `late_tool`,
  * defined once the first call starts (a tool list that changes during the session). */
 function pageTools(
@@ -123,12 +134,18 @@ async function openAiRealtime() {
   rt.on("error", (error) => failures.push(String(error?.message ?? error)));
   const handler = realtimeHandler(tools, (event) => rt.send(event));
   rt.on("event", handler);
+  const ended = [];
+  rt.on("response.done", (event) => ended.push(event.response.id));
   await new Promise((resolve) => rt.socket.addEventListener("open", resolve, { once: true }));
   rt.send({ type: "session.update", session: { type: "realtime", tools: realtimeTools(tools) } });
-  const received = await until("four function_call_output and two response.create", async () => {
+  // The fourth response is the text after the late call's output: once it ended (the handler saw
+  // its `response.done` first), a last client event goes out, and when the server has it, it has
+  // everything the handler sent before.
+  await until("the fourth response", () => ended.includes("resp_4"));
+  rt.send({ type: "input_audio_buffer.clear" });
+  const received = await until("the last client event", async () => {
     const got = await recorded("realtime");
-    const count = (type) => got.filter((m) => m.type === type).length;
-    return count("conversation.item.create") >= 4 && count("response.create") >= 2 && got;
+    return got.some((m) => m.type === "input_audio_buffer.clear") && got;
   });
   handler.stop();
   rt.close();
@@ -178,10 +195,14 @@ async function aiSdk() {
 
 /** What the person decides, in the `confirm` callback (1.3.8) or the dialog (the later releases):
  * the page's own question about `wipe_board` is rejected; of the runtime's confirmations of
- * `add_numbers`, the one with `a: 1` is approved with `b` changed to 41, the other refused. */
+ * `add_numbers`, the one with `a: 1` is approved with `b` changed to 41, those with `a: 10` and
+ * `a: 6` approved as they are, the other refused. Each question is noted in `asked`. */
+const asked = [];
 function decide(toolName, input) {
+  asked.push(`${toolName} ${JSON.stringify(input)}`);
   if (toolName === "wipe_board") return { action: "reject", reason: "not now" };
   if (input.a === 1) return { action: "modify", input: { ...input, b: 41 } };
+  if (input.a === 10 || input.a === 6) return { action: "approve" };
   return { action: "reject", reason: "not this one" };
 }
 
@@ -191,12 +212,14 @@ function uiPathPage(options) {
   const { tools, events } = pageTools(new ClientTools({ forms: false, exposeToBrowser: false, ...options }));
   tools.on("toolcancel", (e) => events.push(`toolcancel ${e.toolName}: ${e.reason}`));
   const aborts = {};
+  const running = new Set();
   tools.defineFunction({
     name: "wait_for_signal",
     description: "Runs until it is stopped",
     parameters: { type: "object", properties: {} },
     handler: (_input, ctx) =>
       new Promise((resolve) => {
+        running.add(ctx.callId);
         ctx.signal.addEventListener("abort", () => {
           aborts[ctx.callId] = ctx.signal.reason.message;
           resolve("stopped");
@@ -204,7 +227,7 @@ function uiPathPage(options) {
         void fetch(`/uipath/running/${ctx.callId}`, { method: "POST" });
       }),
   });
-  return { tools, events, aborts };
+  return { tools, events, aborts, running };
 }
 
 /** The person at the built-in dialog: answers each request as `decide` says (`confirmations`
@@ -239,6 +262,8 @@ async function personAtTheDialog(done, confirmations) {
     if (decision.action === "modify") {
       click("edit");
       input(dialog.querySelector('form[data-ct="form"]'), "/b", decision.input.b);
+      click("approve");
+    } else if (decision.action === "approve") {
       click("approve");
     } else {
       dialog.querySelector('textarea[data-ct="reason"]').value = decision.reason;
@@ -290,11 +315,23 @@ async function uiPathSession(conversationId) {
     secret: UIPATH.token,
   });
   const agent = new ConversationalAgent(sdk);
+  // No error listener of the test's own: one would make the library count every session error as
+  // handled, and hide whether the adapter handles those it says it does (the unhandled ones are
+  // the page's unhandled rejections).
   const session = agent.conversations.startSession(conversationId);
-  const errors = [];
-  session.onErrorStart((error) => errors.push(error.errorId));
   await new Promise((resolve) => session.onSessionStarted(resolve));
-  return { agent, session, errors };
+  return { agent, session };
+}
+
+/** Ends the session, then closes the agent's socket: once the server has the `endSession` (the
+ * library sends it asynchronously, and a session still open when its socket closes gets the
+ * library's disconnect error). */
+async function endSession(agent, conversationId) {
+  agent.conversations.endSession(conversationId);
+  await until(`the end of ${conversationId} on the server`, async () =>
+    (await recorded("uiPath")).some((e) => e.client?.conversationId === conversationId && e.client.endSession),
+  );
+  agent.conversations.disconnect();
 }
 
 /** One exchange through the adapter: the user's message, then until the runtime ends it. */
@@ -307,11 +344,12 @@ async function uiPathExchange(calls, text) {
 
 /** UiPath with `flavour` "1.3.8" (the library as installed, the person answering through the
  * `confirm` callback) or "later" (`withExecutingToolCall`, the person at the dialog): the main
- * conversation's two exchanges, then a call stopped by `sessionEnding`, then one stopped by the
- * socket's disconnect. */
+ * conversation's two exchanges, then a call stopped by `sessionEnding`, one stopped by the
+ * socket's disconnect, and one running when the page stops the adapter. */
 async function uiPathScenario(flavour) {
   const confirm = (call) => decide(call.toolName, call.input);
-  const { tools, events, aborts } = uiPathPage(flavour === "1.3.8" ? { confirm } : {});
+  asked.length = 0;
+  const { tools, events, aborts, running } = uiPathPage(flavour === "1.3.8" ? { confirm } : {});
   const options = flavour === "1.3.8" ? { confirm } : {};
   let finished = false;
   const person = personAtTheDialog(() => finished, flavour !== "1.3.8");
@@ -329,38 +367,67 @@ async function uiPathScenario(flavour) {
   try {
     const main = await uiPathSession(`conv-${flavour}-main`);
     const calls = uiPathToolCalls(tools, main.session, options);
+    // The adapter is the instance's runtime: `connect()` is refused while it is attached.
+    const connectRefused = await tools.connect().then(
+      () => "connected",
+      (error) => `${error.code}: ${error.message}`,
+    );
     await uiPathExchange(calls, "Add 2 and 3, clear the board, approve the invoice");
     await uiPathExchange(calls, "Now echo a word");
     calls.stop();
-    main.agent.conversations.endSession(`conv-${flavour}-main`);
-    main.agent.conversations.disconnect();
+    await endSession(main.agent, `conv-${flavour}-main`);
 
+    // Each interrupted call: what its handler's signal said, and what went wrong on the page
+    // meanwhile (a session error nobody handled would be there).
     const interrupted = {};
-    for (const [part, callId] of [["ending", "call_ending"], ["cut", "call_cut"]]) {
-      const { agent, session, errors } = await uiPathSession(`conv-${flavour}-${part}`);
+    for (const [part, callId] of [["ending", "call_ending"], ["cut", "call_cut"], ["stopped", "call_stopped"]]) {
+      const before = pageErrors.length;
+      const conversationId = `conv-${flavour}-${part}`;
+      const { agent, session } = await uiPathSession(conversationId);
       const partCalls = uiPathToolCalls(tools, session, options);
       const exchange = partCalls.startExchange();
       await exchange.sendMessageWithContentPart({ data: "Wait for a signal" });
+      await until(`${callId} running`, () => running.has(callId));
+      if (part === "stopped") partCalls.stop();
       await until(`the abort of ${callId}`, () => aborts[callId]);
       partCalls.stop();
-      agent.conversations.disconnect();
-      interrupted[part] = errors;
+      // The cut one's socket is closed already (by the server).
+      if (part === "cut") agent.conversations.disconnect();
+      else await endSession(agent, conversationId);
+      await aTurn();
+      interrupted[part] = { aborted: aborts[callId], pageErrors: pageErrors.slice(before) };
     }
     await until("the abort of call_error", () => aborts.call_error);
-    const received = await recorded("uiPath");
-    return { received, events, aborts, interrupted, refused };
+    const received = await until("the end of call_stopped on the server", async () => {
+      const got = await recorded("uiPath");
+      const stopped = (e) =>
+        e.client?.conversationId === `conv-${flavour}-stopped` &&
+        e.client.exchange?.message?.toolCall?.endToolCall;
+      return got.some(stopped) && got;
+    });
+    return { received, events, aborts, interrupted, refused, connectRefused, asked: [...asked] };
   } finally {
     finished = true;
     await person;
   }
 }
 
-window.scenarios = {
-  agUi,
-  elevenLabs: elevenLabsTurn,
-  openAiRealtime,
-  aiSdk,
-  uiPath: () => uiPathScenario("1.3.8"),
-  uiPathLater: () => withExecutingToolCall(() => uiPathScenario("later")),
+/** A scenario's outcome with the page errors of its run. */
+const withPageErrors = (run) => async () => {
+  const before = pageErrors.length;
+  const outcome = await run();
+  await aTurn();
+  return { ...outcome, pageErrors: pageErrors.slice(before) };
 };
+
+window.scenarios = Object.fromEntries(
+  Object.entries({
+    agUi,
+    elevenLabs: elevenLabsTurn,
+    openAiRealtime,
+    aiSdk,
+    uiPath: () => uiPathScenario("1.3.8"),
+    uiPathLater: () => withExecutingToolCall(() => uiPathScenario("later")),
+  }).map(([name, run]) => [name, withPageErrors(run)]),
+);
 window.scenariosReady = true;

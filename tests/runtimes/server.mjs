@@ -31,8 +31,10 @@ import {
   realtime,
   UIPATH,
   UIPATH_CALLS,
+  UIPATH_FINAL_INPUTS,
   UIPATH_INTERRUPTIONS,
   UIPATH_LATE_CALL,
+  UIPATH_NO_GO_AHEAD,
   UIPATH_SERVER_TOOLS,
   uiPath,
 } from "./fixtures.mjs";
@@ -181,46 +183,71 @@ function elevenLabsSocket(socket) {
   });
 }
 
-/** OpenAI Realtime: `session.created`; once a `session.update` lists the page's tools, one
- * response (`resp_1`) with the three calls, whose `response.done` comes only after their three
- * outputs (so a `response.create` sent before it would be recorded before the `(server)` marker);
- * then, as the model would once asked to go on (`response.create`) and told of `late_tool` (a
- * `session.update` listing it), a response of its own (`resp_9`) with the late call. */
+/** OpenAI Realtime, taking turns as the API does: one response at a time — a `response.create`
+ * read while a response is active, or while an earlier one has not begun, is answered with the
+ * API's `error` event (`conversation_already_has_active_response`, recorded as `(server) error`).
+ * Once a `session.update` lists the page's tools: `resp_1` with two calls (`call_add`, `call_bad`),
+ * whose `response.done` comes only after their two outputs (a `response.create` sent before it
+ * would be recorded before the `(server) response.done` marker); right after it `resp_2`, begun by
+ * the server itself as voice activity begins one, with `call_wipe`, done at once — it overlaps the
+ * page's answer to `resp_1`. A `response.create` begins (`response.created`, the request's
+ * `metadata` on the response as the API echoes it) once every call asked for has its output: the
+ * model's latency, made deterministic, so a second `response.create` sent in that window is
+ * refused. That response asks for the late call when the page's `session.update` listed
+ * `late_tool` (its `response.done` after the output), else it is text. */
 function realtimeSocket(socket) {
-  let callsSent = false;
-  let lateListed = false;
-  let createSeen = false;
-  let lateSent = false;
-  let firstDone = false;
+  const calls = [];
+  let listed = [];
+  let active; // the id of the response under way
+  let waiting; // a `response.create` read, its response not begun
+  let responses = 0;
   const emit = (event) => {
     if (event.type === "response.done") record.realtime.push({ type: "(server) response.done", response: event.response.id });
+    if (event.type === "error") record.realtime.push({ type: "(server) error", error: event.error });
     socket.send(JSON.stringify(event));
+  };
+  const outputs = () => record.realtime.filter((m) => m.type === "conversation.item.create").map((m) => m.item.call_id);
+  const answered = (asked) => asked.every(([id]) => outputs().includes(id));
+  // A response asking for `asked`: done at once, or (`held`) once their outputs are in.
+  const begin = (asked, held, metadata) => {
+    const id = `resp_${++responses}`;
+    active = { id, asked, held };
+    calls.push(...asked);
+    emit(realtime.responseCreated(id, responses, metadata));
+    asked.forEach((call, n) => emit(realtime.argumentsDone(call, 10 * responses + n, id)));
+    if (!held) end();
+  };
+  const end = () => {
+    const { id } = active;
+    active = undefined;
+    emit(realtime.responseDone(id, responses));
+    if (id === "resp_1") begin([CALLS[2]], false);
+  };
+  const step = () => {
+    if (active?.held && answered(active.asked)) end();
+    if (waiting && !active && answered(calls)) {
+      const metadata = waiting.response?.metadata;
+      waiting = undefined;
+      const late = has(listed, LATE_CALL[1]) && !calls.includes(LATE_CALL);
+      begin(late ? [LATE_CALL] : [], late, metadata);
+    }
   };
   socket.send(JSON.stringify(realtime.sessionCreated));
   socket.on("message", (data) => {
     const message = JSON.parse(String(data));
     record.realtime.push(message);
-    const outputs = record.realtime.filter((m) => m.type === "conversation.item.create").map((m) => m.item.call_id);
-    if (callsSent && !firstDone && CALLS.every(([id]) => outputs.includes(id))) {
-      firstDone = true;
-      emit(realtime.responseDone("resp_1", 1));
-    }
     if (message.type === "session.update") {
-      const names = (message.session?.tools ?? []).map((t) => t.name);
-      lateListed ||= has(names, LATE_CALL[1]);
-      if (!callsSent && has(names, "add_numbers")) {
-        callsSent = true;
-        emit(realtime.responseCreated("resp_1", 1));
-        CALLS.forEach((call, n) => emit(realtime.argumentsDone(call, n + 1, "resp_1")));
+      listed = (message.session?.tools ?? []).map((t) => t.name);
+      if (responses === 0 && has(listed, "add_numbers")) begin(CALLS.slice(0, 2), true);
+    }
+    if (message.type === "response.create") {
+      if (active || waiting) {
+        emit(realtime.activeResponseError(message.event_id, active?.id));
+        return;
       }
+      waiting = message;
     }
-    createSeen ||= message.type === "response.create";
-    if (createSeen && lateListed && !lateSent) {
-      lateSent = true;
-      emit(realtime.responseCreated("resp_9", 9));
-      emit(realtime.argumentsDone(LATE_CALL, 9, "resp_9"));
-      emit(realtime.responseDone("resp_9", 9));
-    }
+    step();
   });
 }
 
@@ -239,14 +266,17 @@ server.on("upgrade", (request, socket, head) => {
   wss.handleUpgrade(request, socket, head, (ws) => serve(ws));
 });
 
-/** UiPath conversational agents, by conversation id (`conv-<flavour>-main`, `-ending`, `-cut`): the
- * session starts; each exchange's user message is answered by one assistant message with the
- * exchange's tool calls (the main conversation: `UIPATH_CALLS`, then the late tool once the second
- * exchange declares it; the others: one call of `wait_for_signal`, interrupted as
+/** UiPath conversational agents, by conversation id (`conv-<flavour>-main`, `-ending`, `-cut`,
+ * `-stopped`): the session starts; each exchange's user message is answered by one assistant
+ * message with the exchange's tool calls (the main conversation: `UIPATH_CALLS`, then the late tool
+ * once the second exchange declares it; the others: one call of `wait_for_signal`, interrupted as
  * `UIPATH_INTERRUPTIONS` says once its handler runs). `executingToolCall` follows an approved
- * confirmation, else comes `UIPATH.executingAfterMs` after the start; a server-side tool's end is
- * the runtime's own. Once every call of the first exchange is answered, the runtime sends one of
- * them again (start and `executingToolCall`), then ends the message and the exchange. */
+ * confirmation (with `UIPATH_FINAL_INPUTS`' input where it names one; never for
+ * `UIPATH_NO_GO_AHEAD`), else comes `UIPATH.executingAfterMs` after the start; a server-side tool's
+ * end is the runtime's own. Once every call of the first exchange is answered, the runtime sends
+ * one of them again (start and `executingToolCall`), then ends the message and the exchange. After
+ * `sessionEnding` the server disconnects the session's socket once `UIPATH.endingTtlMs` passed,
+ * unless the client ended the session first. */
 const conversations = new Map();
 const uiPathCalls = new Map();
 
@@ -258,6 +288,7 @@ function uiPathEvent(socket, event) {
     return uiPathEmit(id, uiPath.sessionStarted(id));
   }
   const conversation = conversations.get(id);
+  if (event.endSession) clearTimeout(conversation?.ending);
   const exchange = event.exchange;
   if (!conversation || !exchange) return;
   if (exchange.startExchange) {
@@ -269,9 +300,11 @@ function uiPathEvent(socket, event) {
   if (message?.endMessage && message.messageId !== conversation.replyId) return uiPathReply(id, conversation);
   const toolCall = message?.toolCall;
   if (toolCall?.confirmToolCall) {
-    conversation.answered.add(toolCall.toolCallId);
-    if (toolCall.confirmToolCall.approved) {
-      uiPathSay(id, uiPath.executing(toolCall.toolCallId, toolCall.confirmToolCall.input));
+    const callId = toolCall.toolCallId;
+    // A refusal is the client's answer; an approved call is answered by its end.
+    if (!toolCall.confirmToolCall.approved) conversation.answered.add(callId);
+    else if (!has(UIPATH_NO_GO_AHEAD, callId)) {
+      uiPathSay(id, uiPath.executing(callId, UIPATH_FINAL_INPUTS[callId] ?? toolCall.confirmToolCall.input));
     }
   }
   if (toolCall?.endToolCall) conversation.answered.add(toolCall.toolCallId);
@@ -299,6 +332,7 @@ function uiPathReply(id, conversation) {
   else if (id.endsWith("-main") && has(conversation.declared, UIPATH_LATE_CALL[1])) calls = [UIPATH_LATE_CALL];
   else if (id.endsWith("-ending")) calls = [["call_ending", "wait_for_signal", {}]];
   else if (id.endsWith("-cut")) calls = [["call_cut", "wait_for_signal", {}]];
+  else if (id.endsWith("-stopped")) calls = [["call_stopped", "wait_for_signal", {}]];
   uiPathSay(id, uiPath.messageStart());
   for (const call of calls) {
     const [callId, , input, more] = call;
@@ -341,7 +375,8 @@ function uiPathInterrupt(callId) {
       return uiPathSay(id, uiPath.toolCallError(callId));
     case "sessionEnding":
       uiPathEmit(id, uiPath.sessionEnding(id));
-      return setTimeout(() => conversation.socket.disconnect(true), 500);
+      conversation.ending = setTimeout(() => conversation.socket.disconnect(true), UIPATH.endingTtlMs);
+      return;
     case "disconnect":
       record.uiPath.push({ server: { conversationId: id, disconnect: callId } });
       return conversation.socket.disconnect(true);

@@ -70,6 +70,13 @@ async fn scenario(driven: &Driven, name: &str) -> Value {
         driven.kind,
         outcome["failed"]
     );
+    // Nothing thrown and not caught, no promise rejected and not handled, on the page.
+    assert_eq!(
+        outcome["pageErrors"],
+        serde_json::json!([]),
+        "{name} in {:?}: the page's errors",
+        driven.kind
+    );
     outcome
 }
 
@@ -99,6 +106,8 @@ fn assert_each_ran_once(events: &Value, runtime: &str) {
 }
 
 const REJECTED: &str = "rejected by the user: not now";
+/// What a UiPath call running when the page stops the adapter ends with (its signal's reason).
+const STOPPED: &str = "the page stopped client-tools/uipath";
 /// What the schema says of `{a: "two"}`.
 const INVALID: &str = "/a: \"two\" is not of type \"number\"";
 
@@ -186,26 +195,53 @@ async fn openai_realtime(driven: &Driven) {
     let outcome = scenario(driven, "openAiRealtime").await;
     let received = outcome["received"].as_array().unwrap();
     let of_type = |t: &'static str| received.iter().filter(move |m| m["type"] == t);
-    // Turn-taking: one `response.create` per response, after its calls' outputs and its
-    // `response.done` — the three calls of `resp_1` get one, the late call's `resp_9` one.
-    assert_eq!(of_type("response.create").count(), 2, "{received:#?}");
-    let position = |found: &dyn Fn(&Value) -> bool| received.iter().position(found);
-    let first_create = position(&|m| m["type"] == "response.create").unwrap();
-    let first_done =
-        position(&|m| m["type"] == "(server) response.done" && m["response"] == "resp_1")
-            .expect("the server ended resp_1");
-    assert!(
-        first_done < first_create,
-        "response.create before response.done: {received:#?}"
+    // The server refuses a `response.create` while a response is under way or asked for and not
+    // begun, as the API does: it never had to.
+    assert_eq!(
+        of_type("(server) error").count(),
+        0,
+        "the server refused a response.create: {received:#?}"
     );
-    for id in ["call_add", "call_bad", "call_wipe"] {
-        let output =
-            position(&|m| m["type"] == "conversation.item.create" && m["item"]["call_id"] == id)
-                .unwrap_or_else(|| panic!("no output for {id}"));
+    // Turn-taking: `resp_1`'s two calls get one `response.create`, after their outputs and its
+    // `response.done` (and before `resp_2`'s call is answered: it is sent at once); `resp_2`'s call,
+    // answered while that one had not begun, and the late call of the response it began get one
+    // more, after both outputs and both responses' end. Each carries its tag.
+    let creates: Vec<usize> = received
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| m["type"] == "response.create")
+        .map(|(n, _)| n)
+        .collect();
+    assert_eq!(creates.len(), 2, "{received:#?}");
+    for &n in &creates {
+        let tag = &received[n]["response"]["metadata"]["client_tools"];
         assert!(
-            output < first_create,
-            "{id}'s output after response.create: {received:#?}"
+            tag.is_string() && *tag == received[n]["event_id"],
+            "{:#}",
+            received[n]
         );
+    }
+    let position = |found: &dyn Fn(&Value) -> bool| received.iter().position(found);
+    let done = |id: &str| {
+        position(&|m| m["type"] == "(server) response.done" && m["response"] == id)
+            .unwrap_or_else(|| panic!("the server ended {id}: {received:#?}"))
+    };
+    let output_at = |id: &str| {
+        position(&|m| m["type"] == "conversation.item.create" && m["item"]["call_id"] == id)
+            .unwrap_or_else(|| panic!("no output for {id}: {received:#?}"))
+    };
+    let (first, second) = (creates[0], creates[1]);
+    for (before, create) in [
+        (output_at("call_add"), first),
+        (output_at("call_bad"), first),
+        (done("resp_1"), first),
+        (first, output_at("call_wipe")),
+        (output_at("call_wipe"), second),
+        (output_at("call_late"), second),
+        (done("resp_2"), second),
+        (done("resp_3"), second),
+    ] {
+        assert!(before < create, "out of turn: {received:#?}");
     }
     let output = |id: &str| -> String {
         of_type("conversation.item.create")
@@ -416,7 +452,39 @@ async fn ui_path(driven: &Driven, name: &str, flavour: &str) {
         confirms("call_refuse"),
         [&serde_json::json!({"approved": false})]
     );
-    // What the client leaves alone: server-side tools (said or not), the calls stopped.
+    // Approved as it was; the go-ahead's final input differs (later releases) or never comes.
+    assert_eq!(
+        confirms("call_final"),
+        [&serde_json::json!({"approved": true, "input": {"a": 10, "b": 10}})]
+    );
+    assert_eq!(
+        confirms("call_no_go"),
+        [&serde_json::json!({"approved": true, "input": {"a": 6, "b": 6}})]
+    );
+    assert_eq!(
+        output("call_no_go"),
+        &serde_json::json!({"sum": 12}),
+        "run without a go-ahead"
+    );
+    // Confirmation asked for input the schema rejects: the call's error result, no refusal, and
+    // the person was not asked.
+    assert!(
+        error("call_confirm_bad").contains(INVALID),
+        "{}",
+        end("call_confirm_bad")
+    );
+    let asked: Vec<&str> = outcome["asked"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        asked.len(),
+        5,
+        "the person was asked of wipe_board and four confirmations: {asked:#?}"
+    );
+    // What the client leaves alone: server-side tools (said or not), the calls the runtime stopped.
     for id in [
         "call_server",
         "call_old_server",
@@ -429,30 +497,53 @@ async fn ui_path(driven: &Driven, name: &str, flavour: &str) {
             "no endToolCall for {id}"
         );
     }
-    for id in ["call_add", "call_wipe", "call_form", "call_late"] {
+    for id in [
+        "call_add",
+        "call_wipe",
+        "call_form",
+        "call_late",
+        "call_confirm_bad",
+        "call_stopped",
+    ] {
         assert!(confirms(id).is_empty(), "no confirmToolCall for {id}");
     }
+    // The call running when the page stopped the adapter: one error result saying so.
+    assert_eq!(error("call_stopped"), STOPPED);
     let executing = |id: &str| -> usize { record.of_call("server", id, "executingToolCall")[0].0 };
     let ended_at = |id: &str| record.of_call("client", id, "endToolCall")[0].0;
     if flavour == "1.3.8" {
-        // Without `executingToolCall` the adapter answers by itself, the refusal too.
+        // Without `executingToolCall` the adapter answers by itself, the refusal too, with the
+        // input the person approved.
         assert_eq!(error("call_refuse"), "rejected by the user: not this one");
         assert!(
             ended_at("call_add") < executing("call_add"),
             "1.3.8 runs at once"
         );
+        assert_eq!(output("call_final"), &serde_json::json!({"sum": 20}));
     } else {
-        // The runtime goes on from a refusal; each call runs on its `executingToolCall`.
+        // The runtime goes on from a refusal; each call runs on its `executingToolCall`, with
+        // that event's input.
         assert!(record
             .of_call("client", "call_refuse", "endToolCall")
             .is_empty());
         let confirmed = record.of_call("client", "call_confirm", "confirmToolCall")[0].0;
         assert!(confirmed < executing("call_confirm"));
+        let final_input = record.of_call("server", "call_final", "executingToolCall");
+        assert_eq!(
+            final_input[0].1["input"],
+            serde_json::json!({"a": 10, "b": 20})
+        );
+        assert_eq!(
+            output("call_final"),
+            &serde_json::json!({"sum": 30}),
+            "run on the executingToolCall's input, not the approved one"
+        );
         for id in [
             "call_add",
             "call_bad",
             "call_wipe",
             "call_confirm",
+            "call_final",
             "call_form",
             "call_unknown",
             "call_old",
@@ -464,15 +555,38 @@ async fn ui_path(driven: &Driven, name: &str, flavour: &str) {
                 record.entries
             );
         }
+        // No go-ahead came: the adapter ran it by itself after its wait.
+        assert!(record
+            .of_call("server", "call_no_go", "executingToolCall")
+            .is_empty());
+        let confirmed = record.of_call("client", "call_no_go", "confirmToolCall")[0].0;
+        assert!(confirmed < ended_at("call_no_go"));
     }
-    // The handler's `ctx.signal` aborted by each way the runtime stops a call.
+    // The handler's `ctx.signal` aborted by each way the runtime stops a call, and by `stop()`.
     assert_eq!(
         outcome["aborts"],
         serde_json::json!({
             "call_error": "the UiPath runtime reported an error for the call: the tool call timed out on the runtime",
             "call_ending": "the UiPath session is ending",
             "call_cut": "WebSocket disconnected: io server disconnect",
+            "call_stopped": STOPPED,
         })
+    );
+    // No session error went unhandled while those calls were interrupted: the socket's disconnect
+    // reached the adapter (it listens while a call runs), and the test listens to nothing.
+    assert_eq!(
+        outcome["interrupted"],
+        serde_json::json!({
+            "ending": {"aborted": "the UiPath session is ending", "pageErrors": []},
+            "cut": {"aborted": "WebSocket disconnected: io server disconnect", "pageErrors": []},
+            "stopped": {"aborted": STOPPED, "pageErrors": []},
+        })
+    );
+    assert_eq!(
+        outcome["connectRefused"],
+        "NOT_CONNECTED: not connected to an agent runtime: a page transport is attached \
+         (attachTransport): call disconnect() before connect()",
+        "connect() while the adapter is attached"
     );
     assert!(
         outcome["refused"].as_str().unwrap().starts_with(
@@ -493,8 +607,11 @@ async fn ui_path(driven: &Driven, name: &str, flavour: &str) {
         "toolactivated add_numbers",
         "toolactivated add_numbers",
         "toolactivated add_numbers",
+        "toolactivated add_numbers",
+        "toolactivated add_numbers",
         "toolactivated approve_invoice",
         "toolactivated late_tool",
+        "toolactivated wait_for_signal",
         "toolactivated wait_for_signal",
         "toolactivated wait_for_signal",
         "toolactivated wait_for_signal",
@@ -502,6 +619,9 @@ async fn ui_path(driven: &Driven, name: &str, flavour: &str) {
         "toolcancel wait_for_signal: WebSocket disconnected: io server disconnect",
         "toolcancel wait_for_signal: the UiPath runtime reported an error for the call: the tool call timed out on the runtime",
         "toolcancel wait_for_signal: the UiPath session is ending",
+        "toolcancel wait_for_signal: the page stopped client-tools/uipath",
+        "toolresult add_numbers",
+        "toolresult add_numbers",
         "toolresult add_numbers",
         "toolresult add_numbers",
         "toolresult add_numbers",
@@ -529,6 +649,14 @@ async fn every_runtime_in(kind: BrowserKind) {
     ai_sdk(&driven).await;
     ui_path(&driven, "uiPath", "1.3.8").await;
     ui_path(&driven, "uiPathLater", "later").await;
+    // Nothing went wrong on the page after the last scenario returned either.
+    let late = driven
+        .eval(
+            "return new Promise((resolve) => setTimeout(() => resolve(window.pageErrors), 0));",
+            vec![],
+        )
+        .await;
+    assert_eq!(late, serde_json::json!([]), "the page's errors in {kind:?}");
     driven.quit().await;
 }
 
