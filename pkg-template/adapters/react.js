@@ -51,7 +51,7 @@ function keptOf(client) {
 export function useClientTool(declaration) {
   const client = useClientTools();
   const { handler, ...told } = declaration;
-  const key = JSON.stringify(told);
+  const key = JSON.stringify(told, inOrder);
   const owner = useRef(null);
   owner.current ??= { declaration, calls: new Set(), mounted: false };
   // After the commit and before any effect or call: the handler a call runs is the last committed
@@ -72,6 +72,14 @@ export function useClientTool(declaration) {
       queueMicrotask(() => settle(tool, hook));
     };
   }, [client, key]);
+}
+
+/** A `JSON.stringify` replacer: each object's keys sorted, so a declaration (or schema) written
+ * with its keys in another order is the same declaration. Arrays keep their order (an `enum`'s or
+ * `required`'s order is what the agent reads). */
+function inOrder(_key, value) {
+  if (!value || typeof value !== "object" || Array.isArray(value)) return value;
+  return Object.fromEntries(Object.keys(value).sort().map((name) => [name, value[name]]));
 }
 
 /** The kept tool `declaration` names for `hook`: the one released just now, or defined. */

@@ -1,6 +1,8 @@
 // The components the test drives: a counter whose tool answers with the count of the latest render
-// (and whose schema a button changes), two the test edits during the run (Greeting.jsx,
-// Farewell.jsx), one whose call the test unmounts mid-call, and `useClientToolsState`.
+// (buttons change its schema, write its declaration with the keys in the other order, and rename
+// it), two the test edits during the run (Greeting.jsx, Farewell.jsx), one whose call the test
+// unmounts mid-call, `useClientToolsState`, and a tool of a second root whose provider has its
+// client from the first render (`ReadyTool`).
 import { useEffect, useState } from "react";
 import { useClientTool, useClientToolsState } from "client-tools/react";
 import Farewell from "./Farewell.jsx";
@@ -16,18 +18,27 @@ function StrictModeProbe() {
   return null;
 }
 
+/** `value` with every object's keys written in the other order (the same JSON value). */
+const backwards = (value) =>
+  value && typeof value === "object" && !Array.isArray(value)
+    ? Object.fromEntries(Object.entries(value).reverse().map(([key, v]) => [key, backwards(v)]))
+    : value;
+
 function Counter() {
   const [count, setCount] = useState(0);
   const [labelled, setLabelled] = useState(false);
-  useClientTool({
-    name: "read_counter",
+  const [reordered, setReordered] = useState(false);
+  const [renamed, setRenamed] = useState(false);
+  const declaration = {
+    name: renamed ? "read_count" : "read_counter",
     description: "Reads the counter on the page",
     parameters: labelled
       ? { type: "object", properties: { label: { type: "string" } }, required: ["label"] }
       : { type: "object", properties: {} },
     // A new function every render, closing over this render's `count`.
     handler: ({ label }) => (label ? `${label}: ${count}` : `count: ${count}`),
-  });
+  };
+  useClientTool(reordered ? backwards(declaration) : declaration);
   return (
     <section>
       <p>
@@ -39,8 +50,30 @@ function Counter() {
       <button id="label" onClick={() => setLabelled(true)}>
         ask for a label
       </button>
+      <button id="reorder" onClick={() => setReordered(true)}>
+        the same declaration, its keys in the other order
+      </button>
+      <output id="reordered">{reordered ? "yes" : "no"}</output>
+      <button id="rename" onClick={() => setRenamed(true)}>
+        rename the tool
+      </button>
     </section>
   );
+}
+
+/** The tool of the second root (main.jsx), whose provider has a client from its first render:
+ * StrictMode's double mount runs with it. */
+export function ReadyTool() {
+  useEffect(() => {
+    window.reactApp.readyMounts = (window.reactApp.readyMounts ?? 0) + 1;
+  }, []);
+  useClientTool({
+    name: "ready_tool",
+    description: "A tool defined from the first render",
+    parameters: { type: "object", properties: {} },
+    handler: () => "ready",
+  });
+  return <p id="ready">ready tool mounted</p>;
 }
 
 function SlowTask() {
