@@ -1,5 +1,5 @@
 // client-tools/ag-ui: the page's tools as AG-UI frontend tools (docs/runtimes/ag-ui.md in the repository).
-import { invoke, isListed, listed, resultText } from "./shared.js";
+import { invoke, isListed, isUntrusted, listed, resultText, UNTRUSTED } from "./shared.js";
 
 /** The page's tools as AG-UI `Tool[]`, for `RunAgentInput.tools` (`agent.runAgent({tools})`). */
 export function agUiTools(tools) {
@@ -13,7 +13,8 @@ export function agUiTools(tools) {
 /**
  * An `AgentSubscriber` (`agent.subscribe(…)`) that runs the page's tool calls of a run once each
  * (`TOOL_CALL_END`), adds their `{role: "tool"}` messages when the run is over (`error` set on a
- * failed one) and runs the agent again with the current tools.
+ * failed one; `metadata: {"clienttools/untrusted": true}` on the result of a tool declared with
+ * `untrustedContentHint`) and runs the agent again with the current tools.
  */
 export function agUiSubscriber(tools, agent) {
   const seen = new Set();
@@ -47,6 +48,7 @@ export function agUiSubscriber(tools, agent) {
               toolCallId,
               content,
               ...(result.isError ? { error: content } : {}),
+              ...(isUntrusted(result) ? { metadata: UNTRUSTED } : {}),
             });
           }
           if (runAgain) return agent.runAgent({ tools: agUiTools(tools) });

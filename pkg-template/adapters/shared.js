@@ -21,6 +21,15 @@ export async function invoke(tools, name, input) {
   }
 }
 
+/** Whether `result` is marked as holding content the tool does not vouch for (its tool's
+ * `annotations.untrustedContentHint`: the page sets `_meta["clienttools/untrusted"]: true`). */
+export function isUntrusted(result) {
+  return result?._meta?.["clienttools/untrusted"] === true;
+}
+
+/** The mark itself, for a runtime's own metadata field. */
+export const UNTRUSTED = { "clienttools/untrusted": true };
+
 /** An error result with `text`. */
 export function failed(text) {
   return { content: [{ type: "text", text }], isError: true };

@@ -6,7 +6,7 @@
 // confirmed, the agent's schemas, the result form), and a cancel aborts the handler's `ctx.signal`.
 // A confirmation the runtime asks for is put to the person by a second, private `ClientTools` (the
 // same dialog, or the `confirm` option) before the call runs.
-import { failed, resultText } from "./shared.js";
+import { failed, isUntrusted, resultText, UNTRUSTED } from "./shared.js";
 
 /** How long a call waits for the runtime's go-ahead (`executingToolCall`) where the library has
  * it, from the start or from the person's approval: the runtime sends it at once then (no person
@@ -103,6 +103,8 @@ export function uiPathToolCalls(tools, session, options = {}) {
       send("sendToolCallEnd", {
         output: result.isError ? text : (result.structuredContent ?? text),
         isError: result.isError,
+        // A tool declared with `untrustedContentHint`: the event's own metadata says so.
+        ...(isUntrusted(result) && { metaData: UNTRUSTED }),
       });
     };
     live.set(id, abort);

@@ -70,6 +70,9 @@ function pageTools(
       name: "late_tool",
       description: "Echoes a word",
       parameters: { type: "object", properties: { word: { type: "string" } }, required: ["word"] },
+      // Its results are marked (`_meta["clienttools/untrusted"]`): the adapters pass the mark on
+      // where their runtime has a place for it (AG-UI's message metadata, UiPath's metaData).
+      annotations: { untrustedContentHint: true },
       handler: ({ word }) => `echo ${word}`,
     });
   });

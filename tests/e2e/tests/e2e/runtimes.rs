@@ -149,6 +149,10 @@ async fn ag_ui(driven: &Driven) {
     assert_eq!(wipe["error"], REJECTED);
     let late = tool_message(&runs[2], "call_late");
     assert_eq!(late["content"], "echo hello");
+    // `late_tool` is declared `untrustedContentHint`: its message says so, and only its.
+    let untrusted = serde_json::json!({"clienttools/untrusted": true});
+    assert_eq!(late["metadata"], untrusted, "{late}");
+    assert!(add.get("metadata").is_none(), "{add}");
     assert_each_ran_once(&outcome["events"], "AG-UI");
 }
 
@@ -435,6 +439,10 @@ async fn ui_path(driven: &Driven, name: &str, flavour: &str) {
         "a start without isClientSideTool, of a page tool"
     );
     assert_eq!(output("call_late"), "echo hello");
+    // `late_tool` is declared `untrustedContentHint`: its end's metaData says so, and only its.
+    let untrusted = serde_json::json!({"clienttools/untrusted": true});
+    assert_eq!(end("call_late")["metaData"], untrusted, "{}", end("call_late"));
+    assert!(end("call_add").get("metaData").is_none(), "{}", end("call_add"));
     // The runtime's confirmations: approved with the person's edit, which the call ran with.
     let confirms = |id: &str| -> Vec<&Value> {
         record
