@@ -36,13 +36,16 @@ impl ClientTools {
     pub fn new(options: Option<ClientToolsOptionsArg>) -> Result<ClientTools, JsValue> {
         let options = options.map_or(JsValue::UNDEFINED, JsValue::from);
         let options = Options::parse(&options).map_err(errors::to_js)?;
-        let (resume_secret, interrupted) = if options.endpoint.is_some() {
-            (session::resume_secret(), session::take_interrupted_calls())
+        let (resume_secret, kept) = if options.endpoint.is_some() {
+            (session::resume_secret(), session::take_kept_calls())
         } else {
-            (None, Vec::new())
+            (None, None)
         };
         let timeout_ms = options.default_timeout_ms;
-        let engine = PageEngine::new(options.engine_config(), timeout_ms, interrupted);
+        let mut engine = PageEngine::new(options.engine_config(), timeout_ms, Vec::new());
+        if let Some(kept) = kept {
+            engine.reloaded(&kept);
+        }
         let seed = (js_sys::Math::random() * u64::MAX as f64) as u64;
         let endpoint = options.endpoint.clone();
         let mut connection = Connection::new(endpoint, options.token.clone(), resume_secret, seed);

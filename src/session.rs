@@ -16,7 +16,8 @@ use crate::page::Page;
 const SESSION_ID_KEY: &str = "client-tools:session-id";
 /// The secret that resumes the session (private to the page).
 const RESUME_SECRET_KEY: &str = "client-tools:resume-secret";
-/// Agent call ids that were running when the page was unloaded (SPEC §5: at most once per id).
+/// The agent calls that were running when the page was unloaded, and whether each may run again
+/// on the next page (SPEC §5 at most once, and §7's exception: `client_tools_core::ledger::keep`).
 const RUNNING_CALLS_KEY: &str = "client-tools:running-calls";
 
 fn storage() -> Option<web_sys::Storage> {
@@ -37,21 +38,20 @@ pub fn store(session: &ConnectResult) {
     }
 }
 
-/// The call ids the previous page of this session left running (read once, then cleared).
-pub fn take_interrupted_calls() -> Vec<String> {
-    let Some(storage) = storage() else {
-        return Vec::new();
-    };
-    let stored = storage.get_item(RUNNING_CALLS_KEY).ok().flatten();
+/// What the previous page of this session kept of its running calls (read once, then cleared):
+/// the engine reads it defensively (`PageEngine::reloaded`), since any script of the origin can
+/// write here.
+pub fn take_kept_calls() -> Option<String> {
+    let storage = storage()?;
+    let kept = storage.get_item(RUNNING_CALLS_KEY).ok().flatten();
     let _ = storage.remove_item(RUNNING_CALLS_KEY);
-    stored
-        .and_then(|text| serde_json::from_str(&text).ok())
-        .unwrap_or_default()
+    kept
 }
 
-/// On `pagehide` (reload, navigation, tab close) the ids of running agent calls are kept, so the
-/// next page of the session answers their re-sends without running them. The listener lives as
-/// long as the page (it holds only a weak reference).
+/// On `pagehide` (reload, navigation, tab close) the running agent calls are kept, so the next page
+/// of the session answers their re-sends without running them — or asks again, or runs once more,
+/// those that may run again. The listener lives as long as the page (it holds only a weak
+/// reference).
 pub fn keep_running_calls_on_unload(page: &Rc<Page>) {
     let Some(window) = web_sys::window() else {
         return;
@@ -59,9 +59,9 @@ pub fn keep_running_calls_on_unload(page: &Rc<Page>) {
     let weak = Rc::downgrade(page);
     let listener = Closure::<dyn Fn()>::new(move || {
         let Some(page) = weak.upgrade() else { return };
-        let ids = page.engine.borrow().running_agent_calls();
-        if let (Some(storage), Ok(text)) = (storage(), serde_json::to_string(&ids)) {
-            let _ = storage.set_item(RUNNING_CALLS_KEY, &text);
+        let kept = page.engine.borrow().kept_at_unload();
+        if let Some(storage) = storage() {
+            let _ = storage.set_item(RUNNING_CALLS_KEY, &kept);
         }
     });
     let _ = window.add_event_listener_with_callback("pagehide", listener.as_ref().unchecked_ref());

@@ -23,6 +23,7 @@ mod injection;
 mod mcp_access;
 mod mcp_interop;
 mod react;
+mod reloads;
 mod runtimes;
 mod soak;
 mod tasks;
