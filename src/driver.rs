@@ -7,6 +7,7 @@ use std::rc::Rc;
 
 use client_tools_core::page_api::event;
 use client_tools_core::page_engine::{CallEvent, CallHandle, Event, Output};
+use client_tools_core::protocol::TraceContext;
 use client_tools_core::registry::{RegisteredTool, ToolKind};
 use std::sync::Arc;
 
@@ -23,9 +24,10 @@ pub fn perform(page: &Rc<Page>, output: Output<js_sys::Function>) {
             call_id,
             tool,
             input,
+            trace,
         } => match tool.kind {
             ToolKind::Form => form_call::run(page, call, &tool, &input),
-            _ => run_handler(page, call, &call_id, &tool, &input),
+            _ => run_handler(page, call, &call_id, &tool, &input, trace),
         },
         Output::AskPerson {
             call,
@@ -57,13 +59,15 @@ pub fn perform(page: &Rc<Page>, output: Output<js_sys::Function>) {
 }
 
 /// Calls the handler with `(input, ctx)`; a returned promise is awaited. Whatever happens, the
-/// engine hears how it ended (once: after a timeout or cancel it ignores a late end).
+/// engine hears how it ended (once: after a timeout or cancel it ignores a late end). `trace`: the
+/// call's W3C trace context, checked by the engine (`ctx.traceparent`, `ctx.tracestate`).
 fn run_handler(
     page: &Rc<Page>,
     call: CallHandle,
     call_id: &str,
     tool: &Arc<RegisteredTool<js_sys::Function>>,
     input: &str,
+    trace: Option<TraceContext>,
 ) {
     let ctx = js::handler_context(
         call_id,
@@ -71,6 +75,8 @@ fn run_handler(
         &tool.name,
         &tool.original_name,
         page.from_ctx_fn(),
+        trace.as_ref().map(|trace| trace.traceparent.as_str()),
+        trace.as_ref().and_then(|trace| trace.tracestate.as_deref()),
     );
     page.calls
         .borrow_mut()
@@ -99,6 +105,10 @@ fn emit(page: &Rc<Page>, event: Event) {
         } => {
             let mut detail = vec![("toolName", tool_name.into()), ("callId", call_id.into())];
             let event_type = match what {
+                CallEvent::Queued { position } => {
+                    detail.push(("position", (position as f64).into()));
+                    event::TOOL_QUEUED
+                }
                 CallEvent::Activated => event::TOOL_ACTIVATED,
                 CallEvent::Cancelled { reason } => {
                     detail.push(("reason", reason.into()));

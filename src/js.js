@@ -47,7 +47,7 @@ function failure(message, code, extra) {
 // `ctx.signal` is made when first read: most handlers never read it, and an AbortController per
 // call was a tenth of a small call's cost (BENCHMARKS.md, issue 25). An abort before the first read
 // is kept, and the signal is born aborted with it.
-export function handlerContext(callId, call, toolName, originalName, report) {
+export function handlerContext(callId, call, toolName, originalName, report, traceparent, tracestate) {
   const abort = { controller: null, reason: null };
   const ctx = {
     get signal() {
@@ -65,6 +65,8 @@ export function handlerContext(callId, call, toolName, originalName, report) {
     callId,
     toolName,
     originalName,
+    traceparent,
+    tracestate,
   };
   ctx.reportProgress = (progress, total, message) => report(call, "progress", progress, total, message);
   ctx.log = (level, data, logger) => report(call, "log", String(level), data === undefined ? null : data, logger);

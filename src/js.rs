@@ -15,7 +15,8 @@ use wasm_bindgen::JsCast;
 extern "C" {
     /// A handler's `ctx` built in one call into JavaScript (its `AbortController`, the literal and
     /// `reportProgress` bound to the call's handle: each made from Rust would be a crossing of its
-    /// own). It cannot throw: every browser that runs this module has `AbortController`.
+    /// own), with the call's W3C trace context (`undefined` when it has none). It cannot throw:
+    /// every browser that runs this module has `AbortController`.
     #[wasm_bindgen(js_name = handlerContext)]
     pub fn handler_context(
         call_id: &str,
@@ -23,6 +24,8 @@ extern "C" {
         tool_name: &str,
         original_name: &str,
         report: &js_sys::Function,
+        traceparent: Option<&str>,
+        tracestate: Option<&str>,
     ) -> js_sys::Object;
 
     /// Aborts `ctx.signal` with an `Error` carrying `reason` (and a round it waits on).

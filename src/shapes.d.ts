@@ -52,6 +52,10 @@ export interface ToolContext {
   callId: string;
   toolName: string;
   originalName: string;
+  /** The call's W3C trace context (`_meta.traceparent`, checked); `undefined` when it has none. */
+  traceparent?: string;
+  /** Its `tracestate`, only beside a valid `traceparent`. */
+  tracestate?: string;
   reportProgress(progress: number, total?: number, message?: string): void;
   /** An MCP log message to the calling agent, at or above the level it asked for; never fails. */
   log(level: LogLevel, data: unknown, logger?: string): void;
@@ -133,6 +137,7 @@ export interface PromptDefinition {
 export type PromptAnswer = { description?: string; messages: PromptMessage[] } | PromptMessage[] | string;
 
 export interface ClientToolsEvents {
+  toolqueued: { type: "toolqueued"; toolName: string; callId: string; position: number };
   toolactivated: { type: "toolactivated"; toolName: string; callId: string };
   toolcancel: { type: "toolcancel"; toolName: string; callId: string; reason: string };
   toolresult: { type: "toolresult"; toolName: string; callId: string; isError: boolean; durationMs: number };

@@ -69,6 +69,13 @@ export function contextRecorder() {
   };
   return { seen, handler };
 }
+// What a handler's ctx says of its call's trace context (`_meta.traceparent`, `tracestate`).
+export function traceSeen() {
+  return (_input, ctx) => {
+    if (ctx.traceparent === "00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-02") throw new Error("failed");
+    return { traceparent: String(ctx.traceparent), tracestate: String(ctx.tracestate) };
+  };
+}
 export function shapeRecorder() {
   const seen = {};
   const keep = (name) => (value) => { if (!(name in seen)) seen[name] = value; };
@@ -90,6 +97,16 @@ export function progressThen(message) {
 }
 export function sessionIdOf(tools) { return tools.sessionId; }
 export function hugeString(bytes) { return "d".repeat(bytes); }
+// A handler that holds each call until the test releases it, and counts the calls it runs at once.
+export function turnTaker() {
+  const state = { running: 0, most: 0, held: [] };
+  state.handler = (input) => new Promise((resolve) => {
+    state.most = Math.max(state.most, ++state.running);
+    state.held.push(() => { state.running--; resolve({ n: input.n }); });
+  });
+  state.release = (i) => state.held[i]();
+  return state;
+}
 export function until(check, timeoutMs) {
   const started = Date.now();
   return new Promise((resolve, reject) => {
@@ -316,6 +333,8 @@ extern "C" {
     fn dom_events(target: &str) -> JsValue;
     #[wasm_bindgen(js_name = contextRecorder)]
     fn context_recorder() -> JsValue;
+    #[wasm_bindgen(js_name = traceSeen)]
+    fn trace_seen() -> JsValue;
     #[wasm_bindgen(js_name = shapeRecorder)]
     fn shape_recorder() -> JsValue;
     #[wasm_bindgen(js_name = keysOf)]
@@ -332,6 +351,8 @@ extern "C" {
     fn session_id_of(tools: &JsValue) -> JsValue;
     #[wasm_bindgen(js_name = hugeString)]
     fn huge_string(bytes: u32) -> String;
+    #[wasm_bindgen(js_name = turnTaker)]
+    fn turn_taker() -> JsValue;
     fn until(check: &js_sys::Function, timeout_ms: u32) -> js_sys::Promise;
     fn storage(key: &str, value: JsValue) -> Option<String>;
     #[wasm_bindgen(js_name = clearSession)]
@@ -1486,6 +1507,80 @@ async fn a_result_over_the_frame_limit_becomes_one_error_result_naming_it() {
     assert_eq!(seen, ["warning:frame_limit", "warning:frame_limit"]);
 }
 
+/// A call's W3C trace context (MCP 2026-07-28 `_meta.traceparent`, `tracestate`) reaches its
+/// handler (`ctx.traceparent`, `ctx.tracestate`) and comes back in the result's `_meta`, an error
+/// result's too; a malformed one is dropped with a `trace_context_invalid` warning and the call
+/// goes on.
+#[wasm_bindgen_test]
+async fn a_calls_trace_context_reaches_its_handler_and_comes_back() {
+    const PARENT: &str = "00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01";
+    let (tools, frames, warnings) = page_with_recorded_frames(|tools| {
+        define_with_handler(tools, "traced", trace_seen());
+    });
+    let call = |id: u32, meta: &str| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"traced","_meta":{meta}}}}}"#
+        )
+    };
+    let seen_and_sent = |answer: &JsValue| {
+        let result = get(answer, "result");
+        let seen = get(&result, "structuredContent");
+        let meta = get(&result, "_meta");
+        let sent = |key| match meta.is_undefined() {
+            true => "none".to_owned(),
+            false => get(&meta, key).as_string().unwrap_or("none".into()),
+        };
+        (
+            get(&seen, "traceparent").as_string().unwrap_or_default(),
+            get(&seen, "tracestate").as_string().unwrap_or_default(),
+            sent("traceparent"),
+            sent("tracestate"),
+        )
+    };
+
+    let meta = format!(r#"{{"traceparent":"{PARENT}","tracestate":"congo=t61rcWkgMzE"}}"#);
+    tools.receive_frame(&call(1, &meta)).unwrap();
+    let answer = next_frame(&frames).await;
+    let (parent, state) = (PARENT.to_owned(), "congo=t61rcWkgMzE".to_owned());
+    let expected = (parent.clone(), state.clone(), parent.clone(), state.clone());
+    assert_eq!(seen_and_sent(&answer), expected);
+
+    // A traceparent alone: `ctx.tracestate` is undefined, the result has none.
+    tools
+        .receive_frame(&call(2, &format!(r#"{{"traceparent":"{PARENT}"}}"#)))
+        .unwrap();
+    let answer = next_frame(&frames).await;
+    let undefined = "undefined".to_owned();
+    let expected = (parent.clone(), undefined.clone(), parent, "none".to_owned());
+    assert_eq!(seen_and_sent(&answer), expected);
+
+    // An error result carries it too.
+    let failing = PARENT.replace("-01", "-02");
+    tools
+        .receive_frame(&call(3, &format!(r#"{{"traceparent":"{failing}"}}"#)))
+        .unwrap();
+    let answer = next_frame(&frames).await;
+    let result = get(&answer, "result");
+    assert_eq!(get(&result, "isError"), true);
+    assert_eq!(get(&get(&result, "_meta"), "traceparent"), failing.as_str());
+    assert!(js_sys::Array::from(&warnings).length() == 0);
+
+    // Malformed: dropped with a warning; the handler runs without it.
+    let upper = PARENT.to_uppercase();
+    let meta = format!(r#"{{"traceparent":"{upper}","tracestate":"a=b"}}"#);
+    tools.receive_frame(&call(4, &meta)).unwrap();
+    let answer = next_frame(&frames).await;
+    assert_eq!(get(&get(&answer, "result"), "isError"), false);
+    let none = "none".to_owned();
+    let expected = (undefined.clone(), undefined, none.clone(), none);
+    assert_eq!(seen_and_sent(&answer), expected);
+    let seen: Vec<String> = js_sys::Array::from(&warnings)
+        .iter()
+        .map(|v| v.as_string().unwrap())
+        .collect();
+    assert_eq!(seen, ["warning:trace_context_invalid"]);
+}
+
 #[wasm_bindgen_test]
 async fn a_tool_list_over_the_frame_limit_is_an_error_response() {
     let (tools, frames, warnings) = page_with_recorded_frames(|tools| {
@@ -1657,4 +1752,182 @@ async fn a_lost_connection_ends_what_its_runtime_watched() {
     answer_to(&bridge, 6).await;
     assert!(tools.resource_changed("board://tasks".into()).unwrap());
     tools.disconnect();
+}
+
+/// `concurrency: 1` (docs/api.md, *Calls that must not overlap*): two `invoke`s of the tool never
+/// run at once — the second waits (`toolqueued`), then runs once the first ended; a tool without
+/// it runs both at once. A bad `concurrency` throws naming it.
+#[wasm_bindgen_test]
+async fn a_tool_of_concurrency_one_runs_its_calls_one_after_the_other() {
+    let tools = tools();
+    let queued = recorder();
+    let listener: js_sys::Function = get(&queued, "listener").unchecked_into();
+    let mut events = Vec::new();
+    for event in ["toolqueued", "toolactivated", "toolresult"] {
+        let on = tools.on(
+            JsValue::from(event).unchecked_into(),
+            listener.clone().unchecked_into(),
+        );
+        events.push(on.unwrap());
+    }
+    let details = js_sys::Array::new();
+    let keep = Closure::<dyn Fn(JsValue)>::new({
+        let details = details.clone();
+        move |event: JsValue| {
+            details.push(&event);
+        }
+    });
+    events.push(
+        tools
+            .on(
+                JsValue::from("toolqueued").unchecked_into(),
+                keep.as_ref().clone().unchecked_into(),
+            )
+            .unwrap(),
+    );
+    for (name, concurrency) in [("save", "1"), ("read", "null")] {
+        let taker = turn_taker();
+        let extra = json(&format!(
+            r#"{{"parameters": null, "concurrency": {concurrency}}}"#
+        ));
+        js_sys::Reflect::set(&extra, &"handler".into(), &get(&taker, "handler")).unwrap();
+        define(&tools, name, extra).unwrap();
+        let call = |n: u32| -> js_sys::Promise {
+            JsValue::from(tools.invoke(name, Some(json(&format!(r#"{{"n": {n}}}"#)))))
+                .unchecked_into()
+        };
+        let (first, second) = (call(1), call(2));
+        let held = get(&taker, "held");
+        let count = move || js_sys::Array::from(&held).length();
+        let started = count.clone();
+        wait_until("the first call to start", move || started() >= 1).await;
+        let release: js_sys::Function = get(&taker, "release").unchecked_into();
+        if concurrency == "1" {
+            // The second waits: it is queued, its handler not started, until the first ends.
+            let seen = queued.clone();
+            wait_until("the second call to be queued", move || {
+                seen_by(&seen).contains(&"toolqueued:save".to_owned())
+            })
+            .await;
+            assert_eq!(count(), 1, "the second call started while the first ran");
+            release.call1(&JsValue::NULL, &0.into()).unwrap();
+            let started = count.clone();
+            wait_until("the second call to start", move || started() == 2).await;
+        } else {
+            let started = count.clone();
+            wait_until("both calls to start", move || started() == 2).await;
+            release.call1(&JsValue::NULL, &0.into()).unwrap();
+        }
+        release.call1(&JsValue::NULL, &1.into()).unwrap();
+        for (n, promise) in [(1, first), (2, second)] {
+            let result = JsFuture::from(promise).await.unwrap();
+            assert_eq!(get(&get(&result, "structuredContent"), "n"), n, "{name}");
+        }
+        let most = get(&taker, "most").as_f64().unwrap();
+        assert_eq!(most, if concurrency == "1" { 1.0 } else { 2.0 }, "{name}");
+    }
+    assert_eq!(
+        seen_by(&queued),
+        [
+            "toolactivated:save",
+            "toolqueued:save",
+            "toolresult:save",
+            "toolactivated:save",
+            "toolresult:save",
+            "toolactivated:read",
+            "toolactivated:read",
+            "toolresult:read",
+            "toolresult:read",
+        ]
+    );
+    assert_eq!(details.length(), 1);
+    let detail = details.get(0);
+    assert_eq!(get(&detail, "position"), 1);
+    assert_eq!(get(&detail, "callId"), "local-2");
+    assert_shape(
+        "toolqueued",
+        &detail,
+        &typescript_members("ClientToolsEvents", Some("toolqueued")),
+    );
+
+    // Bad values throw at definition, naming the field; none defines a tool.
+    for (bad, says) in [
+        (
+            "0",
+            "concurrency must be a whole number from 1 to 4096, got 0",
+        ),
+        ("-2", "got -2"),
+        ("1.5", "got 1.5"),
+        ("1e9", "got 1000000000"),
+        ("\"2\"", "'concurrency': expected a number, got string"),
+    ] {
+        let extra = json(&format!(r#"{{"concurrency": {bad}}}"#));
+        let (_, type_error, code, message) = thrown(define(&tools, "bad", extra).unwrap_err());
+        assert!(type_error && code == "INVALID_OPTIONS", "{bad}: {code}");
+        assert!(
+            message.contains("tool 'bad'") && message.contains(says),
+            "{message}"
+        );
+    }
+    let infinite = declaration("bad", JsValue::UNDEFINED);
+    js_sys::Reflect::set(&infinite, &"concurrency".into(), &f64::INFINITY.into()).unwrap();
+    let (_, _, _, message) = thrown(
+        tools
+            .define_function(infinite.unchecked_into())
+            .unwrap_err(),
+    );
+    assert!(
+        message.contains("'concurrency' must be a finite number"),
+        "{message}"
+    );
+    assert!(!listed(&tools, "name", "kind")
+        .iter()
+        .any(|(name, _)| name == "bad"));
+    drop(events);
+}
+
+/// `untrustedContentHint` (docs/api.md, *Results from content the tool does not vouch for*): what
+/// `invoke` resolves with for a tool declared with it carries `_meta["clienttools/untrusted"]:
+/// true`, even when its handler shaped the result with `false` there; another tool's result is
+/// not marked, and a handler's own mark on it is kept.
+#[wasm_bindgen_test]
+async fn invoke_gives_the_untrusted_mark_of_a_tool_declared_so() {
+    let tools = tools();
+    let unmarking = json(
+        r#"{"content": [{"type": "text", "text": "Loved it!"}],
+            "_meta": {"clienttools/untrusted": false, "app/own": 1}}"#,
+    );
+    let self_marked = json(
+        r#"{"content": [{"type": "text", "text": "a post"}],
+            "_meta": {"clienttools/untrusted": true}}"#,
+    );
+    let cases = [
+        (
+            "reviews",
+            r#"{"untrustedContentHint": true}"#,
+            unmarking.clone(),
+        ),
+        ("plain", r#"{"untrustedContentHint": false}"#, unmarking),
+        ("posts", r#"{"readOnlyHint": true}"#, self_marked),
+    ];
+    for (name, annotations, value) in cases {
+        let extra = json(&format!(
+            r#"{{"parameters": null, "annotations": {annotations}}}"#
+        ));
+        js_sys::Reflect::set(&extra, &"handler".into(), &returning(value)).unwrap();
+        define(&tools, name, extra).unwrap();
+    }
+    let mark = |result: &JsValue| get(&get(result, "_meta"), "clienttools/untrusted");
+    let (is_error, text, result) = invoke(&tools, "reviews", "{}").await;
+    assert_eq!((is_error, text.as_str()), (false, "Loved it!"));
+    assert_eq!(mark(&result), true);
+    assert_eq!(get(&get(&result, "_meta"), "app/own"), 1);
+    let (_, _, result) = invoke(&tools, "plain", "{}").await;
+    assert_eq!(
+        mark(&result),
+        false,
+        "the page's own value on a tool not declared so"
+    );
+    let (_, _, result) = invoke(&tools, "posts", "{}").await;
+    assert_eq!(mark(&result), true);
 }

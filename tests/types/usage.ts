@@ -49,9 +49,10 @@ async function main(): Promise<void> {
     description: "The items in the cart",
     parameters: { type: "object", properties: { limit: { type: "integer" } } },
     outputSchema: { type: "object" },
-    annotations: { readOnlyHint: true, title: "Read the cart" },
+    annotations: { readOnlyHint: true, untrustedContentHint: true, title: "Read the cart" },
     requireConfirmation: false,
     timeoutMs: 5_000,
+    concurrency: 1,
     handler: async (input: { limit?: number }, ctx: ToolContext) => {
       const id: string = ctx.callId;
       const names: string = ctx.toolName + ctx.originalName + id;
@@ -95,6 +96,12 @@ async function main(): Promise<void> {
     console.log(state);
   });
   tools.on("toolactivated", (event) => console.log(event.toolName, event.callId));
+  tools.on("toolqueued", (event) => {
+    const position: number = event.position;
+    console.log(event.toolName, event.callId, position);
+  });
+  // @ts-expect-error: concurrency is a number
+  tools.defineFunction({ ...declaration, concurrency: "1" });
   tools.on("toolcancel", (event) => console.log(event.reason));
   tools.on("toolschanged", (event) => console.log(event.type));
   // @ts-expect-error: no such event
@@ -104,6 +111,8 @@ async function main(): Promise<void> {
   off();
 
   const result: CallToolResult = await tools.invoke("read_cart", { limit: 3 });
+  const untrusted: boolean = result._meta?.["clienttools/untrusted"] === true;
+  console.log(untrusted);
   const noInput: CallToolResult = await tools.invoke("read_cart");
   console.log(noInput.isError);
   const first = result.content[0];

@@ -57,6 +57,7 @@ pub use calls::agent_tools::AgentTools;
 pub use calls::policy::{Policy, ACTED_META};
 pub use calls::prepared_call::{PreparedCall, CONFIRMED_BY_AGENT};
 pub use calls::served::{ServedRequest, Subject};
+pub use calls::tool_annotations::UNTRUSTED_META;
 pub use client_tools_core::protocol::CallToolResult;
 pub use cluster::ClusterOptions;
 pub use config::{BridgeConfig, ConfirmVia};

@@ -81,6 +81,13 @@ stable_codes! {
         /// A tool of the browser's `modelContext` was not adopted (`adoptBrowserTools`): its
         /// name is taken by a tool of the page, or its schema does not compile.
         BrowserToolNotAdopted = "browser_tool_not_adopted",
+        /// A call's `_meta` `traceparent` or `tracestate` is not W3C Trace Context: dropped (the
+        /// message names the key and what was wrong); the call goes on without it.
+        TraceContextInvalid = "trace_context_invalid",
+        /// What the page kept in the browser's storage (e.g. the calls a reload interrupted, in
+        /// `sessionStorage`) is not what the SDK writes, or no longer holds: ignored, and never
+        /// trusted to run anything.
+        StoredDataIgnored = "stored_data_ignored",
     }
 }
 
@@ -131,6 +138,8 @@ mod tests {
                 "browser_register_failed",
                 "log_dropped",
                 "browser_tool_not_adopted",
+                "trace_context_invalid",
+                "stored_data_ignored",
             ])
         );
     }

@@ -43,6 +43,12 @@ pub const RESULT_STORE_BYTES: usize = 16 * 1024 * 1024;
 /// the bound is well above the 1 000 calls in flight the soak test and the bridge allow.
 pub const MAX_LIVE_CALLS: usize = 4_096;
 
+/// The highest `concurrency` a tool may declare (calls of it running at once; more wait their
+/// turn): a page never holds more than [`MAX_LIVE_CALLS`] calls, so a higher bound could never be
+/// reached. Above it, or not a whole number from 1, the declaration is refused naming the field
+/// (no bound is said by leaving the key out).
+pub const MAX_CONCURRENCY: usize = MAX_LIVE_CALLS;
+
 /// Log messages one call may send to the agent (`ctx.log`); more are dropped, said once on the
 /// page: a chatty handler cannot flood the agent.
 pub const MAX_LOGS_PER_CALL: u32 = 100;
@@ -67,6 +73,16 @@ pub const MAX_ADOPTED_TOOLS: usize = 128;
 /// The largest declaration (name, description, schema, annotations as JSON) adopted from the
 /// browser: a tool list must stay well within [`MAX_FRAME_BYTES`] whoever registers tools.
 pub const MAX_ADOPTED_DECLARATION_BYTES: usize = 16 * 1024;
+
+/// The longest `traceparent` a call's `_meta` may carry (W3C Trace Context: version 00 is 55
+/// characters; a later version may add fields, which nobody has yet): a runtime cannot make a
+/// page hand its handlers, or the bridge log, an unbounded string. Longer: dropped, with a warning.
+pub const MAX_TRACEPARENT_CHARS: usize = 128;
+
+/// The longest `tracestate` kept (W3C Trace Context asks to pass on at least 512 characters), and
+/// its most list members (W3C's limit): more, and it is dropped with a warning.
+pub const MAX_TRACESTATE_CHARS: usize = 512;
+pub const MAX_TRACESTATE_MEMBERS: usize = 32;
 
 /// A timeout given as a number of milliseconds (a declaration's `timeoutMs`, the runtime's
 /// `clienttools/timeoutMs`), in whole milliseconds rounded up: `None` when it is not positive

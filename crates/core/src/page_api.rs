@@ -145,9 +145,10 @@ crate::typescript_interface! {
         "description" "?": "string", "What the tool does: agents choose tools by it (a warning when missing).";
         "parameters" "?": "JsonSchema", "The input's JSON Schema (an object schema; compiled once, an invalid one throws).";
         "outputSchema" "?": "JsonSchema", "The result's JSON Schema, checked before it is sent.";
-        "annotations" "?": "{ readOnlyHint?: boolean; destructiveHint?: boolean; consequentialHint?: boolean; idempotentHint?: boolean; openWorldHint?: boolean; untrustedContentHint?: boolean; title?: string }", "`destructiveHint` / `consequentialHint: true` ask the user first; `title` heads the dialog.";
+        "annotations" "?": "{ readOnlyHint?: boolean; destructiveHint?: boolean; consequentialHint?: boolean; idempotentHint?: boolean; openWorldHint?: boolean; untrustedContentHint?: boolean; title?: string }", "`destructiveHint` / `consequentialHint: true` ask the user first; `untrustedContentHint: true` marks each of its results `_meta[\"clienttools/untrusted\"]: true`; `idempotentHint: true` lets a call a page reload interrupted run once more; `title` heads the dialog.";
         "requireConfirmation" "?": "boolean", "`true`: always ask the user first; `false`: never, whatever the annotations say (a call's `_meta` may still ask).";
         "timeoutMs" "?": "number", "The handler's timeout (default: the `defaultTimeoutMs` option; max 300000).";
+        "concurrency" "?": "number", "At most this many calls run, or wait for the user's confirmation, at once (a whole number, 1 to 4096; default: no bound); more wait in arrival order (`toolqueued`), each timeout starting when its handler starts.";
         "taskSupport" "?": "\"forbidden\" | \"optional\" | \"required\"", "Whether agents speaking the MCP tasks extension run calls as tasks (default: `optional` when the call asks the user first, else `forbidden`).";
         "handler" "": "ToolHandler", "Runs the tool: returns a JSON value or a Promise of one.";
     }
@@ -179,6 +180,7 @@ pub fn read_declaration(name: String, text: &str) -> Result<Declaration, CoreErr
         annotations: plain.value("annotations"),
         require_confirmation: plain.boolean("requireConfirmation").map_err(invalid)?,
         timeout_ms: plain.number("timeoutMs").map_err(invalid)?,
+        concurrency: plain.number("concurrency").map_err(invalid)?,
         task_support,
         original_name: name,
     })
@@ -221,6 +223,8 @@ pub mod event {
     pub const TOOL_CANCEL: &str = "toolcancel";
     /// A call ended.
     pub const TOOL_RESULT: &str = "toolresult";
+    /// A call waits for its turn (its tool's `concurrency` is taken).
+    pub const TOOL_QUEUED: &str = "toolqueued";
     /// The page's tool list changed.
     pub const TOOLS_CHANGED: &str = "toolschanged";
     /// The connection to the runtime changed state.
@@ -234,6 +238,7 @@ pub const EVENT_TYPES: &[&str] = &[
     event::TOOL_ACTIVATED,
     event::TOOL_CANCEL,
     event::TOOL_RESULT,
+    event::TOOL_QUEUED,
     event::TOOLS_CHANGED,
     event::CONNECTION_CHANGE,
     event::WARNING,
@@ -301,7 +306,7 @@ pub use crate::plain_object::reject_unknown_keys;
 mod tests {
     use super::*;
 
-    /// The `.d.ts` docs write the timeout bounds as literals (`concat!` takes no consts): they
+    /// The `.d.ts` docs write the timeout and concurrency bounds as literals (`concat!` takes no consts): they
     /// must say the core's.
     #[test]
     fn the_typescript_docs_name_the_timeout_bounds_of_the_core() {
@@ -309,6 +314,8 @@ mod tests {
         assert!(OPTIONS_TS.contains(&options), "{OPTIONS_TS}");
         let declaration = format!("max {MAX_TIMEOUT_MS})");
         assert!(DECLARATION_TS.contains(&declaration), "{DECLARATION_TS}");
+        let concurrency = format!("1 to {}", crate::limits::MAX_CONCURRENCY);
+        assert!(DECLARATION_TS.contains(&concurrency), "{DECLARATION_TS}");
     }
 
     #[test]

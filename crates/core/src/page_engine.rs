@@ -22,7 +22,7 @@ use serde_json::{json, Value};
 use crate::call::{self, outcome, Admission, ConfirmDecision, Confirmed, PreparedCall};
 use crate::codes::WarningCode;
 use crate::error::CoreError;
-use crate::ledger::{Arrival, CallLedger};
+use crate::ledger::{self, Again, Arrival, CallLedger, Interrupted, Readmission};
 use crate::limits::{
     HANDLER_GRACE_MS, HUMAN_WAIT_MAX_MS, HUMAN_WAIT_TICK_MS, MAX_LIVE_CALLS, MAX_LOGS_PER_CALL,
     MAX_ROUNDS_WAITING,
@@ -30,7 +30,7 @@ use crate::limits::{
 use crate::protocol::{
     self, check_outgoing, code, encode_call_result, encode_error, encode_notification,
     encode_result, method, CallToolParams, CallToolResult, CancelledParams, Implementation,
-    InitializeResult, Message, ProgressParams, RequestId, RpcError, ToolsListResult,
+    InitializeResult, Message, ProgressParams, RequestId, RpcError, ToolsListResult, TraceContext,
     PROTOCOL_VERSION,
 };
 use crate::registry::{Declaration, RegisteredTool, Registry, ToolKind, Warning};
@@ -123,12 +123,14 @@ pub enum HandlerOutcome {
 pub enum Output<H> {
     /// Send this frame to the runtime (already checked against the runtime's limits).
     Send(String),
-    /// Run the tool's handler (or fill its form) on `input`, JSON text.
+    /// Run the tool's handler (or fill its form) on `input`, JSON text; `trace`: the call's W3C
+    /// trace context (`ctx.traceparent`, `ctx.tracestate`).
     RunHandler {
         call: CallHandle,
         call_id: String,
         tool: Arc<RegisteredTool<H>>,
         input: String,
+        trace: Option<TraceContext>,
     },
     /// Ask a person (the dialog, or the page's `confirm` callback).
     AskPerson {
@@ -254,6 +256,9 @@ pub enum Event {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum CallEvent {
+    /// `toolqueued`: admitted, it waits for its turn (the tool's `concurrency` is taken);
+    /// `position` 1 starts next.
+    Queued { position: usize },
     /// `toolactivated`: admitted; its handler runs (or a person is asked first).
     Activated,
     /// `toolcancel`: stopped before its handler returned.
@@ -349,6 +354,9 @@ impl HumanWait {
 enum Phase<H> {
     /// No handler yet: admitted again when the tools change, failed when the grace ends.
     WaitingForHandler { until: Millis },
+    /// Admitted, waiting for its tool's `concurrency` to let it start (asked first, or run): no
+    /// timer (its timeout starts with its handler).
+    Queued { prepared: PreparedCall<H> },
     Confirming {
         prepared: PreparedCall<H>,
         wait: HumanWait,
@@ -389,8 +397,13 @@ struct Call<H> {
     progress_high: f64,
     /// Log messages sent (bounded by `limits::MAX_LOGS_PER_CALL`).
     logs: u32,
+    /// The W3C trace context of the call's `_meta`, checked: its handler's, and its result's.
+    trace: Option<TraceContext>,
     /// When `toolactivated` was emitted (its `toolresult` reports the duration); `None` before.
     activated_at: Option<Millis>,
+    /// Interrupted by the reload of the previous page, and kept as one that may run again: the
+    /// claim its admission checks (SPEC §7).
+    again: Option<Again>,
     /// A request the page's server answers (resources, prompts, completion: SPEC §11), not a
     /// tool call: its handler's value is the JSON-RPC answer, every failure a JSON-RPC error,
     /// and it raises no tool events.
@@ -402,10 +415,20 @@ impl<H> Call<H> {
     /// The tool's name for events: the normalized name once admitted, else the name as called.
     fn tool_name(&self) -> &str {
         match &self.phase {
-            Phase::Confirming { prepared, .. } | Phase::Running { prepared, .. } => {
-                &prepared.tool.name
-            }
+            Phase::Confirming { prepared, .. }
+            | Phase::Running { prepared, .. }
+            | Phase::Queued { prepared } => &prepared.tool.name,
             _ => &self.params.name,
+        }
+    }
+
+    /// The tool whose `concurrency` this call takes a turn of: one asking a person or running.
+    fn turn_of(&self) -> Option<&str> {
+        match &self.phase {
+            Phase::Confirming { prepared, .. } | Phase::Running { prepared, .. } => {
+                Some(&prepared.tool.name)
+            }
+            _ => None,
         }
     }
 
@@ -413,6 +436,7 @@ impl<H> Call<H> {
     fn wakes_at(&self) -> Option<Millis> {
         match &self.phase {
             Phase::WaitingForHandler { until } => Some(*until),
+            Phase::Queued { .. } => None,
             Phase::Confirming { wait, .. } | Phase::ResultForm { wait, .. } => Some(wait.next_tick),
             Phase::Running {
                 deadline,
@@ -522,6 +546,7 @@ impl<H> PageEngine<H> {
             require_confirmation: false,
             timeout_ms,
             task_support: crate::registry::TaskSupport::Forbidden,
+            concurrency: None,
             handler,
         }));
     }
@@ -625,10 +650,54 @@ impl<H> PageEngine<H> {
         &self.config
     }
 
-    /// Agent call ids running now, as their JSON (kept when the page unloads, so the next page does
-    /// not run them again).
+    /// Agent call ids running now, as their JSON.
     pub fn running_agent_calls(&self) -> Vec<String> {
         self.ledger.running_ids()
+    }
+
+    /// What the page keeps when it unloads: its running agent calls, so the next page of the
+    /// session does not run them again — except, SPEC §7, one whose handler had not started (it
+    /// is asked again) and one of a tool declared `idempotentHint: true` (it runs once more).
+    pub fn kept_at_unload(&self) -> String {
+        let claims: Vec<(String, Option<Again>)> = (self.calls.iter())
+            .filter_map(|call| {
+                let Reply::Frame(id) = &call.reply else {
+                    return None;
+                };
+                let again = match &call.phase {
+                    _ if call.served => None,
+                    Phase::Running { prepared, .. } => {
+                        ledger::is_idempotent(&prepared.tool).then_some(Again::Idempotent)
+                    }
+                    _ => Some(Again::Ask),
+                };
+                Some((ledger_key(id), again))
+            })
+            .collect();
+        // The ledger says what runs: an id it has without a live call is kept with no claim.
+        let calls: Vec<Interrupted> = (self.ledger.running_ids().into_iter())
+            .map(|id| {
+                let again = claims.iter().find(|(key, _)| *key == id).and_then(|c| c.1);
+                Interrupted { id, again }
+            })
+            .collect();
+        ledger::keep(&calls)
+    }
+
+    /// The next page of the session reads what the previous one kept ([`Self::kept_at_unload`]):
+    /// a re-send of a call it names is answered that it was not run again, or admitted again on
+    /// the claim it kept, checked when the call arrives. What is not what a page keeps is ignored
+    /// with a `stored_data_ignored` warning, and runs nothing.
+    pub fn reloaded(&mut self, kept: &str) {
+        let (calls, ignored) = ledger::read_kept(kept);
+        if let Some(why) = ignored {
+            let message = format!(
+                "what the previous page kept of its running calls (sessionStorage) is not what \
+                 a page keeps: {why}"
+            );
+            self.warn_code(WarningCode::StoredDataIgnored, message, None);
+        }
+        self.ledger = std::mem::take(&mut self.ledger).with_interrupted(calls);
     }
 
     /// How many calls are live (any phase).
@@ -659,7 +728,16 @@ impl<H> PageEngine<H> {
         };
         let call_id = format!("local-{}", handle.0);
         let input = input.map(|text| (text, None));
-        self.begin(now, handle, call_id, Reply::Page, caller, params, input);
+        self.begin(
+            now,
+            handle,
+            call_id,
+            Reply::Page,
+            caller,
+            params,
+            input,
+            None,
+        );
         handle
     }
 
@@ -789,7 +867,10 @@ impl<H> PageEngine<H> {
         let refused = match self.ledger.arrive(&ledger_key(&id)) {
             Arrival::Join => return,
             Arrival::Resend(frame) => return self.outputs.push_back(Output::Send(frame)),
-            Arrival::Interrupted => format!("the page was reloaded while it answered request {id}"),
+            // A served request is never run again, whatever the previous page kept.
+            Arrival::Interrupted | Arrival::Rerun(_) => {
+                format!("the page was reloaded while it answered request {id}")
+            }
             Arrival::Run if self.calls.len() >= MAX_LIVE_CALLS => {
                 format!("the page has {MAX_LIVE_CALLS} calls in progress; {method} was not run")
             }
@@ -838,7 +919,9 @@ impl<H> PageEngine<H> {
             progress_base: 0.0,
             progress_high: 0.0,
             logs: 0,
+            trace: None,
             activated_at: None,
+            again: None,
             served: true,
             phase: running_phase(prepared, None),
         });
@@ -882,41 +965,34 @@ impl<H> PageEngine<H> {
         arguments: Option<(String, Option<DetachedTokens>)>,
     ) {
         let call_id = id.to_string();
-        match self.ledger.arrive(&ledger_key(&id)) {
+        let refused = match self.ledger.arrive(&ledger_key(&id)) {
             // Re-sent while it runs: it is answered once, when it ends.
-            Arrival::Join => {}
+            Arrival::Join => return,
             // Stored answers fit already (they passed the check when first sent).
-            Arrival::Resend(frame) => self.outputs.push_back(Output::Send(frame)),
-            Arrival::Interrupted => {
-                let result = CallToolResult::error(format!(
-                    "the page was reloaded while call {call_id} was running; it was not run again"
-                ));
-                let frame = self.call_answer(&id, &params.name, &result);
-                self.ledger.finish(&ledger_key(&id), frame.clone());
-                self.outputs.push_back(Output::Send(frame));
+            Arrival::Resend(frame) => return self.outputs.push_back(Output::Send(frame)),
+            Arrival::Interrupted => not_run_again(&call_id),
+            Arrival::Run | Arrival::Rerun(_) if self.calls.len() >= MAX_LIVE_CALLS => {
+                format!("the page has {MAX_LIVE_CALLS} calls in progress; this one was not run")
             }
-            Arrival::Run if self.calls.len() >= MAX_LIVE_CALLS => {
-                let result = CallToolResult::error(format!(
-                    "the page has {MAX_LIVE_CALLS} calls in progress; this one was not run"
-                ));
-                let frame = self.call_answer(&id, &params.name, &result);
-                self.ledger.finish(&ledger_key(&id), frame.clone());
-                self.outputs.push_back(Output::Send(frame));
-            }
-            Arrival::Run => {
+            // A call the reload interrupted may be admitted again: its claim is checked once its
+            // tool is known (`readmit`).
+            arrival @ (Arrival::Run | Arrival::Rerun(_)) => {
+                let again = if let Arrival::Rerun(again) = arrival {
+                    Some(again)
+                } else {
+                    None
+                };
                 let handle = self.new_handle();
                 let reply = Reply::Frame(id);
-                self.begin(
-                    now,
-                    handle,
-                    call_id,
-                    reply,
-                    Caller::Agent,
-                    params,
-                    arguments,
-                );
+                let (caller, input) = (Caller::Agent, arguments);
+                return self.begin(now, handle, call_id, reply, caller, params, input, again);
             }
-        }
+        };
+        let trace = self.trace_of(&params);
+        let result = CallToolResult::error(refused);
+        let frame = self.call_answer(&id, &params.name, result, trace);
+        self.ledger.finish(&ledger_key(&id), frame.clone());
+        self.outputs.push_back(Output::Send(frame));
     }
 
     // ---- a call's life ------------------------------------------------------------------------
@@ -937,6 +1013,7 @@ impl<H> PageEngine<H> {
         caller: Caller,
         params: CallToolParams,
         input: Option<(String, Option<DetachedTokens>)>,
+        again: Option<Again>,
     ) {
         let (input, input_tokens) = match (input, &params.arguments) {
             (Some(read), _) => read,
@@ -944,6 +1021,7 @@ impl<H> PageEngine<H> {
             (None, None) => ("{}".to_owned(), None),
         };
         let progress_token = params.meta_value("progressToken").cloned();
+        let trace = self.trace_of(&params);
         self.calls.push(Call {
             handle,
             call_id,
@@ -956,7 +1034,9 @@ impl<H> PageEngine<H> {
             progress_base: 0.0,
             progress_high: 0.0,
             logs: 0,
+            trace,
             activated_at: None,
+            again,
             served: false,
             phase: Phase::WaitingForHandler {
                 until: now.after(HANDLER_GRACE_MS),
@@ -1035,54 +1115,156 @@ impl<H> PageEngine<H> {
                 });
             }
             Admission::Run(prepared) => {
-                let confirm = prepared.require_confirmation
-                    && (prepared.confirmation_forced_by_call
-                        || !self.allowed_for_session.contains(&prepared.tool.name));
+                let Some(prepared) = self.readmit(now, at, prepared) else {
+                    return;
+                };
+                let Some(position) = self.queue_position(&prepared.tool) else {
+                    return self.start(now, at, prepared);
+                };
                 let call = &mut self.calls[at];
-                if !confirm {
-                    call.phase = running_phase(prepared, None);
-                    self.activate(now, at);
-                    return self.run(now, at);
-                }
-                let tool = &prepared.tool;
-                let title = tool
-                    .annotations
-                    .as_ref()
-                    .and_then(|a| a.get("title"))
-                    .and_then(Value::as_str)
-                    .or(prepared.call_title.as_deref())
-                    .unwrap_or(&tool.original_name)
-                    .to_owned();
-                let question = Question {
-                    kind: QuestionKind::Confirm {
-                        offer_session: !prepared.confirmation_forced_by_call
-                            && self.config.offer_allow_for_session,
-                    },
-                    title,
-                    description: tool
-                        .description
-                        .clone()
-                        .or_else(|| prepared.call_description.clone()),
-                    tool_name: tool.name.clone(),
-                    original_name: tool.original_name.clone(),
-                    tool_description: tool.description.clone(),
-                    value: serde_json::from_str(&call.input).unwrap_or_default(),
-                    schema: prepared.input_schema_shared(),
-                    context: None,
+                let event = Event::Call {
+                    tool_name: prepared.tool.name.clone(),
+                    call_id: call.call_id.clone(),
+                    what: CallEvent::Queued { position },
                 };
-                call.phase = Phase::Confirming {
-                    prepared,
-                    wait: HumanWait::new(Waiting::Confirmation, now),
-                };
-                let call_id = call.call_id.clone();
-                self.activate(now, at);
-                self.outputs.push_back(Output::AskPerson {
-                    call: handle,
-                    call_id,
-                    question,
-                });
+                call.phase = Phase::Queued { prepared };
+                self.outputs.push_back(Output::Emit(event));
             }
         }
+    }
+
+    /// A call the reload interrupted, admitted again: its tool decides whether what the previous
+    /// page kept holds ([`Again::admit`]). `None`: it ended, not run again.
+    fn readmit(
+        &mut self,
+        now: Millis,
+        at: usize,
+        mut prepared: PreparedCall<H>,
+    ) -> Option<PreparedCall<H>> {
+        let call = &self.calls[at];
+        let Some(again) = call.again else {
+            return Some(prepared);
+        };
+        match again.admit(ledger::is_idempotent(&prepared.tool)) {
+            Readmission::AsNew => {}
+            // Whatever the tool's policy or an allowance given before: never assumed.
+            Readmission::AskFirst => {
+                prepared.require_confirmation = true;
+                prepared.confirmation_forced_by_call = true;
+            }
+            Readmission::NotAgain => {
+                let (handle, call_id, tool) = (call.handle, call.call_id.clone(), &prepared.tool);
+                let message = format!(
+                    "call {call_id} was kept at the page's reload as a call of a tool declared \
+                     idempotentHint: true, but tool '{}' does not say so now; it was not run again",
+                    tool.name
+                );
+                let name = tool.name.clone();
+                self.warn_code(WarningCode::StoredDataIgnored, message, Some(&name));
+                let result = CallToolResult::error(not_run_again(&call_id));
+                self.end(now, handle, Ending::Quiet(result), None);
+                return None;
+            }
+        }
+        Some(prepared)
+    }
+
+    /// Where a call of `tool` admitted now waits (1: it starts next), in arrival order; `None`: it
+    /// starts at once (the tool has no `concurrency`, or a turn is free and nobody waits).
+    fn queue_position(&self, tool: &RegisteredTool<H>) -> Option<usize> {
+        let limit = tool.concurrency?;
+        let (taken, waiting, _) = self.turns(&tool.name);
+        (taken >= limit || waiting > 0).then_some(waiting + 1)
+    }
+
+    /// How many calls of tool `name` take a turn now, how many wait for one, and the first of
+    /// those to arrive (`calls` is in arrival order).
+    fn turns(&self, name: &str) -> (usize, usize, Option<CallHandle>) {
+        let mut turns = (0, 0, None);
+        for call in &self.calls {
+            match &call.phase {
+                Phase::Queued { prepared } if prepared.tool.name == name => {
+                    turns.1 += 1;
+                    turns.2 = turns.2.or(Some(call.handle));
+                }
+                _ if call.turn_of() == Some(name) => turns.0 += 1,
+                _ => {}
+            }
+        }
+        turns
+    }
+
+    /// A turn of tool `name` is free: its calls that wait start, first come first, while its
+    /// `concurrency` lets them.
+    fn start_waiting(&mut self, now: Millis, name: &str) {
+        while let (taken, _, Some(next)) = self.turns(name) {
+            let Some(at) = self.position(next) else {
+                return;
+            };
+            let call = &mut self.calls[at];
+            let placeholder = Phase::WaitingForHandler { until: now };
+            match std::mem::replace(&mut call.phase, placeholder) {
+                Phase::Queued { prepared } if prepared.tool.concurrency > Some(taken) => {
+                    self.start(now, at, prepared)
+                }
+                // Not its turn yet (the bound is taken): it waits on.
+                phase => {
+                    call.phase = phase;
+                    return;
+                }
+            }
+        }
+    }
+
+    /// An admitted call starts: a person is asked first, or its handler runs.
+    fn start(&mut self, now: Millis, at: usize, prepared: PreparedCall<H>) {
+        let handle = self.calls[at].handle;
+        let confirm = prepared.require_confirmation
+            && (prepared.confirmation_forced_by_call
+                || !self.allowed_for_session.contains(&prepared.tool.name));
+        let call = &mut self.calls[at];
+        if !confirm {
+            call.phase = running_phase(prepared, None);
+            self.activate(now, at);
+            return self.run(now, at);
+        }
+        let tool = &prepared.tool;
+        let title = tool
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get("title"))
+            .and_then(Value::as_str)
+            .or(prepared.call_title.as_deref())
+            .unwrap_or(&tool.original_name)
+            .to_owned();
+        let question = Question {
+            kind: QuestionKind::Confirm {
+                offer_session: !prepared.confirmation_forced_by_call
+                    && self.config.offer_allow_for_session,
+            },
+            title,
+            description: tool
+                .description
+                .clone()
+                .or_else(|| prepared.call_description.clone()),
+            tool_name: tool.name.clone(),
+            original_name: tool.original_name.clone(),
+            tool_description: tool.description.clone(),
+            value: serde_json::from_str(&call.input).unwrap_or_default(),
+            schema: prepared.input_schema_shared(),
+            context: None,
+        };
+        call.phase = Phase::Confirming {
+            prepared,
+            wait: HumanWait::new(Waiting::Confirmation, now),
+        };
+        let call_id = call.call_id.clone();
+        self.activate(now, at);
+        self.outputs.push_back(Output::AskPerson {
+            call: handle,
+            call_id,
+            question,
+        });
     }
 
     /// `toolactivated`: the call passed admission and will run (or ask a person first).
@@ -1112,6 +1294,7 @@ impl<H> PageEngine<H> {
             call_id: call.call_id.clone(),
             tool: prepared.tool.clone(),
             input: std::mem::take(&mut call.input),
+            trace: call.trace.clone(),
         };
         self.outputs.push_back(output);
     }
@@ -1486,6 +1669,25 @@ impl<H> PageEngine<H> {
         self.outputs.push_back(Output::Emit(Event::ToolsChanged));
         let frame = encode_notification(method::TOOLS_LIST_CHANGED, &json!({}));
         self.send(frame, Kind::Other);
+        // Calls waiting for a turn of a tool removed or replaced end: they were admitted for it.
+        let orphaned: Vec<(CallHandle, String)> = (self.calls.iter())
+            .filter_map(|call| match &call.phase {
+                Phase::Queued { prepared } => {
+                    let tool = self.registry.get(&prepared.tool.name);
+                    let same = tool.is_some_and(|tool| Arc::ptr_eq(&tool, &prepared.tool));
+                    (!same).then(|| (call.handle, prepared.tool.name.clone()))
+                }
+                _ => None,
+            })
+            .collect();
+        for (handle, name) in orphaned {
+            let why = format!(
+                "tool '{name}' was removed or replaced while the call waited for its turn; it \
+                 did not run"
+            );
+            let result = CallToolResult::error(why.clone());
+            self.end(now, handle, Ending::Quiet(result), Stop::cancelled(&why));
+        }
         // Calls waiting for a handler may have one now.
         let waiting: Vec<CallHandle> = self
             .calls
@@ -1505,13 +1707,15 @@ impl<H> PageEngine<H> {
         if resumed {
             return;
         }
-        let earlier: Vec<CallHandle> = self
+        let mut earlier: Vec<(bool, CallHandle)> = self
             .calls
             .iter()
             .filter(|call| matches!(call.reply, Reply::Frame(_)))
-            .map(|call| call.handle)
+            .map(|call| (!matches!(call.phase, Phase::Queued { .. }), call.handle))
             .collect();
-        for handle in earlier {
+        // Those waiting for a turn first: a turn given back must not start one of them.
+        earlier.sort();
+        for (_, handle) in earlier {
             let reason = "the runtime started a new session";
             self.end(now, handle, Ending::Cancelled, Stop::cancelled(reason));
         }
@@ -1563,7 +1767,7 @@ impl<H> PageEngine<H> {
             }
             | Phase::Confirming { wait, .. }
             | Phase::ResultForm { wait, .. } => wait,
-            Phase::Running { .. } => return,
+            Phase::Running { .. } | Phase::Queued { .. } => return,
         };
         if wait.next_tick > now {
             return;
@@ -1603,12 +1807,32 @@ impl<H> PageEngine<H> {
 
     /// Ends a call, once: the call leaves the engine here, so a later ending finds nothing.
     /// `stop`: the call's work is cut short (what was shown is withdrawn, its handler aborted).
+    /// A call that took a turn of its tool gives it to the next call waiting for one.
     fn end(&mut self, now: Millis, handle: CallHandle, ending: Ending, stop: Option<Stop<'_>>) {
         let Some(at) = self.position(handle) else {
             return;
         };
+        let turn = self.calls[at].turn_of().map(str::to_owned);
+        self.remove(now, at, ending, stop);
+        if let Some(name) = turn {
+            self.start_waiting(now, &name);
+        }
+    }
+
+    fn remove(&mut self, now: Millis, at: usize, ending: Ending, stop: Option<Stop<'_>>) {
         let call = self.calls.remove(at);
+        let handle = call.handle;
         let tool_name = call.tool_name().to_owned();
+        // A call of a tool declared `untrustedContentHint: true` (known once admitted): its
+        // result is marked, for a runtime without the bridge and for `invoke` alike.
+        let untrusted = match &call.phase {
+            Phase::Queued { prepared }
+            | Phase::Confirming { prepared, .. }
+            | Phase::Running { prepared, .. } => {
+                crate::call::is_untrusted(prepared.tool.annotations.as_ref())
+            }
+            _ => false,
+        };
         if let Some(stop) = stop {
             match &call.phase {
                 Phase::Confirming { .. } | Phase::ResultForm { .. } => {
@@ -1618,9 +1842,10 @@ impl<H> PageEngine<H> {
                     call: handle,
                     reason: stop.abort.to_owned(),
                 }),
-                Phase::WaitingForHandler { .. } => {}
+                Phase::WaitingForHandler { .. } | Phase::Queued { .. } => {}
             }
-            if let (Some(reason), Some(_)) = (stop.toolcancel, call.activated_at) {
+            let told = call.activated_at.is_some() || matches!(call.phase, Phase::Queued { .. });
+            if let (Some(reason), true) = (stop.toolcancel, told) {
                 self.outputs.push_back(Output::Emit(Event::Call {
                     tool_name: tool_name.clone(),
                     call_id: call.call_id.clone(),
@@ -1678,7 +1903,7 @@ impl<H> PageEngine<H> {
                 }
             };
         }
-        let result = match ending {
+        let mut result = match ending {
             Ending::Failed(_) | Ending::Answer(_) => unreachable!("answered above"),
             Ending::Result(result) => {
                 if let Some(started) = call.activated_at {
@@ -1696,6 +1921,9 @@ impl<H> PageEngine<H> {
             Ending::Quiet(result) => Some(result),
             Ending::Cancelled => None,
         };
+        if let (true, Some(result)) = (untrusted, &mut result) {
+            crate::call::mark_untrusted(result);
+        }
         match call.reply {
             Reply::Page => self.outputs.push_back(Output::Settled {
                 call: handle,
@@ -1705,7 +1933,7 @@ impl<H> PageEngine<H> {
                 let sent = result.is_some();
                 // A cancelled call sends nothing now, but a re-send of it learns what happened.
                 let result = result.unwrap_or_else(outcome::cancelled);
-                let frame = self.call_answer(&id, &tool_name, &result);
+                let frame = self.call_answer(&id, &tool_name, result, call.trace);
                 self.ledger.finish(&ledger_key(&id), frame.clone());
                 if sent {
                     self.outputs.push_back(Output::Send(frame));
@@ -1716,10 +1944,23 @@ impl<H> PageEngine<H> {
 
     // ---- what leaves ------------------------------------------------------------------------
 
-    /// The answer frame to `tools/call` `id`: when the runtime would refuse it, an error result for
-    /// the same call naming the limit, so the call still ends with exactly one outcome.
-    fn call_answer(&mut self, id: &RequestId, tool: &str, result: &CallToolResult) -> String {
-        let frame = encode_call_result(id, result);
+    /// The answer frame to `tools/call` `id`, with the call's trace context in its `_meta`: when the
+    /// runtime would refuse it, an error result for the same call naming the limit, so the call
+    /// still ends with exactly one outcome.
+    fn call_answer(
+        &mut self,
+        id: &RequestId,
+        tool: &str,
+        mut result: CallToolResult,
+        trace: Option<TraceContext>,
+    ) -> String {
+        let traced = |result: &mut CallToolResult| {
+            if let Some(trace) = trace.clone() {
+                trace.put(result.meta.get_or_insert_with(Default::default));
+            }
+        };
+        traced(&mut result);
+        let frame = encode_call_result(id, &result);
         let Err(limit) = check_outgoing(&frame) else {
             return frame;
         };
@@ -1730,7 +1971,8 @@ impl<H> PageEngine<H> {
             ),
             Some(tool),
         );
-        let error = CallToolResult::error(format!("the tool's result was not sent: {limit}"));
+        let mut error = CallToolResult::error(format!("the tool's result was not sent: {limit}"));
+        traced(&mut error);
         encode_call_result(id, &error)
     }
 
@@ -1779,6 +2021,17 @@ impl<H> PageEngine<H> {
         }
     }
 
+    /// A call's W3C trace context, from its `_meta`: what is not W3C's is dropped, with a
+    /// `trace_context_invalid` warning naming what was wrong (the call goes on).
+    fn trace_of(&mut self, params: &CallToolParams) -> Option<TraceContext> {
+        let (trace, dropped) = TraceContext::read(params.meta.as_ref());
+        if let Some(dropped) = dropped {
+            let (code, message) = (WarningCode::TraceContextInvalid, dropped.to_string());
+            self.warn_code(code, message, Some(&params.name));
+        }
+        trace
+    }
+
     fn warn(&mut self, message: String, tool_name: Option<&str>) {
         self.warn_code(WarningCode::FrameLimit, message, tool_name);
     }
@@ -1798,6 +2051,11 @@ fn shorten(text: &str) -> String {
         Some((cut, _)) => format!("{}…", &text[..cut]),
         None => text.to_owned(),
     }
+}
+
+/// The answer to a call the page's reload interrupted, which it does not run again.
+fn not_run_again(call_id: &str) -> String {
+    format!("the page was reloaded while call {call_id} was running; it was not run again")
 }
 
 /// The ledger's key of a call id: its JSON, so `1` and `"1"` are two calls.

@@ -56,6 +56,9 @@ pub struct Declaration {
     pub timeout_ms: Option<f64>,
     /// `taskSupport`; `None`: [`TaskSupport::default_for`].
     pub task_support: Option<TaskSupport>,
+    /// `concurrency`: at most this many calls run at once, as written (checked by
+    /// [`Registry::define`]); `None`: no bound.
+    pub concurrency: Option<f64>,
 }
 
 /// Whether an agent that speaks the MCP tasks extension may run a tool's calls as tasks (SPEC §4
@@ -131,6 +134,9 @@ pub struct RegisteredTool<H> {
     pub timeout_ms: u64,
     /// `forbidden` for agent-defined tools: their policy is the agent's.
     pub task_support: TaskSupport,
+    /// At most this many calls of the tool confirm or run at once; more wait, in arrival order
+    /// (the page engine). `None`: no bound.
+    pub concurrency: Option<usize>,
     pub handler: H,
 }
 
@@ -217,6 +223,20 @@ pub fn resolve_timeout(
     }
 }
 
+/// A declared `concurrency`: a whole number from 1 to [`limits::MAX_CONCURRENCY`], else an error
+/// naming the tool, the field and the value (0, a negative or a fraction is no bound a page can
+/// mean; a larger one could never be reached).
+fn checked_concurrency(tool: &str, value: f64) -> Result<usize, CoreError> {
+    let max = limits::MAX_CONCURRENCY;
+    match value {
+        v if v >= 1.0 && v <= max as f64 && v.fract() == 0.0 => Ok(v as usize),
+        _ => Err(CoreError::InvalidOptions(format!(
+            "declaration of tool '{tool}': concurrency must be a whole number from 1 to {max}, \
+             got {value} (leave it out for no bound)"
+        ))),
+    }
+}
+
 /// All tools of one page.
 #[derive(Debug)]
 pub struct Registry<H> {
@@ -261,6 +281,10 @@ impl<H> Registry<H> {
         let (timeout_ms, clamp) =
             resolve_timeout(&original, declaration.timeout_ms, self.default_timeout_ms)?;
         warnings.extend(clamp);
+        let concurrency = declaration
+            .concurrency
+            .map(|value| checked_concurrency(&original, value))
+            .transpose()?;
 
         // A schema the page wrote is compiled as written first: an invalid one throws whatever
         // its type (`{"type": "objekt"}` included), before any fallback below could hide it.
@@ -305,6 +329,7 @@ impl<H> Registry<H> {
             task_support: declaration
                 .task_support
                 .unwrap_or_else(|| TaskSupport::default_for(kind, require_confirmation)),
+            concurrency,
             handler,
         };
         self.tools.insert(name.clone(), Arc::new(tool));
@@ -330,6 +355,7 @@ impl<H> Registry<H> {
             require_confirmation: false,
             timeout_ms: self.default_timeout_ms,
             task_support: TaskSupport::Forbidden,
+            concurrency: None,
             handler,
         };
         self.tools.insert(name.clone(), Arc::new(tool));

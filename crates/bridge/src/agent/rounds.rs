@@ -54,6 +54,8 @@ pub(crate) struct RunningCall<T = CallToolResult> {
     pub progress: mpsc::Receiver<ProgressParams>,
     pub outcome: oneshot::Receiver<Option<Result<T, RpcError>>>,
     cancel: Option<oneshot::Sender<String>>,
+    /// A tool call's W3C `traceparent` (checked), for the log events about it.
+    pub traceparent: Option<String>,
 }
 
 impl RunningCall<Value> {
@@ -91,6 +93,7 @@ impl RunningCall<Value> {
             progress,
             outcome,
             cancel: Some(cancel),
+            traceparent: None,
         }
     }
 }
@@ -116,6 +119,7 @@ impl RunningCall {
         let (progress_tx, progress) = mpsc::channel(progress_buffer.max(1));
         let (outcome_tx, outcome) = oneshot::channel();
         let running = page.clone();
+        let traceparent = call.traceparent().map(str::to_owned);
         tokio::spawn(async move {
             let cancel = async move {
                 cancelled
@@ -135,6 +139,7 @@ impl RunningCall {
             progress,
             outcome,
             cancel: Some(cancel),
+            traceparent,
         }
     }
 

@@ -196,7 +196,7 @@ impl TaskHost for TaskHostOf {
             cancel: Some(cancel),
         };
         tasks.runs().insert(id.clone(), run);
-        tracing::info!(task = %id, session = %session, user = running.page.user().unwrap_or(""), "call became a task");
+        tracing::info!(task = %id, session = %session, user = running.page.user().unwrap_or(""), traceparent = running.traceparent.as_deref().map(tracing::field::display), "call became a task");
         tokio::spawn(run_task(
             tasks.clone(),
             id,

@@ -15,13 +15,14 @@ use std::time::Duration;
 use client_tools_core::call::outcome;
 use client_tools_core::limits::{self, positive_ms, TimeoutBound, TimeoutTooLong};
 use client_tools_core::names;
-use client_tools_core::protocol::{meta, CallToolResult, Tool};
+use client_tools_core::protocol::{meta, CallToolResult, Tool, TraceContext};
 use client_tools_core::registry::{find_listed, is_allowed};
 use client_tools_core::validate::{self, CompiledSchema};
 use serde_json::{Map, Value};
 
 use crate::calls::agent_tools::{annotations_ask, AgentTool, AgentTools, FALLBACK_FORM};
 use crate::calls::policy::{InputVerdict, Who};
+use crate::calls::tool_annotations;
 use crate::limits::{whole_ms, MAX_QUOTED_VALUE_CHARS};
 
 /// The `_meta` keys a caller may set on a call (for tools it defines itself, SPEC §3).
@@ -66,6 +67,12 @@ pub struct PreparedCall {
     description: Option<String>,
     /// What the operator's input rules decided (crate::calls::policy).
     policy: InputVerdict,
+    /// The tool's annotations (crate::calls::tool_annotations): the `--tools` file's for its
+    /// tools, else the page's entry's; `None` when it has none.
+    annotations: Option<Value>,
+    /// The caller's W3C trace context (`_meta.traceparent`, `tracestate`), checked: forwarded to
+    /// the page beside the `clienttools/` keys, not part of what a person confirms.
+    trace: Option<TraceContext>,
 }
 
 impl PreparedCall {
@@ -97,9 +104,20 @@ impl PreparedCall {
     }
 
     /// The `clienttools/` keys sent to the page (the timeout and progress token are added when the
-    /// frame is written).
+    /// frame is written, and the trace context).
     pub fn meta(&self) -> &Map<String, Value> {
         &self.meta
+    }
+
+    /// The caller's W3C trace context, as checked ([`TraceContext::read`]): what the page gets in
+    /// the call's `_meta`, the call's log events carry, and its result's `_meta` gives back.
+    pub fn trace(&self) -> Option<&TraceContext> {
+        self.trace.as_ref()
+    }
+
+    /// The `traceparent` of [`Self::trace`], for log events.
+    pub(crate) fn traceparent(&self) -> Option<&str> {
+        self.trace.as_ref().map(|trace| trace.traceparent.as_str())
     }
 
     /// The call's timeout (sent as `clienttools/timeoutMs`).
@@ -122,6 +140,20 @@ impl PreparedCall {
     /// The tool's description, for a confirmation asked at the agent's side.
     pub fn description(&self) -> Option<&str> {
         self.description.as_deref()
+    }
+
+    /// The tool's annotations as the call resolved it: the `--tools` file's entry for a tool
+    /// defined there, else the page's `tools/list` entry's (`None`: it has none). What the
+    /// operator's policy reads as `annotations`.
+    pub fn annotations(&self) -> Option<&Value> {
+        self.annotations.as_ref()
+    }
+
+    /// Whether the tool's results hold untrusted content (`annotations.untrustedContentHint:
+    /// true`): each result of the call that reaches an agent carries
+    /// `_meta["clienttools/untrusted"]: true`.
+    pub fn is_untrusted(&self) -> bool {
+        tool_annotations::is_untrusted(self.annotations.as_ref())
     }
 
     /// Whether the person at the agent approved it (the bridge set `clienttools/confirmedBy`).
@@ -174,12 +206,19 @@ impl PreparedCall {
             title: Some("Delete a car".into()),
             description: Some("Deletes a car for good".into()),
             policy: InputVerdict::default(),
+            trace: None,
+            annotations: None,
         }
     }
 
-    /// Parts for the frame (crate::sessions::page_session).
+    /// Parts for the frame (crate::sessions::page_session): its `_meta` is the `clienttools/` keys
+    /// and the trace context.
     pub(crate) fn into_parts(self) -> (String, Value, Map<String, Value>, Duration) {
-        (self.name, self.arguments, self.meta, self.timeout)
+        let mut meta = self.meta;
+        if let Some(trace) = self.trace {
+            trace.put(&mut meta);
+        }
+        (self.name, self.arguments, meta, self.timeout)
     }
 }
 
@@ -238,7 +277,8 @@ pub(crate) fn listed_original(name: &str, agent_tools: &AgentTools, page_tools: 
 }
 
 /// Checks a call and decides what it carries. `caller_meta` is the `_meta` the agent sent (keys
-/// outside `clienttools/` are the transport's and are not forwarded); `requested` a timeout the
+/// outside `clienttools/` are the transport's and are not forwarded, but for its trace context,
+/// `trace`, which the caller read from it with [`TraceContext::read`]); `requested` a timeout the
 /// caller asked for outside `_meta`.
 pub(crate) fn prepare(
     context: &Context,
@@ -246,6 +286,7 @@ pub(crate) fn prepare(
     arguments: Value,
     caller_meta: Option<&Map<String, Value>>,
     requested: Option<RequestedTimeout>,
+    trace: Option<TraceContext>,
 ) -> Result<PreparedCall, CallToolResult> {
     let Context {
         agent_tools,
@@ -312,6 +353,7 @@ pub(crate) fn prepare(
     }
 
     let page_entry = page_tools.iter().find(|t| t.name == name);
+    let annotations = tool_annotations::of(file_tool.map(AsRef::as_ref), page_entry);
     let (timeout, needs_confirmation, title, description) = match file_tool {
         Some(tool) => {
             let budget = tool.timeout_ms.map(Duration::from_millis);
@@ -351,6 +393,8 @@ pub(crate) fn prepare(
         title,
         description,
         policy: InputVerdict::default(),
+        trace,
+        annotations,
     })
 }
 
@@ -487,6 +531,11 @@ mod tests {
                 Some(json!({"clienttools/requireConfirmation": true})),
             ),
             page_tool("look", Some(json!({"readOnlyHint": true})), None),
+            page_tool(
+                "reviews",
+                Some(json!({"readOnlyHint": true, "untrustedContentHint": true})),
+                None,
+            ),
             // The page opted out: its flag decides, whatever the hints say.
             page_tool(
                 "tidy",
@@ -535,7 +584,14 @@ mod tests {
             agent_tools: tools,
             page_tools: &page,
         };
-        prepare(&context, name, arguments, caller, requested)
+        prepare(
+            &context,
+            name,
+            arguments,
+            caller,
+            requested,
+            TraceContext::read(caller).0,
+        )
     }
 
     fn call(name: &str, caller: Value) -> Result<PreparedCall, String> {
@@ -704,6 +760,29 @@ mod tests {
         assert!(!call("tidy", json!({})).unwrap().needs_confirmation());
         let asked = call("echo", json!({"clienttools/requireConfirmation": true})).unwrap();
         assert!(asked.needs_confirmation());
+    }
+
+    #[test]
+    fn a_call_carries_its_tools_annotations() {
+        let reviews = call("reviews", json!({})).unwrap();
+        assert!(reviews.is_untrusted());
+        assert_eq!(
+            reviews.annotations(),
+            Some(&json!({"readOnlyHint": true, "untrustedContentHint": true}))
+        );
+        let look = call("look", json!({})).unwrap();
+        assert!(!look.is_untrusted());
+        assert_eq!(look.annotations(), Some(&json!({"readOnlyHint": true})));
+        assert_eq!(call("echo", json!({})).unwrap().annotations(), None);
+        // A `--tools` tool: the file's annotations, not the page's handler entry's.
+        let file = AgentTools::parse(
+            &json!([{"name": "delete_car", "description": "Deletes", "inputSchema": {"type": "object"},
+                     "annotations": {"untrustedContentHint": true}}])
+            .to_string(),
+        )
+        .unwrap();
+        let delete = prepare_with(&[], &file, "Delete_Car", json!({}), None, None).unwrap();
+        assert!(delete.is_untrusted());
     }
 
     /// Defect: a call by the ORIGINAL name skipped the file's `_meta`, its argument check and the

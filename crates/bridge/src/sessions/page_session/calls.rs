@@ -9,10 +9,12 @@ use std::time::{Duration, Instant};
 use client_tools_core::call::outcome;
 use client_tools_core::protocol::{
     self, encode_notification, encode_request, method, CallToolResult, ProgressParams, RequestId,
+    TraceContext,
 };
 use client_tools_core::registry::is_allowed;
 use serde_json::{Map, Value};
 use tokio::sync::{mpsc, oneshot};
+use tracing::field;
 
 use super::rounds::take_call_id;
 use super::{now, run_timer, PageSession, State, Via, Waiter};
@@ -21,6 +23,7 @@ use crate::calls::policy_gate;
 use crate::calls::prepared_call::{self, PreparedCall, RequestedTimeout};
 pub use crate::calls::request_engine::RequestFailure;
 use crate::calls::request_engine::{Answer, Purpose, Request, Settled};
+use crate::calls::tool_annotations;
 use crate::limits::ANSWER_SLACK;
 use crate::sessions::call_options::{
     is_missing_capability, CallEnd, CallEvent, CallOptions, ToolCall,
@@ -46,6 +49,14 @@ impl Drop for CancelOnDrop<'_> {
     fn drop(&mut self) {
         self.session
             .cancel_request(self.id, "the runtime stopped waiting");
+    }
+}
+
+/// Gives a call's result its trace context back (`_meta.traceparent`, `tracestate`: the agent's,
+/// as checked), replacing what the page put there.
+fn traced(result: &mut CallToolResult, trace: Option<TraceContext>) {
+    if let Some(trace) = trace {
+        trace.put(result.meta.get_or_insert_with(Default::default));
     }
 }
 
@@ -109,6 +120,14 @@ impl PageSession {
         caller_meta: Option<&Map<String, Value>>,
         requested: Option<RequestedTimeout>,
     ) -> Result<PreparedCall, CallToolResult> {
+        // The caller's trace context, checked before anything logs or forwards it: what is not
+        // W3C's is dropped with a warning (the call goes on), never logged.
+        let (trace, dropped) = TraceContext::read(caller_meta);
+        let traceparent = trace.as_ref().map(|trace| trace.traceparent.clone());
+        if let Some(dropped) = dropped {
+            tracing::info_span!("tool_call", session = %self.id, user = self.user.as_deref().unwrap_or(""), tool = ?name)
+                .in_scope(|| tracing::warn!(key = dropped.key, reason = dropped.why, "trace context dropped"));
+        }
         // Only the `Arc` is copied under the lock: schemas compile and arguments are checked
         // without holding it.
         let page_tools = self.lock().tools.clone();
@@ -120,18 +139,23 @@ impl PageSession {
             agent_tools: &self.agent_tools,
             page_tools: &page_tools,
         };
-        let prepared = prepared_call::prepare(&context, name, arguments, caller_meta, requested)
-            .and_then(|call| {
-                policy_gate::prepared(
-                    &self.policy,
-                    call,
-                    || self.next_request_id(),
-                    self.log_payloads,
-                )
-            });
-        prepared.inspect_err(|result| {
-            tracing::info_span!("tool_call", session = %self.id, user = self.user.as_deref().unwrap_or(""), tool = ?name, outcome = "refused")
+        let prepared =
+            prepared_call::prepare(&context, name, arguments, caller_meta, requested, trace)
+                .and_then(|call| {
+                    policy_gate::prepared(
+                        &self.policy,
+                        call,
+                        || self.next_request_id(),
+                        self.log_payloads,
+                    )
+                });
+        prepared.map_err(|mut result| {
+            tracing::info_span!("tool_call", session = %self.id, user = self.user.as_deref().unwrap_or(""), tool = ?name, outcome = "refused", traceparent = traceparent.as_deref().map(field::display))
                 .in_scope(|| tracing::info!(reason = %result.text(), "tool call refused"));
+            // A refusal is the call's result: it carries the trace context back too.
+            let trace = TraceContext::read(caller_meta).0;
+            traced(&mut result, trace);
+            result
         })
     }
 
@@ -168,27 +192,42 @@ impl PageSession {
         };
         let cancel = options.take_cancel();
         let (progress, events) = (options.progress, options.events);
-        if let Err(refused) = self.may_run(&call) {
-            tracing::info_span!("tool_call", session = %self.id, user = self.user.as_deref().unwrap_or(""), tool = ?call.name(), outcome = "refused")
+        let trace = call.trace().cloned();
+        let traceparent = trace.as_ref().map(|trace| trace.traceparent.as_str());
+        if let Err(mut refused) = self.may_run(&call) {
+            tracing::info_span!("tool_call", session = %self.id, user = self.user.as_deref().unwrap_or(""), tool = ?call.name(), outcome = "refused", traceparent = traceparent.map(field::display))
                 .in_scope(|| tracing::info!(reason = %refused.text(), "tool call refused"));
+            traced(&mut refused, trace);
             return CallEnd::Result(refused);
         }
         let id = self.next_request_id();
         let linked = matches!(self.via(), Some(Via::Node(_)));
-        let policed =
-            policy_gate::running(&self.policy, &call, &id, linked, now(), self.log_payloads);
+        // The policy's events about a call with a trace context carry it: they are written in a
+        // span of the call's, entered only around them (a call without one makes no span here).
+        let policy_span = traceparent.map(|traceparent| {
+            tracing::info_span!("tool_call", session = %self.id, user = self.user.as_deref().unwrap_or(""), tool = ?call.name(), call = %id, traceparent = %traceparent)
+        });
+        let policed = {
+            let _in_call = policy_span.as_ref().map(tracing::Span::enter);
+            policy_gate::running(&self.policy, &call, &id, linked, now(), self.log_payloads)
+        };
         let policed = match policed {
             Ok(policed) => policed,
-            Err(refused) => return CallEnd::Result(refused),
+            Err(mut refused) => {
+                traced(&mut refused, trace);
+                return CallEnd::Result(refused);
+            }
         };
         let started = tokio::time::Instant::now();
         let name = call.name().to_owned();
+        let untrusted = call.is_untrusted();
         let redact = policed
             .as_ref()
             .and_then(policy_gate::Running::event_redaction);
         let (mut result, outcome) = self
             .run_tool_call(&id, call, cancel, progress, (events, redact))
             .await;
+        let _in_call = policy_span.as_ref().map(tracing::Span::enter);
         match (&policed, &mut result) {
             (Some(policed), CallEnd::Result(result)) => policy_gate::answered(
                 &self.policy,
@@ -204,6 +243,19 @@ impl PageSession {
             (Some(policed), CallEnd::PageError(error)) => policy_gate::failed(policed, error),
             _ => {}
         }
+        // A tool whose results hold untrusted content (`untrustedContentHint`): every result of
+        // a call the page was sent is marked, after the operator's rules (a result a `block` rule
+        // replaced too), whatever the page put under the key. Every route's call ends here.
+        if let (true, CallEnd::Result(result)) = (untrusted, &mut result) {
+            tool_annotations::mark_untrusted(result);
+        }
+        drop(_in_call);
+        // After the operator's rules: what the agent sent comes back as it sent it (the page's own
+        // values for these keys, when the call had none, were redacted as any `_meta`).
+        let traceparent = trace.as_ref().map(|trace| trace.traceparent.clone());
+        if let CallEnd::Result(result) = &mut result {
+            traced(result, trace);
+        }
         // The call's span is made once it is over, with every field known: nothing is recorded
         // into it afterwards, and the call's future is not entered and left at every poll (made
         // up front, recorded into and instrumenting the future, it cost 4.5 % of the CPU per call).
@@ -215,6 +267,7 @@ impl PageSession {
             call = %id,
             outcome,
             duration_ms = started.elapsed().as_millis() as u64,
+            traceparent = traceparent.as_deref().map(field::display),
         );
         span.in_scope(|| {
             if let (CallEnd::Result(result), true) = (&result, self.log_payloads) {
@@ -235,11 +288,12 @@ impl PageSession {
         progress: Option<mpsc::Sender<ProgressParams>>,
         events: Events,
     ) -> (CallEnd, &'static str) {
+        let traceparent = call.traceparent().map(str::to_owned);
         let (name, arguments, meta, timeout) = call.into_parts();
         let name = name.as_str();
         if self.log_payloads {
             // In a span like the call's (whose own span is made when it ends).
-            tracing::info_span!("tool_call", session = %self.id, user = self.user.as_deref().unwrap_or(""), tool = ?name, call = %id)
+            tracing::info_span!("tool_call", session = %self.id, user = self.user.as_deref().unwrap_or(""), tool = ?name, call = %id, traceparent = traceparent.as_deref().map(field::display))
                 .in_scope(|| tracing::debug!(%arguments, "tool call arguments"));
         }
         let frame =

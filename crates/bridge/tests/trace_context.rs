@@ -1,0 +1,442 @@
+//! W3C trace context (`_meta.traceparent`, `_meta.tracestate`: MCP 2026-07-28) through the bridge,
+//! on every route a process reaches: the shipped [`Bridge::serve`] on loopback, a page over a real
+//! WebSocket that records the `_meta` of each call it gets, and agents on `/mcp` (raw Streamable
+//! HTTP, revisions 2025-11-25 and 2026-07-28), `/api` and the Rust API. The agent's trace context
+//! reaches the page in the call frame's `_meta`, the call's log events carry its `traceparent`, and
+//! the result gives it back — after a `redact` rule that would match it. A malformed one is dropped
+//! with a warning, never logged, and the call goes on.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use client_tools_bridge::{Bridge, BridgeConfig, CallOptions, Policy};
+use client_tools_core::connect::{self, ConnectParams};
+use client_tools_core::protocol;
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{json, Map, Value};
+use tokio::net::TcpListener;
+use tokio_tungstenite::tungstenite::Message;
+
+const PARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+const STATE: &str = "rojo=00f067aa0ba902b7,congo=t61rcWkgMzE";
+/// What the page puts in its results' `_meta` under the same keys (a page that cannot be trusted
+/// with them).
+const PAGE_PARENT: &str = "00-aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa-bbbbbbbbbbbbbbbb-01";
+
+/// Redacts 16 hex digits in `echo`'s results (the trace ids would match), and logs its calls.
+const POLICY: &str = r#"
+[[rule]]
+id = "hex"
+tools = ["echo"]
+action = "redact"
+patterns = ["[0-9a-f]{16}"]
+
+[[rule]]
+id = "audit-echo"
+tools = ["echo"]
+action = "log"
+"#;
+
+/// The `_meta` of each call the page received, in order.
+type Received = Arc<Mutex<Vec<Value>>>;
+
+struct Setup {
+    bridge: Bridge,
+    address: SocketAddr,
+    page: String,
+    received: Received,
+    http: reqwest::Client,
+}
+
+/// What the bridge logs, from every thread of this test binary (its tests share it: each looks
+/// for its own trace ids).
+fn log() -> &'static Arc<Mutex<Vec<u8>>> {
+    static LOG: OnceLock<Arc<Mutex<Vec<u8>>>> = OnceLock::new();
+    LOG.get_or_init(|| {
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let writer = log.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || Writer(writer.clone()))
+            .with_max_level(tracing::Level::INFO)
+            .with_ansi(false)
+            .finish();
+        tracing::subscriber::set_global_default(subscriber).unwrap();
+        log
+    })
+}
+
+struct Writer(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Writer {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The log's lines that contain `text`.
+fn logged(text: &str) -> Vec<String> {
+    let log = log().lock().unwrap();
+    String::from_utf8_lossy(&log)
+        .lines()
+        .filter(|line| line.contains(text))
+        .map(str::to_owned)
+        .collect()
+}
+
+async fn start() -> Setup {
+    log();
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let bridge = Bridge::new(BridgeConfig {
+        listen: address,
+        policy: Arc::new(Policy::parse(POLICY).unwrap()),
+        ..Default::default()
+    });
+    let server = bridge.clone();
+    tokio::spawn(async move { server.serve(listener).await });
+    let received = Received::default();
+    let page = connect_page(address, &bridge, &received).await;
+    let http = reqwest::Client::builder().no_proxy().build().unwrap();
+    Setup {
+        bridge,
+        address,
+        page,
+        received,
+        http,
+    }
+}
+
+/// A page with two tools, `echo` (under the policy) and `plain`, whose results carry its own
+/// `_meta`: `mine`, and trace keys of its own making.
+async fn connect_page(address: SocketAddr, bridge: &Bridge, received: &Received) -> String {
+    let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{address}/ws"))
+        .await
+        .unwrap();
+    let hello = connect::encode_connect(&ConnectParams {
+        token: None,
+        resume_secret: None,
+    });
+    ws.send(Message::Text(hello.into())).await.unwrap();
+    let welcome = loop {
+        if let Some(Ok(Message::Text(text))) = ws.next().await {
+            break serde_json::from_str::<Value>(text.as_str()).unwrap();
+        }
+    };
+    let id = welcome["result"]["sessionId"].as_str().unwrap().to_owned();
+    let received = received.clone();
+    tokio::spawn(async move {
+        while let Some(Ok(message)) = ws.next().await {
+            let Message::Text(text) = message else {
+                continue;
+            };
+            let request: Value = serde_json::from_str(text.as_str()).unwrap();
+            let (Some(id), Some(method)) = (request.get("id"), request["method"].as_str()) else {
+                continue;
+            };
+            let tool = |name: &str| json!({"name": name, "inputSchema": {"type": "object"}});
+            let result = match method {
+                "initialize" => json!({
+                    "protocolVersion": protocol::PROTOCOL_VERSION,
+                    "capabilities": {"tools": {"listChanged": true}},
+                    "serverInfo": {"name": "traced-page", "version": "1.0.0"},
+                }),
+                "tools/list" => json!({"tools": [tool("echo"), tool("plain")]}),
+                "tools/call" => {
+                    received
+                        .lock()
+                        .unwrap()
+                        .push(request["params"]["_meta"].clone());
+                    json!({"content": [{"type": "text", "text": "done"}],
+                           "_meta": {"mine": 1, "traceparent": PAGE_PARENT, "tracestate": "page=1"}})
+                }
+                _ => json!({}),
+            };
+            let answer = json!({"jsonrpc": "2.0", "id": id, "result": result});
+            if ws
+                .send(Message::Text(answer.to_string().into()))
+                .await
+                .is_err()
+            {
+                break;
+            }
+        }
+    });
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !bridge
+        .session(&id)
+        .is_some_and(|s| s.has_listed_tools() && s.is_connected())
+    {
+        assert!(Instant::now() < deadline, "the page never listed its tools");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    id
+}
+
+/// A trace context of its own for each call (the tests share the log): `n` in its trace-id.
+fn traced(n: u32) -> (String, Value) {
+    let parent = format!("00-{n:032x}-00f067aa0ba902b7-01");
+    let meta = json!({"traceparent": parent, "tracestate": STATE});
+    (parent, meta)
+}
+
+impl Setup {
+    /// The `_meta` of the last call the page received.
+    fn last_received(&self) -> Value {
+        self.received
+            .lock()
+            .unwrap()
+            .last()
+            .cloned()
+            .expect("a call")
+    }
+
+    async fn post(
+        &self,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Value,
+    ) -> (Option<String>, Value) {
+        let url = format!("http://{}{path}", self.address);
+        let mut request = self
+            .http
+            .post(url)
+            .header("accept", "application/json, text/event-stream")
+            .json(&body);
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        let response = request.send().await.unwrap();
+        let session = (response.headers().get("mcp-session-id"))
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let text = response.text().await.unwrap_or_default();
+        if !path.starts_with("/mcp") {
+            return (session, serde_json::from_str(&text).unwrap_or(Value::Null));
+        }
+        let answer = text
+            .lines()
+            .filter_map(|line| line.strip_prefix("data:").map(str::trim))
+            .chain(std::iter::once(text.as_str()))
+            .filter_map(|data| serde_json::from_str::<Value>(data).ok())
+            .find(|message| message.get("result").is_some() || message.get("error").is_some())
+            .unwrap_or(Value::Null);
+        (session, answer)
+    }
+
+    /// `tools/call` on `/mcp`, revision 2025-11-25 (an initialized session): its result.
+    async fn mcp_2025(&self, name: &str, meta: Value) -> Value {
+        let path = format!("/mcp?session={}", self.page);
+        let version = [("mcp-protocol-version", "2025-11-25")];
+        let init = json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{
+            "protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"traced","version":"1"}}});
+        let (session, _) = self.post(&path, &version, init).await;
+        let session = session.expect("an MCP session id");
+        let headers = [version[0], ("mcp-session-id", session.as_str())];
+        let note = json!({"jsonrpc":"2.0","method":"notifications/initialized"});
+        self.post(&path, &headers, note).await;
+        let call = json!({"jsonrpc":"2.0","id":7,"method":"tools/call",
+            "params":{"name": name, "arguments": {}, "_meta": meta}});
+        self.post(&path, &headers, call).await.1["result"].clone()
+    }
+
+    /// `tools/call` on `/mcp`, revision 2026-07-28 (no session: the protocol in each request's
+    /// `_meta`): its result.
+    async fn mcp_2026(&self, name: &str, mut meta: Value) -> Value {
+        meta["io.modelcontextprotocol/protocolVersion"] = "2026-07-28".into();
+        meta["io.modelcontextprotocol/clientCapabilities"] = json!({});
+        let call = json!({"jsonrpc":"2.0","id":7,"method":"tools/call",
+            "params":{"name": name, "arguments": {}, "_meta": meta}});
+        let headers = [
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "tools/call"),
+            ("mcp-name", name),
+        ];
+        let path = format!("/mcp?session={}", self.page);
+        self.post(&path, &headers, call).await.1["result"].clone()
+    }
+
+    /// `POST /api/sessions/{id}/call` with `_meta`: the `CallToolResult` as JSON.
+    async fn api(&self, name: &str, meta: Value) -> Value {
+        let path = format!("/api/sessions/{}/call", self.page);
+        let body = json!({"name": name, "arguments": {}, "_meta": meta});
+        self.post(&path, &[], body).await.1
+    }
+
+    /// The Rust API's call with `_meta`.
+    async fn rust(&self, name: &str, meta: Value) -> Value {
+        let session = self.bridge.session(&self.page).unwrap();
+        let meta: Map<String, Value> = serde_json::from_value(meta).unwrap();
+        let options = CallOptions::new().meta(meta);
+        let result = session.call_tool((name, json!({})), options).await;
+        serde_json::to_value(result.into_result()).unwrap()
+    }
+
+    async fn call(&self, route: &str, name: &str, meta: Value) -> Value {
+        match route {
+            "mcp 2025-11-25" => self.mcp_2025(name, meta).await,
+            "mcp 2026-07-28" => self.mcp_2026(name, meta).await,
+            "api" => self.api(name, meta).await,
+            "rust" => self.rust(name, meta).await,
+            other => unreachable!("{other}"),
+        }
+    }
+}
+
+const ROUTES: [&str; 4] = ["mcp 2025-11-25", "mcp 2026-07-28", "api", "rust"];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_agents_trace_context_reaches_the_page_the_log_and_comes_back_on_every_route() {
+    let s = start().await;
+    for (n, route) in ROUTES.into_iter().enumerate() {
+        for tool in ["echo", "plain"] {
+            let (parent, meta) = traced(1_000 + 10 * n as u32 + (tool == "echo") as u32);
+            let result = s.call(route, tool, meta).await;
+            assert_eq!(result["isError"], false, "{route} {tool}: {result}");
+            // The page got it in the call frame's `_meta`, beside the bridge's keys.
+            let sent = s.last_received();
+            assert_eq!(sent["traceparent"], parent.as_str(), "{route}: {sent}");
+            assert_eq!(sent["tracestate"], STATE, "{route}: {sent}");
+            assert!(sent["clienttools/timeoutMs"].is_u64(), "{route}: {sent}");
+            // The result gives back the agent's, not the page's own, and after the `redact`
+            // rule: its 16 hex digits are not replaced. The page's other keys stay.
+            let meta = &result["_meta"];
+            assert_eq!(
+                meta["traceparent"],
+                parent.as_str(),
+                "{route} {tool}: {result}"
+            );
+            assert_eq!(meta["tracestate"], STATE, "{route} {tool}: {result}");
+            assert_eq!(meta["mine"], 1, "{route} {tool}: {result}");
+            // The call's log events carry it: its end, and the policy's events about it.
+            let lines = logged(&format!("traceparent={parent}"));
+            assert!(
+                lines.iter().any(|line| line.contains("tool call finished")),
+                "{route} {tool}: {lines:#?} {:#?}",
+                logged("tool call finished")
+            );
+            if tool == "echo" {
+                assert!(
+                    lines.iter().any(|line| line.contains("policy rule acted")),
+                    "{route}: {lines:#?}"
+                );
+            }
+        }
+    }
+}
+
+/// Without a trace context of the agent's, a page's own keys are the page's `_meta` like any other:
+/// they reach the agent, through the operator's `redact` rules.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_one_the_pages_own_keys_are_any_meta() {
+    let s = start().await;
+    let plain = s.api("plain", json!({})).await;
+    assert_eq!(plain["_meta"]["traceparent"], PAGE_PARENT, "{plain}");
+    assert_eq!(s.last_received().get("traceparent"), None);
+    let echo = s.api("echo", json!({})).await;
+    let redacted = echo["_meta"]["traceparent"].as_str().unwrap();
+    assert!(!redacted.contains("bbbbbbbbbbbbbbbb"), "{echo}");
+}
+
+/// What an agent may send that is not W3C Trace Context: the call goes on without it (the page
+/// never sees it), one warning says which key and why, and the value itself is never logged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_malformed_one_is_dropped_with_a_warning_and_never_logged() {
+    let s = start().await;
+    let upper = PARENT.to_uppercase().replace("00F067AA", "12F067AA");
+    let zeros = format!("00-{}-1234567890abcdef-01", "0".repeat(32));
+    let ten_kb = format!("huge={}", "x".repeat(10 * 1024));
+    let newline = format!("{}\nfake log line", &PARENT[..50]);
+    let cases = [
+        (
+            json!({"traceparent": upper.clone()}),
+            "traceparent",
+            "lowercase hex",
+            upper.as_str(),
+        ),
+        (
+            json!({"traceparent": zeros.clone(), "tracestate": "z=1"}),
+            "traceparent",
+            "all-zero",
+            zeros.as_str(),
+        ),
+        (
+            json!({"traceparent": 42}),
+            "traceparent",
+            "is not a string",
+            "42",
+        ),
+        (
+            json!({"traceparent": newline.clone()}),
+            "traceparent",
+            "55 characters",
+            "fake log line",
+        ),
+        (
+            json!({"tracestate": "lonely=1"}),
+            "tracestate",
+            "without a valid traceparent",
+            "lonely=1",
+        ),
+    ];
+    for (route, (meta, key, why, value)) in ROUTES.into_iter().cycle().zip(cases) {
+        let result = s.call(route, "plain", meta.clone()).await;
+        assert_eq!(result["isError"], false, "{route} {meta}: {result}");
+        let sent = s.last_received();
+        assert_eq!(sent.get("traceparent"), None, "{route}: {sent}");
+        assert_eq!(sent.get("tracestate"), None, "{route}: {sent}");
+        // The page's own keys come back: the agent's were dropped.
+        assert_eq!(
+            result["_meta"]["traceparent"], PAGE_PARENT,
+            "{route}: {result}"
+        );
+        let warned = logged("trace context dropped");
+        assert!(
+            warned
+                .iter()
+                .any(|line| line.contains(&format!("key=\"{key}\"")) && line.contains(why)),
+            "{route} {meta}: {warned:#?}"
+        );
+        assert!(
+            logged(value).is_empty() || value == "42",
+            "{value:?} was logged"
+        );
+    }
+    // A tracestate that is not W3C's goes alone: the traceparent stays.
+    let (parent, mut meta) = traced(2_000);
+    meta["tracestate"] = ten_kb.as_str().into();
+    let result = s.api("plain", meta).await;
+    let sent = s.last_received();
+    assert_eq!(sent["traceparent"], parent.as_str(), "{sent}");
+    assert_eq!(sent.get("tracestate"), None, "{sent}");
+    assert_eq!(result["_meta"]["traceparent"], parent.as_str(), "{result}");
+    assert_eq!(result["_meta"].get("tracestate"), None, "{result}");
+    assert!(logged("xxxxxxxxxx").is_empty(), "the tracestate was logged");
+    assert!(logged("over 512 characters").len() == 1);
+}
+
+/// A call the bridge refuses before the page (a tool the allow-list leaves out, a `_meta` key a
+/// call may not carry) still gives the trace context back, and its refusal is logged with it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_call_gives_it_back_too() {
+    let s = start().await;
+    let (parent, mut meta) = traced(3_000);
+    meta["clienttools/confirmedBy"] = "agent".into();
+    let refused = s.api("plain", meta).await;
+    assert_eq!(refused["isError"], true, "{refused}");
+    assert_eq!(
+        refused["_meta"]["traceparent"],
+        parent.as_str(),
+        "{refused}"
+    );
+    assert_eq!(refused["_meta"]["tracestate"], STATE, "{refused}");
+    let lines = logged(&format!("traceparent={parent}"));
+    assert!(
+        lines.iter().any(|line| line.contains("tool call refused")),
+        "{lines:#?}"
+    );
+}
