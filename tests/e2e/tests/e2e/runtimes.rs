@@ -441,8 +441,17 @@ async fn ui_path(driven: &Driven, name: &str, flavour: &str) {
     assert_eq!(output("call_late"), "echo hello");
     // `late_tool` is declared `untrustedContentHint`: its end's metaData says so, and only its.
     let untrusted = serde_json::json!({"clienttools/untrusted": true});
-    assert_eq!(end("call_late")["metaData"], untrusted, "{}", end("call_late"));
-    assert!(end("call_add").get("metaData").is_none(), "{}", end("call_add"));
+    assert_eq!(
+        end("call_late")["metaData"],
+        untrusted,
+        "{}",
+        end("call_late")
+    );
+    assert!(
+        end("call_add").get("metaData").is_none(),
+        "{}",
+        end("call_add")
+    );
     // The runtime's confirmations: approved with the person's edit, which the call ran with.
     let confirms = |id: &str| -> Vec<&Value> {
         record
