@@ -156,7 +156,7 @@ export function aiSdkModelParts(calls) {
  * `clientSideTools` on `startExchange`, `isClientSideTool` and `outputSchema` on `startToolCall`,
  * `executingToolCall` with the final input, "emitted for both server-side and client-side tools").
  * The runtime sends `executingToolCall` once a confirmation was approved, else a moment after the
- * start. What the client sends is what 1.3.8's helpers emit: `startSession`, `startExchange`, the
+ * start (a 1.3.8 conversation's client-side call: once it ended, server.mjs). What the client sends is what 1.3.8's helpers emit: `startSession`, `startExchange`, the
  * user's message, `confirmToolCall` (`sendToolCallConfirm`), `endToolCall` (`sendToolCallEnd`).
  */
 export const UIPATH = {

@@ -32,9 +32,30 @@ const pageErrors = [];
 window.pageErrors = pageErrors;
 const described = (error) => (error?.stack?.includes(error.message) ? error.stack : `${error?.message ?? error}\n${error?.stack ?? ""}`);
 window.addEventListener("error", (e) => pageErrors.push(`uncaught: ${described(e.error ?? e.message)}`));
-window.addEventListener("unhandledrejection", (e) => pageErrors.push(`unhandled rejection: ${described(e.reason)}`));
-/** A turn of the event loop: an unhandled rejection of the turn before is reported by then. */
-const aTurn = () => new Promise((resolve) => setTimeout(resolve, 0));
+/** The rejections `reported()` makes, each with what resolves its wait. */
+const markers = new Map();
+window.addEventListener("unhandledrejection", (e) => {
+  const reported = markers.get(e.reason);
+  if (reported) {
+    e.preventDefault();
+    markers.delete(e.reason);
+    return reported();
+  }
+  pageErrors.push(`unhandled rejection: ${described(e.reason)}`);
+});
+/** Resolves once every promise rejected so far and not handled has had its `unhandledrejection`
+ * (in `pageErrors`): it rejects one of its own, unhandled, and waits for that one's event. The
+ * browser fires them in the order the promises were rejected (HTML, "notify about rejected
+ * promises": one list, in order, its tasks on one task source), so the others' came first. A
+ * timer is no such wait: the browser may run it first (Chromium does, for a promise rejected in
+ * the same turn). */
+const reported = () =>
+  new Promise((resolve) => {
+    const marker = new Error("client-tools test: every rejection reported");
+    markers.set(marker, resolve);
+    void Promise.reject(marker);
+  });
+window.reported = reported;
 
 /** The page's tools: a sum, a tool the person must confirm (and rejects), and `late_tool`,
  * defined once the first call starts (a tool list that changes during the session). */
@@ -129,10 +150,12 @@ async function elevenLabsTurn() {
   return { received, errors, events, clientTools: Object.keys(clientTools).sort() };
 }
 
-async function openAiRealtime() {
+/** OpenAI Realtime; `model` "gpt-realtime-busy": the server begins a response of its own as it
+ * reads the handler's first `response.create`, and refuses that one (server.mjs). */
+async function openAiRealtime(model = "gpt-realtime") {
   const { tools, events } = pageTools();
   const client = new OpenAI({ apiKey: "sk-local", baseURL: `https://${location.host}/v1`, dangerouslyAllowBrowser: true });
-  const rt = new OpenAIRealtimeWebSocket({ model: "gpt-realtime", dangerouslyAllowBrowser: true }, client);
+  const rt = new OpenAIRealtimeWebSocket({ model, dangerouslyAllowBrowser: true }, client);
   const failures = [];
   rt.on("error", (error) => failures.push(String(error?.message ?? error)));
   const handler = realtimeHandler(tools, (event) => rt.send(event));
@@ -147,7 +170,7 @@ async function openAiRealtime() {
   await until("the fourth response", () => ended.includes("resp_4"));
   rt.send({ type: "input_audio_buffer.clear" });
   const received = await until("the last client event", async () => {
-    const got = await recorded("realtime");
+    const got = await recorded(model === "gpt-realtime-busy" ? "realtimeRefused" : "realtime");
     return got.some((m) => m.type === "input_audio_buffer.clear") && got;
   });
   handler.stop();
@@ -397,7 +420,7 @@ async function uiPathScenario(flavour) {
       // The cut one's socket is closed already (by the server).
       if (part === "cut") agent.conversations.disconnect();
       else await endSession(agent, conversationId);
-      await aTurn();
+      await reported();
       interrupted[part] = { aborted: aborts[callId], pageErrors: pageErrors.slice(before) };
     }
     await until("the abort of call_error", () => aborts.call_error);
@@ -419,18 +442,29 @@ async function uiPathScenario(flavour) {
 const withPageErrors = (run) => async () => {
   const before = pageErrors.length;
   const outcome = await run();
-  await aTurn();
+  await reported();
   return { ...outcome, pageErrors: pageErrors.slice(before) };
 };
+
+/** The check itself: a promise rejected, not handled, in the same turn as the check begins is in
+ * the check's errors (and taken out of the page's). */
+async function plantedRejection() {
+  const before = pageErrors.length;
+  void Promise.reject(new Error("planted by the test"));
+  await reported();
+  return { caught: pageErrors.splice(before) };
+}
 
 window.scenarios = Object.fromEntries(
   Object.entries({
     agUi,
     elevenLabs: elevenLabsTurn,
-    openAiRealtime,
+    openAiRealtime: () => openAiRealtime(),
+    openAiRealtimeRefused: () => openAiRealtime("gpt-realtime-busy"),
     aiSdk,
     uiPath: () => uiPathScenario("1.3.8"),
     uiPathLater: () => withExecutingToolCall(() => uiPathScenario("later")),
   }).map(([name, run]) => [name, withPageErrors(run)]),
 );
+window.scenarios.plantedRejection = plantedRejection;
 window.scenariosReady = true;

@@ -74,7 +74,7 @@ const files = {
 };
 
 /** What each runtime received, in order (UiPath: both ways, and each socket's handshake). */
-const record = { agUi: [], elevenLabs: [], realtime: [], aiSdk: [], uiPath: [] };
+const record = { agUi: [], elevenLabs: [], realtime: [], realtimeRefused: [], aiSdk: [], uiPath: [] };
 
 const has = (names, name) => names.includes(name);
 
@@ -194,19 +194,27 @@ function elevenLabsSocket(socket) {
  * `metadata` on the response as the API echoes it) once every call asked for has its output: the
  * model's latency, made deterministic, so a second `response.create` sent in that window is
  * refused. That response asks for the late call when the page's `session.update` listed
- * `late_tool` (its `response.done` after the output), else it is text. */
-function realtimeSocket(socket) {
+ * `late_tool` (its `response.done` after the output), else it is text.
+ *
+ * With model `gpt-realtime-busy` (the socket's `?model=`; recorded apart, `realtimeRefused`),
+ * `resp_1` asks for the three calls, and `resp_2` is the server's own, with no call, begun as the
+ * server reads the page's first `response.create`, before it answers it — as voice activity begins
+ * a response while a client's request is on its way: that `response.create` is refused,
+ * legitimately, and `resp_2` ends right after. Only the refusal leaves the page an answer owed. */
+function realtimeSocket(socket, request) {
+  const busy = new URL(request.url, "https://127.0.0.1").searchParams.get("model") === "gpt-realtime-busy";
+  const received = busy ? record.realtimeRefused : record.realtime;
   const calls = [];
   let listed = [];
   let active; // the id of the response under way
   let waiting; // a `response.create` read, its response not begun
   let responses = 0;
   const emit = (event) => {
-    if (event.type === "response.done") record.realtime.push({ type: "(server) response.done", response: event.response.id });
-    if (event.type === "error") record.realtime.push({ type: "(server) error", error: event.error });
+    if (event.type === "response.done") received.push({ type: "(server) response.done", response: event.response.id });
+    if (event.type === "error") received.push({ type: "(server) error", error: event.error });
     socket.send(JSON.stringify(event));
   };
-  const outputs = () => record.realtime.filter((m) => m.type === "conversation.item.create").map((m) => m.item.call_id);
+  const outputs = () => received.filter((m) => m.type === "conversation.item.create").map((m) => m.item.call_id);
   const answered = (asked) => asked.every(([id]) => outputs().includes(id));
   // A response asking for `asked`: done at once, or (`held`) once their outputs are in.
   const begin = (asked, held, metadata) => {
@@ -221,7 +229,7 @@ function realtimeSocket(socket) {
     const { id } = active;
     active = undefined;
     emit(realtime.responseDone(id, responses));
-    if (id === "resp_1") begin([CALLS[2]], false);
+    if (id === "resp_1" && !busy) begin([CALLS[2]], false);
   };
   const step = () => {
     if (active?.held && answered(active.asked)) end();
@@ -235,17 +243,15 @@ function realtimeSocket(socket) {
   socket.send(JSON.stringify(realtime.sessionCreated));
   socket.on("message", (data) => {
     const message = JSON.parse(String(data));
-    record.realtime.push(message);
+    received.push(message);
     if (message.type === "session.update") {
       listed = (message.session?.tools ?? []).map((t) => t.name);
-      if (responses === 0 && has(listed, "add_numbers")) begin(CALLS.slice(0, 2), true);
+      if (responses === 0 && has(listed, "add_numbers")) begin(busy ? CALLS : CALLS.slice(0, 2), true);
     }
     if (message.type === "response.create") {
-      if (active || waiting) {
-        emit(realtime.activeResponseError(message.event_id, active?.id));
-        return;
-      }
-      waiting = message;
+      if (busy && responses === 1 && !active) begin([], true);
+      if (active || waiting) emit(realtime.activeResponseError(message.event_id, active?.id));
+      else waiting = message;
     }
     step();
   });
@@ -263,7 +269,7 @@ server.on("upgrade", (request, socket, head) => {
   const entry = sockets[path];
   if (!entry) return socket.destroy();
   const [wss, serve] = entry;
-  wss.handleUpgrade(request, socket, head, (ws) => serve(ws));
+  wss.handleUpgrade(request, socket, head, (ws) => serve(ws, request));
 });
 
 /** UiPath conversational agents, by conversation id (`conv-<flavour>-main`, `-ending`, `-cut`,
@@ -272,8 +278,11 @@ server.on("upgrade", (request, socket, head) => {
  * once the second exchange declares it; the others: one call of `wait_for_signal`, interrupted as
  * `UIPATH_INTERRUPTIONS` says once its handler runs). `executingToolCall` follows an approved
  * confirmation (with `UIPATH_FINAL_INPUTS`' input where it names one; never for
- * `UIPATH_NO_GO_AHEAD`), else comes `UIPATH.executingAfterMs` after the start; a server-side tool's
- * end is the runtime's own. Once every call of the first exchange is answered, the runtime sends
+ * `UIPATH_NO_GO_AHEAD`), else comes `UIPATH.executingAfterMs` after the start — but for a
+ * client-side call in a 1.3.8 conversation (`conv-1.3.8-…`): there it is held until the client's
+ * `endToolCall` of the call, so the call can end only if the adapter runs it by itself, whatever
+ * the machine's load (1.3.8 has no way to hand it on; it still comes, as a late event, and one
+ * after an approval comes at once). A server-side tool's end is the runtime's own. Once every call of the first exchange is answered, the runtime sends
  * one of them again (start and `executingToolCall`), then ends the message and the exchange. After
  * `sessionEnding` the server disconnects the session's socket once `UIPATH.endingTtlMs` passed,
  * unless the client ended the session first. */
@@ -284,7 +293,7 @@ function uiPathEvent(socket, event) {
   record.uiPath.push({ client: event });
   const id = event.conversationId;
   if (event.startSession) {
-    conversations.set(id, { socket, exchanges: 0, answered: new Set() });
+    conversations.set(id, { socket, exchanges: 0, answered: new Set(), heldGoAheads: new Map() });
     return uiPathEmit(id, uiPath.sessionStarted(id));
   }
   const conversation = conversations.get(id);
@@ -307,7 +316,14 @@ function uiPathEvent(socket, event) {
       uiPathSay(id, uiPath.executing(callId, UIPATH_FINAL_INPUTS[callId] ?? toolCall.confirmToolCall.input));
     }
   }
-  if (toolCall?.endToolCall) conversation.answered.add(toolCall.toolCallId);
+  if (toolCall?.endToolCall) {
+    conversation.answered.add(toolCall.toolCallId);
+    if (conversation.heldGoAheads.has(toolCall.toolCallId)) {
+      const input = conversation.heldGoAheads.get(toolCall.toolCallId);
+      conversation.heldGoAheads.delete(toolCall.toolCallId);
+      uiPathSay(id, uiPath.executing(toolCall.toolCallId, input));
+    }
+  }
   if (conversation.waitingFor?.every((call) => conversation.answered.has(call))) {
     conversation.waitingFor = undefined;
     uiPathEndTurn(id, conversation);
@@ -338,10 +354,13 @@ function uiPathReply(id, conversation) {
     const [callId, , input, more] = call;
     uiPathCalls.set(callId, id);
     uiPathSay(id, uiPath.toolCallStart(call));
-    if (!more?.requireConfirmation) {
+    const serverSide = has(UIPATH_SERVER_TOOLS, call[1]);
+    if (!more?.requireConfirmation && id.startsWith("conv-1.3.8-") && !serverSide) {
+      conversation.heldGoAheads.set(callId, input);
+    } else if (!more?.requireConfirmation) {
       setTimeout(() => uiPathSay(id, uiPath.executing(callId, input)), UIPATH.executingAfterMs);
     }
-    if (has(UIPATH_SERVER_TOOLS, call[1])) {
+    if (serverSide) {
       setTimeout(() => uiPathSay(id, uiPath.toolCallEnd(callId, "sunny")), 2 * UIPATH.executingAfterMs);
     }
   }

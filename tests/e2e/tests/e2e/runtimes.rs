@@ -273,6 +273,61 @@ async fn openai_realtime(driven: &Driven) {
     assert_each_ran_once(&outcome["events"], "OpenAI Realtime");
 }
 
+/// OpenAI Realtime when the API refuses the handler's `response.create`: `resp_1` asks for the
+/// three calls; as the server reads the handler's `response.create` it begins a response of its own
+/// (`resp_2`, no call) and answers that `response.create` with
+/// `conversation_already_has_active_response` naming its `event_id`, then ends `resp_2`. The handler
+/// asks again exactly once, after that response's `response.done` (a second ask while a response
+/// is active or asked for would be refused too), and sends no output twice.
+async fn openai_realtime_refused(driven: &Driven) {
+    let outcome = scenario(driven, "openAiRealtimeRefused").await;
+    let received = outcome["received"].as_array().unwrap();
+    let at = |found: &dyn Fn(&Value) -> bool| -> Vec<usize> {
+        (received.iter().enumerate())
+            .filter(|(_, m)| found(m))
+            .map(|(n, _)| n)
+            .collect()
+    };
+    let creates = at(&|m| m["type"] == "response.create");
+    let refusals = at(&|m| m["type"] == "(server) error");
+    assert_eq!(refusals.len(), 1, "one refusal: {received:#?}");
+    let refusal = &received[refusals[0]]["error"];
+    assert_eq!(refusal["code"], "conversation_already_has_active_response");
+    assert_eq!(
+        refusal["event_id"], received[creates[0]]["event_id"],
+        "the first response.create was refused: {received:#?}"
+    );
+    let done = |id: &str| at(&|m| m["type"] == "(server) response.done" && m["response"] == id);
+    assert_eq!(done("resp_2").len(), 1, "{received:#?}");
+    // Asked again exactly once after `resp_2` ended, and not between the refusal and then: the
+    // retry is the only `response.create` between the refusal and `resp_3`'s end; each has a tag
+    // of its own.
+    let after_refusal: Vec<usize> = (creates.iter().copied())
+        .filter(|&n| n > refusals[0] && n < done("resp_3")[0])
+        .collect();
+    assert_eq!(after_refusal.len(), 1, "{received:#?}");
+    assert!(after_refusal[0] > done("resp_2")[0], "{received:#?}");
+    assert_eq!(creates.len(), 3, "{received:#?}");
+    assert_ne!(
+        received[creates[1]]["event_id"], received[creates[0]]["event_id"],
+        "{received:#?}"
+    );
+    // Each call's output sent once.
+    for id in ["call_add", "call_bad", "call_wipe", "call_late"] {
+        let outputs =
+            at(&|m| m["type"] == "conversation.item.create" && m["item"]["call_id"] == id);
+        assert_eq!(outputs.len(), 1, "{id}: {received:#?}");
+    }
+    // The client library reported the refusal (its `error` event), and nothing else.
+    let failures = outcome["failures"].as_array().unwrap();
+    assert_eq!(failures.len(), 1, "{failures:#?}");
+    assert!(
+        failures[0].as_str().unwrap().contains("resp_2"),
+        "{failures:#?}"
+    );
+    assert_each_ran_once(&outcome["events"], "OpenAI Realtime (refused)");
+}
+
 async fn ai_sdk(driven: &Driven) {
     let outcome = scenario(driven, "aiSdk").await;
     let requests = outcome["requests"].as_array().unwrap();
@@ -530,12 +585,25 @@ async fn ui_path(driven: &Driven, name: &str, flavour: &str) {
     let ended_at = |id: &str| record.of_call("client", id, "endToolCall")[0].0;
     if flavour == "1.3.8" {
         // Without `executingToolCall` the adapter answers by itself, the refusal too, with the
-        // input the person approved.
+        // input the person approved. The server holds a call's go-ahead until the call's end
+        // (server.mjs): each call that ended here ended with none sent — run by the adapter
+        // itself, never waiting (an adapter that waited would never end them).
         assert_eq!(error("call_refuse"), "rejected by the user: not this one");
-        assert!(
-            ended_at("call_add") < executing("call_add"),
-            "1.3.8 runs at once"
-        );
+        for id in [
+            "call_add",
+            "call_bad",
+            "call_wipe",
+            "call_form",
+            "call_unknown",
+            "call_old",
+            "call_late",
+        ] {
+            assert!(
+                ended_at(id) < executing(id),
+                "{id}: 1.3.8 runs at once: {:#?}",
+                record.entries
+            );
+        }
         assert_eq!(output("call_final"), &serde_json::json!({"sum": 20}));
     } else {
         // The runtime goes on from a refusal; each call runs on its `executingToolCall`, with
@@ -660,16 +728,31 @@ async fn every_runtime_in(kind: BrowserKind) {
             "return window.scenariosReady === true",
         )
         .await;
+    // The page's check for errors nobody handled catches a promise rejected as it begins.
+    let planted = driven
+        .eval_async(
+            "const done = arguments[arguments.length - 1];
+             window.scenarios.plantedRejection().then(done, (e) => done({ failed: String(e) }));",
+        )
+        .await;
+    let caught = planted["caught"].as_array().expect("caught");
+    assert_eq!(caught.len(), 1, "{planted}");
+    let caught = caught[0].as_str().unwrap();
+    assert!(
+        caught.starts_with("unhandled rejection: ") && caught.contains("planted by the test"),
+        "{planted}"
+    );
     ag_ui(&driven).await;
     eleven_labs(&driven).await;
     openai_realtime(&driven).await;
+    openai_realtime_refused(&driven).await;
     ai_sdk(&driven).await;
     ui_path(&driven, "uiPath", "1.3.8").await;
     ui_path(&driven, "uiPathLater", "later").await;
     // Nothing went wrong on the page after the last scenario returned either.
     let late = driven
         .eval(
-            "return new Promise((resolve) => setTimeout(() => resolve(window.pageErrors), 0));",
+            "return window.reported().then(() => window.pageErrors);",
             vec![],
         )
         .await;
