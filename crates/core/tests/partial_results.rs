@@ -320,6 +320,17 @@ fn a_runtime_cancel_asking_for_the_answer_gets_the_error_result_carrying_it() {
         )]
     );
     assert!(outputs.iter().any(|o| matches!(o, Output::Abort { .. })));
+    // The page sees a cancel, as without the answer: no `toolresult`.
+    let finished = outputs.iter().any(|o| {
+        matches!(
+            o,
+            Output::Emit(Event::Call {
+                what: CallEvent::Finished { .. },
+                ..
+            })
+        )
+    });
+    assert!(!finished, "no toolresult for a cancelled call");
 
     page.call(2, "export");
     page.cancel(2, Some(json!({"clienttools/answer": true})));
