@@ -10,12 +10,17 @@
 //! - An agent's `notifications/cancelled`: nothing is sent to the agent; the bridge logs that the
 //!   call had a partial value (the value itself only with `--log-payloads`, redacted as results).
 //! - The Rust API's cancel: the call ends with that error result.
+//! - In a cluster: a task kept by one node whose page is on another, cancelled through the node
+//!   holding the page, keeps the partial value too. (Needs a NATS server, `NATS_SERVER`, as
+//!   `cargo xtask test` sets it; without one that test says so and passes.)
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use client_tools_bridge::{Bridge, BridgeConfig, CallEnd, CallOptions, Policy};
+use client_tools_bridge::{Bridge, BridgeConfig, CallEnd, CallOptions, ClusterOptions, Policy};
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{json, Value};
 use tokio::net::TcpListener;
@@ -466,4 +471,82 @@ async fn a_rust_callers_cancel_ends_with_the_partial_value_logged_with_payloads(
     assert_eq!(lines.len(), 1, "{lines:?}");
     assert!(lines[0].contains("[redacted email]"), "{lines:?}");
     assert!(logged(&session, "eve@example.com").is_empty());
+}
+
+/// A NATS server process, stopped when dropped.
+struct Nats(Child);
+
+impl Drop for Nats {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A NATS server on a free loopback port, or `None` without `NATS_SERVER`.
+async fn nats() -> Option<(Nats, String)> {
+    let Some(binary) = std::env::var_os("NATS_SERVER").map(PathBuf::from) else {
+        eprintln!("NATS_SERVER is not set: the cluster test of partial values is skipped");
+        return None;
+    };
+    let port = (std::net::TcpListener::bind("127.0.0.1:0").unwrap())
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = Command::new(binary)
+        .args(["-a", "127.0.0.1", "-p", &port.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start nats-server");
+    let child = Nats(child);
+    let address = SocketAddr::from(([127, 0, 0, 1], port));
+    let deadline = Instant::now() + WAIT;
+    while tokio::net::TcpStream::connect(address).await.is_err() {
+        assert!(Instant::now() < deadline, "nats-server never accepted");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    Some((child, format!("nats://127.0.0.1:{port}")))
+}
+
+/// A task of an agent on node B, whose page is on node A, cancelled through node A: the cancel
+/// travels to the page with its `clienttools/answer`, and the answer back to the task.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_on_another_node_than_its_page_keeps_the_partial_value() {
+    let Some((_nats, url)) = nats().await else {
+        return;
+    };
+    let options = ClusterOptions {
+        url,
+        ..Default::default()
+    };
+    let (bridge_a, a) = serve(false).await;
+    bridge_a.join_cluster(&options).await.unwrap();
+    let (bridge_b, b) = serve(false).await;
+    bridge_b.join_cluster(&options).await.unwrap();
+    let page = page(a).await;
+    let session = page.session.clone();
+    listed_on(&bridge_a, &session).await;
+    let deadline = Instant::now() + WAIT;
+    while !(bridge_b.session(&session))
+        .is_some_and(|s| s.tools().iter().any(|t| t.name == "export"))
+    {
+        assert!(
+            Instant::now() < deadline,
+            "node B never had the page's tools"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+
+    let task = task_of(b, &page, "export").await;
+    page.until_called("export", 1).await;
+    let ack = mcp_2026(a, &session, "tasks/cancel", json!({"taskId": task})).await;
+    assert_eq!(ack["result"], json!({"resultType": "complete"}), "{ack}");
+    let done = task_until(a, &session, &task, |t| t.get("statusMessage").is_some()).await;
+    assert_eq!(done["status"], "cancelled", "{done}");
+    let message = done["statusMessage"].as_str().unwrap();
+    let masked = json!({"partial": {"rows": 2, "contact": "[redacted email]"}});
+    let carried = message.split_once('\n').unwrap().1;
+    assert_eq!(serde_json::from_str::<Value>(carried).unwrap(), masked);
+    assert_eq!(page.cancels()[0]["_meta"]["clienttools/answer"], true);
 }
