@@ -110,8 +110,11 @@ fn emit(page: &Rc<Page>, event: Event) {
                     event::TOOL_QUEUED
                 }
                 CallEvent::Activated => event::TOOL_ACTIVATED,
-                CallEvent::Cancelled { reason } => {
+                CallEvent::Cancelled { reason, partial } => {
                     detail.push(("reason", reason.into()));
+                    if let Some(partial) = partial {
+                        detail.push(("partial", js::from_json_text(&partial.to_string())));
+                    }
                     event::TOOL_CANCEL
                 }
                 // `toolresult` is the one event nobody may want: its detail is not even built.

@@ -70,6 +70,17 @@ export function handlerContext(callId, call, toolName, originalName, report, tra
   };
   ctx.reportProgress = (progress, total, message) => report(call, "progress", progress, total, message);
   ctx.log = (level, data, logger) => report(call, "log", String(level), data === undefined ? null : data, logger);
+  // Its JSON text, or why there is none (a cycle, a BigInt, `undefined`): never a throw.
+  ctx.partial = (value) => {
+    let text, why;
+    try {
+      text = JSON.stringify(value);
+      if (text === undefined) why = `${typeof value} has no JSON form`;
+    } catch (error) {
+      why = String((error && error.message) || error);
+    }
+    report(call, "partial", text, why);
+  };
   ctx.input = (requests) => {
     if (typeof requests !== "object" || requests === null || Array.isArray(requests) || !Object.keys(requests).length)
       return Promise.reject(new TypeError("ctx.input(requests) takes {key: {method, params}, …}"));

@@ -12,9 +12,11 @@ use std::rc::{Rc, Weak};
 
 use crate::oneshot;
 use client_tools_core::connection::{ConnInput, Connection};
+use client_tools_core::limits::MAX_PARTIAL_BYTES;
 use client_tools_core::page_engine::{
     CallHandle, Caller, HandlerOutcome, Input, Output, PageEngine,
 };
+use client_tools_core::partial;
 use client_tools_core::protocol::CallToolResult;
 use client_tools_core::time::Millis;
 use client_tools_core::{CoreError, WarningCode};
@@ -154,7 +156,11 @@ impl Page {
                 move |call: f64, what: String, a: JsValue, b: JsValue, c: JsValue| {
                     let Some(page) = weak.upgrade() else { return };
                     let call = CallHandle(call as u64);
-                    let requests = a.as_string().unwrap_or_default();
+                    // (A partial value's text is copied only once its length is known to fit.)
+                    let requests = match what.as_str() {
+                        "partial" => String::new(),
+                        _ => a.as_string().unwrap_or_default(),
+                    };
                     // The page server's notifications (`pageServer` in `js.js`): `(0, "notify", method, params)`.
                     let params = (what == "notify").then(|| b.as_string().unwrap_or_default());
                     page.feed(match what.as_str() {
@@ -174,6 +180,19 @@ impl Page {
                             // A log never fails the call: what is not JSON is sent as its reason.
                             data: crate::js::to_json(&b).unwrap_or_else(Value::from),
                             logger: c.as_string(),
+                        },
+                        // `ctx.partial`: its JSON text, or why there is none. A text whose length
+                        // alone is over the bound is not copied into wasm (UTF-16 units never
+                        // outnumber UTF-8 bytes).
+                        "partial" => Input::Partial {
+                            call,
+                            json: match a.dyn_ref::<js_sys::JsString>() {
+                                Some(text) if text.length() as usize > MAX_PARTIAL_BYTES => {
+                                    Err(partial::too_large())
+                                }
+                                Some(text) => Ok(String::from(text)),
+                                None => Err(partial::not_json(&b.as_string().unwrap_or_default())),
+                            },
                         },
                         _ => Input::AskAgent {
                             call,

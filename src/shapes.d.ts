@@ -59,6 +59,13 @@ export interface ToolContext {
   reportProgress(progress: number, total?: number, message?: string): void;
   /** An MCP log message to the calling agent, at or above the level it asked for; never fails. */
   log(level: LogLevel, data: unknown, logger?: string): void;
+  /**
+   * The handler's progress so far (JSON, at most 64 KiB): a call that times out, or that the
+   * runtime cancels asking for the answer, ends with an error result carrying the last one
+   * (`{"partial": value}`); `toolcancel` carries it too. Never throws: a value that is not JSON
+   * (a cycle, a BigInt) or too large is a `partial_dropped` warning, the earlier value kept.
+   */
+  partial(value: unknown): void;
   /** Asks the person at the agent (rejects with `CAPABILITY_MISSING` or `AGENT_FAILED`). */
   elicit(params: ElicitParams): Promise<ElicitResult>;
   /** Asks the agent's model: MCP `sampling/createMessage` params → `CreateMessageResult`. */
@@ -139,7 +146,8 @@ export type PromptAnswer = { description?: string; messages: PromptMessage[] } |
 export interface ClientToolsEvents {
   toolqueued: { type: "toolqueued"; toolName: string; callId: string; position: number };
   toolactivated: { type: "toolactivated"; toolName: string; callId: string };
-  toolcancel: { type: "toolcancel"; toolName: string; callId: string; reason: string };
+  /** `partial`: the handler's last `ctx.partial` value, when it kept one. */
+  toolcancel: { type: "toolcancel"; toolName: string; callId: string; reason: string; partial?: unknown };
   toolresult: { type: "toolresult"; toolName: string; callId: string; isError: boolean; durationMs: number };
   toolschanged: { type: "toolschanged" };
   connectionchange: { type: "connectionchange"; state: ConnectionState };

@@ -35,6 +35,21 @@ export function lateSignalState() {
   return signal instanceof AbortSignal && signal.aborted ? String(signal.reason && signal.reason.message) : "not aborted";
 }
 export function returning(value) { return () => value; }
+// `ctx.partial` with a good value, then a cycle, a BigInt and 10 MB (each dropped), then never ends.
+export function partialThenNever() {
+  return (_input, ctx) => {
+    ctx.partial({ rows: 1, last: "o-1" });
+    const a = {}; a.self = a;
+    ctx.partial(a);
+    ctx.partial({ n: BigInt(10) });
+    ctx.partial("x".repeat(10 * 1024 * 1024));
+    return new Promise(() => {});
+  };
+}
+export function cancelPartials() {
+  const seen = [];
+  return { seen, listener: (e) => seen.push(JSON.stringify(e.partial)) };
+}
 export function cyclic() { return () => { const a = {}; a.self = a; return a; }; }
 export function recorder() {
   const seen = [];
@@ -329,6 +344,10 @@ extern "C" {
     fn error_info(error: JsValue) -> js_sys::Array;
     #[wasm_bindgen(js_name = frameRecorder)]
     fn frame_recorder() -> JsValue;
+    #[wasm_bindgen(js_name = partialThenNever)]
+    fn partial_then_never() -> JsValue;
+    #[wasm_bindgen(js_name = cancelPartials)]
+    fn cancel_partials() -> JsValue;
     #[wasm_bindgen(js_name = domEvents)]
     fn dom_events(target: &str) -> JsValue;
     #[wasm_bindgen(js_name = contextRecorder)]
@@ -881,6 +900,43 @@ async fn a_slow_handler_times_out_aborts_its_signal_and_fires_toolcancel() {
         seen,
         ["toolactivated:slow", "toolcancel:slow", "toolresult:slow"]
     );
+}
+
+/// `ctx.partial` (issue 36 point 4): the call that times out ends with an error result carrying
+/// the last good value (text and `structuredContent`), and `toolcancel` carries it; a cycle, a
+/// BigInt and 10 MB are one `partial_dropped` warning each, never a throw into the handler.
+#[wasm_bindgen_test]
+async fn a_timed_out_call_carries_its_partial_value_and_bad_values_are_warnings() {
+    let tools = tools();
+    let extra = json(r#"{"parameters": {"type": "object"}, "timeoutMs": 50}"#);
+    js_sys::Reflect::set(&extra, &"handler".into(), &partial_then_never()).unwrap();
+    define(&tools, "export", extra).unwrap();
+    let (warned, _off) = record_warnings(&tools);
+    let cancels = cancel_partials();
+    let listener: js_sys::Function = get(&cancels, "listener").unchecked_into();
+    let _off_cancel = tools
+        .on(
+            JsValue::from("toolcancel").unchecked_into(),
+            listener.unchecked_into(),
+        )
+        .unwrap();
+    let (is_error, text, result) = invoke(&tools, "export", "{}").await;
+    assert!(is_error);
+    assert_eq!(text, "timed out after 50 ms");
+    let carried = r#"{"partial":{"rows":1,"last":"o-1"}}"#;
+    let structured = js_sys::JSON::stringify(&get(&result, "structuredContent")).unwrap();
+    assert_eq!(String::from(structured), carried);
+    let second = get(&get(&get(&result, "content"), "1"), "text");
+    assert_eq!(second.as_string().unwrap(), carried);
+    assert_eq!(
+        seen_by(&warned),
+        [
+            "warning:partial_dropped",
+            "warning:partial_dropped",
+            "warning:partial_dropped"
+        ]
+    );
+    assert_eq!(seen_by(&cancels), [r#"{"rows":1,"last":"o-1"}"#]);
 }
 
 /// `ctx.signal` is made when first read: read only after the call timed out, it is already

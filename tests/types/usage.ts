@@ -58,6 +58,7 @@ async function main(): Promise<void> {
       const names: string = ctx.toolName + ctx.originalName + id;
       ctx.reportProgress(1, 2, "halfway");
       ctx.log("info", { limit: input.limit }, "usage");
+      ctx.partial({ rows: 1 });
       if (input.limit === 0) {
         const answer = await ctx.elicit({ message: "Which board?", requestedSchema: { type: "object", properties: {} } });
         const both = await ctx.input({ roots: { method: "roots/list" } });
@@ -102,7 +103,7 @@ async function main(): Promise<void> {
   });
   // @ts-expect-error: concurrency is a number
   tools.defineFunction({ ...declaration, concurrency: "1" });
-  tools.on("toolcancel", (event) => console.log(event.reason));
+  tools.on("toolcancel", (event) => console.log(event.reason, event.partial));
   tools.on("toolschanged", (event) => console.log(event.type));
   // @ts-expect-error: no such event
   tools.on("toolresults", () => {});

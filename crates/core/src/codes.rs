@@ -88,6 +88,9 @@ stable_codes! {
         /// `sessionStorage`) is not what the SDK writes, or no longer holds: ignored, and never
         /// trusted to run anything.
         StoredDataIgnored = "stored_data_ignored",
+        /// A handler's `ctx.partial` value was not kept (not JSON — a cycle, a BigInt — or over
+        /// its bound; the message says which): the earlier partial value stands.
+        PartialDropped = "partial_dropped",
     }
 }
 
@@ -140,6 +143,7 @@ mod tests {
                 "browser_tool_not_adopted",
                 "trace_context_invalid",
                 "stored_data_ignored",
+                "partial_dropped",
             ])
         );
     }

@@ -9,6 +9,7 @@
 //! - [`call`]: the rules of one call that need no time (admission, a person's decision, the
 //!   result checks) and the error results of SPEC §5, worded once;
 //! - [`ledger`]: at most once per call id, across reconnects and reloads;
+//! - [`partial`]: a handler's partial value (`ctx.partial`), and how a result carries it;
 //! - [`limits`]: every limit and default of a call's life, with its reason;
 //! - [`time`]: the engines' time ([`time::Millis`]), given by the driver;
 //! - [`page_api`]: what a page may pass to the SDK (options, declarations), their keys, checks
@@ -39,6 +40,7 @@ pub mod limits;
 pub mod names;
 pub mod page_api;
 pub mod page_engine;
+pub mod partial;
 pub mod plain_object;
 pub mod protocol;
 pub mod registry;

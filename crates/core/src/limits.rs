@@ -53,6 +53,12 @@ pub const MAX_CONCURRENCY: usize = MAX_LIVE_CALLS;
 /// page: a chatty handler cannot flood the agent.
 pub const MAX_LOGS_PER_CALL: u32 = 100;
 
+/// The largest partial value a handler may keep (`ctx.partial`, as JSON): a call that times out or
+/// is cancelled carries it twice in its result (a text block and `structuredContent`, the text
+/// escaped at most twice over), well within [`MAX_FRAME_BYTES`]; a larger value is dropped with a
+/// `partial_dropped` warning and the earlier one is kept.
+pub const MAX_PARTIAL_BYTES: usize = 64 * 1024;
+
 /// Rounds of requests to agents one page may have waiting at once, over all its calls (a call has
 /// one at a time; the runtime bounds the requests in each).
 pub const MAX_ROUNDS_WAITING: usize = 64;
@@ -147,6 +153,7 @@ pub enum TimeoutBound {
 const _: () = assert!(ANSWER_SLACK_MS > HANDLER_GRACE_MS);
 const _: () = assert!(HUMAN_WAIT_TICK_MS < ANSWER_SLACK_MS);
 const _: () = assert!(DEFAULT_TIMEOUT_MS <= MAX_TIMEOUT_MS);
+const _: () = assert!(4 * MAX_PARTIAL_BYTES < MAX_FRAME_BYTES);
 
 #[cfg(test)]
 mod tests {

@@ -74,6 +74,15 @@ pub enum Input<'a> {
         data: Value,
         logger: Option<String>,
     },
+    /// `ctx.partial(value)` of a running handler: its progress so far, as JSON text (`Err`: why
+    /// the page could not make JSON of it). The last one kept is carried by the call's error
+    /// result when it times out or the runtime cancels it asking for the answer, and by its
+    /// `toolcancel` event; one that is not JSON or over [`crate::limits::MAX_PARTIAL_BYTES`] is
+    /// dropped with a `partial_dropped` warning (the earlier one stays). It never fails the call.
+    Partial {
+        call: CallHandle,
+        json: Result<String, String>,
+    },
     /// A running handler asks the calling agent (`ctx.elicit`, `ctx.createMessage`,
     /// `ctx.listRoots`, `ctx.input`): one round, `{key: {method, params}, …}` as JSON text, which
     /// goes to the runtime as it is (the runtime checks each request). Answered with
@@ -261,8 +270,12 @@ pub enum CallEvent {
     Queued { position: usize },
     /// `toolactivated`: admitted; its handler runs (or a person is asked first).
     Activated,
-    /// `toolcancel`: stopped before its handler returned.
-    Cancelled { reason: String },
+    /// `toolcancel`: stopped before its handler returned; `partial`: the handler's last
+    /// `ctx.partial` value, if it kept one.
+    Cancelled {
+        reason: String,
+        partial: Option<Value>,
+    },
     /// `toolresult`: ended with a result.
     Finished { is_error: bool, duration_ms: f64 },
 }
@@ -397,6 +410,8 @@ struct Call<H> {
     progress_high: f64,
     /// Log messages sent (bounded by `limits::MAX_LOGS_PER_CALL`).
     logs: u32,
+    /// The handler's last `ctx.partial` value (SPEC §7).
+    partial: Option<Value>,
     /// The W3C trace context of the call's `_meta`, checked: its handler's, and its result's.
     trace: Option<TraceContext>,
     /// When `toolactivated` was emitted (its `toolresult` reports the duration); `None` before.
@@ -771,6 +786,7 @@ impl<H> PageEngine<H> {
                 logger,
             } => self.log(call, &level, data, logger),
             Input::AskAgent { call, requests } => self.ask_agent(now, call, requests),
+            Input::Partial { call, json } => self.partial(call, json),
             Input::ToolsChanged => self.tools_changed(now),
             Input::Notify { method, params } => {
                 let frame = format!(
@@ -919,6 +935,7 @@ impl<H> PageEngine<H> {
             progress_base: 0.0,
             progress_high: 0.0,
             logs: 0,
+            partial: None,
             trace: None,
             activated_at: None,
             again: None,
@@ -945,6 +962,19 @@ impl<H> PageEngine<H> {
             let reason = cancelled
                 .reason
                 .unwrap_or_else(|| "cancelled by the agent runtime".into());
+            // The runtime asks for the answer after all (a client-tools extension): the call ends
+            // with an error result, which carries the handler's partial value, if any.
+            let answer = (cancelled.meta.as_ref())
+                .and_then(|meta| meta.get(protocol::meta::ANSWER))
+                .and_then(Value::as_bool)
+                == Some(true);
+            if answer {
+                // Quiet: the page sees a cancel (`toolcancel`), as without the answer.
+                let result = CallToolResult::error(format!("cancelled by the runtime: {reason}"));
+                let result = self.with_partial(handle, result);
+                let stop = Stop::cancelled(&reason);
+                return self.end(now, handle, Ending::Quiet(result), stop);
+            }
             self.end(now, handle, Ending::Cancelled, Stop::cancelled(&reason));
         }
     }
@@ -1034,6 +1064,7 @@ impl<H> PageEngine<H> {
             progress_base: 0.0,
             progress_high: 0.0,
             logs: 0,
+            partial: None,
             trace,
             activated_at: None,
             again,
@@ -1546,6 +1577,40 @@ impl<H> PageEngine<H> {
         self.send(frame, Kind::Other);
     }
 
+    /// `ctx.partial`: kept while the call runs (a value after its end is ignored); one that is not
+    /// JSON or too large is dropped with a warning naming why, and the earlier one stays.
+    fn partial(&mut self, handle: CallHandle, json: Result<String, String>) {
+        let Some(call) = self.call_mut(handle) else {
+            return;
+        };
+        if !matches!(call.phase, Phase::Running { .. }) {
+            return;
+        }
+        match crate::partial::read(json.as_deref().map_err(String::as_str)) {
+            Ok(value) => call.partial = Some(value),
+            Err(why) => {
+                let message = format!(
+                    "ctx.partial of call {}: {why}; the earlier partial value is kept",
+                    shorten(&call.call_id)
+                );
+                let tool = call.tool_name().to_owned();
+                self.warn_code(WarningCode::PartialDropped, message, Some(&tool));
+            }
+        }
+    }
+
+    /// `result` with the call's partial value, if its handler kept one (as a second text block,
+    /// and `structuredContent` when the tool declares no output schema).
+    fn with_partial(&self, handle: CallHandle, mut result: CallToolResult) -> CallToolResult {
+        let Some(call) = self.calls.iter().find(|call| call.handle == handle) else {
+            return result;
+        };
+        if let (Some(partial), Phase::Running { prepared, .. }) = (&call.partial, &call.phase) {
+            crate::partial::attach(&mut result, partial, prepared.output.is_none());
+        }
+        result
+    }
+
     /// A round of requests to the agent from a running handler: the page's own request,
     /// `clienttools/input`, tied to its call (`_meta` `clienttools/callId`); the handler's timeout
     /// stops while the agent answers (bounded like human time, with progress). What cannot be
@@ -1749,6 +1814,9 @@ impl<H> PageEngine<H> {
                 modified_input,
             } if *deadline <= now => {
                 let mut result = outcome::timed_out(prepared.timeout_ms);
+                if let Some(partial) = &call.partial {
+                    crate::partial::attach(&mut result, partial, prepared.output.is_none());
+                }
                 if let Some(input) = modified_input.clone() {
                     call::mark_modified(&mut result, input);
                 }
@@ -1851,6 +1919,7 @@ impl<H> PageEngine<H> {
                     call_id: call.call_id.clone(),
                     what: CallEvent::Cancelled {
                         reason: reason.to_owned(),
+                        partial: call.partial.clone(),
                     },
                 }));
             }

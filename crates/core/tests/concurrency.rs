@@ -128,7 +128,7 @@ impl Page {
                 Output::Emit(Event::Call { call_id, what, .. }) => Some(match what {
                     CallEvent::Queued { position } => Seen::Queued(call_id, position),
                     CallEvent::Activated => Seen::Activated(call_id),
-                    CallEvent::Cancelled { reason } => Seen::Cancelled(call_id, reason),
+                    CallEvent::Cancelled { reason, .. } => Seen::Cancelled(call_id, reason),
                     CallEvent::Finished { .. } => Seen::Finished(call_id),
                 }),
                 _ => None,

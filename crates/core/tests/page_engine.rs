@@ -303,7 +303,7 @@ fn a_timeout_aborts_the_handler_and_a_late_result_changes_nothing() {
     ));
     let events = events(&outputs);
     assert!(
-        matches!(&events[0], Event::Call { what: CallEvent::Cancelled { reason }, .. } if reason == "timeout")
+        matches!(&events[0], Event::Call { what: CallEvent::Cancelled { reason, .. }, .. } if reason == "timeout")
     );
     assert!(matches!(
         &events[1],
@@ -348,7 +348,7 @@ fn a_runtime_cancel_aborts_and_sends_nothing_but_a_resend_learns_it() {
         matches!(&outputs[0], Output::Abort { call: c, reason } if *c == call && reason == "user stopped")
     );
     assert!(
-        matches!(&events(&outputs)[..], [Event::Call { what: CallEvent::Cancelled { reason }, .. }] if reason == "user stopped")
+        matches!(&events(&outputs)[..], [Event::Call { what: CallEvent::Cancelled { reason, .. }, .. }] if reason == "user stopped")
     );
     assert!(!outputs.iter().any(|o| matches!(o, Output::Send(_))));
     page.settle(call, HandlerOutcome::Returned("{}".into()));
@@ -591,7 +591,7 @@ fn a_cancel_while_a_person_decides_withdraws_the_dialog() {
     let outputs = page.take();
     assert!(matches!(outputs[0], Output::WithdrawAsk { call: c } if c == call));
     assert!(matches!(&events(&outputs)[..],
-        [Event::Call { what: CallEvent::Cancelled { reason }, .. }] if reason == "cancelled by the agent runtime"));
+        [Event::Call { what: CallEvent::Cancelled { reason, .. }, .. }] if reason == "cancelled by the agent runtime"));
     page.input(Input::Answered {
         call,
         answer: Answer::Approve {
@@ -777,7 +777,7 @@ fn a_form_waiting_for_its_submit_is_human_time() {
     });
     let outputs = page.take();
     assert!(matches!(&events(&outputs)[..],
-        [Event::Call { what: CallEvent::Cancelled { reason }, .. }] if reason == "the form was reset"));
+        [Event::Call { what: CallEvent::Cancelled { reason, .. }, .. }] if reason == "the form was reset"));
     page.outputs = outputs;
     let answer = only_answer(&page.sent(), 3);
     assert_eq!(

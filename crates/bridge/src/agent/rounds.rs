@@ -37,7 +37,9 @@ use crate::agent::request_state::{unsealed_payload, RequestStates};
 use crate::calls::prepared_call::{resolve_name, PreparedCall};
 use crate::calls::served::ServedRequest;
 use crate::ids::{hex, now_unix_ms, random_hex};
-use crate::limits::{LOG_BUFFER, MAX_SUSPENDED_CALLS, REQUEST_STATE_TTL_MS, TASK_AFTER};
+use crate::limits::{
+    ANSWER_SLACK, LOG_BUFFER, MAX_SUSPENDED_CALLS, REQUEST_STATE_TTL_MS, TASK_AFTER,
+};
 use crate::sessions::call_options::CallOptions;
 use crate::sessions::call_options::{CallEvent, InputRound};
 use crate::sessions::page_session::{missing_capability_error, PageSession};
@@ -103,6 +105,20 @@ impl<T> RunningCall<T> {
     pub(crate) fn cancel(mut self, reason: &str) {
         if let Some(cancel) = self.cancel.take() {
             let _ = cancel.send(reason.to_owned());
+        }
+    }
+
+    /// Cancels the page's call with `reason` and waits for how it ended: `None` (cancelled, no
+    /// result), or the page's answer to the cancel when it carries the handler's partial value
+    /// (an error result, SPEC §7). Bounded: the request engine awaits that answer for
+    /// [`ANSWER_SLACK`] at most (this waits twice that, should the engine's timer be late).
+    pub(crate) async fn cancel_for_answer(mut self, reason: &str) -> Option<Result<T, RpcError>> {
+        if let Some(cancel) = self.cancel.take() {
+            let _ = cancel.send(reason.to_owned());
+        }
+        match tokio::time::timeout(ANSWER_SLACK * 2, self.outcome).await {
+            Ok(Ok(outcome)) => outcome,
+            _ => None,
         }
     }
 }

@@ -62,6 +62,9 @@ pub(crate) struct Task {
     pub page_session: String,
     pub status: Status,
     status_message: Option<String>,
+    /// A cancelled task's call answered the cancel with its handler's partial value (SPEC §7):
+    /// that error result, which `tasks/get` gives as the cancelled task's `result`.
+    cancel_answer: Option<Value>,
     created_ms: u64,
     updated_ms: u64,
 }
@@ -92,7 +95,12 @@ impl Task {
             Status::Failed(error) => {
                 fields.insert("error".into(), error.clone());
             }
-            Status::Working | Status::Cancelled => {}
+            Status::Cancelled => {
+                if let Some(result) = &self.cancel_answer {
+                    fields.insert("result".into(), result.clone());
+                }
+            }
+            Status::Working => {}
         }
         task
     }
@@ -197,6 +205,7 @@ impl TaskBook {
             page_session: page_session.to_owned(),
             status: Status::Working,
             status_message: None,
+            cancel_answer: None,
             created_ms: now_ms,
             updated_ms: now_ms,
         };
@@ -329,6 +338,28 @@ impl TaskBook {
         };
         if self.tasks.get(id).is_some_and(|t| !t.status.is_terminal()) {
             self.change(id, now_ms, |task| task.status = status);
+        }
+    }
+
+    /// The page answered the cancel of task `id`'s call with an error result carrying its
+    /// handler's partial value (SPEC §7). The task stays `cancelled` — 2025-11-25 wants it so
+    /// before `tasks/cancel` is acknowledged, SEP-2663 allows it, and a terminal status never
+    /// changes — and says what was done where every client reads it: its `statusMessage` is the
+    /// result's text (its first line why, then `{"partial": …}`); `tasks/get` gives the result
+    /// itself as `result` too where the task is written as JSON (`/api`; on `/mcp` the
+    /// extension's `CancelledTask` has no `result`, and typed clients drop it). Only a cancelled
+    /// task without one takes it.
+    pub(crate) fn cancel_answered(&mut self, id: &str, result: CallToolResult, now_ms: u64) {
+        let cancelled = (self.tasks.get(id))
+            .is_some_and(|task| task.status == Status::Cancelled && task.cancel_answer.is_none());
+        if cancelled {
+            let texts: Vec<&str> = result.content.iter().filter_map(|c| c.as_text()).collect();
+            let message = texts.join("\n");
+            let result = serde_json::to_value(&result).unwrap_or(Value::Null);
+            self.change(id, now_ms, |task| {
+                task.cancel_answer = Some(result);
+                task.status_message = Some(message);
+            });
         }
     }
 
@@ -502,6 +533,44 @@ mod tests {
             book.get("c", "page", T0 + 4).unwrap().status,
             Status::Cancelled
         );
+    }
+
+    /// Issue 36 point 4: a cancelled task stays `cancelled`; the page's answer to the cancel,
+    /// carrying the handler's partial value, is its `result`; a task that ended otherwise, or one
+    /// that has it already, does not take one.
+    #[test]
+    fn a_cancelled_task_carries_the_answer_to_its_cancel() {
+        let mut book = TaskBook::default();
+        book.create("c", "page", T0).unwrap();
+        assert_eq!(book.cancel("c", "page", T0 + 1), Ok(true));
+        let mut answer = CallToolResult::error("cancelled by the runtime: tasks/cancel");
+        client_tools_core::partial::attach(&mut answer, &json!({"rows": 2}), true);
+        book.cancel_answered("c", answer.clone(), T0 + 2);
+        let task = book.get("c", "page", T0 + 3).unwrap().detailed("c");
+        assert_eq!(task["status"], "cancelled");
+        assert_eq!(task["result"]["isError"], true);
+        assert_eq!(
+            task["result"]["structuredContent"],
+            json!({"partial": {"rows": 2}})
+        );
+        assert_eq!(task["lastUpdatedAt"], iso8601(T0 + 2));
+        assert_eq!(
+            task["statusMessage"],
+            "cancelled by the runtime: tasks/cancel\n{\"partial\":{\"rows\":2}}"
+        );
+        book.cancel_answered("c", CallToolResult::error("again"), T0 + 4);
+        let task = book.get("c", "page", T0 + 5).unwrap().detailed("c");
+        assert_eq!(
+            task["result"]["content"][0]["text"],
+            "cancelled by the runtime: tasks/cancel"
+        );
+
+        book.create("done", "page", T0).unwrap();
+        book.settle("done", Some(Ok(CallToolResult::success(json!(1)))), T0 + 1);
+        book.cancel_answered("done", answer, T0 + 2);
+        let task = book.get("done", "page", T0 + 3).unwrap().detailed("done");
+        assert_eq!(task["status"], "completed");
+        assert_eq!(task["result"]["content"][0]["text"], "1");
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //! declared the extension) and does not end within crate::limits::TASK_AFTER becomes one:
 //! the agent gets its handle at once and the call runs on here, on a task of its own, whatever
 //! happens to the agent's connection. The page's rounds wait in the task for `tasks/update`;
-//! `tasks/cancel` cancels the page's call (its handler's `ctx.signal` aborts).
+//! `tasks/cancel` cancels the page's call (its handler's `ctx.signal` aborts), asking for its
+//! answer: a handler's partial value (`ctx.partial`) is kept by the cancelled task.
 //!
 //! The states and their rules are crate::agent::task_book (sans-IO); this module runs the calls, keeps
 //! the book behind a lock and tells watchers (status notifications) of every change. A task id is
@@ -223,13 +224,10 @@ async fn run_task(
     if let Some(round) = pending {
         ask(&tasks, &id, &running.page, &capabilities, round);
     }
-    let outcome = loop {
+    let ended = loop {
         tokio::select! {
             biased;
-            _ = &mut cancelled => {
-                running.cancel("cancelled by the agent (tasks/cancel)");
-                break None;
-            }
+            _ = &mut cancelled => break None,
             Some(update) = running.progress.recv() => {
                 tasks.lock().progress(&id, update.message, now_unix_ms());
             }
@@ -238,8 +236,20 @@ async fn run_task(
                     ask(&tasks, &id, &running.page, &capabilities, round);
                 }
             }
-            outcome = &mut running.outcome => break outcome.ok().flatten(),
+            outcome = &mut running.outcome => break Some(outcome.ok().flatten()),
         }
+    };
+    let Some(outcome) = ended else {
+        // `tasks/cancel` (the task is `cancelled` already): the page is asked for its answer
+        // after all; one carrying the handler's partial value (SPEC §7), after the operator's
+        // rules as any result, is kept by the cancelled task (TaskBook::cancel_answered).
+        // Expired tasks come here too (no longer in the book: nothing is kept).
+        let reason = "cancelled by the agent (tasks/cancel)";
+        if let Some(Ok(result)) = running.cancel_for_answer(reason).await {
+            tasks.lock().cancel_answered(&id, result, now_unix_ms());
+        }
+        tasks.runs().remove(&id);
+        return tasks.changed(&id);
     };
     let outcome: Option<Result<CallToolResult, RpcError>> = outcome;
     tasks.lock().settle(&id, outcome, now_unix_ms());

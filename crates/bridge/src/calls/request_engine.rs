@@ -14,12 +14,12 @@ use std::time::{Duration, Instant};
 
 use client_tools_core::limits::HUMAN_WAIT_MAX_MS;
 use client_tools_core::protocol::{
-    check_outgoing, encode_notification, method, CancelledParams, ProgressParams, RequestId,
+    check_outgoing, encode_notification, meta, method, CancelledParams, ProgressParams, RequestId,
     RpcError,
 };
 use serde_json::value::RawValue;
 
-use crate::limits::RECONNECT_GRACE;
+use crate::limits::{ANSWER_SLACK, RECONNECT_GRACE};
 
 /// The page's answer: its result (JSON text, parsed by the caller into the type it expects) or its
 /// JSON-RPC error.
@@ -131,6 +131,9 @@ struct Pending {
     disconnected_at: Option<Instant>,
     /// [`RequestEngine::heard`] when the request began.
     heard_before: u64,
+    /// Cancelled with the page asked for its answer ([`RequestEngine::cancel_for_answer`]): it
+    /// waits [`ANSWER_SLACK`] for it, and ends [`RequestFailure::Cancelled`] without one.
+    cancelled: bool,
 }
 
 impl Pending {
@@ -248,6 +251,7 @@ impl RequestEngine {
                 timeout: request.timeout,
                 disconnected_at,
                 heard_before: self.heard,
+                cancelled: false,
             },
         );
         Ok(())
@@ -277,6 +281,11 @@ impl RequestEngine {
             return;
         };
         let pending = entry.get();
+        if pending.cancelled && now >= pending.deadline {
+            // The page did not answer the cancel in time: cancelled, as without an answer.
+            entry.remove();
+            return self.push_settled(id.to_owned(), Err(RequestFailure::Cancelled));
+        }
         let failure = if pending
             .disconnected_at
             .is_some_and(|at| now >= at + RECONNECT_GRACE)
@@ -292,7 +301,7 @@ impl RequestEngine {
             if self.is_connected() && self.heard == pending.heard_before {
                 self.unresponsive = true;
             }
-            self.send_cancelled(id, "the runtime stopped waiting (timeout)");
+            self.send_cancelled(id, "the runtime stopped waiting (timeout)", false);
         }
         self.push_settled(id.to_owned(), Err(failure));
     }
@@ -332,6 +341,9 @@ impl RequestEngine {
             return Some(progress);
         };
         self.heard += 1;
+        if pending.cancelled {
+            return None; // its caller cancelled: only the answer is awaited, for a bounded time
+        }
         pending.deadline = (now + pending.timeout).min(pending.hard_deadline);
         let id = token.to_owned();
         self.outputs.push_back(Output::Progress {
@@ -352,10 +364,37 @@ impl RequestEngine {
         let Some(pending) = self.pending.remove(id) else {
             return false;
         };
-        if pending.purpose != Purpose::Probe {
-            self.send_cancelled(id, reason);
+        if pending.purpose != Purpose::Probe && !pending.cancelled {
+            self.send_cancelled(id, reason, false);
         }
         true
+    }
+
+    /// The caller cancels request `id` and wants the page's answer to the cancel after all (a
+    /// client-tools extension, `_meta["clienttools/answer"]: true`: the page ends the call with an
+    /// error result carrying its handler's partial value, SPEC §7): the request waits
+    /// [`ANSWER_SLACK`] more for it, then ends [`RequestFailure::Cancelled`]. `None`: it had
+    /// settled already (its outcome stands); `Some(false)`: cancelled without an answer to wait
+    /// for (a probe, a page away), as [`Self::cancel`]; `Some(true)`: the answer is awaited.
+    pub(crate) fn cancel_for_answer(
+        &mut self,
+        id: &str,
+        reason: &str,
+        now: Instant,
+    ) -> Option<bool> {
+        let pending = self.pending.get_mut(id)?;
+        if pending.cancelled {
+            return Some(true);
+        }
+        if pending.purpose == Purpose::Probe || !matches!(self.link, Link::Up) {
+            self.cancel(id, reason);
+            return Some(false);
+        }
+        pending.cancelled = true;
+        pending.deadline = now + ANSWER_SLACK;
+        pending.hard_deadline = pending.deadline;
+        self.send_cancelled(id, reason, true);
+        Some(true)
     }
 
     /// A page connection is up: waiting requests go out on it again with their ids (the page runs
@@ -364,6 +403,14 @@ impl RequestEngine {
         self.fail_probes();
         self.unresponsive = false;
         self.link = Link::Up;
+        // A request cancelled while it waited for the page's answer is not sent again.
+        let cancelled: Vec<String> = (self.pending.iter())
+            .filter(|(_, pending)| pending.cancelled)
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in cancelled {
+            self.settle(&id, Err(RequestFailure::Cancelled));
+        }
         for (id, pending) in &mut self.pending {
             pending.disconnected_at = None;
             self.outputs.push_back(Output::Send {
@@ -420,10 +467,17 @@ impl RequestEngine {
         }
     }
 
-    fn send_cancelled(&mut self, id: &str, reason: &str) {
+    /// `notifications/cancelled` for request `id`; `answer`: the page is asked for its answer.
+    fn send_cancelled(&mut self, id: &str, reason: &str, answer: bool) {
+        let meta = answer.then(|| {
+            let mut meta = serde_json::Map::new();
+            meta.insert(meta::ANSWER.into(), true.into());
+            meta
+        });
         let params = CancelledParams {
             request_id: RequestId::String(id.to_owned()),
             reason: Some(reason.to_owned()),
+            meta,
         };
         self.notify(encode_notification(method::CANCELLED, &params));
     }
@@ -704,6 +758,98 @@ mod engine_tests {
         };
         assert!(cancelled.contains("the agent changed its mind"));
         assert!(!engine.cancel("b-1", "again"));
+    }
+
+    /// Issue 36 point 4: a cancel that asks for the page's answer (`clienttools/answer`) keeps
+    /// the request [`ANSWER_SLACK`] for it: the answer settles it; silence ends it cancelled,
+    /// without making the page unresponsive; its progress is not passed on; a reconnect does not
+    /// send it again; a page away gets the plain cancel.
+    #[test]
+    fn a_cancel_asking_for_the_answer_waits_a_bounded_time_for_it() {
+        let t0 = Instant::now();
+        let mut engine = engine(t0);
+        engine.begin(request("b-1", Purpose::ToolCall), t0).unwrap();
+        engine.begin(request("b-2", Purpose::ToolCall), t0).unwrap();
+        outputs(&mut engine);
+
+        assert_eq!(
+            engine.cancel_for_answer("b-1", "tasks/cancel", t0),
+            Some(true)
+        );
+        let out = outputs(&mut engine);
+        let [(None, cancelled)] = &sent(&out)[..] else {
+            panic!("{out:?}")
+        };
+        let cancelled: serde_json::Value = serde_json::from_str(cancelled).unwrap();
+        assert_eq!(cancelled["params"]["requestId"], "b-1");
+        assert_eq!(cancelled["params"]["_meta"]["clienttools/answer"], true);
+        assert!(settled(&out).is_empty(), "the answer is awaited");
+        assert_eq!(engine.wake_at("b-1"), Some(t0 + ANSWER_SLACK));
+        let report = ProgressParams {
+            progress_token: json!("b-1"),
+            progress: 1.0,
+            total: None,
+            message: None,
+        };
+        assert!(engine.progress(report, t0).is_none());
+        assert!(
+            outputs(&mut engine).is_empty(),
+            "no progress after the cancel"
+        );
+        assert_eq!(engine.wake_at("b-1"), Some(t0 + ANSWER_SLACK));
+
+        let id = RequestId::String("b-1".into());
+        assert!(engine.answer(&id, answer(r#"{"isError":true}"#)).is_none());
+        let out = settled(&outputs(&mut engine));
+        assert_eq!(out, [("b-1".into(), Ok(r#"{"isError":true}"#.into()))]);
+
+        // Silence: cancelled at the end of the slack, no second cancel, no fail-fast.
+        assert_eq!(
+            engine.cancel_for_answer("b-2", "tasks/cancel", t0),
+            Some(true)
+        );
+        outputs(&mut engine);
+        engine.handle_timeout(t0 + ANSWER_SLACK);
+        let out = outputs(&mut engine);
+        assert_eq!(
+            settled(&out),
+            [("b-2".into(), Err(RequestFailure::Cancelled))]
+        );
+        assert!(sent(&out).is_empty(), "{out:?}");
+        engine
+            .begin(request("b-3", Purpose::ToolCall), t0 + ANSWER_SLACK)
+            .unwrap();
+        outputs(&mut engine);
+        assert_eq!(
+            engine.cancel_for_answer("b-9", "gone", t0),
+            None,
+            "settled already"
+        );
+
+        // A reconnect while the answer is awaited: it is not sent again, and ends cancelled.
+        assert_eq!(
+            engine.cancel_for_answer("b-3", "tasks/cancel", t0),
+            Some(true)
+        );
+        outputs(&mut engine);
+        engine.disconnected(t0);
+        engine.connected();
+        let out = outputs(&mut engine);
+        assert_eq!(
+            settled(&out),
+            [("b-3".into(), Err(RequestFailure::Cancelled))]
+        );
+        assert!(sent(&out).is_empty(), "{out:?}");
+
+        // A page away: the plain cancel (nothing can answer).
+        engine.begin(request("b-4", Purpose::ToolCall), t0).unwrap();
+        engine.disconnected(t0);
+        outputs(&mut engine);
+        assert_eq!(
+            engine.cancel_for_answer("b-4", "tasks/cancel", t0),
+            Some(false)
+        );
+        assert_eq!(engine.pending(), 0);
     }
 
     #[test]

@@ -85,7 +85,10 @@ impl<'a> CallOptions<'a> {
     }
 
     /// When `cancel` completes first (with a reason), the page is sent `notifications/cancelled`
-    /// (its handler's `ctx.signal` aborts) and the call ends [`CallEnd::Cancelled`].
+    /// (its handler's `ctx.signal` aborts) asking for its answer (`clienttools/answer`), awaited
+    /// 2.5 s at most: the call ends [`CallEnd::Cancelled`] — or, when that answer carries the
+    /// handler's partial value (`ctx.partial`, SPEC §7), [`CallEnd::Result`] with the error
+    /// result carrying it (`client_tools_core::partial::of` reads it).
     pub fn cancel(mut self, cancel: impl Future<Output = String> + Send + 'a) -> Self {
         self.cancel = Some(Box::pin(cancel));
         self
@@ -125,7 +128,8 @@ pub enum CallEnd {
     /// The page failed the call with a JSON-RPC error an MCP agent must get as one: `-32021`, a
     /// capability the caller did not declare (SPEC §4), with `requiredCapabilities`.
     PageError(RpcError),
-    /// The call's [`CallOptions::cancel`] completed first: the page was told, no result follows.
+    /// The call's [`CallOptions::cancel`] completed first: the page was told, no result follows
+    /// (unless the page's answer to the cancel carried a partial value: then a `Result`).
     Cancelled,
 }
 

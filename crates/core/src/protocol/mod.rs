@@ -55,6 +55,11 @@ pub mod meta {
     /// On `tools/call`: the least severe log level the agent wants (`logging/setLevel`); absent:
     /// every level.
     pub const LOG_LEVEL: &str = "clienttools/logLevel";
+    /// On `notifications/cancelled` (`true`): the runtime asks for the call's answer after all —
+    /// an error result saying it was cancelled, carrying the handler's partial value when there
+    /// is one (`ctx.partial`) — the one exception to "no result after a cancel" (SPEC §5), asked
+    /// for by the runtime itself.
+    pub const ANSWER: &str = "clienttools/answer";
     /// On an agent's `tools/call` over a user's tabs (SPEC §13): the page session to run it on
     /// (read by the runtime, never sent to the page).
     pub const SESSION: &str = "clienttools/session";
@@ -760,6 +765,8 @@ pub struct CancelledParams {
     pub request_id: RequestId,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -99,6 +99,7 @@ impl CancelledParams {
                 serde_json::from_value::<RequestId>(id).ok()
             })?,
             reason: params.optional("reason", "a string", string)?,
+            meta: params.optional("_meta", "an object", object)?,
         })
     }
 }
@@ -151,6 +152,8 @@ mod tests {
             json!({"requestId": null}),
             json!({"reason": "r"}),
             json!({"requestId": 1, "reason": 2}),
+            json!({"requestId": 1, "_meta": {"clienttools/answer": true}}),
+            json!({"requestId": 1, "_meta": true}),
             json!([]),
         ];
         for value in cancelled {

@@ -2,11 +2,12 @@
 //! they fail), cancelled; the page's progress and log messages on them.
 
 use std::future::Future;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use client_tools_core::call::outcome;
+use client_tools_core::partial;
 use client_tools_core::protocol::{
     self, encode_notification, encode_request, method, CallToolResult, ProgressParams, RequestId,
     TraceContext,
@@ -270,7 +271,14 @@ impl PageSession {
             traceparent = traceparent.as_deref().map(field::display),
         );
         span.in_scope(|| {
-            if let (CallEnd::Result(result), true) = (&result, self.log_payloads) {
+            // A cancelled call whose page answered the cancel with its handler's partial value
+            // (after the operator's rules): said; the value itself only with `--log-payloads`.
+            if let (CallEnd::Result(result), "cancelled") = (&result, outcome) {
+                tracing::info!(partial = true, "the cancelled call had a partial value");
+                if let (Some(partial), true) = (partial::of(result), self.log_payloads) {
+                    tracing::debug!(%partial, "tool call partial value");
+                }
+            } else if let (CallEnd::Result(result), true) = (&result, self.log_payloads) {
                 let result = serde_json::to_string(result).unwrap_or_default();
                 tracing::debug!(%result, "tool call result");
             }
@@ -304,7 +312,23 @@ impl PageSession {
             timeout: timeout + ANSWER_SLACK,
             purpose: Purpose::ToolCall,
         };
-        let settled = self.send_and_wait(request, progress, events, cancel).await;
+        let asked = AtomicBool::new(false);
+        let settled = self
+            .send_and_wait(request, progress, events, cancel, Some(&asked))
+            .await;
+        if asked.load(Ordering::Relaxed) {
+            // Cancelled, and the page answered the cancel: its error result counts only when it
+            // carries the handler's partial value (a task's result then); else, as without one.
+            return match settled {
+                Ok(Ok(answer)) => match serde_json::from_str::<CallToolResult>(answer.get()) {
+                    Ok(result) if partial::of(&result).is_some() => {
+                        (CallEnd::Result(result), "cancelled")
+                    }
+                    _ => (CallEnd::Cancelled, "cancelled"),
+                },
+                _ => (CallEnd::Cancelled, "cancelled"),
+            };
+        }
         match settled {
             Ok(Ok(result)) => match serde_json::from_str::<CallToolResult>(result.get()) {
                 Ok(result) => {
@@ -364,8 +388,14 @@ impl PageSession {
     ) -> Result<Answer, RequestFailure> {
         let id = self.next_request_id();
         let request = new_request(id, method, params, timeout, Purpose::Housekeeping);
-        self.send_and_wait(request, None, NO_EVENTS, std::future::pending::<String>())
-            .await
+        self.send_and_wait(
+            request,
+            None,
+            NO_EVENTS,
+            std::future::pending::<String>(),
+            None,
+        )
+        .await
     }
 
     /// Whether the current connection answers a `ping` within `within`. No reconnect grace: a
@@ -381,9 +411,15 @@ impl PageSession {
             Purpose::Probe,
         );
         // Any answer, even an error, shows the page is there.
-        self.send_and_wait(request, None, NO_EVENTS, std::future::pending::<String>())
-            .await
-            .is_ok()
+        self.send_and_wait(
+            request,
+            None,
+            NO_EVENTS,
+            std::future::pending::<String>(),
+            None,
+        )
+        .await
+        .is_ok()
     }
 
     pub(super) fn next_request_id(&self) -> String {
@@ -393,13 +429,17 @@ impl PageSession {
 
     /// Hands the request to the engine and waits for its outcome: the answer, a failure the engine
     /// decides when woken at its deadline, or `cancel` (the page is told; no answer then). The
-    /// page's progress on it goes to `observer`.
+    /// page's progress on it goes to `observer`. `answer_after_cancel`: a cancel asks the page for
+    /// its answer after all (a tool call: its handler's partial value, SPEC §7), awaited for a
+    /// bounded time, and the flag is set when it did — the outcome is then the page's answer to
+    /// the cancel, or [`RequestFailure::Cancelled`].
     pub(super) async fn send_and_wait(
         &self,
         request: Request,
         observer: Option<mpsc::Sender<ProgressParams>>,
         (events, redact): Events,
         cancel: impl Future<Output = String>,
+        answer_after_cancel: Option<&AtomicBool>,
     ) -> Settled {
         let id = request.id.clone();
         let (settle, mut settled) = oneshot::channel();
@@ -435,10 +475,20 @@ impl PageSession {
             biased;
             received = &mut settled => outcome_of(received),
             reason = cancel => {
-                if self.cancel_request(&id, &reason) {
-                    return Err(RequestFailure::Cancelled);
+                let Some(asked) = answer_after_cancel else {
+                    if self.cancel_request(&id, &reason) {
+                        return Err(RequestFailure::Cancelled);
+                    }
+                    return outcome_of(settled.await); // the outcome came first: it stands
+                };
+                match self.cancel_for_answer(&id, &reason) {
+                    Some(true) => {
+                        asked.store(true, Ordering::Relaxed);
+                        outcome_of(settled.await)
+                    }
+                    Some(false) => Err(RequestFailure::Cancelled),
+                    None => outcome_of(settled.await), // the outcome came first: it stands
                 }
-                outcome_of(settled.await) // the outcome came first: it stands
             }
         }
     }
@@ -468,6 +518,25 @@ impl PageSession {
         let mut state = self.lock();
         state.waiters.remove(id);
         state.drive(|engine| engine.cancel(id, reason))
+    }
+
+    /// The caller cancels request `id` and asks for the page's answer to the cancel (see
+    /// [`RequestEngine::cancel_for_answer`](crate::calls::request_engine::RequestEngine)): the
+    /// waiter stays while it is awaited, and the timer wakes at its shorter deadline.
+    fn cancel_for_answer(&self, id: &str, reason: &str) -> Option<bool> {
+        let mut state = self.lock();
+        let asked = state.drive(|engine| engine.cancel_for_answer(id, reason, now()));
+        match asked {
+            Some(true) => {
+                let wake = state.engine.wake_at(id);
+                self.arm(&mut state, wake);
+            }
+            Some(false) => {
+                state.waiters.remove(id);
+            }
+            None => {}
+        }
+        asked
     }
 
     /// Fail-fast mode: ask the page whether it answers again, without making anyone wait (any

@@ -432,7 +432,13 @@ impl PageSession {
         let cancel = options.take_cancel();
         let started = tokio::time::Instant::now();
         let settled = self
-            .send_and_wait(request, options.progress, (options.events, redact), cancel)
+            .send_and_wait(
+                request,
+                options.progress,
+                (options.events, redact),
+                cancel,
+                None,
+            )
             .await;
         let (outcome, traced) = match settled {
             Ok(Ok(answer)) => {
