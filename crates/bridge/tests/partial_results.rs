@@ -15,18 +15,22 @@
 //!   `cargo xtask test` sets it; without one that test says so and passes.)
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use client_tools_bridge::{Bridge, BridgeConfig, CallEnd, CallOptions, ClusterOptions, Policy};
+use client_tools_bridge::{Bridge, BridgeConfig, CallEnd, CallOptions, Policy};
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{json, Value};
 use tokio::net::TcpListener;
 use tokio_tungstenite::tungstenite::Message;
 
+mod agent_http;
+mod cluster_nodes;
+mod log_capture;
 mod page_socket;
+
+use agent_http::{http, mcp_2025};
+use cluster_nodes::{nats, node};
 
 /// How long any one awaited event may take before the test fails.
 const WAIT: Duration = Duration::from_secs(20);
@@ -45,46 +49,15 @@ fn partial() -> Value {
     json!({"rows": 2, "contact": "eve@example.com"})
 }
 
-/// What the bridge logs, from every test of this binary (each looks for its own session).
-fn log() -> &'static Arc<Mutex<Vec<u8>>> {
-    static LOG: OnceLock<Arc<Mutex<Vec<u8>>>> = OnceLock::new();
-    LOG.get_or_init(|| {
-        let log = Arc::new(Mutex::new(Vec::new()));
-        let writer = log.clone();
-        let subscriber = tracing_subscriber::fmt()
-            .with_writer(move || Writer(writer.clone()))
-            .with_max_level(tracing::Level::DEBUG)
-            .with_ansi(false)
-            .finish();
-        tracing::subscriber::set_global_default(subscriber).unwrap();
-        log
-    })
-}
-
-struct Writer(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Writer {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 /// The log's lines about page session `session` that contain `text`.
 fn logged(session: &str, text: &str) -> Vec<String> {
-    let log = log().lock().unwrap();
-    String::from_utf8_lossy(&log)
-        .lines()
-        .filter(|line| line.contains(session) && line.contains(text))
-        .map(str::to_owned)
-        .collect()
+    let mut lines = log_capture::logged(text);
+    lines.retain(|line| line.contains(session));
+    lines
 }
 
 async fn serve(log_payloads: bool) -> (Bridge, SocketAddr) {
-    log();
+    log_capture::capture(tracing::Level::DEBUG);
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
     let bridge = Bridge::new(BridgeConfig {
@@ -221,70 +194,10 @@ async fn listed_on(bridge: &Bridge, session: &str) {
     }
 }
 
-fn http() -> reqwest::Client {
-    reqwest::Client::builder()
-        .no_proxy()
-        .timeout(WAIT)
-        .build()
-        .unwrap()
-}
-
-/// The JSON-RPC message answering a request in a Streamable HTTP body (JSON or SSE).
-fn answer_in(text: &str) -> Value {
-    text.lines()
-        .filter_map(|line| line.strip_prefix("data:").map(str::trim).or(Some(line)))
-        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-        .find(|message| message.get("result").is_some() || message.get("error").is_some())
-        .unwrap_or_else(|| panic!("no answer in {text}"))
-}
-
 /// One 2026-07-28 request on `/mcp?session=…` of an agent declaring the tasks extension.
-async fn mcp_2026(address: SocketAddr, session: &str, method: &str, mut params: Value) -> Value {
-    params["_meta"] = json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientInfo": {"name": "partial", "version": "1"},
-        "io.modelcontextprotocol/clientCapabilities":
-            {"extensions": {"io.modelcontextprotocol/tasks": {}}},
-    });
-    let named = (params["name"].as_str())
-        .or(params["taskId"].as_str())
-        .unwrap_or_default()
-        .to_owned();
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-    let response = http()
-        .post(format!("http://{address}/mcp?session={session}"))
-        .header("mcp-name", named)
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", method)
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    answer_in(&response.text().await.unwrap())
-}
-
-/// One 2025-11-25 message on `/mcp?session=…` in MCP session `mcp_session` (`None`: it starts
-/// one): the MCP session id given, and the body's text.
-async fn mcp_2025(
-    address: SocketAddr,
-    session: &str,
-    mcp_session: Option<&str>,
-    body: Value,
-) -> (Option<String>, String) {
-    let mut request = http()
-        .post(format!("http://{address}/mcp?session={session}"))
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2025-11-25")
-        .json(&body);
-    if let Some(mcp_session) = mcp_session {
-        request = request.header("mcp-session-id", mcp_session);
-    }
-    let response = request.send().await.unwrap();
-    let given = (response.headers().get("mcp-session-id"))
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
-    (given, response.text().await.unwrap_or_default())
+async fn mcp_2026(address: SocketAddr, session: &str, method: &str, params: Value) -> Value {
+    let capabilities = json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
+    agent_http::mcp_2026(address, session, method, params, "partial", capabilities).await
 }
 
 /// A `tools/call` that becomes a task (the page holds it past the task window): its id.
@@ -473,57 +386,15 @@ async fn a_rust_callers_cancel_ends_with_the_partial_value_logged_with_payloads(
     assert!(logged(&session, "eve@example.com").is_empty());
 }
 
-/// A NATS server process, stopped when dropped.
-struct Nats(Child);
-
-impl Drop for Nats {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// A NATS server on a free loopback port, or `None` without `NATS_SERVER`.
-async fn nats() -> Option<(Nats, String)> {
-    let Some(binary) = std::env::var_os("NATS_SERVER").map(PathBuf::from) else {
-        eprintln!("NATS_SERVER is not set: the cluster test of partial values is skipped");
-        return None;
-    };
-    let port = (std::net::TcpListener::bind("127.0.0.1:0").unwrap())
-        .local_addr()
-        .unwrap()
-        .port();
-    let child = Command::new(binary)
-        .args(["-a", "127.0.0.1", "-p", &port.to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start nats-server");
-    let child = Nats(child);
-    let address = SocketAddr::from(([127, 0, 0, 1], port));
-    let deadline = Instant::now() + WAIT;
-    while tokio::net::TcpStream::connect(address).await.is_err() {
-        assert!(Instant::now() < deadline, "nats-server never accepted");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    Some((child, format!("nats://127.0.0.1:{port}")))
-}
-
 /// A task of an agent on node B, whose page is on node A, cancelled through node A: the cancel
 /// travels to the page with its `clienttools/answer`, and the answer back to the task.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_on_another_node_than_its_page_keeps_the_partial_value() {
-    let Some((_nats, url)) = nats().await else {
+    let Some((_nats, url)) = nats("the cluster test of partial values is").await else {
         return;
     };
-    let options = ClusterOptions {
-        url,
-        ..Default::default()
-    };
-    let (bridge_a, a) = serve(false).await;
-    bridge_a.join_cluster(&options).await.unwrap();
-    let (bridge_b, b) = serve(false).await;
-    bridge_b.join_cluster(&options).await.unwrap();
+    let (bridge_a, a) = node(&url, serve(false).await).await;
+    let (bridge_b, b) = node(&url, serve(false).await).await;
     let page = page(a).await;
     let session = page.session.clone();
     listed_on(&bridge_a, &session).await;

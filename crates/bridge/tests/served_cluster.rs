@@ -8,88 +8,31 @@
 //! Without `NATS_SERVER` the tests say so and pass (`cargo xtask test` sets it).
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
-use std::process::Stdio;
 use std::time::Duration;
 
-use client_tools_bridge::{Bridge, BridgeConfig, ClusterOptions};
+use client_tools_bridge::{Bridge, BridgeConfig};
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{json, Value};
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, watch};
 use tokio_tungstenite::tungstenite::Message;
 
+mod cluster_nodes;
 mod page_socket;
+
+use cluster_nodes::{nats, node, Nats};
 
 /// How long any one awaited event may take before the test fails.
 const WAIT: Duration = Duration::from_secs(20);
 
-/// A NATS server process, stopped when dropped.
-struct Nats(std::process::Child);
-
-impl Drop for Nats {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// A NATS server on a free loopback port, or `None` without `NATS_SERVER`.
-async fn nats() -> Option<(Nats, String)> {
-    let Some(binary) = std::env::var_os("NATS_SERVER").map(PathBuf::from) else {
-        eprintln!("NATS_SERVER is not set: the cluster tests of served requests are skipped");
-        return None;
-    };
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let child = std::process::Command::new(binary)
-        .args(["-a", "127.0.0.1", "-p", &port.to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start nats-server");
-    let child = Nats(child);
-    let address = SocketAddr::from(([127, 0, 0, 1], port));
-    eventually("nats-server accepts connections", || async {
-        tokio::net::TcpStream::connect(address).await.is_ok()
-    })
-    .await;
-    Some((child, format!("nats://127.0.0.1:{port}")))
-}
-
-/// Waits until `check` holds, looking again as soon as a look fails (each look is an event: a
-/// connection, a request answered).
-async fn eventually<F, Fut>(what: &str, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let deadline = tokio::time::Instant::now() + WAIT;
-    while !check().await {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "{what}: not within {WAIT:?}"
-        );
-        tokio::task::yield_now().await;
-    }
-}
-
-/// A bridge node joined to the cluster at `url`, serving HTTP: it and its address.
-async fn node(url: &str) -> (Bridge, SocketAddr) {
+/// A bridge serving HTTP on loopback: it and its address.
+async fn serve() -> (Bridge, SocketAddr) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
     let bridge = Bridge::new(BridgeConfig {
         listen: address,
         ..Default::default()
     });
-    let options = ClusterOptions {
-        url: url.to_owned(),
-        ..Default::default()
-    };
-    bridge.join_cluster(&options).await.unwrap();
     let server = bridge.clone();
     tokio::spawn(async move { server.serve(listener).await });
     (bridge, address)
@@ -281,9 +224,9 @@ async fn api(address: SocketAddr, session: &str, path: &str, body: Value) -> (u1
 /// A cluster of two nodes with the page on node A, once node B reaches it and has read what it
 /// offers (its directory entry): the NATS server (kept alive), both nodes, the page.
 async fn cluster() -> Option<(Nats, (Bridge, SocketAddr), (Bridge, SocketAddr), Page)> {
-    let (nats, url) = nats().await?;
-    let a = node(&url).await;
-    let b = node(&url).await;
+    let (nats, url) = nats("the cluster tests of served requests are").await?;
+    let a = node(&url, serve().await).await;
+    let b = node(&url, serve().await).await;
     let page = page(a.1).await;
     let mut changes = b.0.watch_pages();
     let id = page.session.clone();

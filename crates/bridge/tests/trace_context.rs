@@ -16,16 +16,22 @@ use std::io::{BufRead, BufReader, Write};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::{mpsc as std_mpsc, Arc, Mutex, OnceLock};
+use std::sync::{mpsc as std_mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use client_tools_bridge::{Bridge, BridgeConfig, CallOptions, ClusterOptions, Policy};
-use client_tools_core::connect::{self, ConnectParams};
+use client_tools_bridge::{Bridge, BridgeConfig, CallOptions, Policy};
 use client_tools_core::protocol;
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{json, Map, Value};
 use tokio::net::TcpListener;
 use tokio_tungstenite::tungstenite::Message;
+
+mod cluster_nodes;
+mod log_capture;
+mod page_socket;
+
+use cluster_nodes::{nats, node};
+use log_capture::logged;
 
 const PARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
 const STATE: &str = "rojo=00f067aa0ba902b7,congo=t61rcWkgMzE";
@@ -58,48 +64,9 @@ struct Setup {
     http: reqwest::Client,
 }
 
-/// What the bridge logs, from every thread of this test binary (its tests share it: each looks
-/// for its own trace ids).
-fn log() -> &'static Arc<Mutex<Vec<u8>>> {
-    static LOG: OnceLock<Arc<Mutex<Vec<u8>>>> = OnceLock::new();
-    LOG.get_or_init(|| {
-        let log = Arc::new(Mutex::new(Vec::new()));
-        let writer = log.clone();
-        let subscriber = tracing_subscriber::fmt()
-            .with_writer(move || Writer(writer.clone()))
-            .with_max_level(tracing::Level::INFO)
-            .with_ansi(false)
-            .finish();
-        tracing::subscriber::set_global_default(subscriber).unwrap();
-        log
-    })
-}
-
-struct Writer(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Writer {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-/// The log's lines that contain `text`.
-fn logged(text: &str) -> Vec<String> {
-    let log = log().lock().unwrap();
-    String::from_utf8_lossy(&log)
-        .lines()
-        .filter(|line| line.contains(text))
-        .map(str::to_owned)
-        .collect()
-}
-
 /// A bridge serving on loopback, with [`POLICY`].
 async fn serve() -> (Bridge, SocketAddr) {
-    log();
+    log_capture::capture(tracing::Level::INFO);
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
     let bridge = Bridge::new(BridgeConfig {
@@ -139,20 +106,7 @@ const WAIT: Duration = Duration::from_secs(20);
 /// always tasks (`taskSupport: "required"`) for an agent that declares them; their results carry
 /// the page's own `_meta`: `mine`, and trace keys of its own making.
 async fn connect_page(address: SocketAddr, received: &Received) -> String {
-    let (mut ws, _) = tokio_tungstenite::connect_async(format!("ws://{address}/ws"))
-        .await
-        .unwrap();
-    let hello = connect::encode_connect(&ConnectParams {
-        token: None,
-        resume_secret: None,
-    });
-    ws.send(Message::Text(hello.into())).await.unwrap();
-    let welcome = loop {
-        if let Some(Ok(Message::Text(text))) = ws.next().await {
-            break serde_json::from_str::<Value>(text.as_str()).unwrap();
-        }
-    };
-    let id = welcome["result"]["sessionId"].as_str().unwrap().to_owned();
+    let (mut ws, id) = page_socket::connect_page(address).await;
     let received = received.clone();
     tokio::spawn(async move {
         while let Some(Ok(message)) = ws.next().await {
@@ -754,66 +708,16 @@ fn log_only_bridge() -> Bridge {
     Bridge::new(BridgeConfig::default())
 }
 
-/// A NATS server process, stopped when dropped.
-struct Nats(Child);
-
-impl Drop for Nats {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// A NATS server on a free loopback port, or `None` without `NATS_SERVER`.
-async fn nats() -> Option<(Nats, String)> {
-    let Some(binary) = std::env::var_os("NATS_SERVER").map(PathBuf::from) else {
-        eprintln!("NATS_SERVER is not set: the cluster test of trace context is skipped");
-        return None;
-    };
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let child = Nats(
-        Command::new(binary)
-            .args(["-a", "127.0.0.1", "-p", &port.to_string()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start nats-server"),
-    );
-    let deadline = Instant::now() + WAIT;
-    while tokio::net::TcpStream::connect(("127.0.0.1", port))
-        .await
-        .is_err()
-    {
-        assert!(Instant::now() < deadline, "nats-server never accepted");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    Some((child, format!("nats://127.0.0.1:{port}")))
-}
-
-async fn node(url: &str) -> (Bridge, SocketAddr) {
-    let (bridge, address) = serve().await;
-    let options = ClusterOptions {
-        url: url.to_owned(),
-        ..Default::default()
-    };
-    bridge.join_cluster(&options).await.unwrap();
-    (bridge, address)
-}
-
 /// A call relayed through a cluster (NATS): made on node B, whose linked session sends the frame
 /// to node A, which holds the page's socket. It carries the trace context on every route of B as
 /// on one node. Needs a NATS server (`NATS_SERVER`); without one it says so and passes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_relayed_through_a_cluster_carries_it() {
-    let Some((_nats, url)) = nats().await else {
+    let Some((_nats, url)) = nats("the cluster test of trace context is").await else {
         return;
     };
-    let (bridge_a, a) = node(&url).await;
-    let (bridge_b, b) = node(&url).await;
+    let (bridge_a, a) = node(&url, serve().await).await;
+    let (bridge_b, b) = node(&url, serve().await).await;
     let received = Received::default();
     let page = connect_page(a, &received).await;
     listed_on(&bridge_a, &page).await;

@@ -19,8 +19,7 @@ use std::sync::{mpsc as std_mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use client_tools_bridge::{
-    AgentTools, Bridge, BridgeConfig, CallOptions, ClusterOptions, Policy, ACTED_META,
-    UNTRUSTED_META,
+    AgentTools, Bridge, BridgeConfig, CallOptions, Policy, ACTED_META, UNTRUSTED_META,
 };
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{json, Value};
@@ -28,7 +27,12 @@ use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::Message;
 
+mod agent_http;
+mod cluster_nodes;
 mod page_socket;
+
+use agent_http::{answer_in, http};
+use cluster_nodes::{nats, node};
 
 /// How long any one awaited event may take before the test fails.
 const WAIT: Duration = Duration::from_secs(20);
@@ -273,14 +277,6 @@ async fn listed_on(bridge: &Bridge, session: &str) {
     .await;
 }
 
-fn http() -> reqwest::Client {
-    reqwest::Client::builder()
-        .no_proxy()
-        .timeout(WAIT)
-        .build()
-        .unwrap()
-}
-
 /// A route an agent calls a tool on: the `CallToolResult` as JSON.
 #[derive(Clone, Copy)]
 enum Route<'a> {
@@ -344,15 +340,6 @@ async fn api(address: SocketAddr, session: &str, path: &str, body: Value) -> (u1
     (status, response.json().await.unwrap())
 }
 
-/// The JSON-RPC message answering a request in a Streamable HTTP body (JSON or SSE).
-fn answer_in(text: &str) -> Value {
-    text.lines()
-        .filter_map(|line| line.strip_prefix("data:").map(str::trim).or(Some(line)))
-        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-        .find(|message| message.get("result").is_some() || message.get("error").is_some())
-        .unwrap_or_else(|| panic!("no answer in {text}"))
-}
-
 /// One 2025-11-25 message on `/mcp?session=…`: the MCP session id the bridge gave, and the answer
 /// (`Null` for a notification).
 async fn mcp_2025(
@@ -361,24 +348,11 @@ async fn mcp_2025(
     mcp_session: Option<&str>,
     body: Value,
 ) -> (Option<String>, Value) {
-    let mut request = http()
-        .post(format!("http://{address}/mcp?session={session}"))
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2025-11-25")
-        .json(&body);
-    if let Some(mcp_session) = mcp_session {
-        request = request.header("mcp-session-id", mcp_session);
-    }
-    let response = request.send().await.unwrap();
-    let given = response
-        .headers()
-        .get("mcp-session-id")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
-    let text = response.text().await.unwrap_or_default();
-    let answer = match body.get("id") {
-        Some(_) => answer_in(&text),
-        None => Value::Null,
+    let request = body.get("id").is_some();
+    let (given, text) = agent_http::mcp_2025(address, session, mcp_session, body).await;
+    let answer = match request {
+        true => answer_in(&text),
+        false => Value::Null,
     };
     (given, answer)
 }
@@ -401,35 +375,14 @@ async fn mcp_2026(
     address: SocketAddr,
     session: &str,
     method: &str,
-    mut params: Value,
+    params: Value,
     tasks: bool,
 ) -> Value {
     let mut capabilities = json!({});
     if tasks {
         capabilities["extensions"] = json!({"io.modelcontextprotocol/tasks": {}});
     }
-    params["_meta"] = json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientInfo": {"name": "untrusted", "version": "1"},
-        "io.modelcontextprotocol/clientCapabilities": capabilities,
-    });
-    let named = params["name"]
-        .as_str()
-        .or(params["taskId"].as_str())
-        .unwrap_or_default()
-        .to_owned();
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-    let response = http()
-        .post(format!("http://{address}/mcp?session={session}"))
-        .header("mcp-name", named)
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", method)
-        .json(&body)
-        .send()
-        .await
-        .unwrap();
-    answer_in(&response.text().await.unwrap())
+    agent_http::mcp_2026(address, session, method, params, "untrusted", capabilities).await
 }
 
 fn text(result: &Value) -> &str {
@@ -753,59 +706,13 @@ async fn the_binarys_stdio_session_gets_the_marks() {
     }
 }
 
-/// A NATS server process, stopped when dropped.
-struct Nats(Child);
-
-impl Drop for Nats {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// A NATS server on a free loopback port, or `None` without `NATS_SERVER`.
-async fn nats() -> Option<(Nats, String)> {
-    let Some(binary) = std::env::var_os("NATS_SERVER").map(PathBuf::from) else {
-        eprintln!("NATS_SERVER is not set: the cluster test of untrusted results is skipped");
-        return None;
-    };
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let child = Command::new(binary)
-        .args(["-a", "127.0.0.1", "-p", &port.to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start nats-server");
-    let child = Nats(child);
-    let address = SocketAddr::from(([127, 0, 0, 1], port));
-    eventually("nats-server accepts connections", || async {
-        tokio::net::TcpStream::connect(address).await.is_ok()
-    })
-    .await;
-    Some((child, format!("nats://127.0.0.1:{port}")))
-}
-
-async fn node(url: &str) -> (Bridge, SocketAddr) {
-    let (bridge, address) = serve(config).await;
-    let options = ClusterOptions {
-        url: url.to_owned(),
-        ..Default::default()
-    };
-    bridge.join_cluster(&options).await.unwrap();
-    (bridge, address)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_without_the_page_gives_its_agents_the_marks() {
-    let Some((_nats, url)) = nats().await else {
+    let Some((_nats, url)) = nats("the cluster test of untrusted results is").await else {
         return;
     };
-    let (bridge_a, a) = node(&url).await;
-    let (bridge_b, b) = node(&url).await;
+    let (bridge_a, a) = node(&url, serve(config).await).await;
+    let (bridge_b, b) = node(&url, serve(config).await).await;
     let page = page(a).await;
     let session = page.session.as_str();
     listed_on(&bridge_a, session).await;
