@@ -129,8 +129,11 @@ struct Pending {
     timeout: Duration,
     /// Set while the page is away; the request fails [`RECONNECT_GRACE`] after it.
     disconnected_at: Option<Instant>,
-    /// [`RequestEngine::heard`] when the request began.
-    heard_before: u64,
+    /// Its place in the order requests began: the page reads frames in that order, so an answer
+    /// to a request begun later shows the page alive after this one reached it.
+    seq: u64,
+    /// [`RequestEngine::signs_of_life`] when the request began.
+    signs_before: u64,
     /// Cancelled with the page asked for its answer ([`RequestEngine::cancel_for_answer`]): it
     /// waits [`ANSWER_SLACK`] for it, and ends [`RequestFailure::Cancelled`] without one.
     cancelled: bool,
@@ -163,13 +166,22 @@ enum Link {
 pub(crate) struct RequestEngine {
     pending: HashMap<String, Pending>,
     link: Link,
-    /// A request timed out on a connected page that had answered nothing since it was sent: tool
-    /// calls fail at once until the page answers anything again (or reconnects).
-    unresponsive: bool,
-    /// How many answers and progress reports the page sent: a request that times out after the
-    /// page sent one since it began did not find the page stuck (it waited its turn there, its
-    /// tool's `concurrency` taken: the wait counts against the bridge's deadline).
-    heard: u64,
+    /// A request timed out on a connected page that showed no sign of life since it was sent
+    /// (its `seq`): tool calls fail at once until the page answers a request begun after it
+    /// (the ping the caller sends), or reconnects.
+    unresponsive: Option<u64>,
+    /// How many requests began (the next one's `seq`).
+    begun: u64,
+    /// The latest `seq` the page answered. An answer to an earlier request may have been on its
+    /// way while the page froze, so it says nothing of the requests after it.
+    answered_up_to: Option<u64>,
+    /// How many progress reports, answers to tool calls and answers to no request of this engine
+    /// the page sent: a request that times out after one since it began did not find the page
+    /// stuck (it may have waited its turn there, its tool's `concurrency` taken by a call that
+    /// just ended: the wait counts against the bridge's deadline). An answer to the bridge's own
+    /// earlier housekeeping (the lists it asks for at connect) is not one: it may have been on
+    /// its way while the page froze.
+    signs_of_life: u64,
     max_pending: usize,
     outputs: VecDeque<Output>,
 }
@@ -179,8 +191,10 @@ impl RequestEngine {
         Self {
             pending: HashMap::new(),
             link: Link::Never { since: now },
-            unresponsive: false,
-            heard: 0,
+            unresponsive: None,
+            begun: 0,
+            answered_up_to: None,
+            signs_of_life: 0,
             max_pending,
             outputs: VecDeque::new(),
         }
@@ -222,9 +236,10 @@ impl RequestEngine {
                 self.max_pending
             )));
         }
-        if request.purpose == Purpose::ToolCall && self.unresponsive {
+        if request.purpose == Purpose::ToolCall && self.unresponsive.is_some() {
             return Err(RequestFailure::Unresponsive);
         }
+        self.begun += 1;
         let disconnected_at = match self.link {
             Link::Up => {
                 self.outputs.push_back(Output::Send {
@@ -250,7 +265,8 @@ impl RequestEngine {
                 hard_deadline: now + request.timeout + Duration::from_millis(HUMAN_WAIT_MAX_MS),
                 timeout: request.timeout,
                 disconnected_at,
-                heard_before: self.heard,
+                seq: self.begun,
+                signs_before: self.signs_of_life,
                 cancelled: false,
             },
         );
@@ -298,32 +314,40 @@ impl RequestEngine {
         };
         let pending = entry.remove();
         if failure == RequestFailure::TimedOut && pending.purpose != Purpose::Probe {
-            if self.is_connected() && self.heard == pending.heard_before {
-                self.unresponsive = true;
+            let answered_later = self.answered_up_to.is_some_and(|seq| seq > pending.seq);
+            if self.is_connected() && !answered_later && self.signs_of_life == pending.signs_before
+            {
+                self.unresponsive = self.unresponsive.max(Some(pending.seq));
             }
             self.send_cancelled(id, "the runtime stopped waiting (timeout)", false);
         }
         self.push_settled(id.to_owned(), Err(failure));
     }
 
-    /// An answer from the page, to any request: the page is responsive again. An answer to no
-    /// request of this engine is handed back (it may be another cluster node's: crate::cluster).
+    /// An answer from the page: to a request begun after the one that made it unresponsive, or
+    /// to no request of this engine (the ping sent on fail-fast, another cluster node's request),
+    /// the page is responsive again. An answer to no request of this engine is handed back
+    /// (crate::cluster).
     pub(crate) fn answer(&mut self, id: &RequestId, answer: Answer) -> Option<Answer> {
-        self.unresponsive = false;
-        self.heard += 1;
         // The bridge's ids are strings: looked up as they are, without a copy.
-        let id = match id {
+        let settled = match id {
             RequestId::String(id) => self.pending.remove_entry(id.as_str()),
             RequestId::Number(n) => self.pending.remove_entry(&n.to_string()),
+        };
+        let Some((id, pending)) = settled else {
+            self.unresponsive = None;
+            self.signs_of_life += 1;
+            return Some(answer);
+        };
+        self.answered_up_to = self.answered_up_to.max(Some(pending.seq));
+        if pending.purpose == Purpose::ToolCall {
+            self.signs_of_life += 1;
         }
-        .map(|(id, _)| id);
-        match id {
-            Some(id) => {
-                self.push_settled(id, Ok(answer));
-                None
-            }
-            None => Some(answer),
+        if self.unresponsive.is_some_and(|stuck| pending.seq > stuck) {
+            self.unresponsive = None;
         }
+        self.push_settled(id, Ok(answer));
+        None
     }
 
     /// The page reported progress on a request (its `progressToken` is the request id): the
@@ -340,7 +364,7 @@ impl RequestEngine {
         let Some(pending) = self.pending.get_mut(token) else {
             return Some(progress);
         };
-        self.heard += 1;
+        self.signs_of_life += 1;
         if pending.cancelled {
             return None; // its caller cancelled: only the answer is awaited, for a bounded time
         }
@@ -401,7 +425,7 @@ impl RequestEngine {
     /// each at most once), probes of a connection it replaced fail, and fail-fast ends.
     pub(crate) fn connected(&mut self) {
         self.fail_probes();
-        self.unresponsive = false;
+        self.unresponsive = None;
         self.link = Link::Up;
         // A request cancelled while it waited for the page's answer is not sent again.
         let cancelled: Vec<String> = (self.pending.iter())
@@ -926,6 +950,29 @@ mod engine_tests {
         outputs(&mut engine);
         let fast = engine.begin(request("b-6", Purpose::ToolCall), t0 + TIMEOUT * 5);
         assert_eq!(fast, Err(RequestFailure::Unresponsive));
+    }
+
+    /// The bridge's lists asked at connect may be answered just after a call went out, by a page
+    /// that then froze in that call: those answers were on their way and show nothing of the
+    /// call. An answer to a request begun after the call does (the page read the call first).
+    #[test]
+    fn only_answers_the_page_sent_after_reading_the_call_show_it_alive() {
+        let t0 = Instant::now();
+        let mut engine = engine(t0);
+        engine
+            .begin(request("b-1", Purpose::Housekeeping), t0)
+            .unwrap();
+        engine.begin(request("b-2", Purpose::ToolCall), t0).unwrap();
+        engine.answer(&RequestId::String("b-1".into()), answer("{}"));
+        engine.handle_timeout(t0 + TIMEOUT);
+        outputs(&mut engine);
+        let fast = engine.begin(request("b-3", Purpose::ToolCall), t0 + TIMEOUT);
+        assert_eq!(fast, Err(RequestFailure::Unresponsive));
+        // The ping the caller sends then (an answer to no request of the engine) ends it.
+        engine.answer(&RequestId::String("b-ping".into()), answer("{}"));
+        engine
+            .begin(request("b-4", Purpose::ToolCall), t0 + TIMEOUT)
+            .unwrap();
     }
 
     #[test]
