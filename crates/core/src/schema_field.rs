@@ -1,6 +1,6 @@
 //! Which form field a JSON Schema becomes (SPEC §7: one schema-form renderer for the confirmation
 //! dialog, the result form and the declarative-form preview). Pure: the browser layer
-//! (`src/ui/schema_form.rs`) builds the DOM from a [`Field`] and reads values back.
+//! (`src/ui/ui.js`, loaded on first use) builds the DOM from a [`plan`] and reads values back.
 //!
 //! A schema is rendered as a field only when every keyword in it is one the field understands;
 //! anything else (`$ref`, `allOf`, a list of types, `if`, …) degrades to [`Field::Json`], a JSON text
@@ -180,6 +180,61 @@ pub fn pointer_step(path: &str, step: &str) -> String {
     format!("{path}/{}", step.replace('~', "~0").replace('/', "~1"))
 }
 
+/// The form plan the browser's renderer (`src/ui/ui.js`) builds fields from: each schema's
+/// [`Field`] as JSON, so the rule of which field a schema becomes stays here, in one place.
+/// `{"t": "text", "input": "email"}`, `{"t": "number", "step", "min"?, "max"?}`, `{"t": "boolean"}`,
+/// `{"t": "choice", "choices": [[value, label], …]}`, `{"t": "array", "items": plan, "initial": a
+/// new row's value}`, `{"t": "object", "properties": [[name, plan, required], …]}`, `{"t": "json"}`;
+/// each with `title` and `help` (the schema's `description`) when they are strings.
+pub fn plan(schema: &Value) -> Value {
+    let mut plan = Map::new();
+    let t = match classify(schema) {
+        Field::Text(input) => {
+            plan.insert("input".into(), input.into());
+            "text"
+        }
+        Field::Number { integer } => {
+            let step = schema.get("multipleOf").map(Value::to_string);
+            let step = step.unwrap_or_else(|| (if integer { "1" } else { "any" }).into());
+            plan.insert("step".into(), step.into());
+            for (keyword, name) in [("minimum", "min"), ("maximum", "max")] {
+                if let Some(bound) = schema.get(keyword) {
+                    plan.insert(name.into(), bound.to_string().into());
+                }
+            }
+            "number"
+        }
+        Field::Boolean => "boolean",
+        Field::Choice(choices) => {
+            let choices = choices
+                .into_iter()
+                .map(|(value, label)| Value::Array(vec![value.clone(), label.into()]));
+            plan.insert("choices".into(), Value::Array(choices.collect()));
+            "choice"
+        }
+        Field::Array(items) => {
+            plan.insert("items".into(), self::plan(items));
+            plan.insert("initial".into(), initial_value(items));
+            "array"
+        }
+        Field::Object(properties) => {
+            let properties = properties.into_iter().map(|(name, schema, required)| {
+                Value::Array(vec![name.into(), self::plan(schema), required.into()])
+            });
+            plan.insert("properties".into(), Value::Array(properties.collect()));
+            "object"
+        }
+        Field::Json => "json",
+    };
+    plan.insert("t".into(), t.into());
+    for (keyword, name) in [("title", "title"), ("description", "help")] {
+        if let Some(text) = schema.get(keyword).filter(|v| v.is_string()) {
+            plan.insert(name.into(), text.clone());
+        }
+    }
+    Value::Object(plan)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -286,5 +341,22 @@ mod tests {
     fn pointers_escape_their_steps() {
         assert_eq!(pointer_step("", "a/b~c"), "/a~1b~0c");
         assert_eq!(pointer_step("/items", "0"), "/items/0");
+    }
+
+    #[test]
+    fn plans_carry_each_fields_kind() {
+        let schema = json!({"type": "object", "required": ["n"], "properties": {
+            "n": {"type": "integer", "minimum": 1, "title": "N"},
+            "tags": {"type": "array", "items": {"type": "string", "default": "x"}},
+            "s": {"enum": ["a"], "description": "pick"}, "j": {"$ref": "#/x"}}});
+        assert_eq!(
+            plan(&schema),
+            // (Native builds keep a schema's properties sorted; wasm ones in their order.)
+            json!({"t": "object", "properties": [
+                ["j", {"t": "json"}, false],
+                ["n", {"t": "number", "step": "1", "min": "1", "title": "N"}, true],
+                ["s", {"t": "choice", "choices": [["a", "a"]], "help": "pick"}, false],
+                ["tags", {"t": "array", "items": {"t": "text", "input": "text"}, "initial": "x"}, false]]})
+        );
     }
 }
