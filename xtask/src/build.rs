@@ -12,7 +12,7 @@ use std::process::Command;
 use crate::install::{
     ensure_terser, ensure_wasm_bindgen_alongside, ensure_wasm_opt, BINARYEN_VERSION,
 };
-use crate::run::{run, spawn};
+use crate::run::{run, spawn, Background};
 use crate::wasm::{self, WasmCargo};
 use crate::{root, step, Result};
 
@@ -105,6 +105,26 @@ pub fn build_demo_in(cargo: &WasmCargo, profile: &str) -> Result<PathBuf> {
         size as f64 / 1024.0
     );
     Ok(pkg)
+}
+
+/// Starts compiling the demo's module (profile wasm-demo) in the background, its output in
+/// `target/demo-compile.log`: `cargo xtask test` runs it beside the end-to-end tests, which mostly
+/// wait on browsers and child processes, so [`build_demo_in`] later finds it compiled. Its errors,
+/// if any, show when that step compiles it again.
+pub fn compile_demo_alongside(cargo: &WasmCargo) -> Result<Background> {
+    let log_path = root().join("target").join("demo-compile.log");
+    let log =
+        std::fs::File::create(&log_path).map_err(|e| format!("{}: {e}", log_path.display()))?;
+    let err = log.try_clone().map_err(|e| e.to_string())?;
+    eprintln!(
+        "\n==> (alongside) Compiling the demo's module (profile {}; output in target/demo-compile.log)",
+        wasm::DEMO_PROFILE
+    );
+    spawn(
+        compile_command(cargo, wasm::DEMO_PROFILE)
+            .stdout(log)
+            .stderr(err),
+    )
 }
 
 /// Compiles the module in `profile` (while the wasm-bindgen CLI installs, when it is missing) and

@@ -253,6 +253,18 @@ fn spawn_server(
     tokio::spawn(async move { serving.serve(listener).await })
 }
 
+/// Panics in a test of a `without_browser` module (the Firefox pass of `cargo xtask test` skips
+/// them: a browser opened there would be tested in Chromium alone). libtest names each test's
+/// thread after the test.
+pub fn refuse_in_tests_without_browser() {
+    let thread = std::thread::current();
+    let name = thread.name().unwrap_or_default();
+    assert!(
+        !name.contains("::without_browser::"),
+        "{name} opens a browser: move it out of its `without_browser` module"
+    );
+}
+
 /// A headless browser showing one page, killed on drop (`kill_on_drop`). It keeps the last lines
 /// it printed, for the message when its page never connects.
 struct Browser {
@@ -264,6 +276,7 @@ struct Browser {
 impl Browser {
     /// Starts `kind` on `url` with a fresh profile (removed when the returned [`TempDir`] drops).
     fn launch(kind: BrowserKind, url: &str) -> (TempDir, Browser) {
+        refuse_in_tests_without_browser();
         let (profile, mut child) = match kind {
             BrowserKind::Chromium => {
                 let profile = TempDir::new("chromium-profile");

@@ -118,6 +118,7 @@ impl Driven {
         kind: BrowserKind,
         capabilities: serde_json::Map<String, Value>,
     ) -> Driven {
+        crate::refuse_in_tests_without_browser();
         let port = free_port().await;
         let driver_path = kind.driver();
         let mut command = Command::new(&driver_path);

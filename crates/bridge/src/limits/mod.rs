@@ -63,6 +63,9 @@ pub struct Limits {
     /// the resume secret replaces it (a live one keeps it: the newcomer, a duplicated tab, gets a
     /// new session).
     pub takeover_probe: Duration,
+    /// How long an MCP agent's `tools/list` and `tools/call` wait for a first page to connect (or
+    /// for the page session its `?session=` names, or a tab of the user its `?user=` names).
+    pub first_page_wait: Duration,
 }
 
 impl Default for Limits {
@@ -79,6 +82,7 @@ impl Default for Limits {
             idle_timeout: Duration::from_secs(45),
             connect_timeout: Duration::from_millis(CONNECT_TIMEOUT_MS),
             takeover_probe: Duration::from_secs(2),
+            first_page_wait: agent::FIRST_PAGE_WAIT,
         }
     }
 }

@@ -34,7 +34,6 @@ use crate::agent::rounds::{
 use crate::agent::tasks::TaskOp;
 use crate::bridge::Bridge;
 use crate::calls::served::{method, ServedRequest};
-use crate::limits::FIRST_PAGE_WAIT;
 use crate::sessions::page_session::PageSession;
 use crate::sessions::scope::AgentScope;
 use crate::sessions::user_tabs;
@@ -235,14 +234,14 @@ impl McpAgent {
         ))
     }
 
-    /// The page, waiting up to [`FIRST_PAGE_WAIT`] for one to connect when there is none yet (an
+    /// The page, waiting up to `Limits::first_page_wait` for one to connect when there is none yet (an
     /// agent that launched the bridge with `--stdio` usually asks before the page is back). An id
     /// that names no session after the wait is an error, never a session made up for it.
     async fn page_or_wait(
         &self,
         context: Option<&RequestContext<RoleServer>>,
     ) -> Result<Arc<PageSession>, String> {
-        let deadline = tokio::time::Instant::now() + FIRST_PAGE_WAIT;
+        let deadline = tokio::time::Instant::now() + self.bridge.config().limits.first_page_wait;
         // Subscribed before the first look: no change between a look and the wait is missed.
         let mut changes = self.bridge.watch_pages();
         loop {
@@ -269,14 +268,14 @@ impl McpAgent {
         }
     }
 
-    /// Over a user's tabs: the user's connected pages, waiting up to [`FIRST_PAGE_WAIT`] for one
+    /// Over a user's tabs: the user's connected pages, waiting up to `Limits::first_page_wait` for one
     /// that listed its tools when there is none yet (none after the wait: an empty list, not an
     /// error — a person with no tab open is no fault).
     async fn user_pages_or_wait(
         &self,
         context: Option<&RequestContext<RoleServer>>,
     ) -> Vec<Arc<PageSession>> {
-        let deadline = tokio::time::Instant::now() + FIRST_PAGE_WAIT;
+        let deadline = tokio::time::Instant::now() + self.bridge.config().limits.first_page_wait;
         let mut changes = self.bridge.watch_pages();
         loop {
             let pages = self.user_pages(context).unwrap_or_default();
