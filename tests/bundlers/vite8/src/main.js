@@ -1,5 +1,6 @@
 // A page built by a bundler that uses the package as an app would: the module API from the npm
-// tarball, one tool, connected to the bridge named by the page's query (`?bridge=ws://…/ws`).
+// tarball, two tools (one asks the person first), connected to the bridge named by the page's
+// query (`?bridge=ws://…/ws`).
 // The outcome goes to `window.bundlerApp` (and the page) for the test to read.
 import init, { ClientTools } from "client-tools";
 
@@ -18,6 +19,15 @@ try {
     description: "Greets a person by name",
     parameters: { type: "object", properties: { name: { type: "string" } }, required: ["name"] },
     handler: ({ name }) => "Hello, " + name,
+  });
+  // A call the person approves: the dialog (a module of the package loaded on first use) must come
+  // from the bundle too.
+  tools.defineFunction({
+    name: "Greet Loudly",
+    description: "Greets a person by name, once approved",
+    parameters: { type: "object", properties: { name: { type: "string" } }, required: ["name"] },
+    requireConfirmation: true,
+    handler: ({ name }) => "HELLO, " + name,
   });
   await tools.connect();
   report("connected");

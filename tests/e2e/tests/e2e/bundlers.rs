@@ -189,7 +189,7 @@ async fn answers_through_the_bridge(
         .await
         .expect("the page connected to the bridge and listed its tools");
     let names: Vec<String> = page.tools().into_iter().map(|t| t.name).collect();
-    assert_eq!(names, ["greet"]);
+    assert_eq!(names, ["greet", "greet_loudly"]);
     let result = page
         .call_tool(
             ("greet", json!({ "name": "Ada" })),
@@ -199,6 +199,26 @@ async fn answers_through_the_bridge(
         .into_result();
     assert!(!result.is_error, "{}", result.text());
     assert_eq!(result.text(), "Hello, Ada");
+    // The dialog, loaded on first use from what the bundler emitted (under the strict policy too).
+    let asked = tokio::spawn(async move {
+        page.call_tool(
+            ("greet_loudly", json!({ "name": "Ada" })),
+            CallOptions::new().timeout(Duration::from_secs(60)),
+        )
+        .await
+        .into_result()
+    });
+    driven.wait_for_dialog("Greet Loudly").await;
+    driven
+        .eval(
+            "document.querySelector('client-tools-ui').shadowRoot
+               .querySelector('[data-action=approve]').click();",
+            vec![],
+        )
+        .await;
+    let result = asked.await.expect("the call task");
+    assert!(!result.is_error, "{}", result.text());
+    assert_eq!(result.text(), "HELLO, Ada");
     if let Served::Built(site) = &served {
         // Proof the strict policy was in force while the app worked: its inline canary never ran.
         let inline_ran = driven
