@@ -293,7 +293,27 @@ fn size(out: &mut String, size: &Value) {
     };
     let _ = writeln!(out, "## Size\n");
     let _ = writeln!(out, "| File | Raw | gzip | brotli |\n|---|---:|---:|---:|");
-    for file in files.iter().chain([&size["total"], &size["reference"]]) {
+    // Beside the package's total, what a page fetches at `init`: every file but those loaded later
+    // (the dialog, `src/ui/ui.js`, when a call first needs a person; an adapter, when imported).
+    let later = |file: &&Value| {
+        let name = file["name"].as_str().unwrap_or_default();
+        name.starts_with("adapters/") || name == "src/ui/ui.js"
+    };
+    let sum = |key: &str| -> f64 {
+        files
+            .iter()
+            .filter(|f| !later(f))
+            .map(|f| num(&f[key]))
+            .sum()
+    };
+    let first_load = serde_json::json!({
+        "name": "first load (what `init` fetches: all but the dialog and the adapters)",
+        "raw": sum("raw"), "gzip": sum("gzip"), "brotli": sum("brotli"),
+    });
+    for file in files
+        .iter()
+        .chain([&size["total"], &first_load, &size["reference"]])
+    {
         let _ = writeln!(
             out,
             "| {} | {} | {} | {} |",
