@@ -239,6 +239,15 @@ impl ClientTools {
         self.page.connection.borrow().session_id()
     }
 
+    /// The "always allow" approvals this origin keeps for the page's user (the `allowAlways`
+    /// option): `list()`, `revoke(name?)`.
+    #[wasm_bindgen(getter, unchecked_return_type = "Approvals")]
+    pub fn approvals(&self) -> JsValue {
+        let user = crate::ask::approval_user(&self.page);
+        let known = user.is_some();
+        js::approvals_api(user.flatten().as_deref(), known)
+    }
+
     /// `disconnected`, `connecting`, `connected` or `reconnecting`.
     #[wasm_bindgen(getter, js_name = connectionState, unchecked_return_type = "ConnectionState")]
     pub fn connection_state(&self) -> String {

@@ -2,22 +2,34 @@
 //! built-in dialog ([`crate::ui::dialog`]), or the page's `confirm` callback instead — or the
 //! result of an agent-defined tool that has no handler (the result form). The answer goes back to
 //! the engine, which also keeps the time: how long a person may take, and progress meanwhile.
+//!
+//! Where the engine offers "always allow" (the `allowAlways` option), an approval the page kept
+//! for this declaration and user answers without the dialog, and one the person gives is kept
+//! (`localStorage`, read and written synchronously by `js.js`: docs/api.md, "Always allow").
 
 use std::rc::Rc;
 
 use client_tools_core::call::ConfirmDecision;
 use client_tools_core::page_engine::{Answer, CallHandle, Input, Question, QuestionKind};
+use client_tools_core::WarningCode;
 
 use crate::js;
 use crate::page::{take, Page};
 use crate::ui::dialog::{self, Request};
 use wasm_bindgen::JsValue;
 
-pub fn ask(page: &Rc<Page>, call: CallHandle, call_id: &str, question: Question) {
+pub fn ask(page: &Rc<Page>, call: CallHandle, call_id: &str, mut question: Question) {
     let confirming = matches!(question.kind, QuestionKind::Confirm { .. });
     if let (true, Some(confirm)) = (confirming, page.options.confirm.clone()) {
         let request = js::to_plain(&question.confirm_request(call_id));
         return ask_callback(page, call, confirm, request);
+    }
+    if approved_before(page, call, &mut question) {
+        let answer = Answer::Approve {
+            allow_session: false,
+            allow_always: false,
+        };
+        return page.feed(Input::Answered { call, answer });
     }
     let strings = page.options.strings.clone();
     let (id, answer) = match dialog::ask(Request { question, strings }) {
@@ -35,8 +47,51 @@ pub fn ask(page: &Rc<Page>, call: CallHandle, call_id: &str, question: Question)
         // Withdrawn (the call ended first): the engine needs nothing more.
         let Ok(answer) = answer.await else { return };
         take(&mut page.calls.borrow_mut().asked, call);
+        if matches!(
+            answer,
+            Answer::Approve {
+                allow_always: true,
+                ..
+            }
+        ) {
+            js::approval_keep(call.0 as f64);
+        }
         page.feed(Input::Answered { call, answer });
     });
+}
+
+/// "Always allow" (the `allowAlways` option), where the engine offers it: whether an approval
+/// kept for this declaration and user answers the call. Where approvals cannot be kept (or whose
+/// page it is is not known yet) the question stops offering it. `js.js` remembers what the call
+/// was asked about, for the approval the person may give.
+fn approved_before(page: &Page, call: CallHandle, question: &mut Question) -> bool {
+    let found = match (question.declaration.take(), approval_user(page)) {
+        (Some(declaration), Some(token)) => {
+            let name = &question.original_name;
+            js::approval_find(call.0 as f64, name, &declaration, token.as_deref())
+        }
+        _ => JsValue::UNDEFINED,
+    };
+    // A warning: about what was kept, or (not offered) why approvals cannot be kept here.
+    let offer = js::get(&found, "offer").is_truthy();
+    if let Some(why) = js::get(&found, "warning").as_string() {
+        let (code, tool) = match offer {
+            true => (WarningCode::StoredDataIgnored, Some(&*question.tool_name)),
+            false => (WarningCode::AlwaysAllowUnavailable, None),
+        };
+        page.events.warn(code, &why, tool);
+    }
+    if let (false, QuestionKind::Confirm { offer_always, .. }) = (offer, &mut question.kind) {
+        *offer_always = false;
+    }
+    js::get(&found, "found").is_truthy()
+}
+
+/// Whose approvals these are: the page's token (a JWT's `sub` names the user), `Some(None)`
+/// without one; `None` while not known (a token function that gave none yet).
+pub fn approval_user(page: &Page) -> Option<Option<String>> {
+    let token = page.connection.borrow().token().map(str::to_owned);
+    (token.is_some() || page.options.token_function.is_none()).then_some(token)
 }
 
 /// The page's own `confirm(request)` decides.

@@ -177,6 +177,21 @@ export function activityNow() {
   return (document.visibilityState === "visible" ? 1 : 0) | (document.hasFocus() ? 2 : 0);
 }
 
+// The dialog and the forms (`src/ui/ui.js`, SPEC §7): imported when a call first needs a person,
+// not with the module every page loads at `init`. The path is this file's own place in the package
+// (`snippets/<crate>-<hash>/src/js.js`) back to the package's root, where `cargo xtask build` puts
+// `src/ui/ui.js` (the test runner serves the crate's own file there); bundlers see a plain
+// `import()` of a file of the package and make it a chunk of its own. After a failed load the next
+// request imports it again (a browser may keep the failure until the page reloads).
+let ui;
+export function loadUi() {
+  ui ??= import("../../../src/ui/ui.js").catch((error) => {
+    ui = undefined;
+    throw error;
+  });
+  return ui;
+}
+
 // ---- the page server (SPEC §11; `src/page_server.rs` binds it) -----------------------------------
 
 // The page's resources, prompts and completion (SPEC §11): what `defineResource` and
@@ -526,6 +541,102 @@ export function pageServer(report) {
           changed.clear();
         }, UPDATE_DEBOUNCE_MS);
       return true;
+    },
+  };
+}
+
+// "Always allow" (docs/api.md): approvals this origin keeps in localStorage, each for one tool's
+// declaration (its text, written by the core, every object's keys sorted here) and one user. Any
+// script of the origin can write there: what is read is checked, and what is not as written here is
+// never trusted.
+const APPROVALS = "client-tools:approvals", MAX_APPROVALS = 100, MAX_APPROVALS_TEXT = 200000;
+let unusableSaid;
+
+// The `sub` of a signed page token, read without checking its signature (the bridge checks it):
+// only to keep one person's approvals from another's on a shared browser. null: no user. (Its UTF-8
+// bytes as characters: compared, never shown.)
+function tokenUser(token) {
+  try {
+    const { sub } = JSON.parse(atob(token.split(".")[1].replace(/-/g, "+").replace(/_/g, "/")));
+    return typeof sub == "string" && sub ? sub : null;
+  } catch {
+    return null;
+  }
+}
+
+const sortKeys = (text) =>
+  JSON.stringify(JSON.parse(text), (_, v) => (isObject(v) ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : 1))) : v));
+const short = (s) => typeof s == "string" && s && s.length <= 1024;
+const isApproval = (e) =>
+  isObject(e) && short(e.name) && typeof e.declaration == "string" && (e.user === null || short(e.user)) &&
+  Number.isFinite(e.at);
+
+// [the entries that pass, why some or all did not].
+function readApprovals() {
+  let data, why;
+  try {
+    const text = localStorage.getItem(APPROVALS);
+    if (text === null) return [[]];
+    data = text.length <= MAX_APPROVALS_TEXT ? JSON.parse(text) : 0;
+  } catch {
+    why = "not JSON";
+  }
+  why ??= isObject(data) && data.v === 1 && Array.isArray(data.entries) && data.entries.length <= MAX_APPROVALS
+    ? undefined : "not {v: 1, entries} or too big";
+  const entries = why ? [] : data.entries.filter(isApproval), bad = !why && data.entries.length - entries.length;
+  if (bad) why = `${bad} of its ${data.entries.length} entries malformed`;
+  return [entries, why && `localStorage "${APPROVALS}" ignored: ${why}`];
+}
+
+const writeApprovals = (entries) => localStorage.setItem(APPROVALS, JSON.stringify({ v: 1, entries }));
+
+// What each call asked about was (the approval its person may give); at most 64 kept.
+const pending = new Map();
+
+// Whether `token`'s user always allowed this declaration of tool `name` (asked about for `call`):
+// {found, offer: true, warning} — or, where approvals cannot be kept (no localStorage), why (the
+// first time): {warning}.
+export function approvalFind(call, name, declaration, token) {
+  try {
+    localStorage.getItem(APPROVALS);
+  } catch (e) {
+    return { warning: unusableSaid ? undefined : (unusableSaid = `"Always allow" not offered: ${errorMessage(e)}`) };
+  }
+  const user = tokenUser(token), text = sortKeys(declaration);
+  let [entries, warning] = readApprovals();
+  const mine = entries.filter((e) => e.name === name && e.user === user);
+  const found = mine.some((e) => e.declaration === text);
+  if (!found && mine.length) warning ??= `approval kept for '${name}' is for another declaration`;
+  pending.set(call, { name, declaration: text, user });
+  if (pending.size > 64) pending.clear();
+  return { found, offer: true, warning };
+}
+
+// Keeps the approval `call` was asked about (replacing the tool's earlier one for that user; the
+// oldest go past the bounds); one that cannot be written (quota) is said on the console.
+export function approvalKeep(call) {
+  const entry = pending.get(call);
+  try {
+    entry.at = Date.now();
+    const entries = [...readApprovals()[0].filter((e) => e.name !== entry.name || e.user !== entry.user), entry].slice(-MAX_APPROVALS);
+    while (JSON.stringify(entries).length > 199e3) entries.shift();
+    if (!entries.length) throw Error(`over ${MAX_APPROVALS_TEXT} characters`);
+    writeApprovals(entries);
+  } catch (e) {
+    console.warn("client-tools: approval not kept:", e);
+  }
+}
+
+// `tools.approvals` for `token`'s user (`known` false: a token function has given none yet, whose
+// page it is is not known: nothing is listed or revoked).
+export function approvalsApi(token, known) {
+  const mine = (e) => known && e.user === tokenUser(token);
+  return {
+    list: () => readApprovals()[0].filter(mine).map((e) => ({ name: e.name, approvedAt: e.at })),
+    revoke(name) {
+      const entries = readApprovals()[0], kept = entries.filter((e) => !mine(e) || (name !== undefined && e.name !== name));
+      if (kept.length < entries.length) writeApprovals(kept);
+      return entries.length - kept.length;
     },
   };
 }

@@ -70,6 +70,25 @@ extern "C" {
     /// Now: 1 when `document.visibilityState === "visible"`, plus 2 when `document.hasFocus()`.
     #[wasm_bindgen(js_name = activityNow)]
     pub fn activity_now() -> u32;
+
+    /// The dialog's module (`src/ui/ui.js`), imported the first time: a promise of the module.
+    #[wasm_bindgen(js_name = loadUi)]
+    pub fn load_ui() -> js_sys::Promise;
+
+    /// Whether the user of `token` always allowed this declaration (its text) of tool `name`,
+    /// asked about for `call`: `{found, offer: true, warning}`, or where approvals cannot be kept
+    /// `{warning}` saying why (the first time; docs/api.md, "Always allow").
+    #[wasm_bindgen(js_name = approvalFind)]
+    pub fn approval_find(call: f64, name: &str, declaration: &str, token: Option<&str>) -> JsValue;
+
+    /// Keeps the approval of what `call` was asked about (one that cannot be written is said on
+    /// the console).
+    #[wasm_bindgen(js_name = approvalKeep)]
+    pub fn approval_keep(call: f64);
+
+    /// `tools.approvals` (`list`, `revoke`) for the user of `token`; `known` false: not known yet.
+    #[wasm_bindgen(js_name = approvalsApi)]
+    pub fn approvals_api(token: Option<&str>, known: bool) -> JsValue;
 }
 
 /// A JS value as JSON text; the error says why it is not JSON (cycles, BigInt, functions, symbols).

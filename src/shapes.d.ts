@@ -154,6 +154,14 @@ export interface ClientToolsEvents {
   warning: { type: "warning"; code: WarningCode; message: string; toolName?: string };
 }
 
+/** `tools.approvals`: the "Always allow" approvals this origin keeps for the page's user (`allowAlways`). */
+export interface Approvals {
+  /** The user's approvals: each tool's original name and when (ms since the epoch) it was allowed. */
+  list(): { name: string; approvedAt: number }[];
+  /** Forgets the user's approval of tool `name` (original name), or all of the user's; returns how many. */
+  revoke(name?: string): number;
+}
+
 export interface ClientTools {
   /** Subscribes to an event; returns the function that unsubscribes. */
   on<K extends keyof ClientToolsEvents>(type: K, listener: (event: ClientToolsEvents[K]) => void): () => void;

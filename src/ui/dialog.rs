@@ -296,7 +296,11 @@ impl Ui {
         );
         schema_form::render(&form, self.schema(), &request.value, self.editing, strings);
         let mut buttons: Vec<(&str, S)> = vec![("cancel", S::Cancel), ("submit", S::Submit)];
-        if let Kind::Confirm { offer_session } = request.kind {
+        if let Kind::Confirm {
+            offer_session,
+            offer_always,
+        } = request.kind
+        {
             el(
                 dialog,
                 "label",
@@ -309,15 +313,19 @@ impl Ui {
                 &[("id", "r"), ("data-ct", "reason"), ("rows", "2")],
                 None,
             );
-            if offer_session {
+            let checks = [
+                (offer_session, "allow-session", S::AllowSession),
+                (offer_always, "allow-always", S::AllowAlways),
+            ];
+            for (_, key, words) in checks.into_iter().filter(|check| check.0) {
                 let label = el(dialog, "label", &[("class", "check")], None);
                 el(
                     &label,
                     "input",
-                    &[("type", "checkbox"), ("data-ct", "allow-session")],
+                    &[("type", "checkbox"), ("data-ct", key)],
                     None,
                 );
-                let text = strings.fill(S::AllowSession, "{tool}", &request.original_name);
+                let text = strings.fill(words, "{tool}", &request.original_name);
                 el(&label, "span", &[], Some(&text));
             }
             buttons = vec![
@@ -491,13 +499,9 @@ impl Ui {
                 Answer::Reject(reason.and_then(|r| r.as_string()).filter(|r| !r.is_empty()))
             }
             "cancel" => Answer::Cancelled,
-            "approve" if !self.editing => Answer::Approve {
-                allow_session: self.allow_session(),
-            },
+            "approve" if !self.editing => self.approve(),
             // Edit pressed but nothing touched: exactly the proposed input, approved.
-            "approve" if !schema_form::touched(&form) => Answer::Approve {
-                allow_session: self.allow_session(),
-            },
+            "approve" if !schema_form::touched(&form) => self.approve(),
             "approve" | "submit" => {
                 let base = match action {
                     "approve" => schema_form::Base::Original(Some(&current.request.value)),
@@ -515,9 +519,7 @@ impl Ui {
                 }
                 match action {
                     "submit" => Answer::Result(value),
-                    _ if value == current.request.value => Answer::Approve {
-                        allow_session: self.allow_session(),
-                    },
+                    _ if value == current.request.value => self.approve(),
                     _ => Answer::Modify(value),
                 }
             }
@@ -529,9 +531,16 @@ impl Ui {
         self.show();
     }
 
-    fn allow_session(&self) -> bool {
-        self.find("[data-ct=allow-session]")
-            .is_some_and(|c| js::get(&c, "checked").as_bool() == Some(true))
+    /// Approve, with what the person ticked: for the rest of this session, always.
+    fn approve(&self) -> Answer {
+        let ticked = |check: &str| {
+            self.find(check)
+                .is_some_and(|c| js::get(&c, "checked").as_bool() == Some(true))
+        };
+        Answer::Approve {
+            allow_session: ticked("[data-ct=allow-session]"),
+            allow_always: ticked("[data-ct=allow-always]"),
+        }
     }
 
     /// Errors on their fields, announced in the live region; focus goes to the first invalid field.

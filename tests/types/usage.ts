@@ -33,7 +33,8 @@ async function main(): Promise<void> {
       return id && original ? { action: "approve" } : { action: "reject", reason: "no" };
     },
     allowForSession: true,
-    strings: { approve: "Oui", reject: "Non" },
+    allowAlways: true,
+    strings: { approve: "Oui", reject: "Non", allowAlways: "Toujours autoriser {tool} sur ce site" },
     forms: true,
     exposeToBrowser: false,
     adoptBrowserTools: false,
@@ -133,6 +134,11 @@ async function main(): Promise<void> {
   }
   const state: ConnectionState = tools.connectionState;
   const session: string | undefined = tools.sessionId;
+  // "Always allow": the user's approvals, listed and revoked.
+  for (const { name, approvedAt } of tools.approvals.list()) console.log(name, new Date(approvedAt));
+  const revoked: number = tools.approvals.revoke("Read Cart") + tools.approvals.revoke();
+  // @ts-expect-error: a tool's name is a string
+  tools.approvals.revoke(1);
   tools.disconnect();
 
   // A transport of the page's own instead of the WebSocket.

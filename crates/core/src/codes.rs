@@ -91,6 +91,9 @@ stable_codes! {
         /// A handler's `ctx.partial` value was not kept (not JSON — a cycle, a BigInt — or over
         /// its bound; the message says which): the earlier partial value stands.
         PartialDropped = "partial_dropped",
+        /// `allowAlways` is set but this page cannot keep an approval (no `localStorage`): "Always
+        /// allow" is not offered (said once).
+        AlwaysAllowUnavailable = "always_allow_unavailable",
     }
 }
 
@@ -144,6 +147,7 @@ mod tests {
                 "trace_context_invalid",
                 "stored_data_ignored",
                 "partial_dropped",
+                "always_allow_unavailable",
             ])
         );
     }

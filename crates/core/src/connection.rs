@@ -165,6 +165,11 @@ impl Connection {
         }
     }
 
+    /// The page's token: the fixed string, or what its function gave last (`None` before).
+    pub fn token(&self) -> Option<&str> {
+        self.token.as_deref()
+    }
+
     /// The token comes from the page's function ([`ConnOutput::FetchToken`]), not a fixed string.
     pub fn with_token_function(mut self) -> Self {
         self.token_from_function = true;

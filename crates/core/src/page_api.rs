@@ -47,6 +47,7 @@ crate::typescript_interface! {
         "adoptBrowserTools" "?": "boolean", "Offer the runtime's agents the tools other code registers with `document.modelContext`, run through their own `execute` (default false).";
         "autoConnect" "?": "boolean", "Connect as soon as the instance exists (default false).";
         "allowForSession" "?": "boolean", "The built-in dialog offers \"Allow <tool> for the rest of this session\" (default false).";
+        "allowAlways" "?": "boolean", "The built-in dialog offers \"Always allow <tool> on this site\", kept per origin in `localStorage` for this declaration and user (default false; `tools.approvals` lists and revokes).";
         "strings" "?": "Partial<Record<UiStringKey, string>>", "Words of the built-in dialog and result form, for localization (unknown keys throw).";
     }
 }
@@ -64,6 +65,7 @@ pub struct PageOptions {
     pub adopt_browser_tools: bool,
     pub auto_connect: bool,
     pub allow_for_session: bool,
+    pub allow_always: bool,
 }
 
 impl Default for PageOptions {
@@ -78,6 +80,7 @@ impl Default for PageOptions {
             adopt_browser_tools: false,
             auto_connect: false,
             allow_for_session: false,
+            allow_always: false,
         }
     }
 }
@@ -88,6 +91,7 @@ impl PageOptions {
         EngineConfig {
             allow: self.allow.clone(),
             offer_allow_for_session: self.allow_for_session,
+            offer_allow_always: self.allow_always,
         }
     }
 
@@ -116,6 +120,8 @@ impl PageOptions {
             auto_connect: flag(&mut plain, "autoConnect", defaults.auto_connect)
                 .map_err(invalid)?,
             allow_for_session: flag(&mut plain, "allowForSession", defaults.allow_for_session)
+                .map_err(invalid)?,
+            allow_always: flag(&mut plain, "allowAlways", defaults.allow_always)
                 .map_err(invalid)?,
         };
         options.default_timeout_ms = match plain.number("defaultTimeoutMs").map_err(invalid)? {
@@ -330,6 +336,16 @@ mod tests {
         );
         let adopting = PageOptions::read(r#"{"adoptBrowserTools":true}"#).unwrap();
         assert!(adopting.adopt_browser_tools);
+        assert!(
+            !PageOptions::read("{}").unwrap().allow_always,
+            "off by default"
+        );
+        let always = PageOptions::read(r#"{"allowAlways":true}"#).unwrap();
+        assert!(always.allow_always && always.engine_config().offer_allow_always);
+        let always = PageOptions::read(r#"{"allowAlways":"yes"}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(always.contains("'allowAlways'"), "{always}");
         assert_eq!(
             PageOptions::read("{}").unwrap().default_timeout_ms,
             DEFAULT_TIMEOUT_MS

@@ -185,6 +185,9 @@ pub struct Question {
     pub schema: Option<Arc<CompiledSchema>>,
     /// The call's arguments as JSON text, shown above a result form when it has any.
     pub context: Option<String>,
+    /// Where "always allow" is offered: the tool's declaration as canonical text
+    /// ([`RegisteredTool::declaration_text`]), what an approval kept is for.
+    pub declaration: Option<String>,
 }
 
 impl Question {
@@ -210,8 +213,12 @@ impl Question {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum QuestionKind {
     /// Approve, edit or reject a call before its handler runs (SPEC §7); `offer_session`: may
-    /// offer "allow for the rest of this session".
-    Confirm { offer_session: bool },
+    /// offer "allow for the rest of this session"; `offer_always`: may offer "always allow" (kept
+    /// by the page for this declaration, [`Question::declaration`]) and look up an approval kept.
+    Confirm {
+        offer_session: bool,
+        offer_always: bool,
+    },
     /// Fill in the result of an agent-defined tool that has no handler (SPEC §7).
     Result,
 }
@@ -219,8 +226,10 @@ pub enum QuestionKind {
 /// What the person answered.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Answer {
+    /// `allow_always`: "always allow" was ticked (the page keeps it; the engine needs nothing).
     Approve {
         allow_session: bool,
+        allow_always: bool,
     },
     /// Approve, on this edited input (validated again).
     Modify(Value),
@@ -239,6 +248,7 @@ impl From<ConfirmDecision> for Answer {
         match decision {
             ConfirmDecision::Approve => Answer::Approve {
                 allow_session: false,
+                allow_always: false,
             },
             ConfirmDecision::Modify { input } => Answer::Modify(input),
             ConfirmDecision::Reject { reason } => Answer::Reject(reason),
@@ -287,6 +297,8 @@ pub struct EngineConfig {
     pub allow: Vec<String>,
     /// Whether the dialog offers "allow for this session".
     pub offer_allow_for_session: bool,
+    /// Whether the dialog offers "always allow" (the page option `allowAlways`).
+    pub offer_allow_always: bool,
 }
 
 /// Where a call's outcome goes.
@@ -1131,6 +1143,7 @@ impl<H> PageEngine<H> {
                     value: crate::schema_field::initial_value(schema),
                     schema: Some(output.clone()),
                     context: shows_arguments.then(|| call.input.clone()),
+                    declaration: None,
                 };
                 call.phase = Phase::ResultForm {
                     output,
@@ -1268,11 +1281,19 @@ impl<H> PageEngine<H> {
             .or(prepared.call_title.as_deref())
             .unwrap_or(&tool.original_name)
             .to_owned();
+        // A confirmation the call forces (its `_meta`: the runtime, the bridge's `--tools` file, the
+        // operator's policy, a reload) is asked each time: no allowance, kept or for the session.
+        // "Always" only for the page's own tools: an agent-defined tool's declaration comes with
+        // each call, it is not the page's to vouch for.
+        let unforced = !prepared.confirmation_forced_by_call;
+        let offer_always =
+            unforced && self.config.offer_allow_always && tool.kind != ToolKind::Handler;
         let question = Question {
             kind: QuestionKind::Confirm {
-                offer_session: !prepared.confirmation_forced_by_call
-                    && self.config.offer_allow_for_session,
+                offer_session: unforced && self.config.offer_allow_for_session,
+                offer_always,
             },
+            declaration: offer_always.then(|| tool.declaration_text()),
             title,
             description: tool
                 .description
@@ -1348,7 +1369,7 @@ impl<H> PageEngine<H> {
                 let result = outcome::user_cancelled();
                 return self.end(now, handle, Ending::Result(result), None);
             }
-            (Phase::Confirming { prepared, .. }, Answer::Approve { allow_session }) => {
+            (Phase::Confirming { prepared, .. }, Answer::Approve { allow_session, .. }) => {
                 let name = call.tool_name().to_owned();
                 // Only where it was offered (a call that asks for confirmation itself is asked
                 // each time).

@@ -153,6 +153,16 @@ impl<H> RegisteredTool<H> {
         self.output.as_ref().map(|s| s.schema().clone())
     }
 
+    /// What a person's "always allow" is given to: the tool as agents are offered it — its
+    /// `tools/list` entry (name, description, input and output schemas, annotations, task support,
+    /// `_meta`) — as JSON text. Natively each object's members come sorted; the browser package
+    /// keeps them as written (`preserve_order`) and the SDK sorts them before it digests the text
+    /// (`js.js`): the same declaration, however written, one text; any change, another. The page
+    /// keeps the SHA-256 beside the approval, so a changed tool is asked about again.
+    pub fn declaration_text(&self) -> String {
+        serde_json::to_string(&self.to_mcp_tool()).unwrap_or_default()
+    }
+
     /// The `tools/list` entry, with the original name and kind in `_meta`.
     pub fn to_mcp_tool(&self) -> protocol::Tool {
         let mut extensions = Map::new();

@@ -376,6 +376,7 @@ fn the_person_is_asked_once_the_call_has_its_turn() {
     // The first is approved and runs: the second still waits for its turn.
     let answer = Answer::Approve {
         allow_session: false,
+        allow_always: false,
     };
     page.input(Input::Answered {
         call: *first,

@@ -306,6 +306,7 @@ fn check_engine(ops: &[Op]) -> Result<(), TestCaseError> {
                     let answer = match how {
                         0 => Answer::Approve {
                             allow_session: true,
+                            allow_always: false,
                         },
                         1 => Answer::Reject(None),
                         2 => Answer::Modify(json!({"n": 2})),

@@ -56,6 +56,7 @@ impl Page {
             description: declaration["description"].as_str().map(str::to_owned),
             parameters: declaration.get("parameters").cloned(),
             output_schema: declaration.get("outputSchema").cloned(),
+            annotations: declaration.get("annotations").cloned(),
             require_confirmation: declaration["requireConfirmation"].as_bool(),
             timeout_ms: declaration["timeoutMs"].as_f64(),
             ..Declaration::default()
@@ -535,6 +536,7 @@ fn human_time_is_not_handler_time_and_sends_progress_every_second() {
         call,
         answer: Answer::Approve {
             allow_session: false,
+            allow_always: false,
         },
     });
     page.ran();
@@ -596,6 +598,7 @@ fn a_cancel_while_a_person_decides_withdraws_the_dialog() {
         call,
         answer: Answer::Approve {
             allow_session: false,
+            allow_always: false,
         },
     });
     assert!(
@@ -616,13 +619,14 @@ fn allow_for_session_skips_the_dialog_unless_the_call_forces_it() {
     assert!(outputs.iter().any(|o| matches!(
         o,
         Output::AskPerson { question, .. }
-            if question.kind == QuestionKind::Confirm { offer_session: true }
+            if matches!(question.kind, QuestionKind::Confirm { offer_session: true, .. })
     )));
     let call = confirm_ask(&outputs);
     page.input(Input::Answered {
         call,
         answer: Answer::Approve {
             allow_session: true,
+            allow_always: false,
         },
     });
     page.ran();
@@ -637,7 +641,7 @@ fn allow_for_session_skips_the_dialog_unless_the_call_forces_it() {
     assert!(outputs.iter().any(|o| matches!(
         o,
         Output::AskPerson { question, .. }
-            if question.kind == QuestionKind::Confirm { offer_session: false }
+            if matches!(question.kind, QuestionKind::Confirm { offer_session: false, .. })
     )));
 }
 
@@ -1300,6 +1304,7 @@ fn progress_only_increases_and_is_always_a_number() {
         call,
         answer: Answer::Approve {
             allow_session: true,
+            allow_always: false,
         },
     });
     page.input(Input::Progress {
@@ -1385,6 +1390,133 @@ fn changing_the_tools_warns_the_page_and_tells_the_agent_once_per_change() {
     );
 }
 
+/// The confirmation asked for call `id` of `name`: what it offers, and the declaration it carries.
+fn asked(page: &mut Page, id: i64, name: &str, meta: Value) -> (QuestionKind, Option<String>) {
+    page.frame(
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+        "name": name, "arguments": {"boardId": "b"}, "_meta": meta}}),
+    );
+    page.take()
+        .into_iter()
+        .find_map(|o| match o {
+            Output::AskPerson { question, .. } => Some((question.kind, question.declaration)),
+            _ => None,
+        })
+        .expect("a confirmation is asked")
+}
+
+fn always_page() -> Page {
+    let config = EngineConfig {
+        offer_allow_always: true,
+        ..EngineConfig::default()
+    };
+    Page::with(config, Vec::new())
+}
+
+#[test]
+fn always_allow_is_offered_with_the_declaration_unless_the_call_forces_the_confirmation() {
+    let (kind, declaration) = asked(&mut Page::new(), 1, "wipe", json!({}));
+    assert!(
+        matches!(
+            kind,
+            QuestionKind::Confirm {
+                offer_always: false,
+                ..
+            }
+        ) && declaration.is_none(),
+        "off by default"
+    );
+    let mut page = always_page();
+    let (kind, declaration) = asked(&mut page, 2, "wipe", json!({}));
+    assert_eq!(
+        kind,
+        QuestionKind::Confirm {
+            offer_session: false,
+            offer_always: true
+        }
+    );
+    // The tool's tools/list entry (natively each object's keys come sorted).
+    assert_eq!(
+        declaration.as_deref(),
+        Some(
+            r#"{"name":"wipe","description":"Wipe the board","inputSchema":{"properties":{"boardId":{"type":"string"}},"required":["boardId"],"type":"object"},"execution":{"taskSupport":"optional"},"_meta":{"clienttools/kind":"function","clienttools/originalName":"wipe","clienttools/requireConfirmation":true}}"#
+        )
+    );
+    // The runtime's _meta, the bridge's --tools file and the operator's policy all force it so:
+    // asked each time, nothing kept is looked up.
+    let forced = json!({"clienttools/requireConfirmation": true});
+    let (kind, declaration) = asked(&mut page, 3, "wipe", forced);
+    assert_eq!(
+        (kind, declaration),
+        (
+            QuestionKind::Confirm {
+                offer_session: false,
+                offer_always: false
+            },
+            None
+        )
+    );
+}
+
+#[test]
+fn the_declaration_text_is_the_same_for_the_same_declaration_and_differs_for_any_change() {
+    let text_of = |declaration: Value| {
+        let mut page = always_page();
+        page.define(declaration);
+        asked(&mut page, 1, "t", json!({}))
+            .1
+            .expect("always offered")
+    };
+    let base = json!({"name": "t", "description": "Delete a card", "requireConfirmation": true,
+        "parameters": {"type": "object", "properties": {"id": {"type": "string", "minLength": 1}}},
+        "outputSchema": {"type": "object", "properties": {"ok": {"type": "boolean"}}},
+        "annotations": {"destructiveHint": true, "title": "Delete"}});
+    let reordered = json!({"annotations": {"title": "Delete", "destructiveHint": true},
+        "outputSchema": {"properties": {"ok": {"type": "boolean"}}, "type": "object"},
+        "parameters": {"properties": {"id": {"minLength": 1, "type": "string"}}, "type": "object"},
+        "requireConfirmation": true, "description": "Delete a card", "name": "t"});
+    assert_eq!(
+        text_of(base.clone()),
+        text_of(reordered),
+        "key order does not count"
+    );
+    // What the page's own settings say (timeout) is not what the person approved.
+    let mut timed = base.clone();
+    timed["timeoutMs"] = json!(9000);
+    assert_eq!(text_of(base.clone()), text_of(timed));
+    let changes = [
+        ("description", json!("Delete every card")),
+        (
+            "parameters",
+            json!({"type": "object", "properties": {"id": {"type": "string"}}}),
+        ),
+        (
+            "parameters",
+            json!({"type": "object", "properties": {"id": {"type": "string",
+            "minLength": 1}, "all": {"type": "boolean"}}}),
+        ),
+        ("outputSchema", json!({"type": "object"})),
+        ("annotations", json!({"destructiveHint": true})),
+        (
+            "annotations",
+            json!({"destructiveHint": true, "title": "Delete",
+            "openWorldHint": true}),
+        ),
+    ];
+    let mut seen = vec![text_of(base.clone())];
+    for (key, value) in changes {
+        // Two tools, one name, other schemas (or words): never one text.
+        let mut changed = base.clone();
+        changed[key] = value;
+        let text = text_of(changed);
+        assert!(
+            !seen.contains(&text),
+            "{key} changed, the text must too: {text}"
+        );
+        seen.push(text);
+    }
+}
+
 #[test]
 fn an_allowance_for_the_session_is_the_tools_not_its_names() {
     let config = EngineConfig {
@@ -1396,6 +1528,7 @@ fn an_allowance_for_the_session_is_the_tools_not_its_names() {
     let call = confirm_ask(&page.take());
     let allow = Answer::Approve {
         allow_session: true,
+        allow_always: false,
     };
     page.input(Input::Answered {
         call,
@@ -1482,6 +1615,7 @@ fn an_allowance_given_while_the_name_changed_hands_is_not_kept() {
         call,
         answer: Answer::Approve {
             allow_session: true,
+            allow_always: false,
         },
     });
     page.take();

@@ -192,6 +192,7 @@ impl Seen {
                 call,
                 QuestionKind::Confirm {
                     offer_session: false,
+                    ..
                 },
             )] => *call,
             other => panic!("expected one confirmation: {other:?}"),
@@ -282,6 +283,7 @@ fn a_call_waiting_for_the_persons_decision_is_asked_again_never_assumed() {
         other,
         Answer::Approve {
             allow_session: true,
+            allow_always: false,
         },
     );
     page.take();
@@ -291,6 +293,7 @@ fn a_call_waiting_for_the_persons_decision_is_asked_again_never_assumed() {
         asked,
         Answer::Approve {
             allow_session: false,
+            allow_always: false,
         },
     );
     let ran = page.look().ran_once();
@@ -364,6 +367,7 @@ fn a_call_waiting_for_its_turn_is_asked_before_it_runs() {
         asked,
         Answer::Approve {
             allow_session: false,
+            allow_always: false,
         },
     );
     page.look().ran_once();
@@ -378,6 +382,7 @@ fn an_idempotent_tool_that_asks_is_asked_again_before_it_runs_once_more() {
         asked,
         Answer::Approve {
             allow_session: false,
+            allow_always: false,
         },
     );
     page.look().ran_once();
@@ -389,6 +394,7 @@ fn an_idempotent_tool_that_asks_is_asked_again_before_it_runs_once_more() {
         asked,
         Answer::Approve {
             allow_session: false,
+            allow_always: false,
         },
     );
     page.look().ran_once();
@@ -448,6 +454,7 @@ fn a_reload_storm_during_a_waiting_confirmation_asks_each_time_and_runs_once() {
         asked,
         Answer::Approve {
             allow_session: false,
+            allow_always: false,
         },
     );
     let ran = page.look().ran_once();
@@ -552,7 +559,7 @@ proptest! {
                 Step::Resend => {}
                 Step::Approve => {
                     if let Some(call) = tally.asking.take() {
-                        page.answer(call, Answer::Approve { allow_session: false });
+                        page.answer(call, Answer::Approve { allow_session: false, allow_always: false });
                     }
                 }
                 Step::Settle => {
