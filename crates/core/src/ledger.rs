@@ -67,11 +67,12 @@ pub enum Readmission {
 impl Again {
     /// `idempotent`: the tool the page declares *now* says so ([`is_idempotent`]). The claim
     /// alone never runs a handler: "it may run again" needs the tool's word, and "it had not
-    /// started" leads only to asking the person.
+    /// started" leads only to asking the person — an idempotent tool's too (a call waiting for
+    /// a decision is never decided by an allowance kept meanwhile).
     pub fn admit(self, idempotent: bool) -> Readmission {
         match (idempotent, self) {
-            (true, _) => Readmission::AsNew,
-            (false, Again::Ask) => Readmission::AskFirst,
+            (_, Again::Ask) => Readmission::AskFirst,
+            (true, Again::Idempotent) => Readmission::AsNew,
             (false, Again::Idempotent) => Readmission::NotAgain,
         }
     }
@@ -382,7 +383,8 @@ mod tests {
     #[test]
     fn a_claim_runs_nothing_on_its_own_word() {
         assert_eq!(Again::Idempotent.admit(true), Readmission::AsNew);
-        assert_eq!(Again::Ask.admit(true), Readmission::AsNew);
+        // Not started (waiting for a decision or its turn): asked, its tool idempotent or not.
+        assert_eq!(Again::Ask.admit(true), Readmission::AskFirst);
         assert_eq!(Again::Ask.admit(false), Readmission::AskFirst);
         assert_eq!(Again::Idempotent.admit(false), Readmission::NotAgain);
     }

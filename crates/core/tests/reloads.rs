@@ -373,6 +373,42 @@ fn a_call_waiting_for_its_turn_is_asked_before_it_runs() {
     page.look().ran_once();
 }
 
+/// A call that had not started is asked, its tool idempotent or not: the reload does not turn
+/// "it waited" into "it may run" (nor lets an allowance kept meanwhile decide for the person).
+#[test]
+fn a_call_of_an_idempotent_tool_that_waited_for_its_turn_is_asked_too() {
+    let mut page = Page::first();
+    page.define(
+        "poll",
+        Some(json!({"idempotentHint": true})),
+        None,
+        Some(1.0),
+    );
+    page.call(8, "poll");
+    page.look().ran_once();
+    page.call(9, "poll");
+    let seen = page.look();
+    assert!(seen.ran.is_empty() && seen.asked.is_empty(), "9 waits");
+
+    let mut page = page.reload();
+    page.define(
+        "poll",
+        Some(json!({"idempotentHint": true})),
+        None,
+        Some(1.0),
+    );
+    page.call(9, "poll");
+    let asked = page.look().asked_once();
+    page.answer(
+        asked,
+        Answer::Approve {
+            allow_session: false,
+            allow_always: false,
+        },
+    );
+    page.look().ran_once();
+}
+
 #[test]
 fn an_idempotent_tool_that_asks_is_asked_again_before_it_runs_once_more() {
     let mut page = Page::first();
