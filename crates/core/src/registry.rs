@@ -156,9 +156,10 @@ impl<H> RegisteredTool<H> {
     /// What a person's "always allow" is given to: the tool as agents are offered it — its
     /// `tools/list` entry (name, description, input and output schemas, annotations, task support,
     /// `_meta`) — as JSON text. Natively each object's members come sorted; the browser package
-    /// keeps them as written (`preserve_order`) and the SDK sorts them before it digests the text
+    /// keeps them as written (`preserve_order`) and the SDK sorts them before it compares the text
     /// (`js.js`): the same declaration, however written, one text; any change, another. The page
-    /// keeps the SHA-256 beside the approval, so a changed tool is asked about again.
+    /// keeps the whole text beside the approval and compares it exactly (no digest to collide),
+    /// so a changed tool is asked about again.
     pub fn declaration_text(&self) -> String {
         serde_json::to_string(&self.to_mcp_tool()).unwrap_or_default()
     }
