@@ -1,5 +1,5 @@
 //! Asking a person what the engine wants to know (SPEC §5, §7): whether a call may run — the
-//! built-in dialog ([`crate::ui::dialog`]), or the page's `confirm` callback instead — or the
+//! built-in dialog ([`crate::ui`]), or the page's `confirm` callback instead — or the
 //! result of an agent-defined tool that has no handler (the result form). The answer goes back to
 //! the engine, which also keeps the time: how long a person may take, and progress meanwhile.
 //!
@@ -15,7 +15,7 @@ use client_tools_core::WarningCode;
 
 use crate::js;
 use crate::page::{take, Page};
-use crate::ui::dialog::{self, Request};
+use crate::ui;
 use wasm_bindgen::JsValue;
 
 pub fn ask(page: &Rc<Page>, call: CallHandle, call_id: &str, mut question: Question) {
@@ -31,16 +31,7 @@ pub fn ask(page: &Rc<Page>, call: CallHandle, call_id: &str, mut question: Quest
         };
         return page.feed(Input::Answered { call, answer });
     }
-    let strings = page.options.strings.clone();
-    let (id, answer) = match dialog::ask(Request { question, strings }) {
-        Ok(asked) => asked,
-        Err(why) => {
-            return page.feed(Input::Answered {
-                call,
-                answer: Answer::Failed(why),
-            })
-        }
-    };
+    let (id, answer) = ui::ask(question, &page.options.strings);
     page.calls.borrow_mut().asked.push((call, id));
     let page = page.clone();
     wasm_bindgen_futures::spawn_local(async move {
@@ -112,6 +103,6 @@ fn ask_callback(page: &Rc<Page>, call: CallHandle, confirm: js_sys::Function, re
 pub fn withdraw(page: &Page, call: CallHandle) {
     let shown = take(&mut page.calls.borrow_mut().asked, call);
     if let Some(id) = shown {
-        dialog::withdraw(id);
+        ui::withdraw(id);
     }
 }

@@ -1,11 +1,12 @@
 //! Browser tests (wasm-bindgen-test, headless Chromium and Firefox) of the built-in UI (SPEC §7):
-//! the schema-form renderer on its own, then the confirmation dialog and the result form driven from
-//! the DOM as a user (or a WebDriver test) would, through the DOM contract of docs/api.md.
+//! the schema-form renderer on its own (`src/ui/ui.js`'s exports, with the core's form plan and the
+//! default strings), then the confirmation dialog and the result form driven from the DOM as a user
+//! (or a WebDriver test) would, through the DOM contract of docs/api.md.
 #![cfg(target_arch = "wasm32")]
 
-use client_tools::ui::schema_form;
 use client_tools::ui::strings::Strings;
 use client_tools::ClientTools;
+use client_tools_core::schema_field::plan;
 use client_tools_core::validate::CompiledSchema;
 use serde_json::{json, Value};
 use wasm_bindgen::prelude::*;
@@ -71,6 +72,15 @@ export function echoDeclaration(name, extra) {
   }, extra.decl));
 }
 export function uiRoot() { return document.querySelector('client-tools-ui').shadowRoot; }
+// The renderer on its own: the module the SDK loads on first use (the test runner serves the
+// crate's file at the address the SDK's snippet imports it from).
+let form;
+export async function loadForm() { form = await import("/src/ui/ui.js"); }
+const parse = (text) => JSON.parse(text);
+export function renderForm(f, plan, value, editable, strings) { form.render(f, parse(plan), parse(value), editable, parse(strings)); }
+export function readForm(f, plan, strings) { return JSON.stringify(form.read(f, parse(plan), null, parse(strings))); }
+export function changeRows(f, plan, path, remove, strings) { form.changeRows(f, parse(plan), path, remove ?? null, parse(strings)); }
+export function showErrors(f, errors) { form.showErrors(f, parse(errors)); }
 "#)]
 extern "C" {
     #[wasm_bindgen(js_name = makeForm)]
@@ -97,6 +107,22 @@ extern "C" {
     fn echo_declaration(name: &str, extra: JsValue) -> JsValue;
     #[wasm_bindgen(js_name = uiRoot)]
     fn ui_root() -> JsValue;
+    #[wasm_bindgen(js_name = loadForm)]
+    fn load_form() -> js_sys::Promise;
+    #[wasm_bindgen(js_name = renderForm)]
+    fn render_form(form: &web_sys::Element, plan: &str, value: &str, editable: bool, strings: &str);
+    #[wasm_bindgen(js_name = readForm)]
+    fn read_form(form: &web_sys::Element, plan: &str, strings: &str) -> String;
+    #[wasm_bindgen(js_name = changeRows)]
+    fn change_rows_js(
+        form: &web_sys::Element,
+        plan: &str,
+        path: &str,
+        remove: Option<u32>,
+        strings: &str,
+    );
+    #[wasm_bindgen(js_name = showErrors)]
+    fn show_errors_js(form: &web_sys::Element, errors: &str);
 }
 
 const DIALOG: JsValue = JsValue::NULL;
@@ -142,17 +168,41 @@ fn every_kind() -> Value {
     })
 }
 
-fn render(schema: &Value, value: &Value, editable: bool) -> web_sys::Element {
+/// The default strings, as the dialog gets them.
+fn strings() -> String {
+    Value::Object(Strings::default().table()).to_string()
+}
+
+/// A form of `schema` showing `value` (the renderer's module loaded first).
+async fn render(schema: &Value, value: &Value, editable: bool) -> web_sys::Element {
+    JsFuture::from(load_form())
+        .await
+        .expect("src/ui/ui.js loads");
     let form = make_form();
-    schema_form::render(&form, schema, value, editable, &Strings::default());
+    let plan = plan(schema).to_string();
+    render_form(&form, &plan, &value.to_string(), editable, &strings());
     form
 }
 
+/// The value the form shows for `schema`, and the fields it could not read.
+fn read(form: &web_sys::Element, schema: &Value) -> (Value, Vec<(String, String)>) {
+    let text = read_form(form, &plan(schema).to_string(), &strings());
+    serde_json::from_str(&text).unwrap()
+}
+
+fn change_rows(form: &web_sys::Element, schema: &Value, path: &str, remove: Option<u32>) {
+    change_rows_js(form, &plan(schema).to_string(), path, remove, &strings());
+}
+
+fn show_errors(form: &web_sys::Element, errors: &[(String, String)]) {
+    show_errors_js(form, &serde_json::to_string(errors).unwrap());
+}
+
 #[wasm_bindgen_test]
-fn the_renderer_builds_a_field_for_every_kind() {
+async fn the_renderer_builds_a_field_for_every_kind() {
     let schema = every_kind();
     let value = client_tools_core::schema_field::initial_value(&schema);
-    let form = render(&schema, &value, true);
+    let form = render(&schema, &value, true).await;
     let scope: &JsValue = &form;
     let a = |sel: &str, name: &str| attr(scope, sel, name).unwrap_or_default();
     for (path, input_type) in [
@@ -206,7 +256,7 @@ fn the_renderer_builds_a_field_for_every_kind() {
 }
 
 #[wasm_bindgen_test]
-fn the_renderer_reads_back_what_it_shows_and_what_is_typed() {
+async fn the_renderer_reads_back_what_it_shows_and_what_is_typed() {
     let schema = every_kind();
     let value = json!({
         "name": "Ada", "email": "ada@example.com", "day": "2026-12-01", "at": "10:30:00Z",
@@ -214,9 +264,8 @@ fn the_renderer_reads_back_what_it_shows_and_what_is_typed() {
         "tags": ["a", "b"], "lines": [{"sku": "x", "qty": 2}], "address": {"city": "Paris"},
         "extra": {"free": [1, 2]}
     });
-    let form = render(&schema, &value, true);
-    let strings = Strings::default();
-    let (read, errors) = schema_form::read(&form, &schema, schema_form::Base::Fresh, &strings);
+    let form = render(&schema, &value, true).await;
+    let (read, errors) = read(&form, &schema);
     assert!(errors.is_empty(), "{errors:?}");
     assert_eq!(read, value);
 
@@ -226,7 +275,7 @@ fn the_renderer_reads_back_what_it_shows_and_what_is_typed() {
     type_in(scope, "[data-path='/email']", "");
     type_in(scope, "[data-path='/urgent']", "true");
     type_in(scope, "[data-path='/extra']", "{not json");
-    let (read, errors) = schema_form::read(&form, &schema, schema_form::Base::Fresh, &strings);
+    let (read, errors) = self::read(&form, &schema);
     assert_eq!(read["count"], 7);
     assert_eq!(read["tags"], json!(["a", "c"]));
     assert_eq!(
@@ -240,40 +289,35 @@ fn the_renderer_reads_back_what_it_shows_and_what_is_typed() {
 }
 
 #[wasm_bindgen_test]
-fn fields_follow_the_schemas_property_order() {
+async fn fields_follow_the_schemas_property_order() {
     // On wasm serde_json keeps members in the order written (`preserve_order`, Cargo.toml): the
     // form shows a schema's properties in its own order, not sorted by name, and reads them back
     // in that order.
     let schema = json!({"type": "object", "properties": {
         "zone": {"type": "string"}, "amount": {"type": "number"}, "memo": {"type": "string"}}});
     let value = json!({"zone": "eu", "amount": 2.5, "memo": "m"});
-    let form = render(&schema, &value, true);
+    let form = render(&schema, &value, true).await;
     assert_eq!(texts(&form, "label"), "zone|amount|memo");
-    let (read, _) = schema_form::read(
-        &form,
-        &schema,
-        schema_form::Base::Fresh,
-        &Strings::default(),
-    );
+    let (read, _) = read(&form, &schema);
     assert_eq!(read.to_string(), r#"{"zone":"eu","amount":2.5,"memo":"m"}"#);
     form.remove();
 }
 
 #[wasm_bindgen_test]
-fn array_rows_are_added_and_removed_keeping_the_others() {
+async fn array_rows_are_added_and_removed_keeping_the_others() {
     let schema = every_kind();
     let form = render(
         &schema,
         &json!({"name": "n", "count": 1, "lines": [{"sku": "a"}, {"sku": "b"}]}),
         true,
-    );
+    )
+    .await;
     let scope: &JsValue = &form;
-    let strings = Strings::default();
     type_in(scope, "[data-path='/lines/1/sku']", "B");
-    schema_form::change_rows(&form, &schema, "/lines", None, &strings);
+    change_rows(&form, &schema, "/lines", None);
     assert_eq!(count(scope, "[data-action=remove]"), 3);
-    schema_form::change_rows(&form, &schema, "/lines", Some(0), &strings);
-    let (read, _) = schema_form::read(&form, &schema, schema_form::Base::Fresh, &strings);
+    change_rows(&form, &schema, "/lines", Some(0));
+    let (read, _) = read(&form, &schema);
     assert_eq!(read["lines"], json!([{"sku": "B"}, {}]));
     assert_eq!(
         attr(scope, "[data-action=remove]", "data-path").unwrap(),
@@ -283,18 +327,16 @@ fn array_rows_are_added_and_removed_keeping_the_others() {
 }
 
 #[wasm_bindgen_test]
-fn errors_go_to_their_fields() {
+async fn errors_go_to_their_fields() {
     let schema = every_kind();
     let compiled = CompiledSchema::compile(&schema).unwrap();
-    let form = render(&schema, &json!({"name": "A", "count": 1}), true);
+    let form = render(&schema, &json!({"name": "A", "count": 1}), true).await;
     let scope: &JsValue = &form;
-    let strings = Strings::default();
-    let (value, _) = schema_form::read(&form, &schema, schema_form::Base::Fresh, &strings);
-    let mut value = value;
+    let (mut value, _) = read(&form, &schema);
     value.as_object_mut().unwrap().remove("count");
     let mut errors = compiled.field_errors(&value);
     errors.push((String::new(), "whole form".into()));
-    schema_form::show_errors(&form, &errors);
+    show_errors(&form, &errors);
     for path in ["/name", "/count"] {
         let sel = format!("[data-path='{path}']");
         assert_eq!(
@@ -308,19 +350,19 @@ fn errors_go_to_their_fields() {
     let form_error = attr(scope, ":scope > [data-ct=error]", "id").unwrap();
     assert_eq!(text(scope, &format!("[id={form_error}]")), "whole form");
     assert_eq!(attr(scope, "[data-path='/email']", "aria-invalid"), None);
-    schema_form::show_errors(&form, &Vec::new());
+    show_errors(&form, &[]);
     assert_eq!(count(scope, "[aria-invalid]"), 0);
     form.remove();
 }
 
 #[wasm_bindgen_test]
-fn unsupported_schemas_degrade_to_json_text() {
+async fn unsupported_schemas_degrade_to_json_text() {
     for schema in [
         json!({"$ref": "#/x", "$defs": {"x": {}}}),
         json!({"type": ["string", "null"]}),
         json!(true),
     ] {
-        let form = render(&schema, &json!({"a": 1}), true);
+        let form = render(&schema, &json!({"a": 1}), true).await;
         let scope: &JsValue = &form;
         assert_eq!(count(scope, "textarea[data-path='']"), 1, "{schema}");
         assert_eq!(text(scope, "textarea"), r#"{"a":1}"#);

@@ -1,4 +1,6 @@
-//! The words of the dialog and the result form, overridable for localization (the `strings` option).
+//! The words of the dialog and the result form, overridable for localization (the `strings` option):
+//! read here, when the page makes its `ClientTools`, and handed whole to the dialog (`src/ui/ui.js`)
+//! with each request.
 
 use wasm_bindgen::{JsCast, JsValue};
 
@@ -7,7 +9,7 @@ use crate::js;
 /// Declares [`DEFAULTS`] and the TypeScript union of its keys (`UiStringKey`), from one list.
 macro_rules! ui_strings {
     ($($key:literal => $default:literal,)*) => {
-        /// Every string key with its English default, in [`S`] order. `{tool}` and `{n}` are filled in.
+        /// Every string key with its English default. `{tool}` and `{n}` are filled in.
         const DEFAULTS: &[(&str, &str)] = &[$(($key, $default),)*];
 
         /// The keys of the `strings` option as a TypeScript union (emitted by `src/typescript.rs`).
@@ -42,30 +44,6 @@ ui_strings! {
     "none" => "—",
 }
 
-/// A string key (an index into [`DEFAULTS`]).
-#[derive(Clone, Copy)]
-pub enum S {
-    Approve,
-    Reject,
-    Edit,
-    Submit,
-    Cancel,
-    Add,
-    Remove,
-    Reason,
-    AllowSession,
-    AllowAlways,
-    Queue,
-    Tool,
-    ConfirmIntro,
-    ResultIntro,
-    Input,
-    Invalid,
-    InvalidJson,
-    Item,
-    None,
-}
-
 /// The strings of one `ClientTools`: defaults, with the page's overrides.
 #[derive(Debug, Clone)]
 pub struct Strings(Vec<String>);
@@ -82,13 +60,14 @@ impl Default for Strings {
 }
 
 impl Strings {
-    pub fn get(&self, key: S) -> &str {
-        &self.0[key as usize]
-    }
-
-    /// The string with its `{placeholder}` filled in.
-    pub fn fill(&self, key: S, placeholder: &str, value: &str) -> String {
-        self.get(key).replace(placeholder, value)
+    /// Every key with its text, as the dialog reads them (`{"approve": "Approve", …}`).
+    pub fn table(&self) -> serde_json::Map<String, serde_json::Value> {
+        let texts = self.0.iter().map(|text| text.as_str().into());
+        DEFAULTS
+            .iter()
+            .map(|(key, _)| (*key).to_owned())
+            .zip(texts)
+            .collect()
     }
 
     /// Reads the `strings` option: an object of known keys to strings; anything else is an error

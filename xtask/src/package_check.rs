@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::build::{collect_files, ADAPTERS, LICENSE_FILES};
+use crate::build::{collect_files, ADAPTERS, LICENSE_FILES, UI_MODULE};
 use crate::{root, step, Result};
 
 /// Files every package ships besides `snippets/` (whose files are the glue's inline JavaScript).
@@ -83,13 +83,14 @@ pub fn pack_and_check(pkg: &Path) -> Result<PathBuf> {
     Ok(installed)
 }
 
-/// The tarball holds exactly the shipped files, the licenses and the glue's snippets.
+/// The tarball holds exactly the shipped files, the licenses, the dialog and the glue's snippets.
 fn check_file_list(pkg: &Path, in_tarball: &BTreeSet<String>) -> Result {
     let mut snippets = Vec::new();
     collect_files(&pkg.join("snippets"), &mut snippets);
     let expected: BTreeSet<String> = SHIPPED
         .iter()
         .chain(LICENSE_FILES)
+        .chain(&[UI_MODULE])
         .map(|file| (*file).to_owned())
         .chain(snippets.iter().filter_map(|path| {
             path.strip_prefix(pkg)

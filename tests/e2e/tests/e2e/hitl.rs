@@ -29,14 +29,20 @@ fn hitl_tools() -> AgentTools {
 
 const AGENT_TOKEN: &str = "hitl-agent-token";
 
+fn hitl_config() -> BridgeConfig {
+    BridgeConfig {
+        tools: hitl_tools().into(),
+        agent_token: Some(AGENT_TOKEN.into()),
+        ..BridgeConfig::default()
+    }
+}
+
 impl Hitl {
     async fn open(kind: BrowserKind) -> Hitl {
-        let config = BridgeConfig {
-            tools: hitl_tools().into(),
-            agent_token: Some(AGENT_TOKEN.into()),
-            ..BridgeConfig::default()
-        };
-        let served = BridgeOnly::serving_package(config).await;
+        Self::open_served(kind, BridgeOnly::serving_package(hitl_config()).await).await
+    }
+
+    async fn open_served(kind: BrowserKind, served: BridgeOnly) -> Hitl {
         let driven = Driven::start(kind).await;
         driven.goto(&format!("{}/hitl.html", served.base_url)).await;
         let status = driven
@@ -144,7 +150,55 @@ in_both_browsers!(
     what_the_person_approves_is_what_they_saw,
     a_double_click_answers_one_request,
     a_forced_close_answers_one_request,
+    the_dialog_that_cannot_load,
 );
+
+/// A copy of `from` without the file at `skip` (a path inside it).
+fn copy_without(from: &std::path::Path, to: &std::path::Path, skip: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let path = entry.unwrap().path();
+        let target = to.join(path.file_name().unwrap());
+        if path == skip {
+            continue;
+        } else if path.is_dir() {
+            copy_without(&path, &target, skip);
+        } else {
+            std::fs::copy(&path, &target).unwrap();
+        }
+    }
+}
+
+/// The dialog's module is loaded when a call first needs the person (SPEC §7); where it cannot be
+/// (a package served without it: a 404, as offline), the call ends with one error result that
+/// names what failed, at once — never a hang — and the page goes on.
+async fn the_dialog_that_cannot_load(kind: BrowserKind) {
+    let package = client_tools_e2e::pkg_dir();
+    let broken = std::env::temp_dir().join(format!(
+        "client-tools-e2e-no-dialog-{}-{kind:?}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&broken);
+    copy_without(&package, &broken, &package.join("src/ui/ui.js"));
+    let config = BridgeConfig {
+        pkg_dir: broken.clone(),
+        ..hitl_config()
+    };
+    let hitl = Hitl::open_served(kind, BridgeOnly::start(config).await).await;
+    let result = outcome(hitl.call("delete_task", json!({"taskId": "t2"}))).await;
+    assert!(result.is_error, "{result:?}");
+    let text = result.text();
+    assert!(
+        text.contains("could not be loaded") && text.contains("src/ui/ui.js"),
+        "{text}"
+    );
+    assert_eq!(hitl.runs("delete_task").await, 0, "nothing ran unapproved");
+    // The page goes on: a call that asks nobody still runs.
+    let read = outcome(hitl.call("read_board", json!({"boardId": "b1"}))).await;
+    assert_eq!(read.text(), "read");
+    hitl.quit().await;
+    let _ = std::fs::remove_dir_all(&broken);
+}
 
 async fn approve_with_the_keyboard(kind: BrowserKind) {
     let hitl = Hitl::open(kind).await;
