@@ -24,13 +24,16 @@ pub fn ask(page: &Rc<Page>, call: CallHandle, call_id: &str, mut question: Quest
         let request = js::to_plain(&question.confirm_request(call_id));
         return ask_callback(page, call, confirm, request);
     }
-    if approved_before(page, call, &mut question) {
-        let answer = Answer::Approve {
-            allow_session: false,
-            allow_always: false,
-        };
-        return page.feed(Input::Answered { call, answer });
-    }
+    let offered = match approved_before(page, &mut question) {
+        Kept::Found => {
+            let answer = Answer::Approve {
+                allow_session: false,
+                allow_always: false,
+            };
+            return page.feed(Input::Answered { call, answer });
+        }
+        Kept::NotFound(offered) => offered,
+    };
     let (id, answer) = ui::ask(question, &page.options.strings);
     page.calls.borrow_mut().asked.push((call, id));
     let page = page.clone();
@@ -45,21 +48,51 @@ pub fn ask(page: &Rc<Page>, call: CallHandle, call_id: &str, mut question: Quest
                 ..
             }
         ) {
-            js::approval_keep(call.0 as f64);
+            // What this call was asked about, with the user of that moment: never another
+            // call's (every `ClientTools` numbers its calls from 1, and they share the dialog).
+            if let Some(Offered {
+                name,
+                declaration,
+                token,
+            }) = &offered
+            {
+                js::approval_keep(name, declaration, token.as_deref());
+            }
         }
         page.feed(Input::Answered { call, answer });
     });
 }
 
+/// What a call's person is offered to always allow: the tool's original name, its declaration
+/// text and the page's token when it was asked (whose approval it is).
+struct Offered {
+    name: String,
+    declaration: String,
+    token: Option<String>,
+}
+
+enum Kept {
+    /// An approval kept for this declaration and user answers the call.
+    Found,
+    /// The person is asked; what an "always allow" would keep, where it is offered.
+    NotFound(Option<Offered>),
+}
+
 /// "Always allow" (the `allowAlways` option), where the engine offers it: whether an approval
 /// kept for this declaration and user answers the call. Where approvals cannot be kept (or whose
-/// page it is is not known yet) the question stops offering it. `js.js` remembers what the call
-/// was asked about, for the approval the person may give.
-fn approved_before(page: &Page, call: CallHandle, question: &mut Question) -> bool {
+/// page it is is not known yet) the question stops offering it.
+fn approved_before(page: &Page, question: &mut Question) -> Kept {
+    let mut offered = None;
     let found = match (question.declaration.take(), approval_user(page)) {
         (Some(declaration), Some(token)) => {
             let name = &question.original_name;
-            js::approval_find(call.0 as f64, name, &declaration, token.as_deref())
+            let found = js::approval_find(name, &declaration, token.as_deref());
+            offered = Some(Offered {
+                name: name.clone(),
+                declaration,
+                token,
+            });
+            found
         }
         _ => JsValue::UNDEFINED,
     };
@@ -75,7 +108,10 @@ fn approved_before(page: &Page, call: CallHandle, question: &mut Question) -> bo
     if let (false, QuestionKind::Confirm { offer_always, .. }) = (offer, &mut question.kind) {
         *offer_always = false;
     }
-    js::get(&found, "found").is_truthy()
+    if js::get(&found, "found").is_truthy() {
+        return Kept::Found;
+    }
+    Kept::NotFound(offered.filter(|_| offer))
 }
 
 /// Whose approvals these are: the page's token (a JWT's `sub` names the user), `Some(None)`

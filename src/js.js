@@ -590,13 +590,9 @@ function readApprovals() {
 
 const writeApprovals = (entries) => localStorage.setItem(APPROVALS, JSON.stringify({ v: 1, entries }));
 
-// What each call asked about was (the approval its person may give); at most 64 kept.
-const pending = new Map();
-
-// Whether `token`'s user always allowed this declaration of tool `name` (asked about for `call`):
-// {found, offer: true, warning} — or, where approvals cannot be kept (no localStorage), why (the
-// first time): {warning}.
-export function approvalFind(call, name, declaration, token) {
+// Whether `token`'s user always allowed this declaration of tool `name`: {found, offer: true,
+// warning} — or, where approvals cannot be kept (no localStorage), why (the first time): {warning}.
+export function approvalFind(name, declaration, token) {
   try {
     localStorage.getItem(APPROVALS);
   } catch (e) {
@@ -607,18 +603,16 @@ export function approvalFind(call, name, declaration, token) {
   const mine = entries.filter((e) => e.name === name && e.user === user);
   const found = mine.some((e) => e.declaration === text);
   if (!found && mine.length) warning ??= `approval kept for '${name}' is for another declaration`;
-  pending.set(call, { name, declaration: text, user });
-  if (pending.size > 64) pending.clear();
   return { found, offer: true, warning };
 }
 
-// Keeps the approval `call` was asked about (replacing the tool's earlier one for that user; the
-// oldest go past the bounds); one that cannot be written (quota) is said on the console.
-export function approvalKeep(call) {
-  const entry = pending.get(call);
+// Keeps the approval of this declaration of tool `name` for `token`'s user, what the call was asked
+// about (replacing the tool's earlier one for that user; the oldest go past the bounds); one that
+// cannot be written (quota) is said on the console.
+export function approvalKeep(name, declaration, token) {
   try {
-    entry.at = Date.now();
-    const entries = [...readApprovals()[0].filter((e) => e.name !== entry.name || e.user !== entry.user), entry].slice(-MAX_APPROVALS);
+    const entry = { name, declaration: sortKeys(declaration), user: tokenUser(token), at: Date.now() };
+    const entries = [...readApprovals()[0].filter((e) => e.name !== name || e.user !== entry.user), entry].slice(-MAX_APPROVALS);
     while (JSON.stringify(entries).length > 199e3) entries.shift();
     if (!entries.length) throw Error(`over ${MAX_APPROVALS_TEXT} characters`);
     writeApprovals(entries);

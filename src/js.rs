@@ -75,16 +75,16 @@ extern "C" {
     #[wasm_bindgen(js_name = loadUi)]
     pub fn load_ui() -> js_sys::Promise;
 
-    /// Whether the user of `token` always allowed this declaration (its text) of tool `name`,
-    /// asked about for `call`: `{found, offer: true, warning}`, or where approvals cannot be kept
-    /// `{warning}` saying why (the first time; docs/api.md, "Always allow").
+    /// Whether the user of `token` always allowed this declaration (its text) of tool `name`:
+    /// `{found, offer: true, warning}`, or where approvals cannot be kept `{warning}` saying why
+    /// (the first time; docs/api.md, "Always allow").
     #[wasm_bindgen(js_name = approvalFind)]
-    pub fn approval_find(call: f64, name: &str, declaration: &str, token: Option<&str>) -> JsValue;
+    pub fn approval_find(name: &str, declaration: &str, token: Option<&str>) -> JsValue;
 
-    /// Keeps the approval of what `call` was asked about (one that cannot be written is said on
-    /// the console).
+    /// Keeps the approval of this declaration of tool `name` for the user of `token` (one that
+    /// cannot be written is said on the console).
     #[wasm_bindgen(js_name = approvalKeep)]
-    pub fn approval_keep(call: f64);
+    pub fn approval_keep(name: &str, declaration: &str, token: Option<&str>);
 
     /// `tools.approvals` (`list`, `revoke`) for the user of `token`; `known` false: not known yet.
     #[wasm_bindgen(js_name = approvalsApi)]

@@ -345,3 +345,50 @@ async fn without_local_storage_always_allow_is_not_offered_and_said_once() {
         "{seen:?}"
     );
 }
+
+/// Two instances on one page ask at once (each numbers its calls from 1; they share the dialog):
+/// the approval kept is for the tool the person saw and ticked, never the other one's.
+#[wasm_bindgen_test]
+async fn two_instances_asking_at_once_keep_the_approval_of_the_tool_the_person_saw() {
+    store(None);
+    let (wipe, _) = page(None, "Wipe the board", json!({}));
+    let options = json!({"allowAlways": true, "exposeToBrowser": false, "forms": false});
+    let bank = ClientTools::new(Some(js(&options).unchecked_into())).expect("valid options");
+    let transfer = declaration("transfer", "Transfer money", js(&json!({})));
+    bank.define_function(transfer.unchecked_into()).unwrap();
+
+    let first = start(&wipe);
+    wait("the dialog", is_open).await;
+    let input = js(&json!({"boardId": "b2"}));
+    let second: js_sys::Promise =
+        JsValue::from(bank.invoke("transfer", Some(input))).unchecked_into();
+    let second = JsFuture::from(second);
+    wait("the second request waiting", || {
+        texts("[data-ct=queue]").contains('1')
+    })
+    .await;
+    tick(ALWAYS);
+    click("button[data-action=approve]");
+    assert!(!is_error(first).await);
+    // The transfer is shown next (its buttons armed after a moment): rejected.
+    wait("the transfer rejected", || {
+        if is_open() {
+            click("button[data-action=reject]");
+        }
+        !is_open()
+    })
+    .await;
+    assert!(is_error(second).await, "rejected");
+
+    let kept: Value = serde_json::from_str(&stored().expect("an approval kept")).unwrap();
+    let entries = kept["entries"].as_array().unwrap();
+    assert_eq!(entries.len(), 1, "{kept}");
+    assert_eq!(entries[0]["name"], "wipe");
+    let text = entries[0]["declaration"].as_str().unwrap();
+    assert!(
+        text.contains("Wipe the board") && !text.contains("transfer"),
+        "{text}"
+    );
+    runs_without_dialog(&wipe).await;
+    store(None);
+}

@@ -603,6 +603,12 @@ function act(action, path) {
     render(form, request.plan, request.value, true, s);
     const edit = find("[data-action=edit]");
     if (edit) edit.remove();
+    // An edited input is approved for this call alone: what would be allowed for the session or
+    // always is the tool, and a changed input is not what the agent proposed.
+    for (const ct of ["allow-session", "allow-always"]) {
+      const box = find(`[data-ct=${ct}]`);
+      if (box) Object.assign(box, { checked: false, disabled: true });
+    }
     focus("form [data-path]");
     return;
   } else if (action === "add" || action === "remove") {
