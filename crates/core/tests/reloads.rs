@@ -163,6 +163,15 @@ impl Page {
     fn answer(&mut self, call: CallHandle, answer: Answer) {
         self.input(Input::Answered { call, answer });
     }
+
+    /// The person approves `call` (nothing allowed beyond it).
+    fn approve(&mut self, call: CallHandle) {
+        let approve = Answer::Approve {
+            allow_session: false,
+            allow_always: false,
+        };
+        self.answer(call, approve);
+    }
 }
 
 #[derive(Debug, Default)]
@@ -289,13 +298,7 @@ fn a_call_waiting_for_the_persons_decision_is_asked_again_never_assumed() {
     page.take();
     page.call(3, "wipe");
     let asked = page.look().asked_once();
-    page.answer(
-        asked,
-        Answer::Approve {
-            allow_session: false,
-            allow_always: false,
-        },
-    );
+    page.approve(asked);
     let ran = page.look().ran_once();
     page.settle(ran, r#""wiped""#);
     assert_eq!(page.look().answered(3), ("wiped".to_owned(), false));
@@ -363,13 +366,7 @@ fn a_call_waiting_for_its_turn_is_asked_before_it_runs() {
     let asked = page.look().asked_once();
     page.call(5, "save");
     page.look().not_run_again(5);
-    page.answer(
-        asked,
-        Answer::Approve {
-            allow_session: false,
-            allow_always: false,
-        },
-    );
+    page.approve(asked);
     page.look().ran_once();
 }
 
@@ -399,13 +396,7 @@ fn a_call_of_an_idempotent_tool_that_waited_for_its_turn_is_asked_too() {
     );
     page.call(9, "poll");
     let asked = page.look().asked_once();
-    page.answer(
-        asked,
-        Answer::Approve {
-            allow_session: false,
-            allow_always: false,
-        },
-    );
+    page.approve(asked);
     page.look().ran_once();
 }
 
@@ -414,25 +405,13 @@ fn an_idempotent_tool_that_asks_is_asked_again_before_it_runs_once_more() {
     let mut page = Page::first();
     page.call(7, "sync");
     let asked = page.look().asked_once();
-    page.answer(
-        asked,
-        Answer::Approve {
-            allow_session: false,
-            allow_always: false,
-        },
-    );
+    page.approve(asked);
     page.look().ran_once();
 
     let mut page = page.reload();
     page.call(7, "sync");
     let asked = page.look().asked_once();
-    page.answer(
-        asked,
-        Answer::Approve {
-            allow_session: false,
-            allow_always: false,
-        },
-    );
+    page.approve(asked);
     page.look().ran_once();
 }
 
@@ -486,13 +465,7 @@ fn a_reload_storm_during_a_waiting_confirmation_asks_each_time_and_runs_once() {
     let mut page = page.reload();
     page.call(10, "wipe");
     let asked = page.look().asked_once();
-    page.answer(
-        asked,
-        Answer::Approve {
-            allow_session: false,
-            allow_always: false,
-        },
-    );
+    page.approve(asked);
     let ran = page.look().ran_once();
     page.settle(ran, r#""wiped""#);
     assert_eq!(page.look().answered(10), ("wiped".to_owned(), false));
